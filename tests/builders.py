@@ -1,0 +1,76 @@
+"""Small builders for event logs in tests (the notation of semantics.md §2.3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsh_query_server.model.event import Event
+
+_ids = iter(range(10**9))
+
+
+def ev(type: str, seq: int, data: Any = None, *, time: int | None = None, op: Any = None,
+       src: Any = None, **extra: Any) -> Event:
+    value: dict[str, Any] = {"type": type, "seq": seq, "time": seq if time is None else time,
+                             "data": {} if data is None else data}
+    if op is not None:
+        value["surfaceOp"] = op
+    if src is not None:
+        value["sourceEventSeqs"] = src
+    value.update(extra)
+    return Event.from_value(value)
+
+
+def R(start: int, end: int) -> dict[str, Any]:
+    return {"op": "replace", "start": start, "end": end}
+
+
+def user_data(text: str = "hi", *, kind: str = "user", mid: str | None = None) -> dict[str, Any]:
+    return {"id": mid or f"u{next(_ids)}", "role": "user",
+            "content": [{"type": "text", "text": text}], "source": {"kind": kind}}
+
+
+def assistant_data(text: str = "ok", *, mid: str | None = None, blocks: list | None = None) -> dict[str, Any]:
+    return {"turn": 1, "step": 1, "message": {
+        "id": mid or f"a{next(_ids)}", "role": "assistant",
+        "content": blocks if blocks is not None else [{"type": "text", "text": text}],
+        "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}}}
+
+
+def tool_result_data(call_id: str = "c1", text: str = "out", *, mid: str = "tr1",
+                     is_error: bool | None = None, error: Any = None, meta: Any = None) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool-result", "toolCallId": call_id,
+                             "content": [{"type": "text", "text": text}] if text else []}
+    if is_error is not None:
+        block["isError"] = is_error
+    data: dict[str, Any] = {"turn": 1, "step": 1, "message": {
+        "id": mid, "role": "user", "content": [block], "source": {"kind": "tool", "callId": call_id}}}
+    if error is not None:
+        data["error"] = error
+    if meta is not None:
+        data["meta"] = meta
+    return data
+
+
+def U(seq: int, text: str = "hi", *, op: Any = "append", src: Any = None, kind: str = "user",
+      time: int | None = None) -> Event:
+    return ev("user/message", seq, user_data(text, kind=kind), op=op, src=src, time=time)
+
+
+def A(seq: int, text: str = "ok", *, op: Any = "append", src: Any = None, time: int | None = None) -> Event:
+    return ev("assistant/message", seq, assistant_data(text), op=op, src=src, time=time)
+
+
+def T(seq: int, text: str = "out", *, op: Any = "append", src: Any = None, call_id: str = "c1",
+      mid: str = "tr1", **kw: Any) -> Event:
+    return ev("tool/result", seq, tool_result_data(call_id, text, mid=mid, **kw), op=op, src=src)
+
+
+def log_only(type: str, seq: int, data: Any = None, **kw: Any) -> Event:
+    return ev(type, seq, data, **kw)
+
+
+def chunk(seq: int, text: str = "x", *, time: int | None = None, index: int = 0) -> Event:
+    return ev("assistant/chunk", seq,
+              {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": index, "text": text}},
+              time=time)
