@@ -1,0 +1,92 @@
+"""Filter clauses (semantics.md §4) as a tagged union on ``kind``.
+
+These are the owned copies a request is validated into: a list clause is ``{kind, values}``, a
+range clause keeps only its present bounds, a text clause is ``{kind, text}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+
+class _List(msgspec.Struct, frozen=True, tag_field="kind"):
+    values: tuple[Any, ...]
+
+
+class _Range(msgspec.Struct, frozen=True, tag_field="kind", omit_defaults=True, rename={"lo": "from", "hi": "to"}):
+    lo: float | int | UnsetType = UNSET
+    hi: float | int | UnsetType = UNSET
+
+    def accepts(self, value: Any) -> bool:
+        return (self.lo is UNSET or self.lo <= value) and (self.hi is UNSET or value <= self.hi)
+
+
+class IdFilter(_List, tag="id"):
+    pass
+
+
+class CwdFilter(_List, tag="cwd"):
+    pass
+
+
+class ParentFilter(_List, tag="parent"):
+    pass
+
+
+class AvailabilityFilter(_List, tag="availability"):
+    pass
+
+
+class CreatedAtFilter(_Range, tag="created-at"):
+    pass
+
+
+class SeqFilter(_Range, tag="seq"):
+    pass
+
+
+class TimeFilter(_Range, tag="time"):
+    pass
+
+
+class TypeFilter(_List, tag="type"):
+    pass
+
+
+class SurfaceFilter(_List, tag="surface"):
+    pass
+
+
+class TextFilter(msgspec.Struct, frozen=True, tag_field="kind", tag="text"):
+    text: str
+
+
+SessionFilter = Union[IdFilter, CwdFilter, ParentFilter, AvailabilityFilter, CreatedAtFilter]
+EventFilter = Union[SeqFilter, TimeFilter, TypeFilter, SurfaceFilter, TextFilter]
+
+SESSION_KINDS: dict[str, type] = {
+    "id": IdFilter,
+    "cwd": CwdFilter,
+    "created-at": CreatedAtFilter,
+    "parent": ParentFilter,
+    "availability": AvailabilityFilter,
+}
+EVENT_KINDS: dict[str, type] = {
+    "seq": SeqFilter,
+    "time": TimeFilter,
+    "type": TypeFilter,
+    "surface": SurfaceFilter,
+    "text": TextFilter,
+}
+NULLABLE_KINDS = frozenset({"cwd", "parent"})
+LITERALS = {
+    "availability": frozenset({"live", "persisted"}),
+    "surface": frozenset({"current", "shadowed", "log-only"}),
+}
+
+
+def kind_of(clause: Any) -> str:
+    return clause.__struct_config__.tag

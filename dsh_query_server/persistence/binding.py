@@ -1,0 +1,61 @@
+"""The persistence binding (semantics.md §3.0.3): the one backend mounted right now, if any.
+
+Each mount creates a binding with a fresh identity, even for the same URI, so readers can tell a
+remount from "nothing changed". Readers take ``current()`` at the moment they need persistence and
+keep no other state about it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from .base import PersistenceBackend
+
+_identities = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Binding:
+    backend: PersistenceBackend
+    identity: int
+
+
+class PersistenceBinding:
+    """Holds the current binding; listeners hear about every mount and unmount.
+
+    A replaced backend is not closed here: requests that captured it may still be using it, and
+    it releases its resources when the last of them lets go."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._current: Binding | None = None
+        self._listeners: list[Callable[[Binding | None], None]] = []
+
+    def subscribe(self, listener: Callable[[Binding | None], None]) -> None:
+        self._listeners.append(listener)
+
+    def current(self) -> Binding | None:
+        return self._current
+
+    def mount(self, backend: PersistenceBackend) -> Binding:
+        binding = Binding(backend, next(_identities))
+        with self._lock:
+            self._current = binding
+        self._notify(binding)
+        return binding
+
+    def unmount(self, binding: Binding | None = None) -> bool:
+        """Clear the binding; an unmount naming a binding that is no longer current does nothing."""
+        with self._lock:
+            if self._current is None or (binding is not None and binding is not self._current):
+                return False
+            self._current = None
+        self._notify(None)
+        return True
+
+    def _notify(self, binding: Binding | None) -> None:
+        for listener in self._listeners:
+            listener(binding)
