@@ -7,6 +7,7 @@ same transitions as the surface fold before anything is committed.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time as _time
 from dataclasses import dataclass
@@ -31,23 +32,37 @@ def now_ms() -> int:
 
 @dataclass(frozen=True, slots=True)
 class LiveSnapshot:
-    """A detached observation of one live session. ``changes`` counts committed batches; it
-    changes whenever the log does, which lets readers skip unchanged sessions cheaply."""
+    """A detached observation of one live session. ``changes`` counts committed batches.
+    ``fingerprint`` is a digest of the header and every event's JSON, kept up to date on each
+    append, so equal content gives an equal fingerprint without re-hashing the log."""
 
     header: Header
     events: list[Event]
     changes: int
     fold: Fold
+    fingerprint: str
 
 
 class _LiveSession:
-    __slots__ = ("header", "events", "manager", "changes")
+    __slots__ = ("header", "events", "manager", "changes", "digest")
 
     def __init__(self, header: Header) -> None:
         self.header = header
         self.events: list[Event] = []
         self.manager = SurfaceManager()
         self.changes = 0
+        self.digest = hashlib.sha256(len(header.raw).to_bytes(8, "big") + header.raw)
+
+    def extend(self, events: list[Event]) -> None:
+        self.events.extend(events)
+        for event in events:
+            self.digest.update(len(event.raw).to_bytes(8, "big") + event.raw)
+
+    def snapshot(self) -> LiveSnapshot:
+        return LiveSnapshot(
+            self.header, list(self.events), self.changes, freeze(self.manager.state),
+            self.digest.hexdigest(),
+        )
 
 
 Listener = Callable[[str, str], None]
@@ -86,12 +101,10 @@ class SessionStore:
         live = _LiveSession(header)
         if seed is not None:
             events = self._seed_events(seed, session_id)
-            live.manager.admit(events, [])  # replay already checked the fold; this builds state
-            live.events = events
             if not events or events[-1].type != END_SEED:
-                end_seed = _build_event({"type": END_SEED, "data": {}}, len(events))
-                live.manager.admit([end_seed], live.events)
-                live.events.append(end_seed)
+                events.append(_build_event({"type": END_SEED, "data": {}}, len(events)))
+            live.manager.admit(events, [])  # replay already checked the seed; this builds state
+            live.extend(events)
         with self._lock:
             if session_id in self._sessions:
                 raise QueryError(
@@ -158,7 +171,7 @@ class SessionStore:
                     f"events[{len(applied)}] is invalid: {exc.message}",
                     session_id=session_id,
                 ) from None
-            live.events.extend(events)
+            live.extend(events)
             live.changes += 1
         self._notify("append", session_id)
         return base, base + len(events) - 1
@@ -188,17 +201,12 @@ class SessionStore:
     def snapshot(self, session_id: str) -> LiveSnapshot | None:
         with self._lock:
             live = self._sessions.get(session_id)
-            if live is None:
-                return None
-            return LiveSnapshot(live.header, list(live.events), live.changes, freeze(live.manager.state))
+            return None if live is None else live.snapshot()
 
     def snapshots(self) -> list[LiveSnapshot]:
         """Every live session, in creation order, in one atomic observation."""
         with self._lock:
-            return [
-                LiveSnapshot(live.header, list(live.events), live.changes, freeze(live.manager.state))
-                for live in self._sessions.values()
-            ]
+            return [live.snapshot() for live in self._sessions.values()]
 
     def events_from(self, session_id: str, start: int) -> tuple[Header, list[Event]] | None:
         """Header and the events from ``start`` on (the checkpointer's view)."""
@@ -208,9 +216,11 @@ class SessionStore:
                 return None
             return live.header, live.events[start:]
 
-    def change_counts(self) -> dict[str, int]:
+    def fingerprints(self) -> dict[str, tuple[Header, str]]:
+        """Header and content fingerprint of every live session (creation order), without
+        copying any log: the cheap no-change check for derived indexes."""
         with self._lock:
-            return {sid: live.changes for sid, live in self._sessions.items()}
+            return {sid: (live.header, live.digest.hexdigest()) for sid, live in self._sessions.items()}
 
     def lengths(self) -> dict[str, int]:
         with self._lock:
