@@ -1,0 +1,3 @@
+from .cli import main
+
+main(["serve", *__import__("sys").argv[1:]])

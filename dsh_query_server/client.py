@@ -1,0 +1,109 @@
+"""A small synchronous JSON-RPC client that starts the server over stdio.
+
+Used by the command line, the demo and the benchmarks. Notifications from the server are kept in
+``notifications``; responses are matched by id.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from . import jsoncodec
+
+
+class RpcError(Exception):
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(error.get("message", "error"))
+        self.error = error
+        self.code = error.get("code")
+        data = error.get("data")
+        self.data_code = data.get("code") if isinstance(data, dict) else None
+        self.message = error.get("message", "")
+
+
+class StdioClient:
+    def __init__(
+        self,
+        args: list[str] | None = None,
+        *,
+        initialization_options: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        command = [sys.executable, "-m", "dsh_query_server", *(args or [])]
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=None if os.environ.get("DSH_QUERY_SERVER_STDERR") else subprocess.DEVNULL,
+            env=env,
+        )
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self.notifications: list[dict[str, Any]] = []
+        self.capabilities = self.request(
+            "initialize",
+            {"processId": os.getpid(), "capabilities": {},
+             "initializationOptions": initialization_options or {}},
+        )["capabilities"]
+        self.notify("initialized", {})
+
+    def _write(self, message: dict[str, Any]) -> None:
+        body = jsoncodec.dumps(message)
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"Content-Length: {len(body)}\r\n\r\n".encode("ascii") + body)
+        self.process.stdin.flush()
+
+    def _read(self) -> dict[str, Any]:
+        stdout = self.process.stdout
+        assert stdout is not None
+        length = None
+        while True:
+            line = stdout.readline()
+            if not line:
+                raise ConnectionError("the server closed its output")
+            line = line.strip()
+            if not line:
+                if length is not None:
+                    break
+                continue
+            name, _, value = line.partition(b":")
+            if name.lower() == b"content-length":
+                length = int(value)
+        return jsoncodec.loads(stdout.read(length))
+
+    def notify(self, method: str, params: Any) -> None:
+        with self._lock:
+            self._write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method: str, params: Any = None) -> Any:
+        with self._lock:
+            msg_id = next(self._ids)
+            self._write({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}})
+            while True:
+                message = self._read()
+                if message.get("id") == msg_id and "method" not in message:
+                    if "error" in message:
+                        raise RpcError(message["error"])
+                    return message.get("result")
+                if "method" in message:
+                    self.notifications.append(message)
+
+    def close(self) -> None:
+        try:
+            self.request("shutdown")
+            self.notify("exit", None)
+            self.process.wait(10)
+        except Exception:  # noqa: BLE001 - closing must not fail the caller
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> StdioClient:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,282 @@
+"""The JSON-RPC server (protocol.md): pygls for framing and the LSP lifecycle, our own dispatch
+for the ``sessionQuery/*``, ``sessionStore/*`` and ``sessionPersistence/*`` methods.
+
+Each request runs in a worker thread with its own cancellation token. ``$/cancelRequest`` fires
+the token instead of cancelling the asyncio task, so a backend call that has started is awaited
+and the answer is the coded -32800. Results are encoded with msgspec.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable
+
+import attrs
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, LanguageServerProtocol
+from pygls.protocol.json_rpc import JsonRPCResponseMessage
+from pygls.protocol.language_server import lsp_method
+
+from .. import __version__, errors, jsoncodec
+from ..errors import QueryError
+from ..persistence.base import CancelToken
+from .config import ServerConfig, build_config, merge
+from .methods import COMMANDS, METHODS, Call
+from .runtime import Runtime
+
+log = logging.getLogger("dsh_query_server")
+
+OWN_PREFIXES = ("sessionQuery/", "sessionStore/", "sessionPersistence/")
+SERVER_NOT_INITIALIZED = -32002
+INVALID_PARAMS = -32602
+REQUEST_FAILED = -32803
+REQUEST_CANCELLED = -32800
+INTERNAL_ERROR = -32603
+DEBOUNCE_SECONDS = 0.25
+
+
+def to_rpc_error(exc: QueryError) -> JsonRpcException:
+    if exc.code == errors.ABORTED:
+        number = REQUEST_CANCELLED
+    elif exc.code == errors.INTERNAL:
+        number = INTERNAL_ERROR
+    elif exc.code in errors.VALIDATION_CODES:
+        number = INVALID_PARAMS
+    else:
+        number = REQUEST_FAILED
+    return JsonRpcException(message=exc.message, code=number, data=exc.data())
+
+
+class QueryProtocol(LanguageServerProtocol):
+    _server: QueryServer
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        # Our methods keep their params as plain JSON values; the service validates them.
+        method = data.get("method") if "jsonrpc" in data else None
+        if isinstance(method, str) and method.startswith(OWN_PREFIXES):
+            if "id" in data:
+                return JsonRPCRequestMessage(
+                    id=data["id"], method=method, jsonrpc=data["jsonrpc"], params=data.get("params")
+                )
+            return JsonRPCNotification(method=method, jsonrpc=data["jsonrpc"], params=data.get("params"))
+        return super().structure_message(data)
+
+    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        if method_name != types.INITIALIZE and self._server.runtime is None:
+            error = JsonRpcException(message="server not initialized", code=SERVER_NOT_INITIALIZED)
+            self._send_response(msg_id, error=error.to_response_error())
+            return
+        super()._handle_request(msg_id, method_name, params)
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        if not self._server.tokens.cancel(msg_id):
+            super()._handle_cancel_notification(msg_id)
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
+        result = yield from super().lsp_initialize(params)
+        runtime = self._server.runtime
+        search = runtime is not None and runtime.search is not None and runtime.config.search.open_at != "never"
+        result.capabilities.experimental = {
+            "sessionQuery": {
+                "version": 1,
+                "search": search,
+                "producer": True,
+                "treeViews": ["sessions", "lineage", "events", "eventTrace"],
+            }
+        }
+        return result
+
+    def _send_data(self, data: Any) -> None:
+        if not data or self.writer is None:
+            return
+        try:
+            body = jsoncodec.dumps(self._payload(data))
+        except Exception:  # noqa: BLE001 - an unencodable result is a server bug, not a crash
+            log.exception("could not encode an outgoing message")
+            msg_id = getattr(data, "id", None)
+            if msg_id is None:
+                return
+            body = jsoncodec.dumps(
+                {"jsonrpc": "2.0", "id": msg_id, "error": {"code": INTERNAL_ERROR, "message": "internal error",
+                                                           "data": {"code": errors.INTERNAL}}}
+            )
+        header = f"Content-Length: {len(body)}\r\n\r\n".encode("ascii")
+        result = self.writer.write(header + body)
+        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+            asyncio.ensure_future(result)
+
+    def _payload(self, data: Any) -> Any:
+        if type(data) is JsonRPCResponseMessage:
+            return {"jsonrpc": "2.0", "id": data.id, "result": data.result}
+        if attrs.has(type(data)):
+            return self._converter.unstructure(data)
+        return data
+
+
+class Tokens:
+    """Cancellation tokens of requests in flight, by JSON-RPC id."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tokens: dict[Any, CancelToken] = {}
+
+    def register(self, msg_id: Any) -> CancelToken:
+        token = CancelToken()
+        with self._lock:
+            self._tokens[msg_id] = token
+        return token
+
+    def release(self, msg_id: Any) -> None:
+        with self._lock:
+            self._tokens.pop(msg_id, None)
+
+    def cancel(self, msg_id: Any) -> bool:
+        with self._lock:
+            token = self._tokens.get(msg_id)
+        if token is None:
+            return False
+        token.cancel()
+        return True
+
+
+class ChangeNotifier:
+    """Debounced ``sessionQuery/didChange``: at most one notification per 250 ms."""
+
+    def __init__(self, server: QueryServer) -> None:
+        self.server = server
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._ids: set[str] = set()
+        self._corpus = False
+        self._scheduled = False
+        self._last = 0.0
+
+    def mark(self, session_ids: list[str], corpus: bool) -> None:
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._add, session_ids, corpus)
+
+    def _add(self, session_ids: list[str], corpus: bool) -> None:
+        self._ids.update(session_ids)
+        self._corpus = self._corpus or corpus
+        if not self._scheduled:
+            self._scheduled = True
+            delay = max(0.0, self._last + DEBOUNCE_SECONDS - self.loop.time())  # type: ignore[union-attr]
+            self.loop.call_later(delay, self._send)  # type: ignore[union-attr]
+
+    def _send(self) -> None:
+        self._scheduled = False
+        params: dict[str, Any] = {}
+        if self._ids:
+            params["sessionIds"] = sorted(self._ids)
+        if self._corpus:
+            params["corpus"] = True
+        self._ids, self._corpus = set(), False
+        self._last = self.loop.time()  # type: ignore[union-attr]
+        if params:
+            self.server.protocol.notify("sessionQuery/didChange", params)
+
+
+class QueryServer(LanguageServer):
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        super().__init__("dsh-query-server", __version__, protocol_cls=QueryProtocol)
+        self.flag_options = options or {}
+        self.runtime: Runtime | None = None
+        self.tokens = Tokens()
+        self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="query")
+        self.notifier = ChangeNotifier(self)
+        self._register()
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # Coded failures are answers, not server errors; everything else was logged already.
+        if not isinstance(error, JsonRpcException):
+            log.error("server error: %s", error)
+
+    def _register(self) -> None:
+        @self.feature(types.INITIALIZE)
+        def on_initialize(ls: QueryServer, params: types.InitializeParams) -> None:
+            ls.activate(params.initialization_options)
+
+        @self.feature(types.SHUTDOWN)
+        def on_shutdown(ls: QueryServer, *args: Any) -> None:
+            if ls.runtime is not None:
+                ls.runtime.close()
+
+        for method, call in METHODS.items():
+            self.feature(method)(self._handler(call))
+        for command, call in COMMANDS.items():
+            self.command(command)(self._command_handler(call))
+
+    def activate(self, init_options: Any) -> None:
+        """Build the runtime from flags + initializationOptions; a bad value fails initialize."""
+        try:
+            config = build_config(merge(self.flag_options, init_options))
+            runtime = Runtime(config, self.notifier.mark)
+            runtime.start()
+        except QueryError as exc:
+            raise to_rpc_error(exc) from None
+        self.notifier.loop = asyncio.get_running_loop() if _has_loop() else None
+        self.runtime = runtime
+
+    def _handler(self, call: Call) -> Callable[..., Any]:
+        async def handler(ls: QueryServer, params: Any) -> Any:
+            return await ls.run(call, params)
+
+        return handler
+
+    def _command_handler(self, call: Call) -> Callable[..., Any]:
+        async def handler(ls: QueryServer, *args: Any) -> Any:
+            params = args[0] if args else {}
+            return jsoncodec.to_builtins(await ls.run(call, params))
+
+        return handler
+
+    async def run(self, call: Call, params: Any) -> Any:
+        msg_id = self.protocol.msg_id
+        token = self.tokens.register(msg_id)
+        try:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.executor, _invoke, call, self.runtime, params, token)
+        except QueryError as exc:
+            raise to_rpc_error(exc) from None
+        finally:
+            self.tokens.release(msg_id)
+
+
+def _invoke(call: Call, runtime: Runtime, params: Any, token: CancelToken) -> Any:
+    try:
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise QueryError(errors.INVALID_REQUEST, "params must be an object")
+        return call(runtime, params, token)
+    except QueryError:
+        raise
+    except Exception:  # noqa: BLE001 - a bug: log it with its traceback, answer INTERNAL
+        log.exception("unexpected failure")
+        raise QueryError(errors.INTERNAL, "internal server error") from None
+
+
+def _has_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        return False
+
+
+def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None) -> None:
+    server = QueryServer(config_options)
+    if tcp is None:
+        server.start_io()
+    else:
+        server.start_tcp(*tcp)
+
+
+__all__ = ["QueryServer", "serve", "ServerConfig"]

@@ -1,0 +1,100 @@
+"""Everything one server process owns once it is initialized: the live store, the persistence
+binding, the checkpointer, the exact query service and the search service."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+from .. import errors
+from ..errors import QueryError
+from ..persistence.binding import PersistenceBinding
+from ..persistence.checkpoint import Checkpointer
+from ..persistence.uri import open_backend
+from ..query.service import SessionQueryService
+from ..session.store import SessionStore
+from .config import ServerConfig
+
+log = logging.getLogger(__name__)
+
+
+class Runtime:
+    def __init__(self, config: ServerConfig, notify: Callable[[list[str], bool], None]) -> None:
+        self.config = config
+        self.store = SessionStore()
+        self.binding = PersistenceBinding()
+        self.service = SessionQueryService(
+            self.store,
+            self.binding,
+            read_window_max=config.read_window_max,
+            inspect_concurrency=config.persisted_inspect_concurrency,
+        )
+        self.checkpointer = Checkpointer(
+            self.store,
+            self.binding,
+            mode=config.checkpoint_mode,
+            interval_ms=config.checkpoint_interval_ms,
+            on_flushed=lambda ids: notify(ids, True),
+        )
+        self.search = _make_search(self)
+        self.store.subscribe(lambda kind, sid: notify([sid], kind != "append"))
+        self.binding.subscribe(lambda _binding: notify([], True))
+
+    def start(self) -> None:
+        """Mount the configured backend, open the index when openAt is startup, start flushing.
+
+        A configured backend that cannot be opened leaves the server running unbound (logged):
+        a failing backend must never make live sessions unreadable."""
+        if self.config.persistence is not None:
+            try:
+                self.mount(self.config.persistence)
+            except QueryError as exc:
+                log.error("persistence %s not mounted: %s", self.config.persistence, exc.message)
+        if self.search is not None and self.config.search.open_at == "startup":
+            self.search.open()
+        self.checkpointer.start()
+
+    def mount(self, uri: Any) -> dict[str, Any]:
+        backend = open_backend(uri)
+        self.binding.mount(backend)
+        return {"uri": backend.uri, "writable": bool(backend.writable)}
+
+    def unmount(self) -> dict[str, Any]:
+        self.binding.unmount()
+        return {}
+
+    def status(self) -> dict[str, Any]:
+        binding = self.binding.current()
+        if binding is None:
+            return {"uri": None, "writable": False, "pendingEvents": 0}
+        return {
+            "uri": binding.backend.uri,
+            "writable": bool(binding.backend.writable),
+            "pendingEvents": self.checkpointer.pending_events(),
+        }
+
+    def remove(self, session_id: str) -> dict[str, Any]:
+        """Flush the session's pending events first; if that fails it stays live (no data loss)."""
+        if not self.store.is_live(session_id):
+            raise QueryError(
+                errors.STORE_SESSION_NOT_FOUND, f'session "{session_id}" is not live', session_id=session_id
+            )
+        binding = self.binding.current()
+        if binding is not None and binding.backend.writable:
+            self.checkpointer.flush(session_id)
+        self.store.remove(session_id)
+        return {}
+
+    def close(self) -> None:
+        self.checkpointer.stop(flush=True)
+        if self.search is not None:
+            self.search.close()
+
+
+def _make_search(runtime: Runtime) -> Any:
+    """The search service, or None while this build has none."""
+    try:
+        from ..search.service import SearchService
+    except ImportError:
+        return None
+    return SearchService(runtime.store, runtime.binding, runtime.config.search)
