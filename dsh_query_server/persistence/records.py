@@ -1,7 +1,5 @@
 """The shared logical encoding of persistence.md §3: packed chunk rows, interrupted-turn closers
 and legacy shape normalization. Both backends use these; neither re-implements them.
-
-(API contract — implementation pending; see the functions' docstrings.)
 """
 
 from __future__ import annotations
@@ -9,9 +7,41 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.event import Event
+from msgspec import UNSET
+
+from .. import jsoncodec
+from ..model.event import Event, make_event
+from ..values import (
+    is_nonneg_safe_integer,
+    is_number,
+    is_safe_integer,
+    json_number,
+)
+from .base import SessionPersistenceCorruptionError
 
 PACKED_TAGS = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
+
+# chunk type <-> row tag (§3.2 table)
+_TAG_OF_CHUNK = {
+    "text-delta": "text-chunks",
+    "reasoning-delta": "reasoning-chunks",
+    "tool-call-delta": "tool-call-chunks",
+}
+_CHUNK_OF_TAG = {tag: chunk for chunk, tag in _TAG_OF_CHUNK.items()}
+
+_ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data"})
+_CHUNK_DATA_KEYS = frozenset({"turn", "step", "chunk"})
+_TEXT_CHUNK_KEYS = frozenset({"type", "index", "text"})
+_TOOL_CHUNK_KEYS = frozenset({"type", "index", "id", "argumentsDelta"})
+_NAMED_TOOL_CHUNK_KEYS = _TOOL_CHUNK_KEYS | {"name"}
+
+_ROW_KEYS = frozenset({"type", "seq0", "time0", "data"})
+_TEXT_ROW_KEYS = frozenset({"turn", "step", "index", "dt", "texts"})
+_TOOL_ROW_KEYS = frozenset({"turn", "step", "index", "dt", "id", "args"})
+_NAMED_TOOL_ROW_KEYS = _TOOL_ROW_KEYS | {"name"}
+
+MIN_RUN = 3
+SQLITE_MAX_MEMBERS = 1024
 
 
 class MalformedRow(Exception):
@@ -29,15 +59,149 @@ class PackedRow:
 
     @property
     def members(self) -> int:
-        raise NotImplementedError
+        return len(self.data["args" if self.tag == "tool-call-chunks" else "texts"])
 
     def data_json(self) -> bytes:
         """Compact JSON of ``data``."""
-        raise NotImplementedError
+        return jsoncodec.dumps(self.data)
 
     def to_json(self) -> bytes:
         """Compact JSON of the whole row ``{type, seq0, time0, data}`` (a JSONL line body)."""
-        raise NotImplementedError
+        return jsoncodec.dumps(
+            {"type": self.tag, "seq0": self.seq0, "time0": self.time0, "data": self.data}
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Packing (writing)
+
+
+@dataclass(frozen=True, slots=True)
+class _Member:
+    """The fields of one packable chunk event that a row keeps."""
+
+    kind: str  # chunk type
+    seq: int
+    time: int
+    turn: Any
+    step: Any
+    index: Any
+    call_id: Any  # tool-call deltas only
+    name: Any  # tool-call deltas only; UNSET when absent
+    payload: str  # text or argumentsDelta
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    # 1 and 1.0 are equal JSON values but different texts; a shared row field must restore
+    # every member's exact text, so they never share a row.
+    return type(a) is type(b) and a == b
+
+
+def _member(event: Event) -> _Member | None:
+    """The packable view of ``event``, or None when its shape is not whitelisted (§3.2)."""
+    if event.type != "assistant/chunk":
+        return None
+    value = event.to_value()
+    if value.keys() != _ENVELOPE_KEYS:
+        return None
+    seq, time, data = value["seq"], value["time"], value["data"]
+    # Python ints only: a float seq/time could not be restored with its exact text.
+    if type(seq) is not int or type(time) is not int:
+        return None
+    if not (is_nonneg_safe_integer(seq) and is_safe_integer(time)):
+        return None
+    if not isinstance(data, dict) or data.keys() != _CHUNK_DATA_KEYS:
+        return None
+    turn, step, chunk = data["turn"], data["step"], data["chunk"]
+    if not (is_number(turn) and is_number(step)) or not isinstance(chunk, dict):
+        return None
+    kind, index = chunk.get("type"), chunk.get("index")
+    if not is_number(index):
+        return None
+    if kind in ("text-delta", "reasoning-delta"):
+        if chunk.keys() != _TEXT_CHUNK_KEYS or not isinstance(chunk["text"], str):
+            return None
+        return _Member(kind, seq, time, turn, step, index, UNSET, UNSET, chunk["text"])
+    if kind == "tool-call-delta":
+        if chunk.keys() not in (_TOOL_CHUNK_KEYS, _NAMED_TOOL_CHUNK_KEYS):
+            return None
+        name = chunk.get("name", UNSET)
+        strings = (chunk["id"], chunk["argumentsDelta"]) + (() if name is UNSET else (name,))
+        if not all(isinstance(s, str) for s in strings):
+            return None
+        return _Member(kind, seq, time, turn, step, index, chunk["id"], name,
+                       chunk["argumentsDelta"])
+    return None
+
+
+def _continues(prev: _Member, nxt: _Member) -> bool:
+    """The run rule of §3.2: ``nxt`` may follow ``prev`` in one row."""
+    return (
+        nxt.kind == prev.kind
+        and nxt.seq == prev.seq + 1
+        and is_safe_integer(nxt.time - prev.time)
+        and _same_number(nxt.turn, prev.turn)
+        and _same_number(nxt.step, prev.step)
+        and _same_number(nxt.index, prev.index)
+        and nxt.call_id == prev.call_id
+        and nxt.name == prev.name
+    )
+
+
+def _row(run: list[_Member]) -> PackedRow:
+    first = run[0]
+    data: dict[str, Any] = {
+        "turn": first.turn,
+        "step": first.step,
+        "index": first.index,
+        "dt": [b.time - a.time for a, b in zip(run, run[1:])],
+    }
+    payloads = [m.payload for m in run]
+    if first.kind == "tool-call-delta":
+        data["id"] = first.call_id
+        if first.name is not UNSET:
+            data["name"] = first.name
+        data["args"] = payloads
+    else:
+        data["texts"] = payloads
+    return PackedRow(_TAG_OF_CHUNK[first.kind], first.seq, first.time, data)
+
+
+def _fits(run: list[_Member], max_data_bytes: int | None) -> bool:
+    return max_data_bytes is None or len(_row(run).data_json()) <= max_data_bytes
+
+
+def _split_run(
+    run: list[_Member], events: list[Event], max_members: int | None, max_data_bytes: int | None
+) -> list[Event | PackedRow]:
+    """Turn one run into records, greedily from its start (persistence.md §5.5); runs shorter
+    than three members stay verbatim."""
+    out: list[Event | PackedRow] = []
+    start = 0
+    while len(run) - start >= MIN_RUN:
+        take = len(run) - start if max_members is None else min(max_members, len(run) - start)
+        if not _fits(run[start:start + take], max_data_bytes):
+            take = _largest_fitting(run, start, take - 1, max_data_bytes)
+        if take == 0:
+            out.append(events[start])
+            start += 1
+            continue
+        out.append(_row(run[start:start + take]))
+        start += take
+    out.extend(events[start:])
+    return out
+
+
+def _largest_fitting(run: list[_Member], start: int, high: int, max_data_bytes: int | None) -> int:
+    """Binary search for the largest count in [3, high] whose row fits; 0 when none does."""
+    best, low = 0, MIN_RUN
+    while low <= high:
+        mid = (low + high) // 2
+        if _fits(run[start:start + mid], max_data_bytes):
+            best, low = mid, mid + 1
+        else:
+            high = mid - 1
+    return best
 
 
 def pack(
@@ -46,24 +210,459 @@ def pack(
     """Split one write batch into storage records: runs of >= 3 eligible chunk events become
     PackedRows, everything else stays a verbatim Event. ``max_members``/``max_data_bytes`` are the
     sqlite bounds (1024 members, 1 MiB of data JSON, greedy split of §5.5); None = unbounded."""
-    raise NotImplementedError
+    out: list[Event | PackedRow] = []
+    run: list[_Member] = []
+    run_events: list[Event] = []
+
+    def flush() -> None:
+        out.extend(_split_run(run, run_events, max_members, max_data_bytes))
+        run.clear()
+        run_events.clear()
+
+    for event in events:
+        member = _member(event)
+        if run and (member is None or not _continues(run[-1], member)):
+            flush()
+        if member is None:
+            out.append(event)
+        else:
+            run.append(member)
+            run_events.append(event)
+    flush()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Unpacking (reading)
+
+
+def _row_data_check(tag: str, data: dict[str, Any]) -> str | None:
+    """Checks 5–7 of §3.2; the failure reason or None."""
+    if tag == "tool-call-chunks":
+        if data.keys() not in (_TOOL_ROW_KEYS, _NAMED_TOOL_ROW_KEYS):
+            return "data keys must be exactly turn, step, index, dt, id, optional name, args"
+        if not isinstance(data["id"], str) or not isinstance(data.get("name", ""), str):
+            return "id and name must be strings"
+    elif data.keys() != _TEXT_ROW_KEYS:
+        return "data keys must be exactly turn, step, index, dt, texts"
+    if not all(is_number(data[k]) for k in ("turn", "step", "index")):
+        return "turn, step and index must be numbers"
+    return None
+
+
+def _payload_check(payload: Any, name: str, sqlite: bool) -> str | None:
+    """Check 8 of §3.2."""
+    if not isinstance(payload, list) or not all(isinstance(p, str) for p in payload):
+        return f"{name} must be an array of strings"
+    if sqlite and not MIN_RUN <= len(payload) <= SQLITE_MAX_MEMBERS:
+        return f"{name} must hold {MIN_RUN} to {SQLITE_MAX_MEMBERS} strings"
+    if not payload:
+        return f"{name} must not be empty"
+    return None
+
+
+def _member_times(time0: int, dt: list[Any]) -> list[int] | None:
+    """Running times ``time0 + dt[0] + … + dt[k-1]``, or None when one is not a safe integer."""
+    times = [time0]
+    for gap in dt:
+        times.append(times[-1] + int(gap))
+        if not is_safe_integer(times[-1]):
+            return None
+    return times
+
+
+def _validate_row(row: dict[str, Any], tag: str, sqlite: bool) -> str | None:
+    """Checks 1–10 of §3.2, in order; the first failure's reason or None."""
+    if row.keys() != _ROW_KEYS:
+        return "envelope keys must be exactly type, seq0, time0, data"
+    if not is_nonneg_safe_integer(row["seq0"]):
+        return "seq0 must be a non-negative safe integer"
+    if not is_safe_integer(row["time0"]):
+        return "time0 must be a safe integer"
+    data = row["data"]
+    if not isinstance(data, dict):
+        return "data must be an object"
+    reason = _row_data_check(tag, data)
+    if reason is not None:
+        return reason
+    name = "args" if tag == "tool-call-chunks" else "texts"
+    reason = _payload_check(data[name], name, sqlite)
+    if reason is not None:
+        return reason
+    dt = data["dt"]
+    members = len(data[name])
+    if not isinstance(dt, list) or len(dt) != members - 1 or not all(map(is_safe_integer, dt)):
+        return "dt must be an array of member count - 1 safe integers"
+    if not is_safe_integer(int(row["seq0"]) + members - 1):
+        return "seq0 + members - 1 must be a safe integer"
+    if _member_times(int(row["time0"]), dt) is None:
+        return "member times must be safe integers"
+    return None
+
+
+def _chunk_json(tag: str, data: dict[str, Any], payload: str) -> bytes:
+    """The member chunk object, keys in the order of §3.2 reconstruction."""
+    dumps = jsoncodec.dumps
+    index = dumps(data["index"])
+    if tag == "tool-call-chunks":
+        name = b',"name":' + dumps(data["name"]) if "name" in data else b""
+        return (b'{"type":"tool-call-delta","index":' + index + b',"id":' + dumps(data["id"])
+                + name + b',"argumentsDelta":' + dumps(payload) + b"}")
+    return (b'{"type":"' + _CHUNK_OF_TAG[tag].encode() + b'","index":' + index + b',"text":'
+            + dumps(payload) + b"}")
 
 
 def unpack_row(row: dict[str, Any], *, sqlite: bool = False) -> list[Event]:
     """Validate a packed row object ``{type: tag, seq0, time0, data}`` (checks 1-10 of §3.2, with
     the sqlite member bounds when ``sqlite``) and reconstruct its member events exactly.
     Raises MalformedRow."""
-    raise NotImplementedError
+    tag = row.get("type")
+    if not isinstance(tag, str) or tag not in PACKED_TAGS:
+        raise MalformedRow(f"malformed {tag} storage row: type is not a packed row tag")
+    reason = _validate_row(row, tag, sqlite)
+    if reason is not None:
+        raise MalformedRow(f"malformed {tag} storage row: {reason}")
+    data = row["data"]
+    payloads = data["args" if tag == "tool-call-chunks" else "texts"]
+    seq0 = int(row["seq0"])
+    times = _member_times(int(row["time0"]), data["dt"])
+    assert times is not None  # validated above
+    shared = (b',"data":{"turn":' + jsoncodec.dumps(data["turn"]) + b',"step":'
+              + jsoncodec.dumps(data["step"]) + b',"chunk":')
+    return [
+        Event.from_json(
+            b'{"type":"assistant/chunk","seq":%d,"time":%d' % (seq0 + k, times[k])
+            + shared + _chunk_json(tag, data, payload) + b"}}"
+        )
+        for k, payload in enumerate(payloads)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Interrupted-turn closers (§3.3)
+
+NOT_STARTED_TEXT = (
+    "The tool call was interrupted before the Harness recorded it as started. "
+    "Retry it if it is still needed."
+)
+OUTCOME_UNKNOWN_TEXT = (
+    "The tool call was interrupted after it was recorded, but no result was durably recorded. "
+    "Its outcome is unknown. Decide from the tool's semantics whether to retry it: retry only "
+    "read-only or idempotent operations; when the call may have had side effects, verify the "
+    "external state or ask the user first. Never retry blindly."
+)
+
+_NONE = object()  # "no open turn/step" (distinct from a JSON null turn)
+
+
+def _get(value: Any, *path: str) -> Any:
+    """``value[path0][path1]…`` through objects only; UNSET when any link is missing."""
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return UNSET
+        value = value[key]
+    return value
+
+
+class _TurnState:
+    """The forward scan of §3.3: open turn, open step and pending tool calls."""
+
+    def __init__(self) -> None:
+        self.turn: Any = _NONE
+        self.step: Any = _NONE
+        self.pending: dict[str, dict[str, Any]] = {}  # call id -> {step?, callSeq?}
+
+    def observe(self, event: Event) -> None:
+        kind = event.type
+        if kind == "turn/start":
+            turn = _get(event.data(), "turn")
+            if turn is not UNSET:
+                self.turn, self.step, self.pending = turn, _NONE, {}
+        elif kind == "turn/end":
+            self.turn, self.step, self.pending = _NONE, _NONE, {}
+        elif kind == "step/start":
+            step = _get(event.data(), "step")
+            if step is not UNSET:
+                self.step = step
+        elif kind == "step/end":
+            self.step, self.pending = _NONE, {}
+        elif kind == "assistant/message":
+            self._register_calls(event.data())
+        elif kind == "tool/call":
+            call_id = _get(event.data(), "callId")
+            if isinstance(call_id, str) and call_id in self.pending:
+                self.pending[call_id]["callSeq"] = event.seq
+        elif kind == "tool/result":
+            call_id = _get(event.data(), "message", "source", "callId")
+            if isinstance(call_id, str):
+                self.pending.pop(call_id, None)
+
+    def _register_calls(self, data: Any) -> None:
+        content = _get(data, "message", "content")
+        if not isinstance(content, list):
+            return
+        step = _get(data, "step")
+        for block in content:
+            if _get(block, "type") == "tool-call" and isinstance(_get(block, "id"), str):
+                # Assigning to an existing key keeps its position and drops its callSeq.
+                self.pending[block["id"]] = {} if step is UNSET else {"step": step}
+
+
+def _tool_result_closer(
+    turn: Any, call_id: str, entry: dict[str, Any], seq: int, time: Any
+) -> Event:
+    started = "callSeq" in entry
+    data: dict[str, Any] = {"turn": turn}
+    if "step" in entry:
+        data["step"] = entry["step"]
+    data["message"] = {
+        "id": f"interrupted-tool-result-{call_id}-{seq}",
+        "role": "user",
+        "source": {"kind": "tool", "callId": call_id},
+        "content": [{
+            "type": "tool-result",
+            "toolCallId": call_id,
+            "isError": True,
+            "content": [{"type": "text",
+                         "text": OUTCOME_UNKNOWN_TEXT if started else NOT_STARTED_TEXT}],
+        }],
+    }
+    data["error"] = (
+        {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"} if started
+        else {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
+    )
+    return make_event("tool/result", seq, time, data, surface_op="append",
+                      source_seqs=[entry["callSeq"]] if started else UNSET)
+
+
+def _open_turn_start(events: list[Event]) -> int | None:
+    """The index of the turn/start that opened a still-open final turn, if any.
+
+    Only the last turn/start or turn/end matters (both reset the scan), so the forward scan can
+    begin there instead of decoding every message of the log."""
+    for index in range(len(events) - 1, -1, -1):
+        kind = events[index].type
+        if kind == "turn/end":
+            return None
+        if kind == "turn/start" and _get(events[index].data(), "turn") is not UNSET:
+            return index
+    return None
 
 
 def closers(events: list[Event]) -> list[Event]:
     """The in-memory closers of §3.3 for a prefix that ends inside an open turn ([] otherwise)."""
-    raise NotImplementedError
+    start = _open_turn_start(events)
+    if start is None:
+        return []
+    state = _TurnState()
+    for event in events[start:]:
+        state.observe(event)
+    last = events[-1]
+    seq, time, turn = int(last.seq) + 1, last.time, state.turn
+    out = []
+    for call_id, entry in state.pending.items():
+        out.append(_tool_result_closer(turn, call_id, entry, seq, time))
+        seq += 1
+    if state.step is not _NONE:
+        out.append(make_event("step/end", seq, time, {"turn": turn, "step": state.step}))
+        seq += 1
+    out.append(make_event("turn/end", seq, time, {"turn": turn, "reason": {"kind": "interrupted"}}))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Legacy shape normalization (§3.4)
+
+
+def _corrupt(session_id: str, what: str, seq: Any) -> SessionPersistenceCorruptionError:
+    return SessionPersistenceCorruptionError(
+        f'session "{session_id}" contains malformed pre-react-loop {what} at seq {render_json(seq)}'
+    )
+
+
+def render_json(value: Any) -> str:
+    """A value as message text: numbers as JSON numbers (3.0 is 3), others as compact JSON."""
+    return json_number(value) if is_number(value) else jsoncodec.dumps(value).decode()
+
+
+def _is_turn_number(value: Any) -> bool:
+    return is_safe_integer(value) and value >= 1
+
+
+def _legacy_turn_start(data: Any) -> dict[str, Any] | None:
+    """Rewrite 1: the new data, or None when the legacy shape is malformed."""
+    trigger = data["trigger"]
+    if (_is_turn_number(data.get("turn")) and data.keys() == {"turn", "trigger"}
+            and isinstance(trigger, dict) and isinstance(trigger.get("kind"), str)
+            and trigger["kind"]):
+        return {"turn": data["turn"]}
+    return None
+
+
+def _is_legacy_reason(reason: Any) -> bool:
+    """Rewrite 2 applies only to these three legacy reason forms."""
+    if not isinstance(reason, dict):
+        return False
+    kind = reason.get("kind")
+    return (kind == "disposed" or (kind == "aborted" and "reason" not in reason)
+            or (kind == "error" and "error" not in reason))
+
+
+_FAILURE_OPTIONAL = {"status": is_number, "providerRetryAfterMs": is_number,
+                     "requestId": lambda v: isinstance(v, str)}
+
+
+def _is_failure(failure: Any) -> bool:
+    return (
+        isinstance(failure, dict)
+        and isinstance(failure.get("message"), str)
+        and isinstance(failure.get("code"), str)
+        and failure.keys() <= {"message", "code", *_FAILURE_OPTIONAL}
+        and all(check(failure[k]) for k, check in _FAILURE_OPTIONAL.items() if k in failure)
+    )
+
+
+def _legacy_reason(reason: dict[str, Any]) -> dict[str, Any] | None:
+    """The current-form reason for a legacy one, or None when it is malformed."""
+    kind, keys = reason["kind"], reason.keys()
+    if kind in ("disposed", "aborted"):
+        if keys != {"kind"}:
+            return None
+        inner = "disposed" if kind == "disposed" else "legacy"
+        return {"kind": "aborted", "reason": {"kind": inner}}
+    if not is_nonneg_safe_integer(reason.get("step")):
+        return None
+    if keys == {"kind", "step", "failure"} and _is_failure(reason["failure"]):
+        return {"kind": "error", "error": reason["failure"]}
+    if (keys in ({"kind", "step", "message"}, {"kind", "step", "message", "code"})
+            and isinstance(reason["message"], str)
+            and isinstance(reason.get("code", ""), str)):
+        return {"kind": "error",
+                "error": {"message": reason["message"], "code": reason.get("code", "UNKNOWN")}}
+    return None
+
+
+def _legacy_turn_end(data: dict[str, Any]) -> dict[str, Any] | None:
+    """Rewrite 2: the new data, or None when the legacy shape is malformed."""
+    if not _is_turn_number(data.get("turn")) or data.keys() != {"turn", "reason"}:
+        return None
+    reason = _legacy_reason(data["reason"])
+    return None if reason is None else {**data, "reason": reason}
+
+
+def _steering_data(session_id: str, seq: Any, data: Any) -> dict[str, Any] | None:
+    """Rewrite 3: the user/message data for a steering/message, or None when malformed."""
+    if not isinstance(data, dict) or not is_safe_integer(data.get("turn")):
+        return None
+    if data.keys() == {"turn", "message"} and isinstance(data["message"], dict):
+        return data["message"]
+    if data.keys() == {"turn", "content", "source"}:
+        return {"content": data["content"], "source": data["source"],
+                "id": _legacy_id(session_id, seq), "role": "user"}
+    return None
+
+
+def _legacy_id(session_id: str, seq: Any) -> str:
+    return f"legacy-message:{session_id}:{render_json(seq)}"
+
+
+def _message_id(event: Event) -> Any:
+    """The message id an event records for later replace lookups (UNSET when none)."""
+    data = event.data()
+    found = _get(data, "id") if event.type == "user/message" else _get(data, "message", "id")
+    return found if isinstance(found, str) else UNSET
+
+
+class _Normalizer:
+    """Rewrites one log's legacy shapes in order, remembering events by seq for rewrite 4."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.by_seq: dict[Any, Event] = {}  # message ids are read lazily: few events need them
+
+    def rewrite(self, event: Event) -> Event:
+        kind = event.type
+        if kind not in _LEGACY_TYPES:
+            return event
+        data = event.data()
+        if not isinstance(data, dict) and kind != "steering/message":
+            return event
+        new_kind, new_data = kind, data
+        if kind == "turn/start" and "trigger" in data:
+            new_data = _legacy_turn_start(data)
+            if new_data is None:
+                raise _corrupt(self.session_id, "turn/start", event.seq)
+        elif kind == "turn/end" and _is_legacy_reason(data.get("reason")):
+            new_data = _legacy_turn_end(data)
+            if new_data is None:
+                raise _corrupt(self.session_id, "turn/end", event.seq)
+        elif kind == "steering/message":
+            new_kind, new_data = "user/message", _steering_data(self.session_id, event.seq, data)
+            if new_data is None:
+                raise _corrupt(self.session_id, "steering/message", event.seq)
+        new_data = self._add_identity(new_kind, event, new_data)
+        if new_kind == kind and new_data is data:
+            return event
+        return _with(event, new_kind, new_data)
+
+    def _add_identity(self, kind: str, event: Event, data: dict[str, Any]) -> dict[str, Any]:
+        """Rewrite 4: give a legacy message its id/role/message wrapper."""
+        sid = self.session_id
+        if kind == "user/message":
+            if not data.keys() & {"id", "role", "message"} and {"content", "source"} <= data.keys():
+                return {**data, "id": _legacy_id(sid, event.seq), "role": "user"}
+        elif kind == "assistant/message":
+            if "message" not in data and {"content", "provenance"} <= data.keys():
+                provenance = data["provenance"]
+                source = {**(provenance if isinstance(provenance, dict) else {}), "kind": "model"}
+                rest = {k: v for k, v in data.items() if k not in ("content", "provenance")}
+                return {**rest, "message": {"id": _legacy_id(sid, event.seq), "role": "assistant",
+                                            "content": data["content"], "source": source}}
+        elif kind == "tool/result":
+            if "message" not in data and {"callId", "content", "isError"} <= data.keys():
+                return self._tool_result_data(event, data)
+        return data
+
+    def _tool_result_data(self, event: Event, data: dict[str, Any]) -> dict[str, Any]:
+        call_id = data["callId"]
+        message: dict[str, Any] = {}
+        op = event.surface_op
+        if isinstance(op, dict) and op.get("op") == "replace" and is_number(op.get("start")):
+            replaced = self.by_seq.get(op["start"])
+            message_id = UNSET if replaced is None else _message_id(replaced)
+            if message_id is not UNSET:
+                message["id"] = message_id
+        else:
+            message["id"] = _legacy_id(self.session_id, event.seq)
+        message["role"] = "user"
+        message["content"] = [{"type": "tool-result", "toolCallId": call_id,
+                               "content": data["content"], "isError": data["isError"]}]
+        message["source"] = {"kind": "tool", "callId": call_id}
+        rest = {k: v for k, v in data.items() if k not in ("callId", "content", "isError")}
+        return {**rest, "message": message}
+
+
+_LEGACY_TYPES = frozenset({"turn/start", "turn/end", "steering/message", "user/message",
+                           "assistant/message", "tool/result"})
+
+
+def _with(event: Event, kind: str, data: Any) -> Event:
+    """``event`` with a new type and data; every other key keeps its value and position."""
+    value = event.to_value()
+    value["type"] = kind
+    value["data"] = data
+    return Event.from_value(value)
 
 
 def normalize_legacy(session_id: str, events: list[Event]) -> list[Event]:
     """§3.4 legacy shape rewrites, in log order. Raises SessionPersistenceCorruptionError."""
-    raise NotImplementedError
+    normalizer = _Normalizer(session_id)
+    out = []
+    for event in events:
+        rewritten = normalizer.rewrite(event)
+        normalizer.by_seq[rewritten.seq] = rewritten
+        out.append(rewritten)
+    return out
 
 
 def logical_log(session_id: str, events: list[Event]) -> list[Event]:

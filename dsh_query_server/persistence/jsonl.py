@@ -1,0 +1,1017 @@
+"""The ``jsonl:`` backend (persistence.md §4): dsh's JSONL session roots, raw or Zstandard.
+
+One transcript per session at ``<root>/<project dir>/<escaped id>/session.jsonl[.zstd]``: a header
+line, then one storage record (§3.2) per line. Reads never change anything on disk; the first
+append publishes a transcript atomically, later appends are fsynced and rolled back on failure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import secrets
+import stat
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import zstandard
+from msgspec import UNSET
+
+from .. import jsoncodec
+from ..model.event import HEADER_FIELDS, Event, Header, is_valid_seq_at
+from ..values import is_nonneg_safe_integer, is_number, json_number
+from .base import (
+    CancelToken,
+    Inspection,
+    SessionFormatUnsupportedError,
+    SessionPersistenceCorruptionError,
+    SessionPersistenceReadOnlyError,
+    Snapshot,
+    StoredLog,
+    check,
+)
+from .records import (
+    PACKED_TAGS,
+    MalformedRow,
+    PackedRow,
+    logical_log,
+    pack,
+    render_json,
+    unpack_row,
+)
+
+COMPRESSIONS = ("auto", "zstd", "none")
+TRANSCRIPT = {"zstd": "session.jsonl.zstd", "none": "session.jsonl"}
+SUFFIX = {"zstd": ".jsonl.zstd", "none": ".jsonl"}
+OPPOSITE = {"zstd": "none", "none": "zstd"}
+NO_CWD = "_no-cwd"
+ZSTD_MAGIC = 0xFD2FB528
+ZSTD_LEVEL = 3
+READ_CHUNK = 64 * 1024
+RETIRED_HEADER_KEYS = frozenset({"sandboxMode", "approvalPolicy"})
+
+
+class JsonlBackendError(Exception):
+    """A refusal that is neither corruption nor an OS error: not found, layout, encoding
+    mismatch, duplicate ids, append contiguity, torn tail (persistence.md §6: "other")."""
+
+
+class RollbackError(Exception):
+    """An append failed and truncating it away failed too; carries both failures."""
+
+    def __init__(self, path: str, error: BaseException, rollback_error: BaseException) -> None:
+        super().__init__(f'failed to roll back append to "{path}"')
+        self.error = error
+        self.rollback_error = rollback_error
+
+
+def _corrupt(message: str) -> SessionPersistenceCorruptionError:
+    return SessionPersistenceCorruptionError(message)
+
+
+# ---------------------------------------------------------------------------------------------
+# §4.2 project directory key and §4.3 session-id escaping
+
+_SAFE_UNITS = frozenset(
+    map(ord, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"))
+_SEPARATOR_UNITS = frozenset(map(ord, "/\\:"))
+_SAFE_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
+MAX_PROJECT_KEY = 251
+
+
+def _code_units(text: str) -> Iterator[int]:
+    """``text`` as JavaScript sees it: UTF-16 code units (lone surrogates pass through)."""
+    for char in text:
+        point = ord(char)
+        if point > 0xFFFF:
+            point -= 0x10000
+            yield 0xD800 | (point >> 10)
+            yield 0xDC00 | (point & 0x3FF)
+        else:
+            yield point
+
+
+def _unit_text(unit: int) -> str:
+    return chr(unit) if unit in _SAFE_UNITS else f"~{unit:04X}"
+
+
+def project_dir(cwd: str | None) -> str:
+    """The project directory name for a header's cwd (None when the header has none)."""
+    if cwd is None:
+        return NO_CWD
+    if not cwd:
+        raise ValueError("cannot encode an empty project path")
+    pieces: list[str] = []
+    in_separator_run = False
+    for unit in _code_units(cwd):
+        separator = unit in _SEPARATOR_UNITS
+        if not separator:
+            pieces.append(_unit_text(unit))
+        elif not in_separator_run:
+            pieces.append("-")
+        in_separator_run = separator
+    key = ("".join(pieces).lstrip("-") or "root")[:MAX_PROJECT_KEY]
+    return f"--{key}--"
+
+
+def escape_segment(session_id: str) -> str:
+    """A session id as one lossless, traversal-free path segment."""
+    if not session_id:
+        raise ValueError("cannot encode an empty path segment")
+    if session_id in (".", ".."):
+        return "~002E" * len(session_id)
+    if _SAFE_SEGMENT.fullmatch(session_id):
+        return session_id
+    return "".join(_unit_text(unit) for unit in _code_units(session_id))
+
+
+# ---------------------------------------------------------------------------------------------
+# §4.4 the header line
+
+
+def header_line(header: Header) -> bytes:
+    """The header record as written: fixed key order, delegationDepth always present."""
+    value: dict[str, Any] = {"type": "session"}
+    for name in HEADER_FIELDS:
+        field = header.depth_or_zero if name == "delegationDepth" else header.get(name)
+        if field is not UNSET:
+            value[name] = field
+    return jsoncodec.dumps(value) + b"\n"
+
+
+def _int_or_negative_zero(text: str) -> int | float:
+    # json turns "-0" into the integer 0; keep the sign so the header check can see it.
+    if text == "-0":
+        return -0.0
+    # int() refuses thousands of digits; no number that long is a safe integer anyway.
+    return int(text) if len(text) < 18 else float(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is out of range")
+    return value
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"invalid JSON constant {name}")
+
+
+def _parse_header_json(line: bytes) -> Any:
+    """The header line as a JSON value, negative zeros kept; raises ValueError."""
+    text = line.decode("utf-8", "replace")
+    try:
+        return json.loads(text, parse_int=_int_or_negative_zero, parse_float=_finite_float,
+                          parse_constant=_reject_constant)
+    except RecursionError as exc:
+        raise ValueError("header line nests too deeply") from exc
+
+
+def _is_negative_zero(value: Any) -> bool:
+    return type(value) is float and value == 0 and math.copysign(1.0, value) < 0
+
+
+def _is_count(value: Any) -> bool:
+    """A non-negative safe integer that is not written as a negative zero."""
+    return is_nonneg_safe_integer(value) and not _is_negative_zero(value)
+
+
+def _optional(value: dict[str, Any], key: str, valid: Any) -> bool:
+    return key not in value or valid(value[key])
+
+
+def _is_string(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _header_from_value(value: Any) -> Header:
+    """A valid header line's header (§4.4); other keys are dropped. Raises corruption."""
+    if not isinstance(value, dict) or value.get("type") != "session":
+        raise _corrupt("corrupt session log: first line is not a session header")
+    if value.keys() & RETIRED_HEADER_KEYS:
+        raise _corrupt("session header uses retired policy baseline fields")
+    valid = (
+        is_number(value.get("version"))
+        and isinstance(value.get("id"), str)
+        and _is_count(value.get("createdAt"))
+        and _is_count(value.get("delegationDepth"))
+        and _optional(value, "origin", lambda v: v == "subagent")
+        and _optional(value, "agentPreset", _is_string)
+        and _optional(value, "cwd", _is_string)
+        and _optional(value, "parentSession", _is_string)
+        and _optional(value, "seedLength", _is_count)
+    )
+    if not valid:
+        raise _corrupt("corrupt session log: first line is not a session header")
+    return Header.build(**{name: value.get(name, UNSET) for name in HEADER_FIELDS})
+
+
+def _format_refusal(value: dict[str, Any], path: str) -> SessionFormatUnsupportedError:
+    version = value["version"]
+    raw_id = value.get("id", UNSET)
+    shown_id = raw_id if isinstance(raw_id, str) else (
+        "undefined" if raw_id is UNSET else jsoncodec.dumps(raw_id).decode())
+    if version > 0:
+        reason = (f"uses log format v{json_number(version)}, but this harness reads only v0: "
+                  "the log was written by a newer harness — upgrade the harness to open it")
+    else:
+        reason = (f"uses log format v{json_number(version)}, older than the supported v0, and this "
+                  "build ships no upgrade path for it")
+    return SessionFormatUnsupportedError(f'session "{shown_id}" {reason} (raw log: {path})')
+
+
+def _stored_header(line: bytes, path: str) -> Header:
+    """§4.5 step 1 for a header line (without its newline) of a log being read in full."""
+    try:
+        value = _parse_header_json(line)
+    except ValueError:
+        raise _corrupt("corrupt session log: header line is not valid JSON") from None
+    if isinstance(value, dict) and is_number(value.get("version")) and value["version"] != 0:
+        raise _format_refusal(value, path)
+    return _header_from_value(value)
+
+
+def _listed_header(line: bytes) -> Header | None:
+    """A header for listing, or None to skip the directory (§4.8 step 4.5)."""
+    try:
+        return _header_from_value(_parse_header_json(line))
+    except (ValueError, SessionPersistenceCorruptionError):
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# §4.5 storage record lines
+
+
+class _Unparsable(Exception):
+    """A line that is not JSON, or a malformed packed row."""
+
+
+def _is_utf8(data: bytes) -> bool:
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _valid_utf8(line: bytes) -> bytes:
+    # dsh decodes with replacement; msgspec would keep invalid bytes inside raw ``data``.
+    return line if _is_utf8(line) else line.decode("utf-8", "replace").encode("utf-8")
+
+
+def _record_events(line: bytes) -> list[Event] | None:
+    """The events one record line stands for; None when it is JSON but not an object."""
+    line = _valid_utf8(line)
+    try:
+        event = Event.from_json(line)
+    except ValueError:
+        try:
+            jsoncodec.loads(line)
+        except jsoncodec.JSONDecodeError:
+            raise _Unparsable from None
+        return None
+    if isinstance(event.type, str) and event.type in PACKED_TAGS:
+        try:
+            return unpack_row(jsoncodec.loads(line))
+        except MalformedRow:
+            raise _Unparsable from None
+    return [event]
+
+
+def _yields_turn_end(line: bytes) -> bool:
+    try:
+        events = _record_events(line)
+    except _Unparsable:
+        return False
+    return events is not None and any(event.type == "turn/end" for event in events)
+
+
+def _render_seq(events: list[Event] | None) -> str:
+    if events is None:
+        return "non-object"
+    seq = events[0].seq
+    return "missing" if seq is UNSET else render_json(seq)
+
+
+class _LineScanner:
+    """§4.5 steps 2–4 over the plaintext after the header, fed in pieces (lines may span them).
+
+    Events are accepted up to the first defect; after it, the scanner only looks for a
+    ``turn/end`` that proves the defect was committed."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.line_no = 0
+        self.accepted_end = 0  # stream offset just past the last accepted line
+        self.defect: str | None = None
+        self.confirmed = False  # a committed turn/end follows the defect
+        self._partial = b""
+        self._partial_offset = 0
+
+    @property
+    def unterminated(self) -> bool:
+        return bool(self._partial)
+
+    def feed(self, data: bytes) -> None:
+        buffer = self._partial + data if self._partial else data
+        start = 0
+        while not self.confirmed:
+            end = buffer.find(b"\n", start)
+            if end < 0:
+                break
+            self._line(buffer[start:end], self._partial_offset + end + 1)
+            start = end + 1
+        self._partial = buffer[start:]
+        self._partial_offset += start
+
+    def raise_if_confirmed(self) -> None:
+        if self.confirmed:
+            assert self.defect is not None
+            raise _corrupt(self.defect)
+
+    def _line(self, line: bytes, end: int) -> None:
+        self.line_no += 1
+        if self.defect is not None:
+            self.confirmed = _yields_turn_end(line)
+            return
+        try:
+            events = _record_events(line)
+        except _Unparsable:
+            self.defect = f"corrupt session log: unparsable committed event at line {self.line_no}"
+            return
+        expected = len(self.events)
+        if events is None or not is_valid_seq_at(events[0].seq, expected):
+            self.defect = (f"corrupt session log: seq gap in committed region at line "
+                           f"{self.line_no} (expected {expected}, got {_render_seq(events)})")
+            self.confirmed = events is not None and any(e.type == "turn/end" for e in events)
+            return
+        self.events.extend(events)
+        self.accepted_end = end
+
+
+@dataclass(frozen=True, slots=True)
+class _Decoded:
+    header: Header
+    events: list[Event]
+    torn: bool
+
+
+def decode_raw(content: bytes, path: str) -> _Decoded:
+    """Decode a whole ``session.jsonl`` (§4.5)."""
+    newline = content.find(b"\n")
+    if newline < 0:
+        raise _corrupt("empty or header-less session log")
+    header = _stored_header(content[:newline], path)
+    scanner = _LineScanner()
+    scanner.feed(content[newline + 1:])
+    scanner.raise_if_confirmed()
+    return _Decoded(header, scanner.events, newline + 1 + scanner.accepted_end < len(content))
+
+
+# ---------------------------------------------------------------------------------------------
+# §4.6 Zstandard layout
+
+
+def _frame_end(data: bytes, start: int) -> int | None:
+    """The end of the frame at ``start`` found structurally, or None when it is torn."""
+    size = len(data)
+    if size - start < 4:
+        return None
+    if int.from_bytes(data[start:start + 4], "little") != ZSTD_MAGIC:
+        raise _corrupt(f"corrupt Zstandard session log: invalid frame magic at byte {start}")
+    pos = start + 4
+    if pos >= size:
+        return None
+    descriptor = data[pos]
+    if descriptor & 0x18:
+        raise _corrupt(f"corrupt Zstandard session log: reserved frame-header bit at byte {pos}")
+    single_segment = bool(descriptor & 0x20)
+    window = 0 if single_segment else 1
+    dictionary = (0, 1, 2, 4)[descriptor & 0x03]
+    content_size = (1 if single_segment else 0, 2, 4, 8)[descriptor >> 6]
+    pos += 1 + window + dictionary + content_size
+    last = False
+    while not last:
+        if pos + 3 > size:
+            return None
+        block = int.from_bytes(data[pos:pos + 3], "little")
+        kind = (block >> 1) & 0x03
+        if kind == 3:
+            raise _corrupt(f"corrupt Zstandard session log: reserved block type at byte {pos}")
+        pos += 3 + (1 if kind == 1 else block >> 3)
+        last = bool(block & 1)
+    if descriptor & 0x04:
+        pos += 4
+    return pos if pos <= size else None
+
+
+def _scan_frames(data: bytes) -> tuple[list[tuple[int, int]], int | None]:
+    """The complete frames ``(start, end)`` and the torn final frame's start, if any."""
+    frames = []
+    pos = 0
+    while pos < len(data):
+        end = _frame_end(data, pos)
+        if end is None:
+            return frames, pos
+        frames.append((pos, end))
+        pos = end
+    return frames, None
+
+
+def _decode_frame(decompressor: zstandard.ZstdDecompressor, frame: bytes) -> bytes | None:
+    """A complete frame's plaintext, or None when it fails decoding or its checksum."""
+    stream = decompressor.decompressobj()  # streaming: frames need not declare their size
+    try:
+        plain = stream.decompress(frame)
+    except zstandard.ZstdError:
+        return None
+    return plain if stream.eof and not stream.unused_data else None
+
+
+def _decode_torn_frame(decompressor: zstandard.ZstdDecompressor, data: bytes) -> bytes:
+    """Whatever a torn final frame's bytes yield; a decoder error yields nothing."""
+    try:
+        return decompressor.decompressobj().decompress(data)
+    except zstandard.ZstdError:
+        return b""
+
+
+def _is_one_line(plain: bytes) -> bool:
+    return plain.endswith(b"\n") and plain.count(b"\n") == 1
+
+
+def _header_frame_line(plain: bytes) -> bytes:
+    if not _is_one_line(plain):
+        raise _corrupt("corrupt Zstandard session log: first frame is not exactly one header line")
+    return plain[:-1]
+
+
+def decode_zstd(content: bytes, path: str) -> _Decoded:
+    """Decode a whole ``session.jsonl.zstd`` (§4.6)."""
+    frames, torn_start = _scan_frames(content)
+    if not frames:
+        raise _corrupt("empty or header-less Zstandard session log")
+    decompressor = zstandard.ZstdDecompressor()
+    plains = []
+    for start, end in frames:
+        plain = _decode_frame(decompressor, content[start:end])
+        if plain is None:
+            raise _corrupt(
+                f"corrupt Zstandard session log: frame at byte {start} failed validation")
+        plains.append(plain)
+    header = _stored_header(_header_frame_line(plains[0]), path)
+    scanner = _LineScanner()
+    for plain in plains[1:]:
+        scanner.feed(plain)
+    if scanner.defect is not None or scanner.unterminated:
+        raise _corrupt("corrupt Zstandard session log: complete frame contains a torn JSONL record")
+    if torn_start is not None:
+        scanner.feed(_decode_torn_frame(decompressor, content[torn_start:]))
+        scanner.raise_if_confirmed()
+    return _Decoded(header, scanner.events, torn_start is not None)
+
+
+def _zstd_frame(plain: bytes) -> bytes:
+    return zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True).compress(plain)
+
+
+# ---------------------------------------------------------------------------------------------
+# writing helpers
+
+
+def _event_line(event: Event) -> bytes:
+    # ``raw`` is the event's exact JSON; a newline in it can only be insignificant whitespace,
+    # which would split the record, so such events are re-serialized compactly.
+    return event.raw if b"\n" not in event.raw else jsoncodec.dumps(event.to_value())
+
+
+def _record_line(record: Event | PackedRow) -> bytes:
+    return record.to_json() if isinstance(record, PackedRow) else _event_line(record)
+
+
+def _check_serializable(events: list[Event]) -> None:
+    """Refuse a batch that cannot be written as the same JSON values (§4.11)."""
+    for index, event in enumerate(events):
+        if not isinstance(event, Event):
+            raise TypeError("session event batch is not losslessly JSON-serializable: "
+                            f"element {index} is not an event")
+        if not _is_utf8(event.raw):
+            raise ValueError("session event batch is not losslessly JSON-serializable: "
+                             f"event {index} holds invalid UTF-8")
+        if isinstance(event.type, str) and event.type in PACKED_TAGS:
+            # A JSONL reader takes such a line for a packed row (§3.2).
+            raise ValueError("session event batch is not losslessly JSON-serializable: "
+                             f"event {index} has the packed-row type {event.type}")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_new_file(path: str, content: bytes) -> None:
+    """Create ``path`` exclusively with mode 0600 and make ``content`` durable in it."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        _write_all(fd, content)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        _remove_quietly(path)
+        raise
+    os.close(fd)
+
+
+def _make_dirs(path: str) -> None:
+    """Create ``path`` and its missing ancestors with mode 0700, fsyncing each parent."""
+    missing = []
+    while not os.path.isdir(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            continue  # another writer made it
+        _fsync_dir(os.path.dirname(directory))
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _append_durably(path: str, data: bytes) -> None:
+    """Append and fsync; on failure truncate back to the old size (§4.11 later appends)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        except BaseException as error:
+            try:
+                os.ftruncate(fd, size)
+                os.fsync(fd)
+            except OSError as rollback_error:
+                raise RollbackError(path, error, rollback_error) from error
+            raise
+    finally:
+        os.close(fd)
+
+
+def revision_of(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def _is_flat_artifact(entry: os.DirEntry[str]) -> bool:
+    return (entry.name.endswith(SUFFIX["none"]) or entry.name.endswith(SUFFIX["zstd"])) and \
+        entry.is_file(follow_symlinks=False)
+
+
+def _flat_layout_error(path: str) -> JsonlBackendError:
+    return JsonlBackendError(
+        f'session artifact "{path}" uses the unsupported flat-file layout; use a separate root '
+        "or move it into a project/session directory before loading")
+
+
+def _mismatch_error(path: str, kind: str, mode: str) -> JsonlBackendError:
+    return JsonlBackendError(
+        f'session artifact "{path}" uses {SUFFIX[kind]}, but this backend is configured for '
+        f'compression "{mode}"; use a separate root or select the matching compression mode')
+
+
+def _not_found(session_id: str) -> JsonlBackendError:
+    return JsonlBackendError(f'session "{session_id}" not found')
+
+
+def _duplicate(session_id: str) -> JsonlBackendError:
+    return JsonlBackendError(
+        f'duplicate JSONL session id "{session_id}" appears in multiple project directories')
+
+
+def _same_existing_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class _SessionDir:
+    """A session directory found under the root, with the encodings its transcripts use."""
+
+    path: str
+    name: str
+    kinds: tuple[str, ...]
+
+    def transcript(self, kind: str) -> str:
+        return os.path.join(self.path, TRANSCRIPT[kind])
+
+
+@dataclass(frozen=True, slots=True)
+class _Located:
+    path: str
+    encoding: str
+
+
+# ---------------------------------------------------------------------------------------------
+# the backend
+
+
+class JsonlBackend:
+    """persistence.md §4. Synchronous; safe to call from several threads."""
+
+    def __init__(
+        self,
+        root: str,
+        *,
+        compression: str = "auto",
+        pack_chunks: bool = True,
+        read_only: bool = False,
+        uri: str | None = None,
+    ) -> None:
+        if compression not in COMPRESSIONS:
+            raise ValueError(f"unknown jsonl compression {compression!r}")
+        self.root = os.path.abspath(root)
+        self.uri = uri if uri is not None else f"jsonl:{self.root}"
+        self.writable = not read_only
+        self._pack_chunks = pack_chunks
+        self._encoding: str | None = None if compression == "auto" else compression
+        self._lock = threading.Lock()  # guards the fields below and the lock table
+        self._session_locks: dict[str, threading.Lock] = {}
+        self._created: dict[str, Header] = {}  # created here, not yet materialized
+        self._tracked: set[str] = set()  # created or written through this instance
+        self._counts: dict[str, int] = {}  # stored event count after our last good append
+        self._locations: dict[str, _Located] = {}
+        self._check_root()
+
+    # -- mount ---------------------------------------------------------------------------------
+
+    def _check_root(self) -> None:
+        """An existing root must be a readable directory; an absent one is created later."""
+        try:
+            st = os.stat(self.root)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            raise NotADirectoryError(f'jsonl root "{self.root}" is not a directory')
+        if not os.access(self.root, os.R_OK | os.X_OK):
+            raise PermissionError(f'jsonl root "{self.root}" is not readable')
+
+    def close(self) -> None:
+        """Nothing to release: every operation opens and closes its own files."""
+
+    # -- root survey and encoding (§4.7) -------------------------------------------------------
+
+    def _scandir(self, path: str, token: CancelToken | None) -> list[os.DirEntry[str]]:
+        check(token)
+        with os.scandir(path) as entries:
+            found = sorted(entries, key=lambda entry: entry.name)
+        check(token)
+        return found
+
+    def _exists(self, path: str, token: CancelToken | None) -> bool:
+        """Probe a path: only "does not exist" is absence; other failures surface."""
+        check(token)
+        try:
+            os.stat(path)
+            found = True
+        except FileNotFoundError:
+            found = False
+        check(token)
+        return found
+
+    def _project_dirs(self, token: CancelToken | None) -> list[str]:
+        try:
+            entries = self._scandir(self.root, token)
+        except FileNotFoundError:
+            return []
+        return [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
+
+    def _survey(self, token: CancelToken | None) -> list[_SessionDir]:
+        """Every session directory holding a transcript; flat artifacts fail the survey."""
+        found = []
+        for project in self._project_dirs(token):
+            for entry in self._scandir(project, token):
+                if _is_flat_artifact(entry):
+                    raise _flat_layout_error(entry.path)
+                if not entry.is_dir():
+                    continue
+                kinds = tuple(kind for kind in TRANSCRIPT
+                              if self._exists(os.path.join(entry.path, TRANSCRIPT[kind]), token))
+                if kinds:
+                    found.append(_SessionDir(entry.path, entry.name, kinds))
+        return found
+
+    def _root_encoding(self, token: CancelToken | None) -> tuple[list[_SessionDir], str | None]:
+        """Survey the root and determine or verify its encoding (None: still undetermined)."""
+        check(token)
+        sessions = self._survey(token)
+        with self._lock:
+            encoding = self._encoding or next((s.kinds[0] for s in sessions), None)
+            for session in sessions:
+                for kind in session.kinds:
+                    if kind != encoding:
+                        assert encoding is not None
+                        raise _mismatch_error(session.transcript(kind), kind, encoding)
+            self._encoding = encoding
+        return sessions, encoding
+
+    def _encoding_for_write(self) -> str:
+        """The root encoding, fixing an undetermined one to zstd (first materialization)."""
+        _, encoding = self._root_encoding(None)
+        with self._lock:
+            self._encoding = self._encoding or encoding or "zstd"
+            return self._encoding
+
+    # -- identity (§4.8 step 4.6) --------------------------------------------------------------
+
+    def _expected_transcript(self, header: Header, path: str, encoding: str) -> str:
+        cwd = None if header.cwd is UNSET else header.cwd
+        if header.id == "" or cwd == "":
+            raise _corrupt(f'corrupt session log "{path}": header id cannot name a storage path')
+        return os.path.join(self.root, project_dir(cwd), escape_segment(header.id),
+                            TRANSCRIPT[encoding])
+
+    def _check_path_identity(self, header: Header, path: str, encoding: str) -> None:
+        expected = self._expected_transcript(header, path, encoding)
+        if expected != path and not _same_existing_file(expected, path):
+            raise _corrupt(f'corrupt session log "{path}": header id "{header.id}" and cwd '
+                           f'identify "{expected}"')
+
+    # -- listing (§4.8) ------------------------------------------------------------------------
+
+    def _read_raw_header(self, path: str, token: CancelToken | None) -> bytes | None:
+        """The bytes before the first newline (any length), or None when there is none yet."""
+        with open(path, "rb") as file:
+            head = b""
+            while True:
+                check(token)
+                chunk = file.read(READ_CHUNK)
+                check(token)
+                if not chunk:
+                    return None
+                newline = chunk.find(b"\n")
+                if newline >= 0:
+                    return head + chunk[:newline]
+                head += chunk
+
+    def _read_zstd_header(self, path: str, token: CancelToken | None) -> bytes | None:
+        """The header line from the first frame, or None while that frame is incomplete."""
+        with open(path, "rb") as file:
+            data = b""
+            while True:
+                check(token)
+                chunk = file.read(READ_CHUNK)
+                check(token)
+                if not chunk:
+                    return None
+                data += chunk
+                end = _frame_end(data, 0)
+                if end is not None:
+                    break
+        plain = _decode_frame(zstandard.ZstdDecompressor(), data[:end])
+        if plain is None:
+            raise _corrupt("corrupt Zstandard session log: header frame failed validation")
+        return _header_frame_line(plain)
+
+    def _listing(self, token: CancelToken | None) -> list[tuple[Header, str]]:
+        """Listed headers with their transcript paths (§4.8 steps 1–4)."""
+        sessions, encoding = self._root_encoding(token)
+        if encoding is None:
+            return []
+        read_header = self._read_zstd_header if encoding == "zstd" else self._read_raw_header
+        listed: list[tuple[Header, str]] = []
+        seen: set[str] = set()
+        for session in sessions:
+            path = session.transcript(encoding)
+            try:
+                line = read_header(path, token)
+            except FileNotFoundError:
+                continue
+            header = None if line is None else _listed_header(line)
+            if header is None:
+                continue
+            self._check_path_identity(header, path, encoding)
+            if header.id in seen:
+                raise _duplicate(header.id)
+            seen.add(header.id)
+            listed.append((header, path))
+        return listed
+
+    def list(self, token: CancelToken | None = None) -> list[Header]:
+        return [header for header, _ in self._listing(token)]
+
+    def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
+        snapshots = []
+        for header, path in self._listing(token):
+            try:
+                st = self._stat(path, token)
+            except FileNotFoundError:
+                continue  # vanished since discovery
+            snapshots.append(Snapshot(header, revision_of(st)))
+        return snapshots
+
+    # -- lookup and reading (§4.9) -------------------------------------------------------------
+
+    def _session_lock(self, session_id: str) -> threading.Lock:
+        with self._lock:
+            return self._session_locks.setdefault(session_id, threading.Lock())
+
+    def _locate(self, session_id: str, token: CancelToken | None) -> _Located | None:
+        sessions, encoding = self._root_encoding(token)
+        if encoding is None or not session_id:
+            return None
+        name = escape_segment(session_id)
+        matches = [session for session in sessions if session.name == name]
+        if len(matches) > 1:
+            raise _duplicate(session_id)
+        return _Located(matches[0].transcript(encoding), encoding) if matches else None
+
+    def _stat(self, path: str, token: CancelToken | None) -> os.stat_result:
+        check(token)
+        st = os.stat(path)
+        check(token)
+        return st
+
+    def _read_file(self, path: str, token: CancelToken | None) -> bytes:
+        check(token)
+        with open(path, "rb") as file:
+            content = file.read()
+        check(token)
+        return content
+
+    def _stable_read(self, path: str, token: CancelToken | None) -> tuple[bytes, str]:
+        """A copy of the file that no writer changed while it was read, and its revision."""
+        while True:
+            before = revision_of(self._stat(path, token))
+            content = self._read_file(path, token)
+            after = self._stat(path, token)
+            if revision_of(after) == before and len(content) == after.st_size:
+                return content, before
+
+    def _load(
+        self, session_id: str, token: CancelToken | None
+    ) -> tuple[StoredLog, _Located] | None:
+        """§4.9 steps 1–5: the stored log and where it lives, or None when there is none."""
+        located = self._locate(session_id, token)
+        if located is None:
+            return None
+        content, revision = self._stable_read(located.path, token)
+        decode = decode_zstd if located.encoding == "zstd" else decode_raw
+        decoded = decode(content, located.path)
+        if decoded.header.id != session_id:
+            raise _corrupt(f'corrupt session log "{located.path}": requested id "{session_id}" '
+                           f'does not match header id "{decoded.header.id}"')
+        self._check_path_identity(decoded.header, located.path, located.encoding)
+        return StoredLog(decoded.header, decoded.events, decoded.torn, revision), located
+
+    def read_stored(self, session_id: str, token: CancelToken | None = None) -> StoredLog:
+        """The stored header and valid prefix, before legacy normalization and closers."""
+        with self._session_lock(session_id):
+            loaded = self._load(session_id, token)
+        if loaded is None:
+            raise _not_found(session_id)
+        return loaded[0]
+
+    def inspect(self, session_id: str, token: CancelToken | None = None) -> Inspection:
+        stored = self.read_stored(session_id, token)
+        return Inspection(stored.header, logical_log(session_id, stored.events))
+
+    def stored_count(self, session_id: str) -> int | None:
+        with self._session_lock(session_id):
+            if session_id in self._counts:
+                return self._counts[session_id]
+            loaded = self._load(session_id, None)
+        return None if loaded is None else len(loaded[0].events)
+
+    # -- writing (§4.11) -----------------------------------------------------------------------
+
+    def _refuse_read_only(self) -> None:
+        if not self.writable:
+            raise SessionPersistenceReadOnlyError(f'persistence backend "{self.uri}" is read-only')
+
+    def create(self, header: Header) -> None:
+        self._refuse_read_only()
+        if not is_nonneg_safe_integer(header.created_at):
+            raise ValueError("session header createdAt must be a non-negative safe integer")
+        session_id = header.id
+        # Both names must be derivable now, or the session could never be materialized.
+        name = escape_segment(session_id)
+        project_dir(None if header.cwd is UNSET else header.cwd)
+        with self._session_lock(session_id):
+            if session_id in self._tracked:
+                raise JsonlBackendError(f'session "{session_id}" already exists in this backend')
+            sessions, _ = self._root_encoding(None)
+            if any(session.name == name for session in sessions):
+                raise JsonlBackendError(
+                    f'session "{session_id}" already has a persisted log on disk; load/resume it '
+                    "instead of creating")
+            self._created[session_id] = header
+            self._tracked.add(session_id)
+
+    def append(self, session_id: str, events: list[Event]) -> None:
+        self._refuse_read_only()
+        if not events:
+            return
+        _check_serializable(events)
+        with self._session_lock(session_id):
+            located: _Located | None
+            if session_id in self._counts:
+                count, located = self._counts[session_id], self._locations[session_id]
+            elif session_id in self._created:
+                count, located = 0, None
+            else:
+                count, located = self._stored_tail(session_id)
+            _check_contiguous(session_id, events, count)
+            # Forget the count while writing: after a failed write the log is read back.
+            self._counts.pop(session_id, None)
+            if located is None:
+                located = self._materialize(self._created[session_id], events)
+            else:
+                _append_durably(located.path, self._encode_batch(located.encoding, events))
+            self._counts[session_id] = count + len(events)
+            self._locations[session_id] = located
+            self._tracked.add(session_id)
+
+    def _stored_tail(self, session_id: str) -> tuple[int, _Located]:
+        """The stored event count of a log this instance has not written yet (full read)."""
+        loaded = self._load(session_id, None)
+        if loaded is None:
+            raise _not_found(session_id)
+        stored, located = loaded
+        if stored.torn:
+            raise JsonlBackendError(
+                f'session "{session_id}" has a torn stored tail; repair it before appending')
+        return len(stored.events), located
+
+    def _encode_batch(self, encoding: str, events: list[Event]) -> bytes:
+        records = pack(events) if self._pack_chunks else events
+        body = b"\n".join(_record_line(record) for record in records) + b"\n"
+        return _zstd_frame(body) if encoding == "zstd" else body
+
+    def _materialize(self, header: Header, events: list[Event]) -> _Located:
+        """First append: publish header and batch together, never over an existing log."""
+        session_id = header.id
+        encoding = self._encoding_for_write()
+        cwd = None if header.cwd is UNSET else header.cwd
+        session_dir = os.path.join(self.root, project_dir(cwd), escape_segment(session_id))
+        path = os.path.join(session_dir, TRANSCRIPT[encoding])
+        opposite = os.path.join(session_dir, TRANSCRIPT[OPPOSITE[encoding]])
+        if self._exists(opposite, None):
+            raise _mismatch_error(opposite, OPPOSITE[encoding], encoding)
+        if self._exists(path, None):
+            raise _exists_on_disk(session_id)
+        head = header_line(header)
+        content = (_zstd_frame(head) if encoding == "zstd" else head) + \
+            self._encode_batch(encoding, events)
+        _make_dirs(session_dir)
+        temp = f"{path}.{secrets.token_hex(6)}.tmp"
+        _write_new_file(temp, content)
+        try:
+            os.link(temp, path)
+        except FileExistsError:
+            _remove_quietly(temp)
+            raise _exists_on_disk(session_id) from None
+        except BaseException:
+            _remove_quietly(temp)
+            raise
+        del self._created[session_id]  # published: from now on the log is read back from disk
+        _fsync_dir(session_dir)
+        _remove_quietly(temp)
+        return _Located(path, encoding)
+
+
+def _exists_on_disk(session_id: str) -> JsonlBackendError:
+    return JsonlBackendError(
+        f'refusing to materialize "{session_id}": a log already exists on disk (load/resume it '
+        "instead)")
+
+
+def _check_contiguous(session_id: str, events: list[Event], stored: int) -> None:
+    for index, event in enumerate(events):
+        if not is_valid_seq_at(event.seq, stored + index):
+            got = "missing" if event.seq is UNSET else render_json(event.seq)
+            raise JsonlBackendError(f'append seq mismatch for "{session_id}": expected '
+                                    f"{stored + index} at index {index}, got {got}")
