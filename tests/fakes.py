@@ -28,6 +28,7 @@ class MemoryBackend:
         self.fail: dict[str, Exception] = {}  # operation -> error to raise
         self.corrupt: set[str] = set()
         self.inspect_meta: dict[str, Header] = {}  # override what inspect reports
+        self.created: dict[str, Header] = {}
         self.gate: threading.Event | None = None  # when set, calls block until it is set
         self.started = threading.Event()
         self._lock = threading.Lock()
@@ -65,11 +66,14 @@ class MemoryBackend:
 
     def create(self, header: Header) -> None:
         self.calls.append(("create", header.id))
+        self.created[header.id] = header
 
     def append(self, session_id: str, events: list[Event]) -> None:
+        """Like real backends: the first append materializes a created session."""
         self.calls.append(("append", session_id))
-        header = self.sessions.get(session_id, (None, []))[0]
-        self.sessions.setdefault(session_id, (header, []))[1].extend(events)
+        if session_id not in self.sessions:
+            self.sessions[session_id] = (self.created.pop(session_id), [])
+        self.sessions[session_id][1].extend(events)
         self.revisions[session_id] = self.revisions.get(session_id, 0) + 1
 
     def stored_count(self, session_id: str) -> int | None:

@@ -113,7 +113,10 @@ class QueryProtocol(LanguageServerProtocol):
 
     def _payload(self, data: Any) -> Any:
         if type(data) is JsonRPCResponseMessage:
-            return {"jsonrpc": "2.0", "id": data.id, "result": data.result}
+            result = data.result
+            if attrs.has(type(result)):  # LSP results (initialize) use lsprotocol's camelCase
+                result = self._converter.unstructure(result)
+            return {"jsonrpc": "2.0", "id": data.id, "result": result}
         if attrs.has(type(data)):
             return self._converter.unstructure(data)
         return data
