@@ -1,0 +1,192 @@
+"""The index database: opening safety (semantics.md §6.3) and the schema (§6.2).
+
+The index is derived and disposable, but the path may name somebody else's file, so nothing in a
+file is modified until it is known to be empty or ours. The live overlay lives in TEMP tables on
+the service's single connection and disappears with it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+
+from .. import errors
+from ..errors import QueryError
+from .config import JOURNAL_MODES
+
+APPLICATION_ID = 0x44534851
+SCHEMA_VERSION = 8
+MEMORY_PATH = ":memory:"
+
+DERIVED_TABLES = frozenset(
+    {
+        "search_state",
+        "persisted_sessions",
+        "persisted_docs",
+        "persisted_docs_data",
+        "persisted_docs_idx",
+        "persisted_docs_content",
+        "persisted_docs_docsize",
+        "persisted_docs_config",
+    }
+)
+
+_DOC_COLUMNS = (
+    "text, session_id UNINDEXED, seq UNINDEXED, type UNINDEXED, time UNINDEXED, "
+    "surface UNINDEXED, codepoint_length UNINDEXED, tokenize = 'unicode61'"
+)
+_HEADER_COLUMNS = (
+    "id TEXT PRIMARY KEY, version INTEGER NOT NULL, created_at INTEGER NOT NULL, cwd TEXT, "
+    "parent_session TEXT, seed_length INTEGER, delegation_depth INTEGER, agent_preset TEXT"
+)
+_PERSISTENT_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS search_state (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), "
+    "global_generation INTEGER NOT NULL) STRICT",
+    "INSERT OR IGNORE INTO search_state (singleton, global_generation) VALUES (1, 0)",
+    f"CREATE TABLE IF NOT EXISTS persisted_sessions ({_HEADER_COLUMNS}, revision TEXT NOT NULL, "
+    "generation INTEGER NOT NULL) STRICT",
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS persisted_docs USING fts5({_DOC_COLUMNS})",
+)
+_TEMP_SCHEMA = (
+    f"CREATE TEMP TABLE live_sessions ({_HEADER_COLUMNS}, fingerprint TEXT NOT NULL, "
+    "persisted INTEGER NOT NULL CHECK (persisted IN (0, 1)), generation INTEGER NOT NULL) STRICT",
+    f"CREATE VIRTUAL TABLE temp.live_docs USING fts5({_DOC_COLUMNS})",
+)
+
+_USER_TABLES = "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT GLOB 'sqlite_*'"
+
+# NUL and the two highlight markers may not occur in indexed text or queries (§8 point 24). Lone
+# surrogates have no UTF-8 form; SQLite could not store them at all.
+_RESERVED = re.compile("[\x00\ufdd0\ufdd1\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def sanitize(text: str) -> str:
+    """Document and query text as the index sees it: reserved code points become U+FFFD."""
+    return _RESERVED.sub(REPLACEMENT, text)
+
+
+def sql_text(value: object) -> object:
+    """A value bound to SQLite: strings lose lone surrogates (U+FFFD); other values pass."""
+    if isinstance(value, str) and _SURROGATE.search(value):
+        return _SURROGATE.sub(REPLACEMENT, value)
+    return value
+
+
+def open_failed(detail: str) -> QueryError:
+    return QueryError(
+        errors.INDEX_FAILED, f"session-search SQLite index failed to open: {detail}", cause=detail
+    )
+
+
+def _detail(exc: BaseException) -> str:
+    # An OSError's text embeds the host path; strerror names the failure without it.
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return text or "session-search dependency rejected with a non-Error value"
+
+
+def open_index(path: str, journal_mode: str) -> sqlite3.Connection:
+    """Open (creating if needed) the index at ``path`` and add the TEMP overlay; raise
+    INDEX_FAILED (`failed to open`) for a refused file or any filesystem or SQLite failure."""
+    conn: sqlite3.Connection | None = None
+    try:
+        target = path if path == MEMORY_PATH else _prepare_file(path)
+        conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+        _check_and_reset(conn)
+        if journal_mode not in JOURNAL_MODES:
+            raise ValueError(f"unsupported journal mode {journal_mode!r}")
+        conn.execute(f"PRAGMA journal_mode = {journal_mode}")
+        _transaction(
+            conn,
+            *_PERSISTENT_SCHEMA,
+            f"PRAGMA application_id = {APPLICATION_ID}",
+            f"PRAGMA user_version = {SCHEMA_VERSION}",
+        )
+        for statement in _TEMP_SCHEMA:
+            conn.execute(statement)
+        return conn
+    except QueryError:
+        _close_quietly(conn)
+        raise
+    except (OSError, ValueError, sqlite3.Error) as exc:
+        _close_quietly(conn)
+        raise open_failed(_detail(exc)) from None
+
+
+def _prepare_file(path: str) -> str:
+    """§6.3 step 1: absolute path, parents 0700, a missing file created exclusively at 0600."""
+    absolute = os.path.abspath(path)
+    _make_parents(os.path.dirname(absolute))
+    try:
+        fd = os.open(absolute, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return absolute  # an existing file keeps its mode
+    try:
+        os.fchmod(fd, 0o600)  # the umask must not widen or narrow it
+    finally:
+        os.close(fd)
+    return absolute
+
+
+def _make_parents(directory: str) -> None:
+    missing = []
+    while not os.path.isdir(directory):
+        missing.append(directory)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    for created in reversed(missing):
+        try:
+            os.mkdir(created, 0o700)
+        except FileExistsError:
+            continue
+        os.chmod(created, 0o700)
+
+
+def _check_and_reset(conn: sqlite3.Connection) -> None:
+    """§6.3 steps 2–6: refuse foreign or unknown content before touching anything."""
+    application_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    user_version = conn.execute("PRAGMA user_version").fetchone()[0]
+    tables = [row[0] for row in conn.execute(_USER_TABLES)]
+    if application_id not in (0, APPLICATION_ID):
+        raise open_failed(
+            f"the index file belongs to another application (application_id {application_id})"
+        )
+    if application_id == 0 and tables:
+        raise open_failed("the index file is neither empty nor a session-search index")
+    unknown = sorted(name for name in tables if name not in DERIVED_TABLES)
+    if unknown:
+        raise open_failed(f'the index file contains the unknown table "{unknown[0]}"')
+    if tables and user_version != SCHEMA_VERSION:
+        _drop_derived(conn, tables)
+
+
+def _drop_derived(conn: sqlite3.Connection, tables: list[str]) -> None:
+    """§6.3 step 6: an index of another schema version is rebuilt from nothing. Dropping the FTS5
+    table drops its shadow tables, hence IF EXISTS; every name is from DERIVED_TABLES."""
+    drops = ["DROP TABLE IF EXISTS persisted_docs"]
+    drops += [f'DROP TABLE IF EXISTS "{name}"' for name in tables if name != "persisted_docs"]
+    _transaction(conn, *drops, "PRAGMA user_version = 0")
+
+
+def _transaction(conn: sqlite3.Connection, *statements: str) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _close_quietly(conn: sqlite3.Connection | None) -> None:
+    if conn is not None:
+        try:
+            conn.close()
+        except sqlite3.Error:
+            pass

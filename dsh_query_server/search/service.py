@@ -1,0 +1,224 @@
+"""The full-text search service (semantics.md §6): one FIFO queue in front of one SQLite index.
+
+Every method is synchronous and thread-safe; the server calls them from worker threads. A search
+is validated in the caller's thread, then waits for its turn. Opening, reconciling and querying
+run only while a search holds the turn, so searches never overlap and the single connection is
+never shared. Backend calls are made in the searching thread, so a started call is always awaited.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections import deque
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from .. import errors
+from ..errors import QueryError, cancelled
+from ..persistence.base import CancelToken
+from ..persistence.binding import PersistenceBinding
+from ..session.store import SessionStore
+from .config import SearchConfig
+from .cursor import EVENTS, SESSIONS, decode_cursor, encode_cursor
+from .query import Match, compile_filters, select_events, select_sessions
+from .reconcile import SearchIndex, check
+from .request import normalize_events, normalize_sessions, phrase
+from .snippet import snippet
+from .wire import (
+    SessionEventSearchHit,
+    SessionEventSearchPage,
+    SessionSearchHit,
+    SessionSearchPage,
+    header_raw,
+)
+
+# CancelToken offers no callback, so a queued search looks at its token this often.
+CANCEL_POLL_SECONDS = 0.02
+
+DISABLED_MESSAGE = (
+    'session search is disabled: this deployment configures the session-query index with openAt "never"'
+)
+
+
+def _closed() -> QueryError:
+    return QueryError(errors.INDEX_FAILED, "session-search SQLite index is closed")
+
+
+class SearchService:
+    def __init__(self, store: SessionStore, binding: PersistenceBinding, config: SearchConfig) -> None:
+        self.store = store
+        self.binding = binding
+        self.config = config
+        self.instance = str(uuid.uuid4())
+        self._cond = threading.Condition()
+        self._queue: deque[object] = deque()
+        self._running = False
+        self._closing: threading.Event | None = None  # set once close() has finished
+        self._index: SearchIndex | None = None
+        self._open_error: QueryError | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        """The startup phase: open the index now. A failure is INDEX_FAILED and is final: later
+        searches report it without another attempt. Nothing is opened when openAt is never."""
+        if self.config.open_at == "never":
+            return
+        with self._turn(None):
+            self._open()
+
+    def close(self) -> None:
+        """Idempotent: mark closed, wait for the running search, close the database. Queued and
+        later searches fail with INDEX_FAILED; every call returns once closing has finished."""
+        with self._cond:
+            done = self._closing
+            if done is None:
+                done = self._closing = threading.Event()
+                self._cond.notify_all()
+                while self._running:
+                    self._cond.wait()
+                first = True
+            else:
+                first = False
+        if not first:
+            done.wait()
+            return
+        try:
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+        finally:
+            done.set()
+
+    # -- searches ------------------------------------------------------------------------------
+
+    def search_sessions(self, request: Any, token: CancelToken | None = None) -> SessionSearchPage:
+        self._check_enabled()
+        search = normalize_sessions(request, self.config)
+        with self._turn(token):
+            index = self._ready(token)
+            view = index.reconcile(token)
+            check(token)
+            generation = str(view.cross_generation)
+            offset = self._offset(search.cursor, SESSIONS, search.fingerprint, generation)
+            predicates = compile_filters(search.session_filters, search.event_filters)
+            matches = select_sessions(
+                index.conn, phrase(search.query), predicates, view.bound, search.limit + 1, offset
+            )
+        items = [
+            SessionSearchHit(
+                header=header_raw(m.header), live=m.live, persisted=m.persisted, bestMatch=self._hit(m)
+            )
+            for m in matches[: search.limit]
+        ]
+        page = SessionSearchPage(items=items)
+        if len(matches) > search.limit:
+            page.nextCursor = encode_cursor(
+                self.instance, SESSIONS, search.fingerprint, generation, offset + search.limit
+            )
+        return page
+
+    def search_events(self, request: Any, token: CancelToken | None = None) -> SessionEventSearchPage:
+        self._check_enabled()
+        search = normalize_events(request, self.config)
+        with self._turn(token):
+            index = self._ready(token)
+            view = index.reconcile(token)
+            check(token)
+            target = index.target(search.session_id, view)
+            if target is None:
+                raise QueryError(
+                    errors.SESSION_NOT_FOUND,
+                    f'session "{search.session_id}" not found',
+                    session_id=search.session_id,
+                )
+            offset = self._offset(search.cursor, EVENTS, search.fingerprint, target.generation)
+            predicates = compile_filters((), search.filters, target=search.session_id)
+            matches = select_events(
+                index.conn, phrase(search.query), predicates, view.bound, search.limit + 1, offset
+            )
+        page = SessionEventSearchPage(
+            session=target.header, items=[self._hit(m) for m in matches[: search.limit]]
+        )
+        if len(matches) > search.limit:
+            page.nextCursor = encode_cursor(
+                self.instance, EVENTS, search.fingerprint, target.generation, offset + search.limit
+            )
+        return page
+
+    # -- machinery -----------------------------------------------------------------------------
+
+    def _check_enabled(self) -> None:
+        if self.config.open_at == "never":
+            raise QueryError(errors.SEARCH_DISABLED, DISABLED_MESSAGE)
+
+    @contextmanager
+    def _turn(self, token: CancelToken | None) -> Iterator[None]:
+        """Join the FIFO queue and hold the turn for the body. A closed service, or a token that
+        fires while waiting, ends the wait at once, whatever is ahead in the queue."""
+        ticket = object()
+        with self._cond:
+            if self._closing is not None:
+                raise _closed()
+            self._queue.append(ticket)
+            try:
+                while self._running or self._queue[0] is not ticket:
+                    if self._closing is not None:
+                        raise _closed()
+                    if token is not None and token.cancelled:
+                        raise cancelled(search=True)
+                    self._cond.wait(None if token is None else CANCEL_POLL_SECONDS)
+                if self._closing is not None:
+                    raise _closed()
+            except BaseException:
+                self._queue.remove(ticket)
+                self._cond.notify_all()
+                raise
+            self._queue.popleft()
+            self._running = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._running = False
+                self._cond.notify_all()
+
+    def _open(self) -> SearchIndex:
+        """The one shared opening attempt; its failure is remembered and never retried."""
+        if self._index is not None:
+            return self._index
+        if self._open_error is not None:
+            failure = self._open_error
+            raise QueryError(failure.code, failure.message, cause=failure.cause)
+        try:
+            self._index = SearchIndex.open(
+                self.config.path, self.config.journal_mode, self.store, self.binding
+            )
+        except QueryError as exc:
+            self._open_error = exc
+            raise
+        return self._index
+
+    def _ready(self, token: CancelToken | None) -> SearchIndex:
+        check(token)  # leaving the queue
+        index = self._open()
+        check(token)  # the index is ready; nothing has touched SQLite for this search yet
+        return index
+
+    def _offset(self, cursor: str | None, scope: str, fingerprint: str, generation: str) -> int:
+        if cursor is None:
+            return 0
+        return decode_cursor(
+            cursor, instance=self.instance, scope=scope, fingerprint=fingerprint, generation=generation
+        )
+
+    def _hit(self, match: Match) -> SessionEventSearchHit:
+        return SessionEventSearchHit(
+            sessionId=match.session_id,
+            seq=match.seq,
+            type=match.type,
+            time=match.time,
+            surface=match.surface,
+            snippet=snippet(match.marked_text, self.config.snippet_chars),
+        )

@@ -1,0 +1,53 @@
+"""Search result shapes on the wire (semantics.md §1.8, §6.9), in the style of model/wire.py.
+
+Result headers are rebuilt from the index columns, so they never carry ``origin`` and keep an
+optional key exactly when its column is non-null.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from msgspec import UNSET, Raw, UnsetType
+
+from .. import jsoncodec
+from ..model.wire import Wire
+
+
+class SessionEventSearchHit(Wire):
+    sessionId: str
+    seq: int
+    type: Any
+    time: Any
+    surface: str
+    snippet: str
+
+
+class SessionSearchHit(Wire):
+    header: Raw
+    live: bool
+    persisted: bool
+    bestMatch: SessionEventSearchHit
+
+
+class SessionSearchPage(Wire):
+    items: list[SessionSearchHit]
+    nextCursor: str | UnsetType = UNSET
+
+
+class SessionEventSearchPage(Wire):
+    session: Raw
+    items: list[SessionEventSearchHit]
+    nextCursor: str | UnsetType = UNSET
+
+
+_OPTIONAL = ("cwd", "parentSession", "seedLength", "delegationDepth", "agentPreset")
+
+
+def header_raw(columns: tuple[Any, ...]) -> Raw:
+    """``columns`` = (version, id, created_at, cwd, parent_session, seed_length,
+    delegation_depth, agent_preset), as stored in a sessions table."""
+    version, session_id, created_at, *optional = columns
+    header: dict[str, Any] = {"version": version, "id": session_id, "createdAt": created_at}
+    header.update((key, value) for key, value in zip(_OPTIONAL, optional) if value is not None)
+    return Raw(jsoncodec.dumps(header))
