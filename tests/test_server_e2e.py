@@ -304,3 +304,45 @@ async def test_did_change_is_debounced(client):
     assert 1 <= len(changes) <= 3
     assert all("s" in c["sessionIds"] for c in changes)
     assert changes[0].get("corpus") is True
+
+
+async def test_search_over_live_persisted_and_lagging(client, tmp_path):
+    root = tmp_path / "root"
+    write_transcript(root, hdr("persisted-only", 1), [U(0, "the needle in the archive")])
+    write_transcript(root, hdr("lagging", 2), [U(0, "old needle")])
+    await call(client, "sessionStore/create", {"header": hdr("lagging", 2), "seed": [U(0, "old needle").to_value()]})
+    await call(client, "sessionStore/append", {"sessionId": "lagging", "events": [
+        {"type": "user/message", "data": user_data("needle needle fresh"), "surfaceOp": "append"}]})
+    await call(client, "sessionStore/create", {"header": hdr("live-only", 3), "seed": [U(0, "a needle live").to_value()]})
+    await call(client, "sessionPersistence/mount", {"uri": f"jsonl:{root}?readOnly=true"})
+    page = await call(client, "sessionQuery/searchSessions", {"query": "NEEDLE", "limit": 2})
+    hits = [(h["header"]["id"], h["live"], h["persisted"], h["bestMatch"]["seq"]) for h in page["items"]]
+    assert hits[0] == ("lagging", True, True, 2)  # the live log (two needles) shadows its persisted copy
+    assert len(hits) == 2 and "nextCursor" in page
+    rest = await call(client, "sessionQuery/searchSessions", {"query": " NEEDLE ", "limit": 2, "cursor": page["nextCursor"]})
+    assert len(rest["items"]) == 1 and "nextCursor" not in rest
+    events = await call(client, "sessionQuery/searchEvents", {"sessionId": "lagging", "query": "needle", "limit": 1})
+    assert events["session"]["id"] == "lagging" and events["items"][0]["snippet"] == "needle needle fresh"
+    await call(client, "sessionStore/append", {"sessionId": "lagging", "events": [{"type": "turn/start", "data": {"turn": 1}}]})
+    code, data_code, _ = await fails(client, "sessionQuery/searchSessions",
+                                     {"query": " NEEDLE ", "limit": 2, "cursor": page["nextCursor"]})
+    assert (code, data_code) == (-32803, "SESSION_QUERY_STALE_CURSOR")
+    code, data_code, _ = await fails(client, "sessionQuery/searchEvents",
+                                     {"sessionId": "lagging", "query": "needle", "limit": 1, "cursor": events["nextCursor"]})
+    assert data_code == "SESSION_QUERY_STALE_CURSOR"
+    assert (await fails(client, "sessionQuery/searchSessions", {"query": "  "}))[:2] == (-32602, "SESSION_QUERY_INVALID_QUERY")
+
+
+@pytest_lsp.fixture(config=config("--persistence", "none"))
+async def no_search_client(lsp_client: LanguageClient):
+    result = await lsp_client.initialize_session(init_params({"search": {"openAt": "never"}}))
+    lsp_client.search_capability = result.capabilities.experimental["sessionQuery"]["search"]
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+async def test_search_disabled(no_search_client):
+    assert no_search_client.search_capability is False
+    code, data_code, message = await fails(no_search_client, "sessionQuery/searchSessions", {"query": 5})
+    assert (code, data_code) == (-32803, "SESSION_QUERY_SEARCH_DISABLED")
+    assert await call(no_search_client, "sessionQuery/listSessions") == []

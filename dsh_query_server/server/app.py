@@ -81,7 +81,7 @@ class QueryProtocol(LanguageServerProtocol):
     def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
         result = yield from super().lsp_initialize(params)
         runtime = self._server.runtime
-        search = runtime is not None and runtime.search is not None and runtime.config.search.open_at != "never"
+        search = runtime is not None and runtime.config.search.open_at != "never"
         result.capabilities.experimental = {
             "sessionQuery": {
                 "version": 1,

@@ -18,12 +18,6 @@ from .runtime import Runtime
 Call = Callable[[Runtime, dict[str, Any], CancelToken], Any]
 
 
-def _search(runtime: Runtime) -> Any:
-    if runtime.search is None:
-        raise QueryError(errors.SEARCH_DISABLED, "session search is not available in this build")
-    return runtime.search
-
-
 def _create(rt: Runtime, p: dict[str, Any], t: CancelToken) -> Any:
     seed = p.get("seed", None)
     header = rt.store.create(p.get("header"), seed)
@@ -70,8 +64,8 @@ METHODS: dict[str, Call] = {
     "sessionQuery/traceEvent": lambda rt, p, t: rt.service.trace_event(
         p.get("sessionId", UNSET), p.get("seq", UNSET), t
     ),
-    "sessionQuery/searchSessions": lambda rt, p, t: _search(rt).search_sessions(p, t),
-    "sessionQuery/searchEvents": lambda rt, p, t: _search(rt).search_events(p, t),
+    "sessionQuery/searchSessions": lambda rt, p, t: rt.search.search_sessions(p, t),
+    "sessionQuery/searchEvents": lambda rt, p, t: rt.search.search_events(p, t),
     "sessionStore/create": _create,
     "sessionStore/append": _append,
     "sessionStore/remove": _remove,

@@ -12,6 +12,7 @@ from ..persistence.binding import PersistenceBinding
 from ..persistence.checkpoint import Checkpointer
 from ..persistence.uri import open_backend
 from ..query.service import SessionQueryService
+from ..search.service import SearchService
 from ..session.store import SessionStore
 from .config import ServerConfig
 
@@ -36,7 +37,7 @@ class Runtime:
             interval_ms=config.checkpoint_interval_ms,
             on_flushed=lambda ids: notify(ids, True),
         )
-        self.search = _make_search(self)
+        self.search = SearchService(self.store, self.binding, config.search)
         self.store.subscribe(lambda kind, sid: notify([sid], kind != "append"))
         self.binding.subscribe(lambda _binding: notify([], True))
 
@@ -50,7 +51,7 @@ class Runtime:
                 self.mount(self.config.persistence)
             except QueryError as exc:
                 log.error("persistence %s not mounted: %s", self.config.persistence, exc.message)
-        if self.search is not None and self.config.search.open_at == "startup":
+        if self.config.search.open_at == "startup":
             self.search.open()
         self.checkpointer.start()
 
@@ -87,14 +88,5 @@ class Runtime:
 
     def close(self) -> None:
         self.checkpointer.stop(flush=True)
-        if self.search is not None:
-            self.search.close()
+        self.search.close()
 
-
-def _make_search(runtime: Runtime) -> Any:
-    """The search service, or None while this build has none."""
-    try:
-        from ..search.service import SearchService
-    except ImportError:
-        return None
-    return SearchService(runtime.store, runtime.binding, runtime.config.search)
