@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
@@ -25,6 +27,7 @@ from pygls.protocol.language_server import lsp_method
 from .. import __version__, errors, jsoncodec
 from ..errors import QueryError
 from ..persistence.base import CancelToken
+from ..demo import RuntimeProducer, populate
 from .config import ServerConfig, build_config, merge
 from .methods import COMMANDS, METHODS, Call
 from .runtime import Runtime
@@ -187,9 +190,10 @@ class ChangeNotifier:
 
 
 class QueryServer(LanguageServer):
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, options: dict[str, Any] | None = None, *, demo: bool = False) -> None:
         super().__init__("dsh-query-server", __version__, protocol_cls=QueryProtocol)
         self.flag_options = options or {}
+        self.demo = demo
         self.runtime: Runtime | None = None
         self.tokens = Tokens()
         self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="query")
@@ -222,6 +226,8 @@ class QueryServer(LanguageServer):
             config = build_config(merge(self.flag_options, init_options))
             runtime = Runtime(config, self.notifier.mark)
             runtime.start()
+            if self.demo:
+                populate(RuntimeProducer(runtime))
         except QueryError as exc:
             raise to_rpc_error(exc) from None
         self.notifier.loop = asyncio.get_running_loop() if _has_loop() else None
@@ -274,8 +280,14 @@ def _has_loop() -> bool:
         return False
 
 
-def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None) -> None:
-    server = QueryServer(config_options)
+def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None, demo: bool = False) -> None:
+    if demo:
+        # The demo's persisted side lives in a private temporary store unless one was named.
+        home = tempfile.mkdtemp(prefix="dsh-query-demo-")
+        config_options.setdefault("persistence", "sqlite:" + os.path.join(home, "sessions.db"))
+        config_options.setdefault("index", ":memory:")
+        config_options.setdefault("checkpoint", {"mode": "manual"})
+    server = QueryServer(config_options, demo=demo)
     if tcp is None:
         server.start_io()
     else:
