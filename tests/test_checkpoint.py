@@ -1,0 +1,123 @@
+"""The checkpointer: live events reach a writable backend once each, failures keep live data."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from dsh_query_server import errors
+from dsh_query_server.errors import QueryError
+from dsh_query_server.persistence.binding import PersistenceBinding
+from dsh_query_server.persistence.checkpoint import Checkpointer
+from dsh_query_server.persistence.jsonl import JsonlBackend
+from dsh_query_server.session.store import SessionStore
+
+from .builders import U
+from .fakes import MemoryBackend
+
+
+def setup(mode="manual", backend=None):
+    store, binding = SessionStore(), PersistenceBinding()
+    checkpointer = Checkpointer(store, binding, mode=mode, interval_ms=10)
+    if backend is not None:
+        binding.mount(backend)
+    return store, binding, checkpointer
+
+
+def turn(n):
+    return {"type": "turn/start", "data": {"turn": n}}
+
+
+def stored_seqs(backend, sid):
+    return [e.seq for e in backend.sessions[sid][1]]
+
+
+def test_flush_writes_each_event_once():
+    backend = MemoryBackend()
+    store, _, cp = setup(backend=backend)
+    store.create({"id": "s", "createdAt": 0}, [U(0).to_value()])
+    store.create({"id": "empty", "createdAt": 0})
+    assert cp.pending_events() == 2
+    assert cp.flush() == {"s": 1}
+    store.append("s", [turn(1), turn(2)])
+    assert cp.flush("s") == {"s": 3}
+    assert cp.flush() == {"s": 3}  # nothing new: the same postcondition, no write
+    assert stored_seqs(backend, "s") == [0, 1, 2, 3]
+    assert [op for op, _ in backend.calls].count("append") == 2
+    assert cp.pending_events() == 0
+
+
+def test_failure_keeps_live_data_and_retries():
+    backend = MemoryBackend()
+    store, _, cp = setup(backend=backend)
+    store.create({"id": "s", "createdAt": 0}, [U(0).to_value()])
+    cp.flush()
+    store.append("s", [turn(1)])
+    original = backend.append
+    backend.append = lambda sid, events: (_ for _ in ()).throw(OSError("disk full"))
+    with pytest.raises(QueryError) as info:
+        cp.flush()
+    assert info.value.code == errors.STORE_PERSISTENCE_FAILED
+    assert info.value.message == 'checkpoint of session "s" failed: disk full'
+    assert len(store.snapshot("s").events) == 3
+    backend.append = original
+    assert cp.flush() == {"s": 2}
+    assert stored_seqs(backend, "s") == [0, 1, 2]
+
+
+def test_resumes_from_what_the_backend_already_holds(tmp_path):
+    root = str(tmp_path / "root")
+    first_store, _, first = setup(backend=JsonlBackend(root))
+    first_store.create({"id": "s", "createdAt": 0, "cwd": "/w"}, [U(0).to_value()])
+    first.flush()
+    # A new process: the producer re-creates the session with its whole log so far.
+    backend = JsonlBackend(root)
+    store, _, cp = setup(backend=backend)
+    store.create({"id": "s", "createdAt": 0, "cwd": "/w"}, [e.to_value() for e in first_store.snapshot("s").events])
+    store.append("s", [turn(1), {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}])
+    assert cp.flush() == {"s": 3}
+    assert [e.seq for e in backend.inspect("s").events] == [0, 1, 2, 3]
+    assert backend.stored_count("s") == 4
+
+
+def test_auto_mode_flushes_within_the_interval():
+    backend = MemoryBackend()
+    store, _, cp = setup("auto", backend)
+    cp.start()
+    try:
+        store.create({"id": "s", "createdAt": 0}, [])
+        store.append("s", [turn(1)])
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and (
+            "s" not in backend.sessions or stored_seqs(backend, "s") != [0, 1]
+        ):
+            time.sleep(0.02)
+        assert stored_seqs(backend, "s") == [0, 1]
+    finally:
+        cp.stop()
+
+
+def test_read_only_and_unbound():
+    store, binding, cp = setup()
+    store.create({"id": "s", "createdAt": 0}, [])
+    assert cp.flush() == {}
+    backend = MemoryBackend()
+    backend.writable = False
+    binding.mount(backend)
+    with pytest.raises(QueryError) as info:
+        cp.flush()
+    assert info.value.code == errors.STORE_READ_ONLY
+    with pytest.raises(QueryError) as info:
+        cp.flush("nope")
+    assert info.value.code == errors.STORE_SESSION_NOT_FOUND
+
+
+def test_remount_writes_into_the_new_backend():
+    first, second = MemoryBackend(), MemoryBackend()
+    store, binding, cp = setup(backend=first)
+    store.create({"id": "s", "createdAt": 0}, [])
+    cp.flush()
+    binding.mount(second)
+    assert cp.flush() == {"s": 0}
+    assert stored_seqs(second, "s") == [0] and stored_seqs(first, "s") == [0]
