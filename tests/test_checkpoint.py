@@ -121,3 +121,14 @@ def test_remount_writes_into_the_new_backend():
     binding.mount(second)
     assert cp.flush() == {"s": 0}
     assert stored_seqs(second, "s") == [0] and stored_seqs(first, "s") == [0]
+
+
+def test_a_longer_persisted_log_is_never_appended_to():
+    backend = MemoryBackend()
+    backend.put({"version": 0, "id": "s", "createdAt": 0}, [U(0), U(1), U(2)])
+    store, _, cp = setup(backend=backend)
+    store.create({"id": "s", "createdAt": 0}, [])
+    with pytest.raises(QueryError) as info:
+        cp.flush()
+    assert info.value.message == 'checkpoint of session "s" failed: the persisted log is longer than the live log'
+    assert stored_seqs(backend, "s") == [0, 1, 2]

@@ -166,6 +166,9 @@ class Checkpointer:
                         backend.create(observed[0])
                         self._created.add(sid)
                     count = 0
+                elif count > self.store.lengths().get(sid, 0):
+                    # The stored log is not a prefix of the live one: never write into it.
+                    raise ValueError("the persisted log is longer than the live log")
                 self._persisted[sid] = count
             observed = self.store.events_from(sid, count)
             if observed is None:
