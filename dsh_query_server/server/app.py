@@ -9,8 +9,10 @@ and the answer is the coded -32800. Results are encoded with msgspec.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import sys
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -288,10 +290,23 @@ def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None, de
         config_options.setdefault("index", ":memory:")
         config_options.setdefault("checkpoint", {"mode": "manual"})
     server = QueryServer(config_options, demo=demo)
-    if tcp is None:
-        server.start_io()
-    else:
-        server.start_tcp(*tcp)
+    code: Any = 0
+    try:
+        if tcp is None:
+            server.start_io()
+        else:
+            server.start_tcp(*tcp)
+    except SystemExit as exc:  # pygls ends the loop this way on `exit`
+        code = exc.code
+    finally:
+        # The client went away (exit or end of input): flush what is pending, then leave without
+        # waiting for worker threads that may still sit in a hung backend call.
+        if server.runtime is not None:
+            server.runtime.close()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):  # pygls may have closed stdout already
+                stream.flush()
+        os._exit(code if isinstance(code, int) else 1)
 
 
 __all__ = ["QueryServer", "serve", "ServerConfig"]

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 class Runtime:
     def __init__(self, config: ServerConfig, notify: Callable[[list[str], bool], None]) -> None:
         self.config = config
+        self._closed = False
         self.store = SessionStore()
         self.binding = PersistenceBinding()
         self.service = SessionQueryService(
@@ -87,6 +88,10 @@ class Runtime:
         return {}
 
     def close(self) -> None:
+        """Idempotent: shutdown and the end of input both call it."""
+        if self._closed:
+            return
+        self._closed = True
         self.checkpointer.stop(flush=True)
         self.search.close()
 
