@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -49,9 +50,14 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
 @contextlib.contextmanager
 def _client(args: argparse.Namespace, env: dict[str, str] | None = None, **init: Any) -> Iterator[Any]:
+    """A server over stdio for one command. Commands that do not search open no index; search
+    uses its own index file, because an index must never be shared with a running server."""
     from rich.console import Console
 
     from .client import StdioClient
+
+    if "index" not in init and "search" not in init:
+        init["search"] = {"openAt": "never"}
 
     flags = []
     if args.persistence is not None:
@@ -267,7 +273,7 @@ def cmd_search(args: argparse.Namespace) -> None:
     params: dict[str, Any] = {"query": args.query, "limit": args.limit}
     if args.cursor:
         params["cursor"] = args.cursor
-    with _client(args) as client:
+    with _client(args, index=_cli_index(args.persistence)) as client:
         if args.session:
             params["sessionId"] = args.session
             page = client.request("sessionQuery/searchEvents", params)
@@ -288,6 +294,14 @@ def cmd_search(args: argparse.Namespace) -> None:
         console.print(f"[dim]next page: --cursor {page['nextCursor']}[/dim]")
 
 
+def _cli_index(persistence: str | None) -> str:
+    from .server.config import cache_dir, default_persistence
+
+    uri = default_persistence() if persistence is None else persistence
+    digest = hashlib.sha256(uri.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return os.path.join(cache_dir(), "dsh-query", f"cli-index-{digest}.sqlite")
+
+
 def cmd_demo(args: argparse.Namespace) -> None:
     """Build the demo corpus under a temporary embedded default and show what the service sees."""
     from rich.console import Console
@@ -299,7 +313,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
         env = {**os.environ, "XDG_STATE_HOME": os.path.join(home, "state"),
                "XDG_CACHE_HOME": os.path.join(home, "cache")}
         args.persistence = None  # the embedded default, inside the temporary state dir
-        with _client(args, env=env, checkpoint={"mode": "manual"}) as client:
+        with _client(args, env=env, checkpoint={"mode": "manual"}, index=":memory:") as client:
             with console.status("building the demo corpus through sessionStore/*…"):
                 ids = populate(_RpcProducer(client))
             status = client.request("sessionPersistence/status")
