@@ -7,8 +7,17 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from .test_server_e2e import hdr, write_transcript
 from .builders import A, R, U, log_only
+
+
+@pytest.fixture(autouse=True)
+def private_dirs(tmp_path, monkeypatch):
+    # The CLI's default store and search index live under XDG dirs: keep them out of $HOME.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state-home"))
 
 
 def dsh(*args, env=None, cwd=None):
