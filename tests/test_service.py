@@ -446,3 +446,32 @@ def test_seed_boundary(env):
     store.remove("one")
     store.create(hdr("one"))
     assert store.ids()[-1] == "one"
+
+
+def test_error_precedence_table(env):
+    """semantics.md §3.12: the first failing check wins."""
+    store, binding, service = env
+    backend = MemoryBackend()
+    bad_surface = [ev("user/message", 0, {"role": "user"})]  # no surfaceOp and no message id
+    backend.put(hdr("bad"), bad_surface)
+    backend.put(hdr("shared", 1, cwd="/persisted"))
+    binding.mount(backend)
+    fired = CancelToken()
+    fired.cancel()
+    # Request kinds first: sessionId, then seq, then the window.
+    assert code_of(service.read_event, 1, "x", before=-1)[1] == "sessionId must be a string"
+    assert code_of(service.read_event, "s", "x", before=-1)[1] == "seq must be a number"
+    assert code_of(service.filter_events, 5, "bad")[0] == errors.INVALID_REQUEST
+    # Filter shape beats cancellation and load errors.
+    assert code_of(service.filter_events, "missing", "bad", token=fired)[0] == errors.INVALID_FILTER
+    # Cancellation beats load errors.
+    assert code_of(service.read_event, "missing", 0, token=fired)[0] == errors.ABORTED
+    assert code_of(service.trace_session, "missing", token=fired)[0] == errors.ABORTED
+    # Load then fold then blank text; fold then message shape.
+    assert code_of(service.filter_events, "bad", [{"kind": "text", "text": " "}])[0] == errors.INVALID_SURFACE
+    assert code_of(service.read_surface, "bad")[0] == errors.INVALID_SURFACE
+    # traceSession: SOURCE_CONFLICT beats SESSION_NOT_FOUND.
+    store.create(hdr("shared", 1, cwd="/live"))
+    assert code_of(service.trace_session, "missing")[0] == errors.SOURCE_CONFLICT
+    # A live target never reaches the persisted conflict.
+    assert j(service.read_surface("shared"))["events"] == []
