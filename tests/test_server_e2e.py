@@ -346,3 +346,52 @@ async def test_search_disabled(no_search_client):
     code, data_code, message = await fails(no_search_client, "sessionQuery/searchSessions", {"query": 5})
     assert (code, data_code) == (-32803, "SESSION_QUERY_SEARCH_DISABLED")
     assert await call(no_search_client, "sessionQuery/listSessions") == []
+
+
+def test_serves_over_loopback_tcp(unused_tcp_port):
+    import socket
+    import time as _time
+
+    server = subprocess.Popen([sys.executable, "-m", "dsh_query_server.cli", "serve", "--persistence", "none",
+                               "--tcp", f"127.0.0.1:{unused_tcp_port}"])
+    try:
+        deadline = _time.monotonic() + 20
+        while True:
+            try:
+                sock = socket.create_connection(("127.0.0.1", unused_tcp_port), timeout=5)
+                break
+            except OSError:
+                if _time.monotonic() > deadline:
+                    raise
+                _time.sleep(0.1)
+        stream = sock.makefile("rwb")
+
+        def exchange(message):
+            body = json.dumps(message).encode()
+            stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            stream.flush()
+            while True:  # skip didChange notifications
+                length = int(stream.readline().split(b":")[1])
+                stream.readline()
+                reply = json.loads(stream.read(length))
+                if reply.get("id") == message["id"]:
+                    return reply
+
+        init = exchange({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                         "params": {"capabilities": {}, "initializationOptions": {"index": ":memory:"}}})
+        assert init["result"]["capabilities"]["experimental"]["sessionQuery"]["version"] == 1
+        created = exchange({"jsonrpc": "2.0", "id": 2, "method": "sessionStore/create",
+                            "params": {"header": {"id": "over-tcp", "createdAt": 1}}})
+        assert created["result"]["header"]["id"] == "over-tcp"
+        listed = exchange({"jsonrpc": "2.0", "id": 3, "method": "sessionQuery/listSessions", "params": {}})
+        assert [r["header"]["id"] for r in listed["result"]] == ["over-tcp"]
+        sock.close()
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_tcp_refuses_non_loopback_addresses():
+    result = subprocess.run([sys.executable, "-m", "dsh_query_server.cli", "serve", "--tcp", "0.0.0.0:7777"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode != 0 and "loopback" in result.stderr
