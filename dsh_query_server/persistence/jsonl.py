@@ -22,6 +22,7 @@ import zstandard
 from msgspec import UNSET
 
 from .. import jsoncodec
+from ..files import fsync_dir, make_private_dirs
 from ..model.event import HEADER_FIELDS, Event, Header, is_valid_seq_at
 from ..values import is_nonneg_safe_integer, is_number, json_number
 from .base import (
@@ -518,14 +519,6 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _write_new_file(path: str, content: bytes) -> None:
     """Create ``path`` exclusively with mode 0600 and make ``content`` durable in it."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
@@ -538,20 +531,6 @@ def _write_new_file(path: str, content: bytes) -> None:
         _remove_quietly(path)
         raise
     os.close(fd)
-
-
-def _make_dirs(path: str) -> None:
-    """Create ``path`` and its missing ancestors with mode 0700, fsyncing each parent."""
-    missing = []
-    while not os.path.isdir(path):
-        missing.append(path)
-        path = os.path.dirname(path)
-    for directory in reversed(missing):
-        try:
-            os.mkdir(directory, 0o700)
-        except FileExistsError:
-            continue  # another writer made it
-        _fsync_dir(os.path.dirname(directory))
 
 
 def _remove_quietly(path: str) -> None:
@@ -986,7 +965,7 @@ class JsonlBackend:
         head = header_line(header)
         content = (_zstd_frame(head) if encoding == "zstd" else head) + \
             self._encode_batch(encoding, events)
-        _make_dirs(session_dir)
+        make_private_dirs(session_dir, durable=True)
         temp = f"{path}.{secrets.token_hex(6)}.tmp"
         _write_new_file(temp, content)
         try:
@@ -998,7 +977,7 @@ class JsonlBackend:
             _remove_quietly(temp)
             raise
         del self._created[session_id]  # published: from now on the log is read back from disk
-        _fsync_dir(session_dir)
+        fsync_dir(session_dir)
         _remove_quietly(temp)
         return _Located(path, encoding)
 

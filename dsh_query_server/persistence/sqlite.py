@@ -33,6 +33,7 @@ import zstandard
 from msgspec import UNSET
 
 from .. import jsoncodec
+from ..files import make_private_dirs
 from ..model.event import Event, Header, is_valid_seq_at
 from ..values import MAX_SAFE_INTEGER, collapse_whitespace, is_nonneg_safe_integer, is_safe_integer
 from . import records
@@ -597,19 +598,6 @@ def _lstat_or_none(path: str) -> os.stat_result | None:
         return None
 
 
-def _make_private_dirs(directory: str) -> None:
-    """Create the missing directories down to ``directory``, each with mode 0700."""
-    missing = []
-    while not os.path.lexists(directory):
-        missing.append(directory)
-        directory = os.path.dirname(directory)
-    for path in reversed(missing):
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:  # created concurrently; it is checked like any parent
-            pass
-
-
 def _require_private_dir(directory: str, st: os.stat_result) -> None:
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise SessionDatabaseRefused(
@@ -634,7 +622,7 @@ def _check_location(path: str, *, create_parents: bool) -> bool:
     """The checks of §5.3 for an absolute path; whether the database file exists."""
     parent = os.path.dirname(path)
     if create_parents:
-        _make_private_dirs(parent)
+        make_private_dirs(parent)
     parent_stat = _lstat_or_none(parent)
     if parent_stat is None:
         return False

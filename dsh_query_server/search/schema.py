@@ -13,6 +13,7 @@ import sqlite3
 
 from .. import errors
 from ..errors import QueryError
+from ..files import make_private_dirs
 from .config import JOURNAL_MODES
 
 APPLICATION_ID = 0x44534851
@@ -118,7 +119,7 @@ def open_index(path: str, journal_mode: str) -> sqlite3.Connection:
 def _prepare_file(path: str) -> str:
     """§6.3 step 1: absolute path, parents 0700, a missing file created exclusively at 0600."""
     absolute = os.path.abspath(path)
-    _make_parents(os.path.dirname(absolute))
+    make_private_dirs(os.path.dirname(absolute))
     try:
         fd = os.open(absolute, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except FileExistsError:
@@ -128,22 +129,6 @@ def _prepare_file(path: str) -> str:
     finally:
         os.close(fd)
     return absolute
-
-
-def _make_parents(directory: str) -> None:
-    missing = []
-    while not os.path.isdir(directory):
-        missing.append(directory)
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            break
-        directory = parent
-    for created in reversed(missing):
-        try:
-            os.mkdir(created, 0o700)
-        except FileExistsError:
-            continue
-        os.chmod(created, 0o700)
 
 
 def _check_and_reset(conn: sqlite3.Connection) -> None:
