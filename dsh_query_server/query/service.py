@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from msgspec import UNSET
 
@@ -471,16 +471,9 @@ def _title_result(sid: str, header: Header, events: list[Event]) -> wire.Session
     return wire.SessionTitleObservationResult(sessionId=sid, status="fulfilled", value=value)
 
 
-def _last_title_event(events: list[Event]) -> Iterator[Event]:
-    for event in reversed(events):
-        if event.type == "session/title":
-            yield event
-            return
-
-
 def title_of(sid: str, events: list[Event]) -> wire.SessionTitleSnapshot | None:
     """The title fold: the last ``session/title`` event, its source copied by kind."""
-    event = next(_last_title_event(events), None)
+    event = next((e for e in reversed(events) if e.type == "session/title"), None)
     if event is None:
         return None
     data = event.data()
