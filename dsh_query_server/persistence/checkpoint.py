@@ -116,6 +116,13 @@ class Checkpointer:
             persisted = dict(self._persisted) if self._identity == self._current_identity() else {}
         return sum(max(0, n - persisted.get(sid, 0)) for sid, n in self.store.lengths().items())
 
+    def persisted_counts(self, identity: int) -> dict[str, int]:
+        """What this checkpointer knows the backend of binding ``identity`` holds, per session.
+        Read without the flush lock so a slow flush never stalls a reader; counts only grow, so a
+        stale read is at worst one flush behind."""
+        persisted = self._persisted
+        return dict(persisted) if self._identity == identity else {}
+
     def _current_identity(self) -> int | None:
         binding = self.binding.current()
         return None if binding is None else binding.identity

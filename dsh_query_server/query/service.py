@@ -276,7 +276,7 @@ class SessionQueryService:
         after = self._window_bound(after, "after")
         loaded = self.load(session_id, token)
         check_cancelled(token)
-        index = _target_index(loaded, seq)
+        index = target_index(loaded, seq)
         start = max(0, index - before)
         end = min(len(loaded.events) - 1, index + after)
         window = loaded.events[start : end + 1]
@@ -418,7 +418,7 @@ class SessionQueryService:
         require_number(seq, "seq")
         loaded = self.load(session_id, token)
         check_cancelled(token)
-        index = _target_index(loaded, seq)
+        index = target_index(loaded, seq)
         return trace.trace_event(loaded, index)
 
 
@@ -432,7 +432,7 @@ def _sort_id(value: Any) -> tuple[int, str]:
     return (0, value) if isinstance(value, str) else (1, repr(value))
 
 
-def _target_index(loaded: Loaded, seq: Any) -> int:
+def target_index(loaded: Loaded, seq: Any) -> int:
     """The event at array index ``seq`` whose own seq is ``seq``; EVENT_NOT_FOUND otherwise."""
     if is_safe_integer(seq) and 0 <= seq < len(loaded.events):
         index = int(seq)

@@ -14,6 +14,7 @@ from .. import errors
 from ..errors import QueryError
 from ..persistence.base import CancelToken
 from .runtime import Runtime
+from .tree import tree_children, tree_parent
 
 Call = Callable[[Runtime, dict[str, Any], CancelToken], Any]
 
@@ -66,6 +67,8 @@ METHODS: dict[str, Call] = {
     ),
     "sessionQuery/searchSessions": lambda rt, p, t: rt.search.search_sessions(p, t),
     "sessionQuery/searchEvents": lambda rt, p, t: rt.search.search_events(p, t),
+    "sessionQuery/treeChildren": tree_children,
+    "sessionQuery/treeParent": tree_parent,
     "sessionStore/create": _create,
     "sessionStore/append": _append,
     "sessionStore/remove": _remove,

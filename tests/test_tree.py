@@ -1,0 +1,413 @@
+"""Tree views (protocol.md §6) end to end: the real server over stdio (pytest-lsp).
+
+Every walk also checks the treeParent round trip: for each node a level returns,
+treeParent(node) is the id of the node that was expanded (absent for roots)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from .builders import A, R, U, chunk, log_only, user_data
+from .lsp_client import config, init_params
+from .test_server_e2e import TEST_ENV, hdr, write_transcript
+
+
+@pytest_lsp.fixture(config=config("--persistence", "none", env=TEST_ENV))
+async def client(lsp_client: LanguageClient):
+    # Manual checkpoints: what is persisted is exactly what each test wrote.
+    await lsp_client.initialize_session(init_params({"index": ":memory:", "checkpoint": {"mode": "manual"}}))
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+async def call(client, method, params=None):
+    return await client.protocol.send_request_async(method, params if params is not None else {})
+
+
+async def children(client, view, node_id=None, args=None):
+    params = {"view": view}
+    if node_id is not None:
+        params["nodeId"] = node_id
+    if args is not None:
+        params["args"] = args
+    result = await call(client, "sessionQuery/treeChildren", params)
+    assert set(result) == {"nodes"}
+    for node in result["nodes"]:
+        assert node["collapsible"] in ("none", "collapsed", "expanded")
+        assert isinstance(node["id"], str) and isinstance(node["label"], str)
+    return result["nodes"]
+
+
+async def parent_of(client, view, node_id):
+    result = await call(client, "sessionQuery/treeParent", {"view": view, "nodeId": node_id})
+    assert set(result) <= {"nodeId"}
+    return result.get("nodeId")
+
+
+async def walk(client, view, args=None, *, expand=lambda node: True):
+    """Breadth-first over every collapsible node (filtered by ``expand``): {id: node}, plus the
+    parent of each id. Checks id uniqueness, the 200-children bound and treeParent."""
+    found, parents, queue = {}, {}, [None]
+    while queue:
+        parent = queue.pop(0)
+        nodes = await children(client, view, parent, args)
+        assert len(nodes) <= 200
+        for node in nodes:
+            assert node["id"] not in found, node
+            found[node["id"]], parents[node["id"]] = node, parent
+            assert await parent_of(client, view, node["id"]) == parent, node
+            if node["collapsible"] != "none" and expand(node):
+                queue.append(node["id"])
+    return found, parents
+
+
+def by_label(nodes):
+    return {n["label"]: n for n in nodes}
+
+
+def tool_call(seq, name="bash", arguments='{"cmd": "ls"}'):
+    return log_only("tool/call", seq, {"turn": 1, "step": 1, "callId": "c1", "name": name, "arguments": arguments})
+
+
+def title_event(seq, title):
+    return log_only("session/title", seq, {"title": title, "messageSeqs": [0], "source": {"kind": "user"}})
+
+
+async def test_sessions_roots_labels_badges_and_icons(client, tmp_path):
+    now = int(time.time() * 1000)
+    root = tmp_path / "root"
+    write_transcript(root, hdr("archived", 1000, cwd="/proj"), [U(0, "old question"), title_event(1, "Archived work")])
+    write_transcript(root, hdr("shared", 2000), [U(0, "shared start")])  # one event on disk
+    await call(client, "sessionStore/create", {"header": hdr("shared", 2000), "seed": [U(0, "shared start").to_value()]})
+    await call(client, "sessionStore/append", {"sessionId": "shared", "events": [{"type": "turn/start", "data": {"turn": 1}}]})
+    fresh_at = now - 5 * 60 * 1000 - 10_000
+    await call(client, "sessionStore/create", {"header": hdr("fresh", fresh_at, cwd="/work/app"), "seed": [
+        U(0, "Please   fix\nthe " + "very " * 30 + "long bug").to_value()]})
+    await call(client, "sessionStore/create", {"header": hdr("helper", fresh_at + 1, parentSession="fresh", origin="subagent",
+                                                             delegationDepth=1, seedLength=1),
+                                               "seed": [U(0, "Please fix the bug").to_value(), U(1, "sub task").to_value()]})
+    await call(client, "sessionStore/create", {"header": hdr("bare", 500)})
+    await call(client, "sessionPersistence/mount", {"uri": f"jsonl:{root}?readOnly=true"})
+
+    roots = await children(client, "sessions")
+    assert [n["resource"] for n in roots] == [{"sessionId": s} for s in ("helper", "fresh", "shared", "archived", "bare")]
+    helper, fresh, shared, archived, bare = roots
+    # Labels: title, else the first user message (after the seed for a sub-agent), else the id.
+    assert archived["label"] == "Archived work"
+    assert fresh["label"].startswith("Please fix the very very") and fresh["label"].endswith("…")
+    assert len(fresh["label"]) == 80
+    assert helper["label"] == "sub task"
+    assert bare["label"] == "bare"
+    assert shared["label"] == "shared start"
+    # Badges, icons, context values.
+    assert fresh["description"] == "5 min ago · live"
+    assert fresh["icon"] == "circle-filled" and fresh["contextValue"] == "session.live"
+    assert helper["icon"] == "type-hierarchy-sub" and helper["contextValue"] == "session.live"
+    assert archived["description"] == "1970-01-01 · persisted"
+    assert archived["icon"] == "history" and archived["contextValue"] == "session.persisted"
+    assert shared["description"] == "1970-01-01 · live · persisted · lagging"  # disk has 1 of 3 events
+    assert shared["icon"] == "circle-filled" and shared["contextValue"] == "session.live"
+    assert all(n["collapsible"] == "collapsed" and "command" not in n for n in roots)
+    tooltip = archived["tooltip"].splitlines()
+    assert "id: archived" in tooltip and "cwd: /proj" in tooltip and "created: 1970-01-01T00:00:01.000Z" in tooltip
+    assert "parent: fresh" in helper["tooltip"] and "lagging" not in fresh["tooltip"]
+    assert "persisted copy holds 1 of 3 events" in shared["tooltip"]
+
+    # A session expands to its Events and Lineage groups.
+    groups = await children(client, "sessions", fresh["id"])
+    assert [(g["label"], g["contextValue"], g["collapsible"]) for g in groups] == [
+        ("Events", "group.events", "collapsed"), ("Lineage", "group.lineage", "collapsed")]
+    assert groups[1]["description"] == "1 child"
+    assert (await children(client, "sessions", (await children(client, "sessions", bare["id"]))[1]["id"])) == []
+    assert (await children(client, "sessions", bare["id"]))[1]["description"] == "(none)"
+    links = await children(client, "sessions", groups[1]["id"])
+    assert [(n["label"], n["description"].split(" · ")[0], n["collapsible"]) for n in links] == [
+        ("sub task", "sub-agent", "none")]
+    helper_groups = await children(client, "sessions", helper["id"])
+    up = await children(client, "sessions", helper_groups[1]["id"])
+    assert up[0]["resource"] == {"sessionId": "fresh"} and up[0]["description"].startswith("parent · ")
+    events = await children(client, "sessions", groups[0]["id"])
+    # Event summaries are the first line of the text; session labels use all of it.
+    assert [e["label"] for e in events] == ['#0 user/message "Please fix"', "#1 session/end-seed"]
+
+    # Every node of the view (sessions expanded two levels down) round-trips through treeParent.
+    found, _ = await walk(client, "sessions")
+    assert len(found) > 20
+
+
+async def test_lagging_from_the_checkpointer(client):
+    await call(client, "sessionStore/create", {"header": hdr("ck", 1), "seed": [U(0).to_value()]})
+    await call(client, "sessionPersistence/mount", {"uri": "test:memory"})
+    assert (await call(client, "sessionStore/checkpoint", {"sessionId": "ck"})) == {"flushed": {"ck": 1}}
+    [node] = await children(client, "sessions")
+    assert node["description"] == "1970-01-01 · live · persisted"
+    await call(client, "sessionStore/append", {"sessionId": "ck", "events": [{"type": "turn/start", "data": {"turn": 1}}]})
+    [node] = await children(client, "sessions")
+    assert node["description"] == "1970-01-01 · live · persisted · lagging"
+    await call(client, "sessionStore/checkpoint", {})
+    [node] = await children(client, "sessions")
+    assert node["description"] == "1970-01-01 · live · persisted"
+
+
+async def test_events_view_surface_statuses(client):
+    seed = [U(0, "find the needle\nsecond line"), chunk(1), tool_call(2),
+            A(3, "compacted summary", op=R(0, 0), src=[0]),
+            log_only("turn/end", 4, {"turn": 1, "reason": {"kind": "completed"}}), title_event(5, "Needle hunt")]
+    await call(client, "sessionStore/create", {"header": hdr("s"), "seed": [e.to_value() for e in seed]})
+    nodes = await children(client, "events", args={"sessionId": "s"})
+    assert [n["label"] for n in nodes] == [
+        '#0 user/message "find the needle"', "#1 assistant/chunk", "#2 tool/call bash",
+        '#3 assistant/message "compacted summary"', "#4 turn/end completed", '#5 session/title "Needle hunt"',
+        "#6 session/end-seed"]
+    surfaces = ["shadowed", "log-only", "log-only", "current", "log-only", "log-only", "log-only"]
+    icons = {"current": "circle-filled", "shadowed": "circle-slash", "log-only": "circle-outline"}
+    for seq, (node, surface) in enumerate(zip(nodes, surfaces)):
+        assert node["description"].split(" · ")[0] == surface
+        assert node["icon"] == icons[surface] and node["contextValue"] == f"event.{surface}"
+        assert node["resource"] == {"sessionId": "s", "seq": seq} and node["collapsible"] == "none"
+        assert node["command"] == {"title": "Open Event", "command": "dshQuery.openEvent",
+                                   "arguments": [{"sessionId": "s", "seq": seq}]}
+        assert await parent_of(client, "events", node["id"]) is None
+        assert await children(client, "events", node["id"]) == []
+    assert "find the needle\nsecond line" in nodes[0]["tooltip"]
+    # The same ids are issued again on refresh (stable), and node ids are per view.
+    assert [n["id"] for n in await children(client, "events", args={"sessionId": "s"})] == [n["id"] for n in nodes]
+    with pytest.raises(JsonRpcException) as info:
+        await parent_of(client, "sessions", nodes[0]["id"])
+    assert info.value.code == -32602
+
+
+async def test_paging_with_more_nodes(client):
+    await call(client, "sessionStore/create", {"header": hdr("long", 10**6), "seed": [
+        log_only("turn/start", i, {"turn": i}).to_value() for i in range(450)]})  # + end-seed = 451 events
+    found, parents = await walk(client, "events", {"sessionId": "long"})
+    more = [n for n in found.values() if n["contextValue"] == "more"]
+    assert [(m["label"], m["description"], m["collapsible"], m["icon"]) for m in more] == [
+        ("More…", "252 more events", "collapsed", "ellipsis"), ("More…", "53 more events", "collapsed", "ellipsis")]
+    events = [n for n in found.values() if n["contextValue"] != "more"]
+    assert sorted(n["resource"]["seq"] for n in events) == list(range(451))
+    first = await children(client, "events", args={"sessionId": "long"})
+    assert len(first) == 200 and first[-1]["id"] == more[0]["id"] and first[198]["label"] == "#198 turn/start"
+    second = await children(client, "events", more[0]["id"])
+    assert second[0]["label"].startswith("#199 ") and second[-1]["id"] == more[1]["id"] and len(second) == 200
+    assert parents[more[1]["id"]] == more[0]["id"]
+
+    # The sessions root pages the same way; a session on page two knows its parent.
+    for i in range(205):
+        await call(client, "sessionStore/create", {"header": hdr(f"s{i:03}", i)})
+    _, sessions = await walk(client, "sessions", expand=lambda n: n["contextValue"] == "more")
+    roots = await children(client, "sessions")
+    assert len(roots) == 200 and roots[-1]["contextValue"] == "more" and roots[-1]["description"] == "7 more sessions"
+    assert roots[0]["resource"] == {"sessionId": "long"} and roots[1]["resource"] == {"sessionId": "s204"}
+    page2 = await children(client, "sessions", roots[-1]["id"])
+    assert [n["resource"]["sessionId"] for n in page2] == ["s006", "s005", "s004", "s003", "s002", "s001", "s000"]
+    assert all(sessions[n["id"]] == roots[-1]["id"] for n in page2)
+
+
+async def test_lineage_two_levels_and_unresolved_parent(client, tmp_path):
+    root = tmp_path / "root"
+    write_transcript(root, hdr("top", 1), [U(0, "top question")])
+    write_transcript(root, hdr("stray", 5, parentSession="ghost"), [U(0, "stray question")])
+    await call(client, "sessionStore/create", {"header": hdr("mid", 2, parentSession="top", origin="subagent", delegationDepth=1)})
+    await call(client, "sessionStore/create", {"header": hdr("leaf", 3, parentSession="mid", origin="subagent", delegationDepth=2)})
+    await call(client, "sessionStore/create", {"header": hdr("leaf2", 4, parentSession="mid", origin="subagent", delegationDepth=2)})
+    await call(client, "sessionStore/create", {"header": hdr("stray-kid", 6, parentSession="stray")})
+    await call(client, "sessionPersistence/mount", {"uri": f"jsonl:{root}?readOnly=true"})
+
+    roots = await children(client, "lineage", args={"sessionId": "leaf"})
+    assert [(n["resource"]["sessionId"], n["description"].split(" · ")[0], n["collapsible"]) for n in roots] == [
+        ("top", "root", "none"), ("mid", "parent", "none"), ("leaf", "target", "none")]
+    assert roots[0]["label"] == "top question" and roots[0]["icon"] == "history"
+    assert roots[0]["contextValue"] == "session.persisted" and roots[1]["contextValue"] == "session.live"
+    assert roots[1]["icon"] == roots[2]["icon"] == "type-hierarchy-sub"
+
+    found, parents = await walk(client, "lineage", {"sessionId": "top"})
+    tree = {(n["resource"]["sessionId"], n["collapsible"]): parents[i] for i, n in found.items()}
+    ids = {n["resource"]["sessionId"]: i for i, n in found.items()}
+    assert tree == {("top", "expanded"): None, ("mid", "collapsed"): ids["top"],
+                    ("leaf", "none"): ids["mid"], ("leaf2", "none"): ids["mid"]}
+    assert found[ids["mid"]]["description"].startswith("sub-agent · ")
+
+    roots = await children(client, "lineage", args={"sessionId": "stray-kid"})
+    assert [(n["label"], n["icon"], n["contextValue"]) for n in roots[:1]] == [
+        ('parent "ghost" not in corpus', "warning", "lineage.unresolved")]
+    assert [n["description"].split(" · ")[0] for n in roots[1:]] == ["parent", "target"]  # stray is no root
+    await walk(client, "lineage", {"sessionId": "stray-kid"})
+
+    # The sessions view shows the same unresolved parent inside a session's Lineage group.
+    stray = next(n for n in await children(client, "sessions") if n["resource"] == {"sessionId": "stray"})
+    lineage_group = (await children(client, "sessions", stray["id"]))[1]
+    assert lineage_group["description"] == "parent · 1 child"
+    links = await children(client, "sessions", lineage_group["id"])
+    assert [(n["label"], n["icon"]) for n in links] == [('parent "ghost" not in corpus', "warning"),
+                                                         ("stray-kid", "type-hierarchy-sub")]
+
+
+async def test_event_trace_groups(client):
+    seed = [U(0, "question"), A(1, "answer"),
+            A(2, "summary one", op=R(0, 1), src=[0, 1]),
+            A(3, "summary two", op=R(2, 2), src=[2]),
+            U(4, "follow up", src=[2])]
+    await call(client, "sessionStore/create", {"header": hdr("t"), "seed": [e.to_value() for e in seed]})
+    found, parents = await walk(client, "eventTrace", {"sessionId": "t", "seq": 2})
+    roots = [n for i, n in found.items() if parents[i] is None]
+    assert [(n["label"], n.get("description"), n["collapsible"]) for n in roots] == [
+        ('#2 assistant/message "summary one"', roots[0]["description"], "none"),
+        ("Replaced by", "1", "expanded"), ("Replacement chain", "1", "expanded"),
+        ("Replaced events", "2", "expanded"), ("Sources", "2", "expanded"), ("Derived events", "2", "expanded")]
+    assert roots[0]["description"].startswith("target · shadowed · ")
+    assert roots[0]["contextValue"] == "event.shadowed" and roots[0]["command"]["command"] == "dshQuery.openEvent"
+    assert [n["contextValue"] for n in roots[1:]] == [
+        "group.replacedBy", "group.chain", "group.replaced", "group.sources", "group.derived"]
+    groups = {n["label"]: [c["resource"]["seq"] for i, c in found.items() if parents[i] == n["id"]] for n in roots[1:]}
+    assert groups == {"Replaced by": [3], "Replacement chain": [3], "Replaced events": [0, 1],
+                      "Sources": [0, 1], "Derived events": [3, 4]}
+    link = next(c for i, c in found.items() if parents[i] == roots[3]["id"])
+    assert link["label"] == '#0 user/message "question"' and link["contextValue"] == "event.shadowed"
+    assert link["resource"] == {"sessionId": "t", "seq": 0}
+    assert link["command"] == {"title": "Open Event", "command": "dshQuery.openEvent",
+                               "arguments": [{"sessionId": "t", "seq": 0}]}
+
+    first = await children(client, "eventTrace", args={"sessionId": "t", "seq": 0})
+    assert [(n["label"], n.get("description"), n["collapsible"]) for n in first[1:]] == [
+        ("Replaced by", "1", "expanded"), ("Replacement chain", "2", "expanded"),
+        ("Replaced events", "(none)", "none"), ("Sources", "(none)", "none"), ("Derived events", "1", "expanded")]
+    chain = await children(client, "eventTrace", first[2]["id"])
+    assert [n["label"] for n in chain] == ['#2 assistant/message "summary one"', '#3 assistant/message "summary two"']
+
+    # A large group pages like every other level.
+    await call(client, "sessionStore/append", {"sessionId": "t", "events": [
+        {"type": "assistant/message", "data": A(0, f"cites {i}").to_value()["data"], "surfaceOp": "append",
+         "sourceEventSeqs": [4]} for i in range(205)]})
+    found, parents = await walk(client, "eventTrace", {"sessionId": "t", "seq": 4})
+    derived = next(n for n in found.values() if n["label"] == "Derived events")
+    assert derived["description"] == "205"
+    page = await children(client, "eventTrace", derived["id"])
+    assert len(page) == 200 and page[-1]["contextValue"] == "more" and page[-1]["description"] == "6 more events"
+    assert sum(1 for i in found if parents[i] in (derived["id"], page[-1]["id"])) == 206
+
+
+async def test_errors_are_nodes(client, tmp_path):
+    await call(client, "sessionStore/create", {"header": hdr("s"), "seed": [U(0).to_value()]})
+    [node] = await children(client, "events", args={"sessionId": "missing"})
+    assert (node["label"], node["contextValue"], node["icon"], node["collapsible"], node["description"]) == (
+        'session "missing" not found', "error", "error", "none", "SESSION_QUERY_SESSION_NOT_FOUND")
+    assert await parent_of(client, "events", node["id"]) is None
+    assert await children(client, "events", node["id"]) == []
+    [node] = await children(client, "eventTrace", args={"sessionId": "s", "seq": 9})
+    assert node["label"] == 'session "s" has no event at seq 9' and node["contextValue"] == "error"
+    [node] = await children(client, "lineage", args={"sessionId": "missing"})
+    assert node["contextValue"] == "error"
+
+    # A session that disappears under an expanded node: the error sits under that node.
+    [session] = await children(client, "sessions")
+    events_group = (await children(client, "sessions", session["id"]))[0]
+    await call(client, "sessionStore/remove", {"sessionId": "s"})
+    [node] = await children(client, "sessions", events_group["id"])
+    assert node["contextValue"] == "error" and await parent_of(client, "sessions", node["id"]) == events_group["id"]
+
+    root = tmp_path / "root"
+    write_transcript(root, hdr("a", parentSession="b"), [U(0)])
+    write_transcript(root, hdr("b", parentSession="a"), [U(0)])
+    write_transcript(root, hdr("bad-surface"), [{"type": "user/message", "seq": 0, "time": 1, "data": user_data()}])
+    await call(client, "sessionPersistence/mount", {"uri": f"jsonl:{root}"})
+    [node] = await children(client, "lineage", args={"sessionId": "a"})
+    assert node["description"] == "SESSION_QUERY_INVALID_LINEAGE" and node["contextValue"] == "error"
+    [node] = await children(client, "events", args={"sessionId": "bad-surface"})
+    assert node["description"] == "SESSION_QUERY_INVALID_SURFACE"
+
+    await call(client, "sessionPersistence/mount", {"uri": "test:failing"})
+    [node] = await children(client, "sessions")
+    assert node["label"] == "session persistence listing failed: injected failure"
+    assert node["description"] == "SESSION_QUERY_PERSISTENCE_FAILED"
+
+    # Cancellation is not a view failure: it still answers -32800, after the backend call settles.
+    marker = tmp_path / "marker"
+    await call(client, "sessionPersistence/mount", {"uri": f"test:slow:500:{marker}"})
+    task = asyncio.ensure_future(children(client, "sessions"))
+    await asyncio.sleep(0.2)
+    client.protocol.notify("$/cancelRequest", types.CancelParams(id=max(client.protocol._request_futures)))
+    with pytest.raises(JsonRpcException) as info:
+        await task
+    assert (info.value.code, info.value.data) == (-32800, {"code": "SESSION_QUERY_ABORTED"})
+    assert marker.read_text() == "list settled\n"
+
+
+def raw_id(value) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).rstrip(b"=").decode()
+
+
+async def test_invalid_params_are_32602(client):
+    await call(client, "sessionStore/create", {"header": hdr("s"), "seed": [U(0).to_value()]})
+    event, _ = await children(client, "events", args={"sessionId": "s"})
+    cases = [
+        ("sessionQuery/treeChildren", {"view": "sessions", "nodeId": "!!! not base64 !!!"}),
+        ("sessionQuery/treeChildren", {"view": "sessions", "nodeId": raw_id({"a": 1})}),
+        ("sessionQuery/treeChildren", {"view": "sessions", "nodeId": raw_id(["sessions", "nope"])}),
+        ("sessionQuery/treeChildren", {"view": "sessions", "nodeId": raw_id(["sessions", "more", 7])}),
+        ("sessionQuery/treeChildren", {"view": "sessions", "nodeId": raw_id(["sessions", "s", 5])}),
+        ("sessionQuery/treeChildren", {"view": "sessions", "nodeId": event["id"]}),  # an events-view id
+        ("sessionQuery/treeChildren", {"view": "sessions", "nodeId": 12}),
+        ("sessionQuery/treeChildren", {"view": "nope"}),
+        ("sessionQuery/treeChildren", {}),
+        ("sessionQuery/treeChildren", {"view": "events"}),
+        ("sessionQuery/treeChildren", {"view": "events", "args": {"sessionId": 3}}),
+        ("sessionQuery/treeChildren", {"view": "lineage", "args": []}),
+        ("sessionQuery/treeChildren", {"view": "eventTrace", "args": {"sessionId": "s", "seq": "0"}}),
+        ("sessionQuery/treeParent", {"view": "events"}),
+        ("sessionQuery/treeParent", {"view": "events", "nodeId": "garbage"}),
+    ]
+    for method, params in cases:
+        with pytest.raises(JsonRpcException) as info:
+            await call(client, method, params)
+        assert info.value.code == -32602, params
+        assert info.value.data == {"code": "SESSION_QUERY_INVALID_REQUEST"}, params
+    # Node ids are self-describing: ids this server never issued in this process still answer.
+    assert await children(client, "events", raw_id(["events", "emore", "s", 199])) == []
+    assert await parent_of(client, "events", raw_id(["events", "e", "s", 450])) == raw_id(["events", "emore", "s", 398])
+
+
+async def test_lineage_paging_long_chain_and_many_children(client):
+    # c000 <- c001 <- ... <- c418 (the target), which has 205 direct children.
+    for i in range(419):
+        header = hdr(f"c{i:03}", i, **({"parentSession": f"c{i - 1:03}"} if i else {}))
+        await call(client, "sessionStore/create", {"header": header})
+    for i in range(205):
+        await call(client, "sessionStore/create", {"header": hdr(f"k{i:03}", 1000 + i, parentSession="c418")})
+    found, parents = await walk(client, "lineage", {"sessionId": "c418"})
+    roots = [n for i, n in found.items() if parents[i] is None]
+    # 418 ancestors: "Earlier ancestors…" + the 197 nearest, then the target: one level, <= 200 nodes.
+    assert [n["label"] for n in roots[:1]] == ["Earlier ancestors…"] and roots[0]["description"] == "221 more ancestors"
+    assert [n["resource"]["sessionId"] for n in roots[1:3]] == ["c221", "c222"] and len(roots) == 199
+    assert roots[-2]["description"].startswith("parent · ") and roots[-1]["description"].startswith("target · ")
+    ancestors = [n for n in found.values() if n["description"].split(" · ")[0] in ("root", "parent", "ancestor")]
+    assert sorted(n["resource"]["sessionId"] for n in ancestors) == [f"c{i:03}" for i in range(418)]
+    assert next(n for n in ancestors if n["resource"]["sessionId"] == "c000")["description"].startswith("root · ")
+    kids = [n for n in found.values() if n.get("resource", {}).get("sessionId", "").startswith("k")]
+    assert len(kids) == 205
+    target = roots[-1]["id"]
+    first = await children(client, "lineage", target)
+    assert len(first) == 200 and first[-1]["contextValue"] == "more" and first[-1]["description"] == "6 more children"
+    assert [n["resource"]["sessionId"] for n in first[:2]] == ["k000", "k001"]  # oldest first, like traceSession
+
+    # The sessions view's Lineage group of c418: its parent link, then its children, paged.
+    group = raw_id(["sessions", "lineage", "c418"])
+    links = await children(client, "sessions", group)
+    assert len(links) == 200 and links[0]["description"].startswith("parent · ")
+    assert links[-1]["contextValue"] == "more" and links[-1]["description"] == "7 more children"
+    rest = await children(client, "sessions", links[-1]["id"])
+    assert [n["resource"]["sessionId"] for n in rest] == [f"k{i:03}" for i in range(198, 205)]
+    for node in links:
+        assert await parent_of(client, "sessions", node["id"]) == group
+    for node in rest:
+        assert await parent_of(client, "sessions", node["id"]) == links[-1]["id"]
+    assert await parent_of(client, "sessions", group) == raw_id(["sessions", "s", "c418"])
