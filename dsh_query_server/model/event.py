@@ -80,6 +80,12 @@ class Event:
         return cls(raw, env)
 
     @classmethod
+    def assemble(cls, raw: bytes, type: str, seq: int, time: int, data_json: bytes) -> Event:
+        """Build from parts the caller already encoded (``raw`` must be exactly the object
+        ``{type, seq, time, data}``); skips re-parsing for storage rows decoded in bulk."""
+        return cls(raw, _Envelope(type=type, seq=seq, time=time, data=msgspec.Raw(data_json)))
+
+    @classmethod
     def from_value(cls, value: dict[str, Any]) -> Event:
         """Build from a JSON object held as Python values (the object is not retained)."""
         return cls.from_json(jsoncodec.dumps(value))

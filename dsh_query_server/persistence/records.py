@@ -300,16 +300,14 @@ def _validate_row(row: dict[str, Any], tag: str, sqlite: bool) -> str | None:
     return None
 
 
-def _chunk_json(tag: str, data: dict[str, Any], payload: str) -> bytes:
-    """The member chunk object, keys in the order of §3.2 reconstruction."""
+def _chunk_head(tag: str, data: dict[str, Any]) -> bytes:
+    """The member chunk object up to its payload, keys in the order of §3.2 reconstruction."""
     dumps = jsoncodec.dumps
     index = dumps(data["index"])
     if tag == "tool-call-chunks":
         name = b',"name":' + dumps(data["name"]) if "name" in data else b""
-        return (b'{"type":"tool-call-delta","index":' + index + b',"id":' + dumps(data["id"])
-                + name + b',"argumentsDelta":' + dumps(payload) + b"}")
-    return (b'{"type":"' + _CHUNK_OF_TAG[tag].encode() + b'","index":' + index + b',"text":'
-            + dumps(payload) + b"}")
+        return b'{"type":"tool-call-delta","index":' + index + b',"id":' + dumps(data["id"]) + name + b',"argumentsDelta":'
+    return b'{"type":"' + _CHUNK_OF_TAG[tag].encode() + b'","index":' + index + b',"text":'
 
 
 def unpack_row(row: dict[str, Any], *, sqlite: bool = False) -> list[Event]:
@@ -327,15 +325,16 @@ def unpack_row(row: dict[str, Any], *, sqlite: bool = False) -> list[Event]:
     seq0 = int(row["seq0"])
     times = _member_times(int(row["time0"]), data["dt"])
     assert times is not None  # validated above
-    shared = (b',"data":{"turn":' + jsoncodec.dumps(data["turn"]) + b',"step":'
-              + jsoncodec.dumps(data["step"]) + b',"chunk":')
-    return [
-        Event.from_json(
-            b'{"type":"assistant/chunk","seq":%d,"time":%d' % (seq0 + k, times[k])
-            + shared + _chunk_json(tag, data, payload) + b"}}"
-        )
-        for k, payload in enumerate(payloads)
-    ]
+    # Every member shares all but its seq, time and payload: encode the rest once.
+    head = (b'{"turn":' + jsoncodec.dumps(data["turn"]) + b',"step":' + jsoncodec.dumps(data["step"])
+            + b',"chunk":' + _chunk_head(tag, data))
+    events = []
+    for k, payload in enumerate(payloads):
+        data_json = head + jsoncodec.dumps(payload) + b"}}"
+        seq, time = seq0 + k, times[k]
+        raw = b'{"type":"assistant/chunk","seq":%d,"time":%d,"data":%b}' % (seq, time, data_json)
+        events.append(Event.assemble(raw, "assistant/chunk", seq, time, data_json))
+    return events
 
 
 # ---------------------------------------------------------------------------------------------
