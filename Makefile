@@ -7,8 +7,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
-# Each client (mk/*.mk) adds the system packages and builds its tests need to TEST_DEPS.
+# Each client (mk/*.mk) adds the system packages and builds its tests need to TEST_DEPS. The
+# fragments are read before the rules below, so `test` sees the whole list.
 TEST_DEPS :=
+.DEFAULT_GOAL := demo
+-include mk/*.mk
 
 .PHONY: demo test install test-python bench clean
 
@@ -31,6 +34,3 @@ bench: install
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
-
-# Included last so that `demo` stays the default goal.
--include mk/*.mk

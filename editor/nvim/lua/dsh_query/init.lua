@@ -1,0 +1,254 @@
+-- dsh-query: browse AI-agent session histories from Neovim (0.7.2 .. 0.11) through
+-- dsh_query_server's tree views and query methods. See editor/README.md and :help dsh-query.
+local config = require("dsh_query.config")
+local rpc = require("dsh_query.rpc")
+local tree = require("dsh_query.tree")
+local read = require("dsh_query.read")
+local json = require("dsh_query.json")
+
+local M = {}
+
+local function define_highlights()
+  local links = {
+    DshQueryHeader = "Title",
+    DshQueryHint = "Comment",
+    DshQueryStale = "WarningMsg",
+    DshQueryDescription = "Comment",
+    DshQuerySessionId = "Identifier",
+    DshQueryIcon = "Special",
+    DshQueryLive = "String",
+    DshQueryPersisted = "Constant",
+    DshQueryLogOnly = "NonText",
+    DshQueryShadowed = "Comment",
+    DshQuerySub = "Type",
+    DshQueryWarning = "WarningMsg",
+    DshQueryError = "ErrorMsg",
+    DshQueryTarget = "Visual",
+  }
+  for group, target in pairs(links) do
+    vim.cmd(("highlight default link %s %s"):format(group, target))
+  end
+end
+
+local initialised = false
+
+local function ensure_setup()
+  if initialised then
+    return
+  end
+  initialised = true
+  define_highlights()
+  -- A client started elsewhere (lspconfig, vim.lsp.config) has no handler of ours: route the
+  -- notification through the global table too, unless the user already routes it.
+  if vim.lsp.handlers["sessionQuery/didChange"] == nil then
+    vim.lsp.handlers["sessionQuery/didChange"] = rpc.on_did_change
+  end
+end
+
+--- Configure the client (optional: the commands work with the defaults). Calling it again
+--- replaces the options; a running server keeps running until :DshRestart.
+function M.setup(opts)
+  config.set(opts)
+  ensure_setup()
+  return config.options
+end
+
+local function sid_text(id)
+  return type(id) == "string" and id or json.compact(id)
+end
+
+--- :DshSessions: the corpus, newest first (sessions view).
+function M.sessions()
+  ensure_setup()
+  return tree.open({ name = "dsh-query://sessions", title = "Sessions", view = "sessions",
+                     empty_text = "(no sessions)" })
+end
+
+--- :DshEvents {id}: every raw event of a session with its surface status (events view).
+function M.events(session_id)
+  ensure_setup()
+  return tree.open({ name = "dsh-query://events/" .. sid_text(session_id), title = "Events of " .. sid_text(session_id),
+                     view = "events", args = { sessionId = session_id }, empty_text = "(no events)" })
+end
+
+--- :DshTrace {id} [seq]: the lineage of a session (lineage view) or, with a seq, the
+--- relationships of one event (eventTrace view).
+function M.trace(session_id, seq)
+  ensure_setup()
+  if seq == nil then
+    return tree.open({ name = "dsh-query://lineage/" .. sid_text(session_id), title = "Lineage of " .. sid_text(session_id),
+                       view = "lineage", args = { sessionId = session_id } })
+  end
+  return tree.open({ name = ("dsh-query://trace/%s/%s"):format(sid_text(session_id), json.number(seq)),
+                     title = ("Trace of #%s in %s"):format(json.number(seq), sid_text(session_id)),
+                     view = "eventTrace", args = { sessionId = session_id, seq = seq } })
+end
+
+--- :DshRead {id} {seq}: the event window around one event, in a split.
+function M.read(session_id, seq)
+  ensure_setup()
+  return read.open(session_id, seq)
+end
+
+local SURFACE_ICON = { current = "circle-filled", shadowed = "circle-slash", ["log-only"] = "circle-outline" }
+
+local function hit_node(hit, index)
+  local match = hit.bestMatch or {}
+  local header = hit.header or {}
+  local sid = match.sessionId or header.id
+  local state = {}
+  if hit.live then state[#state + 1] = "live" end
+  if hit.persisted then state[#state + 1] = "persisted" end
+  local snippet = tostring(match.snippet or ""):gsub("%s+", " ")
+  return {
+    id = ("hit:%d:%s:%s"):format(index, sid_text(sid), tostring(match.seq)),
+    label = ("%s #%s %s"):format(sid_text(sid), json.number(match.seq or -1), tostring(match.type)),
+    description = table.concat({ tostring(match.surface or "?"), table.concat(state, " "), '"' .. snippet .. '"' }, " · "),
+    tooltip = ("%s\n#%s %s (%s)\n\n%s"):format(sid_text(sid), tostring(match.seq), tostring(match.type),
+      tostring(match.surface), tostring(match.snippet or "")),
+    icon = SURFACE_ICON[match.surface] or "search",
+    collapsible = "none",
+    contextValue = "search.hit",
+    resource = { sessionId = sid, seq = match.seq },
+    command = { title = "Open Event", command = "dshQuery.openEvent", arguments = { { sessionId = sid, seq = match.seq } } },
+  }
+end
+
+--- :DshSearch {query}: sessions matching a full-text query, best first; <CR> on a hit opens its
+--- event window; a final "More…" node loads the next page (nextCursor).
+function M.search(query)
+  ensure_setup()
+  local counter = 0
+  local function loader(_, item, cb)
+    local params = { query = query, limit = config.options.search_limit }
+    if item then
+      params.cursor = item.node.cursor
+    end
+    rpc.request("sessionQuery/searchSessions", params, function(err, page)
+      if err then
+        return cb(err)
+      end
+      local nodes = {}
+      for _, hit in ipairs(page.items or {}) do
+        counter = counter + 1
+        nodes[#nodes + 1] = hit_node(hit, counter)
+      end
+      if page.nextCursor ~= nil and page.nextCursor ~= vim.NIL then
+        counter = counter + 1
+        nodes[#nodes + 1] = { id = "more:" .. counter, label = "More…", icon = "ellipsis",
+                              collapsible = "collapsed", contextValue = "more", cursor = page.nextCursor }
+      end
+      cb(nil, nodes)
+    end)
+  end
+  return tree.open({ name = "dsh-query://search/" .. query, title = ("Search %s"):format(json.string(query)),
+                     view = "search", loader = loader, empty_text = "(no matches)" })
+end
+
+--- Run a server command (workspace/executeCommand), e.g. "dshQuery.server.status".
+function M.execute(command, arguments, cb)
+  ensure_setup()
+  rpc.request("workspace/executeCommand", { command = command, arguments = arguments or { vim.empty_dict() } },
+    function(err, result)
+      if not err and cb == nil then
+        vim.notify("dsh-query: " .. command .. " → " .. json.compact(result))
+      end
+      if cb then
+        cb(err, result)
+      end
+    end)
+end
+
+--- Any request to the server: require("dsh_query").request(method, params, function(err, result) end)
+function M.request(method, params, cb, opts)
+  ensure_setup()
+  rpc.request(method, params, cb, opts)
+end
+
+--- Wait until every request sent so far has been answered and rendered (scripts and tests).
+function M.wait(timeout_ms)
+  return rpc.wait(timeout_ms)
+end
+
+--- {client_id, path = "start" | "start_client" | "attached", ready, pending, capabilities}
+function M.info()
+  return rpc.info()
+end
+
+function M.restart()
+  rpc.stop()
+  M.execute("dshQuery.server.status")
+end
+
+--- Session ids for command completion (only when the server is already running).
+function M.complete_sessions(arg_lead)
+  local records = rpc.request_sync("sessionQuery/listSessions", vim.empty_dict(), 1000) or {}
+  local out = {}
+  for _, record in ipairs(records) do
+    local id = record.header and record.header.id
+    if type(id) == "string" and id:sub(1, #arg_lead) == arg_lead then
+      out[#out + 1] = id
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+-- :Dsh* commands ---------------------------------------------------------------------------------
+
+local function usage(text)
+  vim.notify("dsh-query: usage: " .. text, vim.log.levels.ERROR)
+end
+
+--- Split "id [seq]" arguments: a trailing integer is the seq, the rest (spaces kept) the id.
+local function id_and_seq(args)
+  local id, seq = args:match("^%s*(.-)%s+(%d+)%s*$")
+  if id and id ~= "" then
+    return id, tonumber(seq)
+  end
+  return vim.trim(args), nil
+end
+M._id_and_seq = id_and_seq
+
+function M.create_commands()
+  local cmd = vim.api.nvim_create_user_command
+  local complete = function(lead, line)
+    -- only the first argument is a session id
+    local before = line:match("^%S+%s+(.*)$") or ""
+    if before:find("%s") then
+      return {}
+    end
+    return M.complete_sessions(lead)
+  end
+  cmd("DshSessions", function() M.sessions() end, { nargs = 0, desc = "dsh-query: sessions" })
+  cmd("DshEvents", function(o)
+    local id = vim.trim(o.args)
+    if id == "" then return usage(":DshEvents {session-id}") end
+    M.events(id)
+  end, { nargs = "+", complete = complete, desc = "dsh-query: events of a session" })
+  cmd("DshTrace", function(o)
+    local id, seq = id_and_seq(o.args)
+    if id == "" then return usage(":DshTrace {session-id} [seq]") end
+    M.trace(id, seq)
+  end, { nargs = "+", complete = complete, desc = "dsh-query: lineage of a session or trace of an event" })
+  cmd("DshRead", function(o)
+    local id, seq = id_and_seq(o.args)
+    if id == "" or seq == nil then return usage(":DshRead {session-id} {seq}") end
+    M.read(id, seq)
+  end, { nargs = "+", complete = complete, desc = "dsh-query: event window" })
+  cmd("DshSearch", function(o)
+    if vim.trim(o.args) == "" then return usage(":DshSearch {query}") end
+    M.search(o.args)
+  end, { nargs = "+", desc = "dsh-query: full-text search" })
+  cmd("DshStatus", function() M.execute("dshQuery.server.status") end, { nargs = 0, desc = "dsh-query: persistence status" })
+  cmd("DshMount", function(o) M.execute("dshQuery.server.mount", { { uri = o.args } }) end,
+    { nargs = 1, desc = "dsh-query: mount jsonl:/root or sqlite:/file.db" })
+  cmd("DshUnmount", function() M.execute("dshQuery.server.unmount") end, { nargs = 0 })
+  cmd("DshCheckpoint", function(o)
+    local args = vim.trim(o.args) == "" and vim.empty_dict() or { sessionId = vim.trim(o.args) }
+    M.execute("dshQuery.server.checkpoint", { args })
+  end, { nargs = "?", complete = complete, desc = "dsh-query: checkpoint live sessions" })
+  cmd("DshRestart", function() M.restart() end, { nargs = 0, desc = "dsh-query: restart the server" })
+end
+
+return M
