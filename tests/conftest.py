@@ -1,4 +1,17 @@
-"""Shared pytest configuration."""
+"""Shared pytest configuration.
+
+Test runs are hermetic: servers started by tests keep their default store and search index in a
+private temporary directory, never in the user's ~/.local/state or ~/.cache. This runs at import,
+before any test module copies os.environ for a server it starts."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+_home = tempfile.mkdtemp(prefix="dsh-query-tests-")
+os.environ["XDG_STATE_HOME"] = os.path.join(_home, "state")
+os.environ["XDG_CACHE_HOME"] = os.path.join(_home, "cache")
 
 
 def pytest_configure(config):

@@ -395,3 +395,18 @@ def test_tcp_refuses_non_loopback_addresses():
     result = subprocess.run([sys.executable, "-m", "dsh_query_server.cli", "serve", "--tcp", "0.0.0.0:7777"],
                             capture_output=True, text=True, timeout=30)
     assert result.returncode != 0 and "loopback" in result.stderr
+
+
+def test_demo_never_writes_into_a_named_store(tmp_path):
+    from dsh_query_server.client import StdioClient
+
+    store = f"sqlite:{tmp_path / 'named' / 'sessions.db'}"
+    for _ in range(2):  # a restart must work the same way
+        with StdioClient(["--demo", "--persistence", store]) as client:
+            sessions = client.request("sessionQuery/listSessions")
+            assert "fix-flaky-tests" in [s["header"]["id"] for s in sessions]
+            assert not any(s["persisted"] for s in sessions)  # the demo's persisted side is private
+            assert client.request("sessionPersistence/status")["uri"] == store
+    with StdioClient(["--demo"]) as client:
+        states = {s["header"]["id"]: (s["live"], s["persisted"]) for s in client.request("sessionQuery/listSessions")}
+        assert states["release-notes-2-4"] == (False, True) and states["fix-flaky-tests"] == (True, True)

@@ -192,10 +192,10 @@ class ChangeNotifier:
 
 
 class QueryServer(LanguageServer):
-    def __init__(self, options: dict[str, Any] | None = None, *, demo: bool = False) -> None:
+    def __init__(self, options: dict[str, Any] | None = None, *, demo_store: str | None = None) -> None:
         super().__init__("dsh-query-server", __version__, protocol_cls=QueryProtocol)
         self.flag_options = options or {}
-        self.demo = demo
+        self.demo_store = demo_store
         self.runtime: Runtime | None = None
         self.tokens = Tokens()
         self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="query")
@@ -228,12 +228,24 @@ class QueryServer(LanguageServer):
             config = build_config(merge(self.flag_options, init_options))
             runtime = Runtime(config, self.notifier.mark)
             runtime.start()
-            if self.demo:
-                populate(RuntimeProducer(runtime))
+            if self.demo_store is not None:
+                self._populate_demo(runtime, self.demo_store)
         except QueryError as exc:
             raise to_rpc_error(exc) from None
         self.notifier.loop = asyncio.get_running_loop() if _has_loop() else None
         self.runtime = runtime
+
+    @staticmethod
+    def _populate_demo(runtime: Runtime, demo_store: str) -> None:
+        """The demo writes its persisted side only into its own private store, so a named store
+        is never touched and restarting the demo always works; the named store is mounted back
+        afterwards (the demo's live sessions stay live)."""
+        configured = runtime.binding.current()
+        if configured is None or configured.backend.uri != demo_store:
+            runtime.mount(demo_store)
+        populate(RuntimeProducer(runtime))
+        if configured is not None and configured.backend.uri != demo_store:
+            runtime.binding.mount(configured.backend)
 
     def _handler(self, call: Call) -> Callable[..., Any]:
         async def handler(ls: QueryServer, params: Any) -> Any:
@@ -283,13 +295,15 @@ def _has_loop() -> bool:
 
 
 def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None, demo: bool = False) -> None:
+    demo_store = None
     if demo:
-        # The demo's persisted side lives in a private temporary store unless one was named.
-        home = tempfile.mkdtemp(prefix="dsh-query-demo-")
-        config_options.setdefault("persistence", "sqlite:" + os.path.join(home, "sessions.db"))
+        # The demo's persisted side lives in a private temporary store; without a named store
+        # that is also the store the server keeps mounted.
+        demo_store = "sqlite:" + os.path.join(tempfile.mkdtemp(prefix="dsh-query-demo-"), "sessions.db")
+        config_options.setdefault("persistence", demo_store)
         config_options.setdefault("index", ":memory:")
         config_options.setdefault("checkpoint", {"mode": "manual"})
-    server = QueryServer(config_options, demo=demo)
+    server = QueryServer(config_options, demo_store=demo_store)
     code: Any = 0
     try:
         if tcp is None:

@@ -92,6 +92,7 @@ class Runtime:
         if self._closed:
             return
         self._closed = True
-        self.checkpointer.stop(flush=True)
+        # Manual mode writes only when asked, so a shutdown does not write either.
+        self.checkpointer.stop(flush=self.config.checkpoint_mode == "auto")
         self.search.close()
 
