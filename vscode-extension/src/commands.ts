@@ -1,0 +1,520 @@
+// Palette and view-menu commands (editor.md, category "Session Query").
+
+import * as vscode from "vscode";
+import type { Ctx } from "./context";
+import { targetUri } from "./documents";
+import { formatError, isCancellation } from "./errors";
+import { EVENT_FILTER_HELP, SESSION_FILTER_HELP, parseEventFilters, parseSessionFilters } from "./filters";
+import {
+  Methods,
+  type SessionEventSearchDocument,
+  type SessionEventSearchHit,
+  type SessionEventSearchPage,
+  type SessionRecord,
+  type SessionSearchHit,
+  type SessionSearchPage,
+} from "./protocol";
+import { formatTime } from "./render";
+import { availability, hitDescription, refFromArgs, type SessionRef } from "./refs";
+import type { DocTarget } from "./uri";
+import { COMMANDS } from "./ids";
+
+export { COMMANDS, knownCommand } from "./ids";
+
+export function showError(prefix: string, err: unknown): void {
+  if (isCancellation(err)) {
+    return;
+  }
+  void vscode.window.showErrorMessage(`${prefix}: ${formatError(err)}`);
+}
+
+// ---- documents --------------------------------------------------------------------------------
+
+export async function openDocument(ctx: Ctx, target: DocTarget, preserveFocus = false): Promise<vscode.TextEditor> {
+  const uri = targetUri(target);
+  const open = vscode.workspace.textDocuments.some((d) => d.uri.toString() === uri.toString());
+  const doc = await vscode.workspace.openTextDocument(uri);
+  if (open) {
+    ctx.docs.refresh(new Set([target.sessionId]));
+  }
+  const editor = await vscode.window.showTextDocument(doc, { preview: true, preserveFocus });
+  const line = ctx.docs.targetLine(uri);
+  if (target.kind === "event" && line !== undefined) {
+    const pos = new vscode.Position(line, 0);
+    editor.selection = new vscode.Selection(pos, pos);
+    editor.revealRange(new vscode.Range(pos, pos), vscode.TextEditorRevealType.AtTop);
+  }
+  return editor;
+}
+
+// ---- choosing a session / event ----------------------------------------------------------------
+
+interface SessionItem extends vscode.QuickPickItem {
+  record: SessionRecord;
+}
+
+function sessionItem(record: SessionRecord): SessionItem {
+  const h = record.header;
+  const parts = [availability(record)];
+  if (h.cwd) {
+    parts.push(h.cwd);
+  }
+  let detail = `created ${formatTime(h.createdAt)}`;
+  if (h.parentSession !== undefined) {
+    detail += ` · parent ${h.parentSession}`;
+  }
+  if (h.agentPreset !== undefined) {
+    detail += ` · ${h.agentPreset}`;
+  }
+  return { label: h.id, description: parts.join(" · "), detail, record };
+}
+
+function newestFirst(records: SessionRecord[]): SessionRecord[] {
+  return [...records].sort((a, b) => b.header.createdAt - a.header.createdAt);
+}
+
+async function pickSession(ctx: Ctx, title: string): Promise<string | undefined> {
+  let records: SessionRecord[];
+  try {
+    records = await ctx.server.request<SessionRecord[]>(Methods.listSessions, {});
+  } catch (err) {
+    showError("Session Query", err);
+    return undefined;
+  }
+  if (records.length === 0) {
+    void vscode.window.showInformationMessage("Session Query: there are no sessions.");
+    return undefined;
+  }
+  const pick = await vscode.window.showQuickPick(newestFirst(records).map(sessionItem), {
+    title,
+    placeHolder: "Choose a session",
+    matchOnDescription: true,
+    matchOnDetail: true,
+  });
+  return pick?.record.header.id;
+}
+
+/** The session a command is about: its argument, else the selection, else ask. */
+async function sessionFor(ctx: Ctx, args: unknown[], title: string): Promise<string | undefined> {
+  return refFromArgs(args)?.sessionId ?? ctx.selection.session ?? (await pickSession(ctx, title));
+}
+
+async function eventFor(ctx: Ctx, args: unknown[], title: string): Promise<SessionRef | undefined> {
+  const ref = refFromArgs(args);
+  if (ref?.seq !== undefined) {
+    return ref;
+  }
+  if (!ref && ctx.selection.event) {
+    return ctx.selection.event;
+  }
+  const sessionId = ref?.sessionId ?? ctx.selection.session ?? (await pickSession(ctx, title));
+  if (sessionId === undefined) {
+    return undefined;
+  }
+  const text = await vscode.window.showInputBox({
+    title,
+    prompt: `Event seq in session ${sessionId}`,
+    validateInput: (v) => (/^\d+$/.test(v.trim()) ? undefined : "a non-negative integer"),
+  });
+  return text === undefined ? undefined : { sessionId, seq: Number(text.trim()) };
+}
+
+// ---- search ------------------------------------------------------------------------------------
+
+interface HitItem extends vscode.QuickPickItem {
+  hit?: SessionEventSearchHit;
+  more?: boolean;
+}
+
+const LOAD_MORE: HitItem = { label: "$(ellipsis) Load more…", alwaysShow: true, more: true };
+
+function hitItem(label: string, hit: SessionEventSearchHit): HitItem {
+  return { label, description: hitDescription(hit), detail: hit.snippet, alwaysShow: true, hit };
+}
+
+/**
+ * A QuickPick that searches as you type (debounced) and pages with "Load more" through
+ * `nextCursor`. Picking a hit opens its event window.
+ */
+async function searchPick(
+  ctx: Ctx,
+  opts: {
+    title: string;
+    placeholder: string;
+    initial?: string;
+    fetch: (query: string, cursor?: string) => Promise<{ items: HitItem[]; nextCursor?: string }>;
+  },
+): Promise<void> {
+  const qp = vscode.window.createQuickPick<HitItem>();
+  qp.title = opts.title;
+  qp.placeholder = opts.placeholder;
+  qp.matchOnDescription = false;
+  qp.matchOnDetail = false;
+  qp.ignoreFocusOut = false;
+  let serial = 0;
+  let query = "";
+  let cursor: string | undefined;
+  let hits: HitItem[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  const render = (): void => {
+    qp.items = cursor ? [...hits, LOAD_MORE] : hits;
+  };
+  const run = async (value: string, more: boolean): Promise<void> => {
+    const text = value.trim();
+    const mine = ++serial;
+    if (text === "") {
+      hits = [];
+      cursor = undefined;
+      qp.busy = false;
+      render();
+      return;
+    }
+    qp.busy = true;
+    try {
+      const page = await opts.fetch(text, more ? cursor : undefined);
+      if (mine !== serial) {
+        return;
+      }
+      const firstNew = more ? hits.length : 0;
+      query = text;
+      hits = more ? [...hits, ...page.items] : page.items;
+      cursor = page.nextCursor;
+      render();
+      if (hits.length === 0) {
+        qp.items = [{ label: `No match for "${text}"`, alwaysShow: true }];
+      } else {
+        qp.activeItems = [hits[Math.min(firstNew, hits.length - 1)]];
+      }
+    } catch (err) {
+      if (mine === serial) {
+        qp.items = [{ label: `$(error) ${formatError(err)}`, alwaysShow: true }];
+        if (!isCancellation(err)) {
+          showError("Search failed", err);
+        }
+      }
+    } finally {
+      if (mine === serial) {
+        qp.busy = false;
+      }
+    }
+  };
+
+  qp.onDidChangeValue((value) => {
+    if (timer) {
+      clearTimeout(timer);
+    }
+    timer = setTimeout(() => void run(value, false), 250);
+  });
+  qp.onDidAccept(() => {
+    const item = qp.selectedItems[0] ?? qp.activeItems[0];
+    if (item?.more) {
+      void run(query, true);
+      return;
+    }
+    if (item?.hit) {
+      const hit = item.hit;
+      qp.hide();
+      void openDocument(ctx, { kind: "event", sessionId: hit.sessionId, seq: hit.seq }).catch((err) =>
+        showError("Open Event", err),
+      );
+      void ctx.showSession(hit.sessionId, { focus: false, trace: false });
+      return;
+    }
+    if (qp.value.trim() !== query) {
+      if (timer) {
+        clearTimeout(timer);
+      }
+      void run(qp.value, false);
+    }
+  });
+  qp.onDidHide(() => {
+    if (timer) {
+      clearTimeout(timer);
+    }
+    qp.dispose();
+  });
+  qp.show();
+  if (opts.initial) {
+    qp.value = opts.initial;
+    void run(opts.initial, false);
+  }
+}
+
+async function searchSessions(ctx: Ctx): Promise<void> {
+  const limit = ctx.server.settings.searchLimit;
+  await searchPick(ctx, {
+    title: "Search Sessions",
+    placeholder: "Type a phrase to search every session (phrase match, case and accents folded)",
+    fetch: async (query, cursor) => {
+      const params: Record<string, unknown> = { query, limit };
+      if (cursor) {
+        params.cursor = cursor;
+      }
+      const page = await ctx.server.request<SessionSearchPage<SessionSearchHit>>(Methods.searchSessions, params);
+      return {
+        items: page.items.map((h) => {
+          const item = hitItem(`$(comment-discussion) ${h.header.id}`, h.bestMatch);
+          item.description = `${hitDescription(h.bestMatch)} · ${availability(h)}`;
+          return item;
+        }),
+        nextCursor: page.nextCursor,
+      };
+    },
+  });
+}
+
+async function searchInSession(ctx: Ctx, args: unknown[]): Promise<void> {
+  const sessionId = await sessionFor(ctx, args, "Search in Session");
+  if (sessionId === undefined) {
+    return;
+  }
+  const limit = ctx.server.settings.searchLimit;
+  await searchPick(ctx, {
+    title: `Search in ${sessionId}`,
+    placeholder: "Type a phrase to search this session",
+    fetch: async (query, cursor) => {
+      const params: Record<string, unknown> = { sessionId, query, limit };
+      if (cursor) {
+        params.cursor = cursor;
+      }
+      const page = await ctx.server.request<SessionEventSearchPage>(Methods.searchEvents, params);
+      return { items: page.items.map((h) => hitItem(`$(symbol-event) #${h.seq} ${h.type}`, h)), nextCursor: page.nextCursor };
+    },
+  });
+}
+
+// ---- filters -----------------------------------------------------------------------------------
+
+let lastSessionFilter = "";
+let lastEventFilter = "";
+
+async function filterSessions(ctx: Ctx): Promise<void> {
+  const text = await vscode.window.showInputBox({
+    title: "Filter Sessions",
+    prompt: SESSION_FILTER_HELP,
+    value: lastSessionFilter,
+    placeHolder: "live cwd:/home/me/project created:2024-05-01..",
+    validateInput: (v) => parseSessionFilters(v).error,
+  });
+  if (text === undefined) {
+    return;
+  }
+  lastSessionFilter = text;
+  const { filters } = parseSessionFilters(text);
+  let records: SessionRecord[];
+  try {
+    records = await ctx.server.request<SessionRecord[]>(Methods.filterSessions, { filters });
+  } catch (err) {
+    showError("Filter Sessions", err);
+    return;
+  }
+  const pick = await vscode.window.showQuickPick(newestFirst(records).map(sessionItem), {
+    title: `${records.length} session(s) match ${text.trim() === "" ? "(no filter)" : text}`,
+    placeHolder: records.length === 0 ? "No session matches" : "Choose a session to show its events",
+    matchOnDescription: true,
+    matchOnDetail: true,
+  });
+  if (pick) {
+    await ctx.showSession(pick.record.header.id, { focus: true, trace: true });
+  }
+}
+
+async function filterEvents(ctx: Ctx, args: unknown[]): Promise<void> {
+  const sessionId = await sessionFor(ctx, args, "Filter Events");
+  if (sessionId === undefined) {
+    return;
+  }
+  const text = await vscode.window.showInputBox({
+    title: `Filter Events of ${sessionId}`,
+    prompt: EVENT_FILTER_HELP,
+    value: lastEventFilter,
+    placeHolder: "current type:user/message needle",
+    validateInput: (v) => parseEventFilters(v).error,
+  });
+  if (text === undefined) {
+    return;
+  }
+  lastEventFilter = text;
+  const { filters } = parseEventFilters(text);
+  let docs: SessionEventSearchDocument[];
+  try {
+    docs = await ctx.server.request<SessionEventSearchDocument[]>(Methods.filterEvents, { sessionId, filters });
+  } catch (err) {
+    showError("Filter Events", err);
+    return;
+  }
+  const items = docs.map((d) => ({
+    label: `#${d.seq} ${d.type}`,
+    description: `${d.surface} · ${formatTime(d.time)}`,
+    detail: d.text.length > 240 ? d.text.slice(0, 239) + "…" : d.text,
+    doc: d,
+  }));
+  const pick = await vscode.window.showQuickPick(items, {
+    title: `${docs.length} event(s) of ${sessionId} match`,
+    placeHolder: docs.length === 0 ? "No event matches" : "Choose an event to open its window",
+    matchOnDescription: true,
+    matchOnDetail: true,
+  });
+  if (pick) {
+    await openDocument(ctx, { kind: "event", sessionId, seq: pick.doc.seq });
+  }
+}
+
+// ---- persistence -------------------------------------------------------------------------------
+
+async function mountPersistence(ctx: Ctx, args: unknown[]): Promise<void> {
+  let uri = typeof args[0] === "string" ? args[0] : undefined;
+  if (uri === undefined) {
+    const choice = await vscode.window.showQuickPick(
+      [
+        { label: "$(edit) Enter a URI…", id: "uri" },
+        { label: "$(folder) JSONL session root…", id: "jsonl" },
+        { label: "$(database) SQLite database file…", id: "sqlite" },
+      ],
+      { title: "Mount Persistence" },
+    );
+    if (!choice) {
+      return;
+    }
+    if (choice.id === "uri") {
+      let current = "";
+      try {
+        const status = await ctx.server.request<{ uri: string | null }>(Methods.status, {});
+        current = status.uri ?? "";
+      } catch {
+        // not running: the mount below reports it
+      }
+      uri = await vscode.window.showInputBox({
+        title: "Mount Persistence",
+        prompt: "jsonl:/absolute/root or sqlite:/absolute/file.db (options: ?readOnly=true)",
+        value: current,
+        validateInput: (v) => (/^(jsonl|sqlite):.+/.test(v.trim()) ? undefined : "starts with jsonl: or sqlite:"),
+      });
+    } else {
+      const picked = await vscode.window.showOpenDialog({
+        canSelectFiles: choice.id === "sqlite",
+        canSelectFolders: choice.id === "jsonl",
+        canSelectMany: false,
+        openLabel: "Mount",
+      });
+      if (picked?.[0]) {
+        uri = `${choice.id}:${picked[0].fsPath.replace(/%/g, "%25").replace(/\?/g, "%3F").replace(/#/g, "%23")}`;
+      }
+    }
+  }
+  if (!uri) {
+    return;
+  }
+  try {
+    const result = await ctx.server.request<{ uri: string; writable: boolean }>(Methods.mount, { uri: uri.trim() });
+    void vscode.window.showInformationMessage(
+      `Session Query: mounted ${result.uri} (${result.writable ? "writable" : "read-only"}).`,
+    );
+  } catch (err) {
+    showError("Mount Persistence", err);
+  }
+}
+
+async function unmountPersistence(ctx: Ctx): Promise<void> {
+  try {
+    await ctx.server.request(Methods.unmount, {});
+    void vscode.window.showInformationMessage("Session Query: persistence unmounted; only live sessions are shown.");
+  } catch (err) {
+    showError("Unmount Persistence", err);
+  }
+}
+
+async function checkpointNow(ctx: Ctx, args: unknown[]): Promise<void> {
+  const ref = refFromArgs(args);
+  try {
+    const result = await ctx.server.request<{ flushed: Record<string, number> }>(
+      Methods.checkpoint,
+      ref ? { sessionId: ref.sessionId } : {},
+    );
+    const n = Object.keys(result.flushed ?? {}).length;
+    void vscode.window.showInformationMessage(
+      n === 0 ? "Session Query: nothing to checkpoint." : `Session Query: checkpointed ${n} session(s).`,
+    );
+  } catch (err) {
+    showError("Checkpoint", err);
+  }
+}
+
+// ---- registration ------------------------------------------------------------------------------
+
+export function registerCommands(ctx: Ctx): vscode.Disposable[] {
+  const guard =
+    (name: string, fn: (...args: unknown[]) => Promise<unknown> | unknown) =>
+    async (...args: unknown[]) => {
+      try {
+        await fn(...args);
+      } catch (err) {
+        showError(name, err);
+      }
+    };
+  const reg = (id: string, name: string, fn: (...args: unknown[]) => Promise<unknown> | unknown) =>
+    vscode.commands.registerCommand(id, guard(name, fn));
+
+  return [
+    reg(COMMANDS.refresh, "Refresh", () => {
+      ctx.views.sessions.refresh();
+      ctx.views.events.refresh();
+      ctx.views.trace.refresh();
+      ctx.docs.refresh();
+    }),
+    reg(COMMANDS.searchSessions, "Search Sessions", () => searchSessions(ctx)),
+    reg(COMMANDS.searchInSession, "Search in Session", (...a) => searchInSession(ctx, a)),
+    reg(COMMANDS.filterSessions, "Filter Sessions", () => filterSessions(ctx)),
+    reg(COMMANDS.filterEvents, "Filter Events", (...a) => filterEvents(ctx, a)),
+    reg(COMMANDS.traceSession, "Trace Session", async (...a) => {
+      const id = await sessionFor(ctx, a, "Trace Session");
+      if (id !== undefined) {
+        await ctx.traceSession(id);
+      }
+    }),
+    reg(COMMANDS.traceEvent, "Trace Event", async (...a) => {
+      const ref = await eventFor(ctx, a, "Trace Event");
+      if (ref?.seq !== undefined) {
+        await ctx.traceEvent(ref.sessionId, ref.seq);
+      }
+    }),
+    reg(COMMANDS.openEvent, "Open Event", async (...a) => {
+      const ref = await eventFor(ctx, a, "Open Event");
+      if (ref?.seq !== undefined) {
+        ctx.selection.event = { sessionId: ref.sessionId, seq: ref.seq };
+        await openDocument(ctx, { kind: "event", sessionId: ref.sessionId, seq: ref.seq }, true);
+      }
+    }),
+    reg(COMMANDS.openSurface, "Open Surface", async (...a) => {
+      const id = await sessionFor(ctx, a, "Open Surface");
+      if (id !== undefined) {
+        await openDocument(ctx, { kind: "surface", sessionId: id });
+      }
+    }),
+    reg(COMMANDS.openRawLog, "Open Raw Log", async (...a) => {
+      const id = await sessionFor(ctx, a, "Open Raw Log");
+      if (id !== undefined) {
+        await openDocument(ctx, { kind: "log", sessionId: id });
+      }
+    }),
+    reg(COMMANDS.copySessionId, "Copy Session Id", async (...a) => {
+      const id = await sessionFor(ctx, a, "Copy Session Id");
+      if (id !== undefined) {
+        await vscode.env.clipboard.writeText(id);
+        vscode.window.setStatusBarMessage(`Copied session id ${id}`, 3000);
+      }
+    }),
+    reg(COMMANDS.showSession, "Show Session", async (...a) => {
+      const id = await sessionFor(ctx, a, "Show Session");
+      if (id !== undefined) {
+        await ctx.showSession(id, { focus: true, trace: true });
+      }
+    }),
+    reg(COMMANDS.mountPersistence, "Mount Persistence", (...a) => mountPersistence(ctx, a)),
+    reg(COMMANDS.unmountPersistence, "Unmount Persistence", () => unmountPersistence(ctx)),
+    reg(COMMANDS.checkpointNow, "Checkpoint", (...a) => checkpointNow(ctx, a)),
+    reg(COMMANDS.restartServer, "Restart Server", () => ctx.server.restart()),
+    reg(COMMANDS.showOutput, "Show Server Output", () => ctx.output.show(true)),
+  ];
+}

@@ -1,0 +1,28 @@
+// The pieces every command needs, created once in activate().
+
+import type * as vscode from "vscode";
+import type { SessionDocumentProvider } from "./documents";
+import type { SessionRef } from "./refs";
+import type { ServerManager } from "./server";
+import type { ServerTreeProvider, TreeElement } from "./tree";
+
+export interface Views {
+  sessions: ServerTreeProvider;
+  events: ServerTreeProvider;
+  trace: ServerTreeProvider;
+  sessionsView: vscode.TreeView<TreeElement>;
+  eventsView: vscode.TreeView<TreeElement>;
+  traceView: vscode.TreeView<TreeElement>;
+}
+
+export interface Ctx {
+  server: ServerManager;
+  output: vscode.OutputChannel;
+  docs: SessionDocumentProvider;
+  views: Views;
+  /** The session (and event) the user last selected in any view. */
+  selection: { session?: string; event?: SessionRef };
+  showSession(sessionId: string, opts?: { focus?: boolean; trace?: boolean }): Promise<void>;
+  traceSession(sessionId: string): Promise<void>;
+  traceEvent(sessionId: string, seq: number): Promise<void>;
+}

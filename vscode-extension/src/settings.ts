@@ -1,0 +1,81 @@
+// `dshQuery.*` settings → how to start the server and its initializationOptions (protocol.md §1).
+// Pure: the caller passes a reader over the workspace configuration.
+
+export interface ConfigReader {
+  get<T>(key: string): T | undefined;
+}
+
+export interface Settings {
+  /** Interpreter command line (executable first); empty = use the fallback. */
+  interpreter: string[];
+  serverArgs: string[];
+  initializationOptions: Record<string, unknown>;
+  readWindowMax: number;
+  before: number;
+  after: number;
+  searchLimit: number;
+}
+
+/** Settings whose change needs a server restart. */
+export const RESTART_KEYS = [
+  "dshQuery.interpreter",
+  "dshQuery.serverArgs",
+  "dshQuery.persistence",
+  "dshQuery.index",
+  "dshQuery.readWindow.max",
+];
+
+export const DEFAULT_READ_WINDOW_MAX = 50;
+export const MAX_SEARCH_LIMIT = 100;
+
+function stringArray(value: unknown): string[] {
+  if (typeof value === "string") {
+    return value.trim() === "" ? [] : [value];
+  }
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string" && v !== "") : [];
+}
+
+function int(value: unknown, fallback: number, min: number, max: number): number {
+  const n = typeof value === "number" && Number.isFinite(value) ? Math.trunc(value) : fallback;
+  return Math.max(min, Math.min(max, n));
+}
+
+export function readSettings(cfg: ConfigReader): Settings {
+  const readWindowMax = int(cfg.get("readWindow.max"), DEFAULT_READ_WINDOW_MAX, 0, 1_000_000);
+  const init: Record<string, unknown> = { readWindowMax };
+  const persistence = cfg.get<unknown>("persistence");
+  if (persistence === null || (typeof persistence === "string" && persistence.trim().toLowerCase() === "none")) {
+    init.persistence = null;
+  } else if (typeof persistence === "string" && persistence.trim() !== "") {
+    init.persistence = persistence.trim();
+  }
+  const index = cfg.get<unknown>("index");
+  if (typeof index === "string" && index.trim() !== "") {
+    init.index = index.trim();
+  }
+  return {
+    interpreter: stringArray(cfg.get("interpreter")),
+    serverArgs: stringArray(cfg.get("serverArgs")),
+    initializationOptions: init,
+    readWindowMax,
+    before: int(cfg.get("readWindow.before"), 3, 0, readWindowMax),
+    after: int(cfg.get("readWindow.after"), 3, 0, readWindowMax),
+    searchLimit: int(cfg.get("search.limit"), 20, 1, MAX_SEARCH_LIMIT),
+  };
+}
+
+export interface Launch {
+  command: string;
+  args: string[];
+}
+
+/** `<interpreter…> -m dsh_query_server <serverArgs…>`; `fallback` when no interpreter is set. */
+export function serverLaunch(settings: Settings, fallback: string[]): Launch {
+  const interpreter = settings.interpreter.length > 0 ? settings.interpreter : fallback.length > 0 ? fallback : ["python3"];
+  return { command: interpreter[0], args: [...interpreter.slice(1), "-m", "dsh_query_server", ...settings.serverArgs] };
+}
+
+/** True when a settings change (by `affects(key)`) needs a restart. */
+export function needsRestart(affects: (key: string) => boolean): boolean {
+  return RESTART_KEYS.some((key) => affects(key));
+}
