@@ -42,6 +42,9 @@ INVALID_PARAMS = -32602
 REQUEST_FAILED = -32803
 REQUEST_CANCELLED = -32800
 INTERNAL_ERROR = -32603
+JSONRPC_PARSE_ERROR = -32700
+JSONRPC_INVALID_REQUEST = -32600
+JSONRPC_METHOD_NOT_FOUND = -32601
 DEBOUNCE_SECONDS = 0.25
 
 
@@ -61,15 +64,73 @@ class QueryProtocol(LanguageServerProtocol):
     _server: QueryServer
 
     def structure_message(self, data: dict[str, Any]) -> Any:
-        # Our methods keep their params as plain JSON values; the service validates them.
-        method = data.get("method") if "jsonrpc" in data else None
+        # pygls calls this as json.loads' object_hook, for nested objects too: a params value
+        # holding a "jsonrpc" key would be turned into a message, or fail the whole message
+        # unanswered. Messages are structured in handle_message, where the top level is known.
+        return data
+
+    def handle_message(self, message: Any) -> None:
+        """Answer every request that has an id, whatever its shape (JSON-RPC 2.0 §5): invalid
+        requests get -32600, unknown methods -32601, unstructurable LSP params -32602."""
+        try:
+            structured = self._structure(message)
+        except Exception:  # noqa: BLE001 - a malformed message never stops the server
+            log.exception("could not handle an incoming message")
+            return
+        if structured is None:
+            return
+        try:
+            super().handle_message(structured)
+        except Exception:  # noqa: BLE001 - e.g. a cancel notification naming an odd id
+            log.exception("could not handle an incoming message")
+
+    def _structure(self, data: Any) -> Any:
+        if isinstance(data, list):
+            ids = [m["id"] for m in data if isinstance(m, dict) and _valid_id(m.get("id"))
+                   and m.get("id") is not None and "method" in m]
+            for msg_id in ids or [None]:
+                self._reject(msg_id, JSONRPC_INVALID_REQUEST, "batch requests are not supported")
+            return None
+        if not isinstance(data, dict):
+            self._reject(None, JSONRPC_INVALID_REQUEST, "a JSON-RPC message must be an object")
+            return None
+        has_id = "id" in data
+        msg_id = data.get("id")
+        reply_id = msg_id if _valid_id(msg_id) else None
+        method = data.get("method")
+        is_response = "method" not in data and ("result" in data or "error" in data)
+        if data.get("jsonrpc") != "2.0" or not _valid_id(msg_id) or ("method" in data and not isinstance(method, str)):
+            if not is_response:
+                self._reject(reply_id, JSONRPC_INVALID_REQUEST, "invalid JSON-RPC 2.0 request")
+            return None
+        if "method" not in data and not is_response:
+            self._reject(reply_id, JSONRPC_INVALID_REQUEST, "a request needs a method")
+            return None
         if isinstance(method, str) and method.startswith(OWN_PREFIXES):
-            if "id" in data:
-                return JsonRPCRequestMessage(
-                    id=data["id"], method=method, jsonrpc=data["jsonrpc"], params=data.get("params")
-                )
-            return JsonRPCNotification(method=method, jsonrpc=data["jsonrpc"], params=data.get("params"))
-        return super().structure_message(data)
+            # Our methods keep their params as plain JSON values; the service validates them.
+            if has_id:
+                return JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=data.get("params"))
+            return JsonRPCNotification(method=method, jsonrpc="2.0", params=data.get("params"))
+        try:
+            return super().structure_message(data)
+        except Exception:  # noqa: BLE001 - LSP params that do not fit their type
+            if has_id and not is_response:
+                try:
+                    self._get_handler(method)
+                except JsonRpcException:
+                    self._reject(msg_id, JSONRPC_METHOD_NOT_FOUND, f"method not found: {method}")
+                else:
+                    self._reject(msg_id, INVALID_PARAMS, f"invalid params for {method}")
+            else:
+                log.warning("dropped a malformed %s", "response" if is_response else "notification")
+            return None
+
+    def _reject(self, msg_id: Any, code: int, message: str) -> None:
+        self._send_response(msg_id, error=JsonRpcException(message=message, code=code).to_response_error())
+
+    def send_parse_error(self) -> None:
+        """JSON-RPC 2.0: a body that is not JSON is answered -32700 with a null id."""
+        self._reject(None, JSONRPC_PARSE_ERROR, "parse error: the message body is not valid JSON")
 
     def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
         if method_name != types.INITIALIZE and self._server.runtime is None:
@@ -123,7 +184,15 @@ class QueryProtocol(LanguageServerProtocol):
                 result = self._converter.unstructure(result)
             return {"jsonrpc": "2.0", "id": data.id, "result": result}
         if attrs.has(type(data)):
-            return self._converter.unstructure(data)
+            data = self._converter.unstructure(data)
+            if isinstance(data, dict) and "error" in data:
+                data["id"] = data.get("id")  # an unknown id is sent as null, never omitted
+                error = data["error"]
+                if isinstance(error, dict) and isinstance(error.get("data"), dict) and "traceback" in error["data"]:
+                    # pygls' own internal errors carry a traceback; none may reach the wire.
+                    log.error("internal error answered: %s", error.get("message"))
+                    data["error"] = {"code": INTERNAL_ERROR, "message": "internal server error",
+                                     "data": {"code": errors.INTERNAL}}
         return data
 
 
@@ -198,11 +267,18 @@ class QueryServer(LanguageServer):
         self.demo_store = demo_store
         self.runtime: Runtime | None = None
         self.tokens = Tokens()
-        self.executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="query")
+        # Threads are made on demand and reused; the ceiling is high because a backend call that
+        # ignores its token must be awaited, and such calls must never starve live reads.
+        self.executor = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="query")
         self.notifier = ChangeNotifier(self)
         self._register()
 
     def report_server_error(self, error: Exception, source: Any) -> None:
+        # pygls' read loop reports a body json.loads refused with source JsonRpcException (every
+        # other failure is caught in QueryProtocol.handle_message): answer it -32700.
+        if source is JsonRpcException and isinstance(error, (ValueError, RecursionError, MemoryError)):
+            self.protocol.send_parse_error()
+            return
         # Coded failures are answers, not server errors; everything else was logged already.
         if not isinstance(error, JsonRpcException):
             log.error("server error: %s", error)
@@ -281,9 +357,42 @@ def _invoke(call: Call, runtime: Runtime, params: Any, token: CancelToken) -> An
         return call(runtime, params, token)
     except QueryError:
         raise
-    except Exception:  # noqa: BLE001 - a bug: log it with its traceback, answer INTERNAL
+    except BaseException:  # noqa: BLE001 - a bug: log it with its traceback, answer INTERNAL
+        # BaseException too: a backend raising SystemExit or another non-Exception in this worker
+        # thread would otherwise escape the handler task and leave the request unanswered.
         log.exception("unexpected failure")
         raise QueryError(errors.INTERNAL, "internal server error") from None
+
+
+def _valid_id(msg_id: Any) -> bool:
+    """A JSON-RPC id: a string, a number or null (absent counts as null)."""
+    return msg_id is None or isinstance(msg_id, str) or (isinstance(msg_id, (int, float)) and not isinstance(msg_id, bool))
+
+
+class _ChunkedReads:
+    """stdin for pygls' read loop. pygls reads a body with one ``read(Content-Length)``, which
+    allocates the announced size up front: a header announcing 10**17 bytes raised MemoryError
+    and ended the server. Reading in bounded pieces only holds the bytes that actually arrive."""
+
+    PIECE = 1 << 20
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def readline(self) -> bytes:
+        return self._stream.readline()
+
+    def read(self, size: int) -> bytes:
+        if size <= self.PIECE:
+            return self._stream.read(size)
+        pieces, remaining = [], size
+        while remaining > 0:
+            piece = self._stream.read(min(remaining, self.PIECE))
+            if not piece:
+                break
+            pieces.append(piece)
+            remaining -= len(piece)
+        return b"".join(pieces)
 
 
 def _has_loop() -> bool:
@@ -307,7 +416,7 @@ def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None, de
     code: Any = 0
     try:
         if tcp is None:
-            server.start_io()
+            server.start_io(stdin=_ChunkedReads(sys.stdin.buffer))  # type: ignore[arg-type]
         else:
             server.start_tcp(*tcp)
     except SystemExit as exc:  # pygls ends the loop this way on `exit`

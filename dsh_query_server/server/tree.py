@@ -1040,7 +1040,7 @@ _VIEWS: dict[str, tuple[View, tuple[str, ...]]] = {
 
 def _view_of(params: dict[str, Any]) -> str:
     view = params.get("view")
-    if view not in _VIEWS or not isinstance(view, str):
+    if not isinstance(view, str) or view not in _VIEWS:
         raise invalid(f"view must be one of {', '.join(VIEWS)}")
     return view
 
