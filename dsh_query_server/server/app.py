@@ -21,6 +21,7 @@ from typing import Any, Callable
 import attrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCResponseMessage
@@ -395,6 +396,38 @@ class _ChunkedReads:
         return b"".join(pieces)
 
 
+def _serve_stdio_pipe(server: QueryServer) -> bool:
+    """Serve stdio with asyncio's own pipe reader when stdin is a pipe or socket (what editors
+    give us). pygls' default reader hands every header line and body to a worker thread; reading
+    on the event loop saves those hops on every request. Returns False when stdin cannot be
+    watched by the loop (a regular file), so the caller falls back to pygls' reader."""
+    import stat as _stat
+
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    if not (_stat.S_ISFIFO(mode) or _stat.S_ISSOCK(mode)):
+        return False
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 20)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+        server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+        await run_async(stop_event=server._stop_event, reader=reader, protocol=server.protocol,
+                        logger=log, error_handler=server.report_server_error)
+
+    server._stop_event = threading.Event()
+    try:
+        asyncio.run(main())
+    except (BrokenPipeError, ConnectionResetError):
+        log.error("the client closed the connection")
+    finally:
+        server.shutdown()
+    return True
+
+
 def _has_loop() -> bool:
     try:
         asyncio.get_running_loop()
@@ -415,10 +448,10 @@ def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None, de
     server = QueryServer(config_options, demo_store=demo_store)
     code: Any = 0
     try:
-        if tcp is None:
-            server.start_io(stdin=_ChunkedReads(sys.stdin.buffer))  # type: ignore[arg-type]
-        else:
+        if tcp is not None:
             server.start_tcp(*tcp)
+        elif not _serve_stdio_pipe(server):
+            server.start_io(stdin=_ChunkedReads(sys.stdin.buffer))  # type: ignore[arg-type]
     except SystemExit as exc:  # pygls ends the loop this way on `exit`
         code = exc.code
     finally:
