@@ -52,7 +52,10 @@ OPPOSITE = {"zstd": "none", "none": "zstd"}
 NO_CWD = "_no-cwd"
 ZSTD_MAGIC = 0xFD2FB528
 ZSTD_LEVEL = 3
-READ_CHUNK = 64 * 1024
+# Header reads start small (a header line is ~150 bytes, a header frame a little more) and double,
+# so listing 10,000 sessions reads kilobytes per file, not 64 KiB; long headers still work.
+HEADER_READ_FIRST = 1024
+HEADER_READ_MAX = 64 * 1024
 RETIRED_HEADER_KEYS = frozenset({"sandboxMode", "approvalPolicy"})
 
 
@@ -745,9 +748,11 @@ class JsonlBackend:
         """The bytes before the first newline (any length), or None when there is none yet."""
         with open(path, "rb") as file:
             head = b""
+            size = HEADER_READ_FIRST
             while True:
                 check(token)
-                chunk = file.read(READ_CHUNK)
+                chunk = file.read(size)
+                size = min(size * 2, HEADER_READ_MAX)
                 check(token)
                 if not chunk:
                     return None
@@ -760,9 +765,11 @@ class JsonlBackend:
         """The header line from the first frame, or None while that frame is incomplete."""
         with open(path, "rb") as file:
             data = b""
+            size = HEADER_READ_FIRST
             while True:
                 check(token)
-                chunk = file.read(READ_CHUNK)
+                chunk = file.read(size)
+                size = min(size * 2, HEADER_READ_MAX)
                 check(token)
                 if not chunk:
                     return None
