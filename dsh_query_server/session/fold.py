@@ -290,7 +290,7 @@ class SurfaceManager:
         """``log`` is the current log; the batch is checked as if appended to it. On FoldError the
         exception carries ``index``, the position in the batch that failed."""
         applied: list[Step] = []
-        view = _Concat(log, batch)
+        view = Concat(log, batch)
         base = len(log)
         try:
             for i, event in enumerate(batch):
@@ -307,7 +307,7 @@ class SurfaceManager:
         return freeze(self.state)
 
 
-class _Concat(Sequence[Event]):
+class Concat(Sequence[Event]):
     """Read-only view of log + batch without copying the log."""
 
     def __init__(self, head: Sequence[Event], tail: Sequence[Event]) -> None:

@@ -19,7 +19,7 @@ from .. import errors
 from ..errors import QueryError
 from ..model.event import ENVELOPE_KEYS, Event, Header
 from ..values import is_safe_integer
-from .fold import Fold, FoldState, SurfaceManager, apply_step, freeze, undo_step
+from .fold import Concat, Fold, FoldState, SurfaceManager, apply_step, freeze, undo_step
 from .validate import ReplayError, event_replay_step, header_error
 
 END_SEED = "session/end-seed"
@@ -156,7 +156,7 @@ class SessionStore:
             stamp = now_ms()
             events = [_check_input(value, base + i, i, stamp) for i, value in enumerate(batch)]
             state = live.manager.state
-            log = _Tail(live.events, events)
+            log = Concat(live.events, events)
             applied = []
             try:
                 for i, event in enumerate(events):
@@ -225,20 +225,6 @@ class SessionStore:
     def lengths(self) -> dict[str, int]:
         with self._lock:
             return {sid: len(live.events) for sid, live in self._sessions.items()}
-
-
-class _Tail:
-    """log + batch as one read-only sequence (the rewrite rule reads earlier events)."""
-
-    def __init__(self, head: list[Event], tail: list[Event]) -> None:
-        self.head, self.tail = head, tail
-
-    def __len__(self) -> int:
-        return len(self.head) + len(self.tail)
-
-    def __getitem__(self, i: int) -> Event:
-        n = len(self.head)
-        return self.head[i] if i < n else self.tail[i - n]
 
 
 def _check_input(value: Any, seq: int, index: int, stamp: int) -> Event:
