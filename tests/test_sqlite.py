@@ -1004,3 +1004,21 @@ def test_acknowledged_batches_survive_kill_9(tmp_path: Path) -> None:
         expected = [e for start in range(0, len(events), BATCH) for e in crash_batch(start)]
         assert values(events) == values(expected)
         backend.close()
+
+
+def test_listing_follows_every_change_of_the_database(tmp_path):
+    """list_snapshots reuses its last listing only while the database is unchanged."""
+    path = db_path(tmp_path)
+    backend = stored(path, [user(0)], session_id="a")
+    first = {s.header.id: s.revision for s in backend.list_snapshots()}
+    assert first == {s.header.id: s.revision for s in backend.list_snapshots()}
+    backend.append("a", [user(1)])  # our own commit
+    second = {s.header.id: s.revision for s in backend.list_snapshots()}
+    assert second["a"] != first["a"]
+    other = SqliteBackend(str(path))  # another connection commits
+    other.create(header("b"))
+    other.append("b", [user(0)])
+    assert set(s.header.id for s in backend.list_snapshots()) == {"a", "b"}
+    tamper(path, "UPDATE sessions SET cwd = 'relative' WHERE id = 'b'")  # a foreign writer
+    with pytest.raises(SessionPersistenceCorruptionError):
+        backend.list_snapshots()

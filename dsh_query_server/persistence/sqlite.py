@@ -894,6 +894,9 @@ class SqliteBackend:
         # (incarnation, revision) of logs this instance read whole and found untorn, or wrote:
         # an append at that same revision needs only the cheap tail discovery, not a full decode.
         self._verified: dict[str, tuple[str, int]] = {}
+        # The last listing and the change token it was read under (see _change_token).
+        self._listing: tuple[tuple[Any, ...], list[_Session]] | None = None
+        self._commits = 0
         if not self._memory:
             _check_location(self._path, create_parents=self.writable)  # mount-time checks
 
@@ -1003,16 +1006,32 @@ class SqliteBackend:
         log = self._read(session_id, None)
         return None if log is None else len(log.events)
 
+    def _change_token(self, store: _Store) -> tuple[Any, ...]:
+        """Changes whenever the sessions table may have: ``data_version`` moves on every commit
+        by another connection, ``_commits`` on ours, and the file's identity, size and mtime on
+        anything that rewrites the file behind SQLite's back. Equal tokens mean the last listing
+        still describes the database, so it is reused instead of re-validating every row."""
+        data_version = store.conn.execute("PRAGMA data_version").fetchone()[0]
+        if self._memory:
+            return (data_version, self._commits)
+        st = os.stat(self._path)
+        return (data_version, self._commits, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
     def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
         with self._locked(token) as store:
             if store is None:
                 return []
-            sessions: list[_Session] = []
             with _transaction(store.conn, "BEGIN"):
-                cursor = store.conn.execute(f"{_SESSION_SELECT} ORDER BY id")
-                while chunk := cursor.fetchmany(_FETCH_ROWS):
-                    check(token)
-                    sessions.extend(map(_session_row, chunk))
+                changed = self._change_token(store)
+                if self._listing is not None and self._listing[0] == changed:
+                    sessions = self._listing[1]
+                else:
+                    sessions = []
+                    cursor = store.conn.execute(f"{_SESSION_SELECT} ORDER BY id")
+                    while chunk := cursor.fetchmany(_FETCH_ROWS):
+                        check(token)
+                        sessions.extend(map(_session_row, chunk))
+                    self._listing = (changed, sessions)
         check(token)
         return [Snapshot(session.header, store.revision(session)) for session in sessions]
 
@@ -1090,7 +1109,10 @@ class SqliteBackend:
         rows = _physical_rows(events)
         with self._locked() as store:
             assert store is not None  # a writable mount always opens or raises
-            self._verified[session_id] = self._append_rows(store, session_id, first, rows)
+            try:
+                self._verified[session_id] = self._append_rows(store, session_id, first, rows)
+            finally:
+                self._commits += 1  # any attempt may have changed the table: list afresh
 
     def close(self) -> None:
         with self._lock:
