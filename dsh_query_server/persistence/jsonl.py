@@ -606,6 +606,7 @@ class _SessionDir:
     path: str
     name: str
     kinds: tuple[str, ...]
+    stats: tuple[os.stat_result, ...]  # one per kind, from the survey's probe
 
     def transcript(self, kind: str) -> str:
         return os.path.join(self.path, TRANSCRIPT[kind])
@@ -646,6 +647,7 @@ class JsonlBackend:
         self._tracked: set[str] = set()  # created or written through this instance
         self._counts: dict[str, int] = {}  # stored event count after our last good append
         self._locations: dict[str, _Located] = {}
+        self._headers: dict[str, tuple[str, Header]] = {}  # transcript -> (revision, header)
         self._check_root()
 
     # -- mount ---------------------------------------------------------------------------------
@@ -675,12 +677,15 @@ class JsonlBackend:
 
     def _exists(self, path: str, token: CancelToken | None) -> bool:
         """Probe a path: only "does not exist" is absence; other failures surface."""
+        return self._probe(path, token) is not None
+
+    def _probe(self, path: str, token: CancelToken | None) -> os.stat_result | None:
+        """``stat`` a path; None only when it does not exist (other failures surface)."""
         check(token)
         try:
-            os.stat(path)
-            found = True
+            found: os.stat_result | None = os.stat(path)
         except FileNotFoundError:
-            found = False
+            found = None
         check(token)
         return found
 
@@ -700,10 +705,12 @@ class JsonlBackend:
                     raise _flat_layout_error(entry.path)
                 if not entry.is_dir():
                     continue
-                kinds = tuple(kind for kind in TRANSCRIPT
-                              if self._exists(os.path.join(entry.path, TRANSCRIPT[kind]), token))
-                if kinds:
-                    found.append(_SessionDir(entry.path, entry.name, kinds))
+                probes = [(kind, self._probe(os.path.join(entry.path, TRANSCRIPT[kind]), token))
+                          for kind in TRANSCRIPT]
+                present = [(kind, st) for kind, st in probes if st is not None]
+                if present:
+                    found.append(_SessionDir(entry.path, entry.name, tuple(k for k, _ in present),
+                                             tuple(st for _, st in present)))
         return found
 
     def _root_encoding(self, token: CancelToken | None) -> tuple[list[_SessionDir], str | None]:
@@ -782,42 +789,47 @@ class JsonlBackend:
             raise _corrupt("corrupt Zstandard session log: header frame failed validation")
         return _header_frame_line(plain)
 
-    def _listing(self, token: CancelToken | None) -> list[tuple[Header, str]]:
-        """Listed headers with their transcript paths (§4.8 steps 1–4)."""
+    def _listing(self, token: CancelToken | None) -> list[tuple[Header, str, os.stat_result]]:
+        """Listed headers with their transcript paths and the survey's stat (§4.8 steps 1–4)."""
         sessions, encoding = self._root_encoding(token)
         if encoding is None:
             return []
         read_header = self._read_zstd_header if encoding == "zstd" else self._read_raw_header
-        listed: list[tuple[Header, str]] = []
+        listed: list[tuple[Header, str, os.stat_result]] = []
         seen: set[str] = set()
+        headers: dict[str, tuple[str, Header]] = {}
         for session in sessions:
             path = session.transcript(encoding)
-            try:
-                line = read_header(path, token)
-            except FileNotFoundError:
-                continue
-            header = None if line is None else _listed_header(line)
+            # A transcript only grows: while its inode, size and times are unchanged, so is its
+            # first line, and the header parsed last time is reused instead of read again.
+            st = session.stats[session.kinds.index(encoding)]
+            key = revision_of(st)
+            known = self._headers.get(path)
+            if known is not None and known[0] == key:
+                header: Header | None = known[1]
+            else:
+                try:
+                    line = read_header(path, token)
+                except FileNotFoundError:
+                    continue
+                header = None if line is None else _listed_header(line)
             if header is None:
                 continue
+            headers[path] = (key, header)
             self._check_path_identity(header, path, encoding)
             if header.id in seen:
                 raise _duplicate(header.id)
             seen.add(header.id)
-            listed.append((header, path))
+            listed.append((header, path, st))
+        self._headers = headers
         return listed
 
     def list(self, token: CancelToken | None = None) -> list[Header]:
-        return [header for header, _ in self._listing(token)]
+        return [header for header, _, _ in self._listing(token)]
 
     def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
-        snapshots = []
-        for header, path in self._listing(token):
-            try:
-                st = self._stat(path, token)
-            except FileNotFoundError:
-                continue  # vanished since discovery
-            snapshots.append(Snapshot(header, revision_of(st)))
-        return snapshots
+        # The survey already took one stat of each transcript (§4.8 step 5 asks for exactly one).
+        return [Snapshot(header, revision_of(st)) for header, _, st in self._listing(token)]
 
     # -- lookup and reading (§4.9) -------------------------------------------------------------
 
