@@ -411,3 +411,25 @@ async def test_lineage_paging_long_chain_and_many_children(client):
     for node in rest:
         assert await parent_of(client, "sessions", node["id"]) == links[-1]["id"]
     assert await parent_of(client, "sessions", group) == raw_id(["sessions", "s", "c418"])
+
+
+def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
+    """Past the time budget, persisted sessions keep their id as label instead of stalling."""
+    from dsh_query_server.persistence.base import CancelToken
+    from dsh_query_server.server import tree
+    from dsh_query_server.server.config import build_config
+    from dsh_query_server.server.runtime import Runtime
+
+    from .builders import log_only
+    from .fakes import MemoryBackend
+
+    runtime = Runtime(build_config({"persistence": None, "index": ":memory:", "search": {"openAt": "never"}}),
+                      lambda ids, corpus: None)
+    backend = MemoryBackend()
+    backend.put({"version": 0, "id": "stored", "createdAt": 1}, [
+        log_only("session/title", 0, {"title": "A stored title", "messageSeqs": [], "source": {"kind": "user"}})])
+    runtime.binding.mount(backend)
+    labels = lambda: [n.label for n in tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]]
+    assert labels() == ["A stored title"]
+    monkeypatch.setattr(tree, "LABEL_BUDGET_SECONDS", -1)
+    assert labels() == ["stored"]

@@ -53,6 +53,7 @@ from .runtime import Runtime
 log = logging.getLogger(__name__)
 
 MAX_CHILDREN = 200
+LABEL_BUDGET_SECONDS = 2.0  # time a sessions page may spend reading persisted logs for labels
 PAGE = MAX_CHILDREN - 1  # entries per page when a "more" node is needed
 # A session's Lineage group (sessions view) may start with its parent link, so its child links
 # page one shorter to keep that level within MAX_CHILDREN too.
@@ -344,10 +345,13 @@ class Ctx:
         backend, token = binding.backend, self.token
         claims: Iterator[str] = iter(pending)
         lock = threading.Lock()
+        # Titles of persisted sessions cost a whole-log read each; a page of long logs could keep
+        # the sidebar waiting for many seconds. Past the budget, the rest keep their id as label.
+        deadline = _time.monotonic() + LABEL_BUDGET_SECONDS
 
         def claim() -> str | None:
             with lock:
-                if token is not None and token.cancelled:
+                if (token is not None and token.cancelled) or _time.monotonic() > deadline:
                     return None
                 return next(claims, None)
 
