@@ -139,7 +139,6 @@ def build(spec: CorpusSpec, directory: str) -> dict[str, Any]:
     live_path = os.path.join(directory, "live.jsonl")
     encoder = msgspec.json.Encoder()
     sessions: list[dict[str, Any]] = []
-    planned_events = 0
     generated = 0
     progress = Progress("building corpus", spec.events, "events")
     rng = random.Random(spec.seed * 7919)

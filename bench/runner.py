@@ -286,7 +286,6 @@ class Bench:
                      note=f"{len(live):,} sessions, {total:,} events in {seconds:,.1f}s"))
 
     def exact_reads(self, server: WireClient, trivial: Stats, echo: Stats) -> None:
-        a = self.args
         self.add(Row("protocol overhead: trivial request (status)", trivial, baseline=echo,
                      baseline_name="bare msgspec echo", ratio=trivial.p50 / echo.p50,
                      target="<= 1.3x echo", ok=trivial.p50 <= 1.3 * echo.p50))

@@ -327,7 +327,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
             show_lineage(client, ids["main"], False)
             show_event_trace(client, ids["main"], int(ids["rewritten_seq"]), False)
             hits = client.request("sessionQuery/searchSessions", {"query": "fake clock", "limit": 5})
-            console.print(f'\nsearch "fake clock": ' + ", ".join(
+            console.print('\nsearch "fake clock": ' + ", ".join(
                 f"{h['header']['id']}#{h['bestMatch']['seq']}" for h in hits["items"]))
 
 

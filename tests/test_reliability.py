@@ -14,7 +14,6 @@ import pathlib
 import random
 import shutil
 import signal
-import sqlite3
 import sys
 import threading
 import time
@@ -25,7 +24,7 @@ from bench.wire import RpcError, ServerGone, WireClient, wait_until
 from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
-from .builders import A, U, chunk, user_data
+from .builders import A, U, user_data
 from .test_server_e2e import write_transcript
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)

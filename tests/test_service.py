@@ -14,7 +14,7 @@ from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore
 
-from .builders import A, R, T, U, chunk, ev, log_only, user_data
+from .builders import A, R, U, chunk, ev, log_only, user_data
 from .fakes import MemoryBackend, ops
 from .test_fold import example_a, example_c
 

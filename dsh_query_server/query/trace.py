@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from msgspec import UNSET
-
 from ..model import wire
 
 if TYPE_CHECKING:

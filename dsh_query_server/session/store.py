@@ -17,7 +17,7 @@ from msgspec import UNSET
 
 from .. import errors
 from ..errors import QueryError
-from ..model.event import ENVELOPE_KEYS, Event, Header
+from ..model.event import Event, Header
 from ..values import is_safe_integer
 from .fold import Concat, Fold, FoldState, SurfaceManager, apply_step, freeze, undo_step
 from .validate import ReplayError, event_replay_step, header_error
