@@ -8,6 +8,7 @@ classes are immutable: handing one to a caller is handing it a detached value.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import msgspec
@@ -59,7 +60,8 @@ class Event:
 
     def __init__(self, raw: bytes, env: _Envelope) -> None:
         self.raw = raw
-        self.type = env.type
+        # A log holds few distinct types; one shared string each keeps long live logs smaller.
+        self.type = sys.intern(env.type) if type(env.type) is str else env.type
         self.seq = env.seq
         self.time = env.time
         self._data = env.data
