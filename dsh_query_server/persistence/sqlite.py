@@ -895,7 +895,7 @@ class SqliteBackend:
         # an append at that same revision needs only the cheap tail discovery, not a full decode.
         self._verified: dict[str, tuple[str, int]] = {}
         # The last listing and the change token it was read under (see _change_token).
-        self._listing: tuple[tuple[Any, ...], list[_Session]] | None = None
+        self._listing: tuple[tuple[Any, ...], list[Snapshot]] | None = None
         self._commits = 0
         if not self._memory:
             _check_location(self._path, create_parents=self.writable)  # mount-time checks
@@ -1023,17 +1023,17 @@ class SqliteBackend:
                 return []
             with _transaction(store.conn, "BEGIN"):
                 changed = self._change_token(store)
-                if self._listing is not None and self._listing[0] == changed:
-                    sessions = self._listing[1]
-                else:
+                if self._listing is None or self._listing[0] != changed:
                     sessions = []
                     cursor = store.conn.execute(f"{_SESSION_SELECT} ORDER BY id")
                     while chunk := cursor.fetchmany(_FETCH_ROWS):
                         check(token)
                         sessions.extend(map(_session_row, chunk))
-                    self._listing = (changed, sessions)
+                    snapshots = [Snapshot(session.header, store.revision(session)) for session in sessions]
+                    self._listing = (changed, snapshots)
+                snapshots = self._listing[1]
         check(token)
-        return [Snapshot(session.header, store.revision(session)) for session in sessions]
+        return list(snapshots)  # Snapshots are immutable; the list is the caller's own
 
     def list(self, token: CancelToken | None = None) -> list[Header]:
         return [snapshot.header for snapshot in self.list_snapshots(token)]

@@ -124,6 +124,8 @@ LIVE = _Tables("live_sessions", "live_docs", ("fingerprint", "persisted", "gener
 
 
 def _snapshot(item: Any) -> Snapshot:
+    if type(item) is Snapshot and type(item.revision) is str and isinstance(item.header, Header):
+        return item  # our backends' snapshots are already immutable and well-formed
     if isinstance(item, Snapshot):
         header, revision = item.header, item.revision
     elif isinstance(item, dict):
@@ -152,11 +154,14 @@ def list_snapshots(backend: Any, token: CancelToken | None) -> dict[Any, Snapsho
 def _listing_changed(before: dict[Any, Snapshot], after: dict[Any, Snapshot]) -> bool:
     if before.keys() != after.keys():
         return True
-    return any(
-        before[sid].revision != after[sid].revision
-        or not headers_compatible(before[sid].header, after[sid].header, include_preset=True)
-        for sid in before
-    )
+    for sid, old in before.items():
+        new = after[sid]
+        if old.revision != new.revision:
+            return True
+        # Backends that reuse unchanged headers hand back the very same immutable object.
+        if old.header is not new.header and not headers_compatible(old.header, new.header, include_preset=True):
+            return True
+    return False
 
 
 def _documents(events: Sequence[Event], fold: Fold) -> list[Document]:
