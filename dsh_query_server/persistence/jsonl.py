@@ -7,6 +7,7 @@ append publishes a transcript atomically, later appends are fsynced and rolled b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -751,39 +752,42 @@ class JsonlBackend:
 
     # -- listing (§4.8) ------------------------------------------------------------------------
 
-    def _read_raw_header(self, path: str, token: CancelToken | None) -> bytes | None:
-        """The bytes before the first newline (any length), or None when there is none yet."""
+    @staticmethod
+    def _pieces(path: str, token: CancelToken | None) -> Iterator[bytes]:
+        """A file's bytes in pieces growing from 1 KiB (headers are short, but may be long)."""
         with open(path, "rb") as file:
-            head = b""
             size = HEADER_READ_FIRST
             while True:
                 check(token)
                 chunk = file.read(size)
-                size = min(size * 2, HEADER_READ_MAX)
                 check(token)
                 if not chunk:
-                    return None
+                    return
+                yield chunk
+                size = min(size * 2, HEADER_READ_MAX)
+
+    def _read_raw_header(self, path: str, token: CancelToken | None) -> bytes | None:
+        """The bytes before the first newline (any length), or None when there is none yet."""
+        head = b""
+        with contextlib.closing(self._pieces(path, token)) as pieces:
+            for chunk in pieces:
                 newline = chunk.find(b"\n")
                 if newline >= 0:
                     return head + chunk[:newline]
                 head += chunk
+        return None
 
     def _read_zstd_header(self, path: str, token: CancelToken | None) -> bytes | None:
         """The header line from the first frame, or None while that frame is incomplete."""
-        with open(path, "rb") as file:
-            data = b""
-            size = HEADER_READ_FIRST
-            while True:
-                check(token)
-                chunk = file.read(size)
-                size = min(size * 2, HEADER_READ_MAX)
-                check(token)
-                if not chunk:
-                    return None
+        data = b""
+        with contextlib.closing(self._pieces(path, token)) as pieces:
+            for chunk in pieces:
                 data += chunk
                 end = _frame_end(data, 0)
                 if end is not None:
                     break
+            else:
+                return None
         plain = _decode_frame(zstandard.ZstdDecompressor(), data[:end])
         if plain is None:
             raise _corrupt("corrupt Zstandard session log: header frame failed validation")
