@@ -110,10 +110,10 @@ class Checkpointer:
     # -- flushing --------------------------------------------------------------------------
 
     def pending_events(self) -> int:
-        if not self._writable():
+        binding = self.binding.current()
+        if binding is None or not getattr(binding.backend, "writable", False):
             return 0
-        with self._flush_lock:
-            persisted = dict(self._persisted) if self._identity == self._current_identity() else {}
+        persisted = self.persisted_counts(binding.identity)  # lock-free: status never waits on a flush
         return sum(max(0, n - persisted.get(sid, 0)) for sid, n in self.store.lengths().items())
 
     def persisted_counts(self, identity: int) -> dict[str, int]:
@@ -122,10 +122,6 @@ class Checkpointer:
         stale read is at worst one flush behind."""
         persisted = self._persisted
         return dict(persisted) if self._identity == identity else {}
-
-    def _current_identity(self) -> int | None:
-        binding = self.binding.current()
-        return None if binding is None else binding.identity
 
     def flush(self, session_id: str | None = None, sessions: list[str] | None = None) -> dict[str, int]:
         """Write every not-yet-persisted live event (of one session, or all); returns, for each

@@ -309,7 +309,7 @@ class QueryServer(LanguageServer):
                 self._populate_demo(runtime, self.demo_store)
         except QueryError as exc:
             raise to_rpc_error(exc) from None
-        self.notifier.loop = asyncio.get_running_loop() if _has_loop() else None
+        self.notifier.loop = asyncio.get_running_loop()  # initialize runs on the event loop
         self.runtime = runtime
 
     @staticmethod
@@ -426,14 +426,6 @@ def _serve_stdio_pipe(server: QueryServer) -> bool:
     finally:
         server.shutdown()
     return True
-
-
-def _has_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-        return True
-    except RuntimeError:
-        return False
 
 
 def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None, demo: bool = False) -> None:

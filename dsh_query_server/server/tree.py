@@ -322,6 +322,16 @@ class Ctx:
     def corpus(self) -> list[Record]:
         return self.rt.service.corpus(self.token)
 
+    def corpus_or_none(self) -> list[Record] | None:
+        """The corpus for finding a parent; None when it cannot be listed (cancellation still
+        raises), so an unlistable corpus makes a node a root instead of failing the reveal."""
+        try:
+            return self.corpus()
+        except QueryError as exc:
+            if exc.code == errors.ABORTED:
+                raise
+            return None
+
     def load(self, session_id: str) -> Loaded:
         return self.rt.service.load(session_id, self.token)
 
@@ -662,11 +672,8 @@ class SessionsView(View):
     def parent_s(self, ctx: Ctx, session_id: str) -> Key | None:
         # Session ids hold no position (a new session shifts every page), so finding the page
         # costs one listing. A session that left the corpus is reported as a root.
-        try:
-            records = ctx.corpus()
-        except QueryError as exc:
-            if exc.code == errors.ABORTED:
-                raise
+        records = ctx.corpus_or_none()
+        if records is None:
             return None
         index = next((i for i, r in enumerate(records) if r.header.id == session_id), None)
         if index is None:
@@ -748,11 +755,8 @@ class SessionsView(View):
         return ctx.key("cmore", session_id, offset - LINK_PAGE)
 
     def parent_child(self, ctx: Ctx, session_id: str, child_id: str) -> Key | None:
-        try:
-            records = ctx.corpus()
-        except QueryError as exc:
-            if exc.code == errors.ABORTED:
-                raise
+        records = ctx.corpus_or_none()
+        if records is None:
             return ctx.key("lineage", session_id)
         siblings = lineage.children_index(records).get(session_id, [])
         index = next((i for i, r in enumerate(siblings) if r.header.id == child_id), 0)
@@ -939,11 +943,8 @@ class LineageView(View):
         return ctx.key("dmore", target, parent_id, offset - PAGE)
 
     def parent_d(self, ctx: Ctx, target: str, session_id: str) -> Key | None:
-        try:
-            records = ctx.corpus()
-        except QueryError as exc:
-            if exc.code == errors.ABORTED:
-                raise
+        records = ctx.corpus_or_none()
+        if records is None:
             return None
         record = next((r for r in records if r.header.id == session_id), None)
         if record is None or not isinstance(record.header.parent_session, str):
