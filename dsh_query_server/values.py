@@ -47,11 +47,6 @@ def is_nonneg_safe_integer(value: Any) -> bool:
     return is_safe_integer(value) and value >= 0
 
 
-def as_int(value: Any) -> int:
-    """An integral JSON number as a Python int (3.0 is the integer 3)."""
-    return int(value)
-
-
 def json_number(value: Any) -> str:
     """Render a number as JSON text; integral values without a fractional part."""
     if type(value) is float and value.is_integer() and abs(value) < 1e21:

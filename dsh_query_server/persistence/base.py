@@ -54,9 +54,6 @@ class CancelToken:
         return self._event.wait(timeout)
 
 
-NEVER_CANCELLED = CancelToken()
-
-
 def check(token: CancelToken | None) -> None:
     """Raise SessionQueryCancelled when ``token`` has fired (None means not cancellable)."""
     if token is not None and token.cancelled:
