@@ -106,6 +106,7 @@ def test_rejected_append_changes_nothing(log, bad, good_prefix):
     store = SessionStore()
     store.create({"id": "s", "createdAt": 0}, [e.to_value() for e in events])
     before = store.snapshot("s")
+    generation = store.generation
     length = len(before.events)
     batch = [{"type": "turn/start", "data": {"turn": 9}}] * good_prefix
     batch.append({k: v for k, v in bad(length).items() if k != "seq"})
@@ -119,8 +120,10 @@ def test_rejected_append_changes_nothing(log, bad, good_prefix):
     assert [e.raw for e in after.events] == [e.raw for e in before.events]
     assert after.fold.nodes == before.fold.nodes and after.fold.shadowed_by == before.fold.shadowed_by
     assert after.fingerprint == before.fingerprint and after.changes == before.changes
-    # The store still accepts a good append after the refusal.
+    assert store.generation == generation
+    # The store still accepts a good append after the refusal, and that one moves the generation.
     store.append("s", [{"type": "turn/start", "data": {"turn": 1}}])
+    assert store.generation != generation
 
 
 @given(valid_logs(max_size=10), st.integers(0, 30))

@@ -75,6 +75,9 @@ class SessionStore:
         self._lock = threading.Lock()
         self._sessions: dict[str, _LiveSession] = {}
         self._listeners: list[Listener] = []
+        # Bumped under the lock by every commit (create, append, remove): equal generations mean
+        # the whole store is unchanged, which lets derived indexes skip their observation.
+        self._generation = 0
 
     def subscribe(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -113,6 +116,7 @@ class SessionStore:
                     session_id=session_id,
                 )
             self._sessions[session_id] = live
+            self._generation += 1
         self._notify("create", session_id)
         return header
 
@@ -173,17 +177,25 @@ class SessionStore:
                 ) from None
             live.extend(events)
             live.changes += 1
+            self._generation += 1
         self._notify("append", session_id)
         return base, base + len(events) - 1
 
     def remove(self, session_id: str) -> bool:
         with self._lock:
             removed = self._sessions.pop(session_id, None) is not None
+            if removed:
+                self._generation += 1
         if removed:
             self._notify("remove", session_id)
         return removed
 
     # -- readers ---------------------------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        """A counter that changes on every commit; reading it takes no lock (an int load)."""
+        return self._generation
 
     def is_live(self, session_id: str) -> bool:
         with self._lock:
