@@ -20,6 +20,7 @@ from ..errors import QueryError
 from ..model.event import Event, Header
 from ..values import is_safe_integer
 from .fold import Concat, Fold, FoldState, SurfaceManager, apply_step, freeze, undo_step
+from .packed import LogView, PackedLog
 from .validate import ReplayError, event_replay_step, header_error
 
 END_SEED = "session/end-seed"
@@ -34,34 +35,41 @@ def now_ms() -> int:
 class LiveSnapshot:
     """A detached observation of one live session. ``changes`` counts committed batches.
     ``fingerprint`` is a digest of the header and every event's JSON, kept up to date on each
-    append, so equal content gives an equal fingerprint without re-hashing the log."""
+    append, so equal content gives an equal fingerprint without re-hashing the log. ``events`` is
+    an immutable view of the compact log (session/packed.py)."""
 
     header: Header
-    events: list[Event]
+    events: LogView
     changes: int
     fold: Fold
     fingerprint: str
 
 
 class _LiveSession:
-    __slots__ = ("header", "events", "manager", "changes", "digest")
+    __slots__ = ("header", "events", "manager", "changes", "digest", "_frozen")
 
     def __init__(self, header: Header) -> None:
         self.header = header
-        self.events: list[Event] = []
+        self.events = PackedLog()
         self.manager = SurfaceManager()
         self.changes = 0
         self.digest = hashlib.sha256(len(header.raw).to_bytes(8, "big") + header.raw)
+        self._frozen: tuple[int, Fold] | None = None
 
     def extend(self, events: list[Event]) -> None:
         self.events.extend(events)
         for event in events:
             self.digest.update(len(event.raw).to_bytes(8, "big") + event.raw)
 
+    def fold(self) -> Fold:
+        # Freezing copies the surface; readers between two appends share one frozen copy.
+        if self._frozen is None or self._frozen[0] != self.changes:
+            self._frozen = (self.changes, freeze(self.manager.state))
+        return self._frozen[1]
+
     def snapshot(self) -> LiveSnapshot:
         return LiveSnapshot(
-            self.header, list(self.events), self.changes, freeze(self.manager.state),
-            self.digest.hexdigest(),
+            self.header, self.events.view(), self.changes, self.fold(), self.digest.hexdigest(),
         )
 
 
@@ -160,7 +168,7 @@ class SessionStore:
             stamp = now_ms()
             events = [_check_input(value, base + i, i, stamp) for i, value in enumerate(batch)]
             state = live.manager.state
-            log = Concat(live.events, events)
+            log = Concat(live.events.view(), events)
             applied = []
             try:
                 for i, event in enumerate(events):
@@ -221,12 +229,14 @@ class SessionStore:
             return [live.snapshot() for live in self._sessions.values()]
 
     def events_from(self, session_id: str, start: int) -> tuple[Header, list[Event]] | None:
-        """Header and the events from ``start`` on (the checkpointer's view)."""
+        """Header and the events from ``start`` on (the checkpointer's view); the events are
+        built outside the lock."""
         with self._lock:
             live = self._sessions.get(session_id)
             if live is None:
                 return None
-            return live.header, live.events[start:]
+            header, view = live.header, live.events.view()
+        return header, view[start:]
 
     def fingerprints(self) -> dict[str, tuple[Header, str]]:
         """Header and content fingerprint of every live session (creation order), without

@@ -1,0 +1,64 @@
+"""The live store's compact log: views are detached snapshots that read back the exact JSON."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_query_server.session.packed import PackedLog
+from dsh_query_server.session.store import SessionStore
+
+from .builders import ev
+
+texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(texts, min_size=1, max_size=5), max_size=6))
+def test_views_read_back_exact_events_and_ignore_later_appends(batches):
+    log = PackedLog()
+    appended = []
+    views = []
+    for batch in batches:
+        events = [ev("x/note", len(appended) + i, {"t": t}) for i, t in enumerate(batch)]
+        log.extend(events)
+        appended.extend(events)
+        views.append((log.view(), len(appended)))
+    for view, length in views:
+        assert len(view) == length and bool(view) == (length > 0)
+        assert [e.raw for e in view] == [e.raw for e in appended[:length]]
+        assert [e.raw for e in view[1:]] == [e.raw for e in appended[1:length]]
+        if length:
+            assert view[-1].raw == appended[length - 1].raw and view[-1].seq == length - 1
+            assert view.raw(0) == appended[0].raw
+
+
+def test_out_of_range_index_raises_index_error():
+    log = PackedLog()
+    log.extend([ev("x/note", 0)])
+    view = log.view()
+    log.extend([ev("x/note", 1)])
+    for bad in (1, 2, -2):
+        try:
+            view[bad]
+        except IndexError:
+            continue
+        raise AssertionError(f"index {bad} should be out of range")
+
+
+def test_store_snapshot_is_unchanged_by_later_appends_and_shares_the_fold():
+    store = SessionStore()
+    store.create({"id": "s", "createdAt": 0})
+    store.append("s", [{"type": "turn/start", "data": {"turn": 1}}])
+    first = store.snapshot("s")
+    again = store.snapshot("s")
+    assert again.fold is first.fold  # no append in between: one frozen fold is shared
+    store.append("s", [{"type": "user/message", "surfaceOp": "append",
+                        "data": {"id": "u", "role": "user", "content": [{"type": "text", "text": "hi"}],
+                                 "source": {"kind": "user"}}}])
+    later = store.snapshot("s")
+    assert len(first.events) == 1 and first.fold.nodes == []
+    assert len(later.events) == 2 and later.fold.nodes == [1]
+    assert [e.type for e in later.events] == ["turn/start", "user/message"]
+    header, pending = store.events_from("s", 1)
+    assert header.id == "s" and [e.seq for e in pending] == [1]
