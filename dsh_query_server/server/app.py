@@ -1,17 +1,22 @@
-"""The JSON-RPC server (protocol.md): pygls for framing and the LSP lifecycle, our own dispatch
-for the ``sessionQuery/*``, ``sessionStore/*`` and ``sessionPersistence/*`` methods.
+"""The JSON-RPC server (protocol.md): pygls for the LSP lifecycle, our own framing on stdio and
+our own dispatch for the ``sessionQuery/*``, ``sessionStore/*`` and ``sessionPersistence/*``
+requests (no pygls task, future or context per request: they cost more than the work).
 
-Each request runs in a worker thread with its own cancellation token. ``$/cancelRequest`` fires
-the token instead of cancelling the asyncio task, so a backend call that has started is awaited
-and the answer is the coded -32800. Results are encoded with msgspec.
+On stdio a thread reads stdin with blocking reads (_serve_stdio) and hands messages to the event
+loop in order. Each request runs in a worker thread with its own cancellation token; the few that
+need no worker (methods.INLINE while nothing is in flight, params that are not an object) are
+answered by the thread that read them. ``$/cancelRequest`` fires the token, so a backend call that
+has started is awaited and the answer is the coded -32800. Results are encoded with msgspec.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -19,9 +24,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import attrs
+import msgspec
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pygls.io_ import StdoutWriter, run_async
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCResponseMessage
@@ -32,7 +38,7 @@ from ..errors import QueryError
 from ..persistence.base import CancelToken
 from ..demo import RuntimeProducer, populate
 from .config import ServerConfig, build_config, merge
-from .methods import COMMANDS, METHODS, Call
+from .methods import COMMANDS, INLINE, METHODS, Call
 from .runtime import Runtime
 
 log = logging.getLogger("dsh_query_server")
@@ -47,6 +53,7 @@ JSONRPC_PARSE_ERROR = -32700
 JSONRPC_INVALID_REQUEST = -32600
 JSONRPC_METHOD_NOT_FOUND = -32601
 DEBOUNCE_SECONDS = 0.25
+DRAIN_SECONDS = 5.0  # how long shutdown and exit wait for requests in flight to be answered
 
 
 def to_rpc_error(exc: QueryError) -> JsonRpcException:
@@ -64,15 +71,73 @@ def to_rpc_error(exc: QueryError) -> JsonRpcException:
 class QueryProtocol(LanguageServerProtocol):
     _server: QueryServer
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._inflight = 0  # our requests handed to a worker, not yet written (loop only)
+        self._posted = 0  # messages the stdin thread handed to the loop (stdin thread only)
+        self._handled = 0  # ... and the loop has handled (loop only)
+        self._write_lock = threading.Lock()  # the stdin thread writes too
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         # pygls calls this as json.loads' object_hook, for nested objects too: a params value
         # holding a "jsonrpc" key would be turned into a message, or fail the whole message
         # unanswered. Messages are structured in handle_message, where the top level is known.
         return data
 
+    def take(self, body: bytearray, loop: asyncio.AbstractEventLoop) -> None:
+        """The stdin thread's side of a frame: answer it right here when _inline accepts it and
+        the loop has handled everything read before it (so it sees that state: initialized, shut
+        down, requests in flight); otherwise hand it to the loop, in order."""
+        try:
+            message = _decode(body)
+        except Exception:  # noqa: BLE001 - json.loads decides on the loop (receive)
+            self._post(loop, self.receive, body)
+            return
+        request = _own_request(message)
+        if request is not None and self._posted == self._handled:
+            try:
+                if self._inline(*request):
+                    return
+            except Exception:  # noqa: BLE001 - e.g. a broken stdout
+                log.exception("could not handle an incoming message")
+                return
+        self._post(loop, self.handle_message, message)
+
+    def _post(self, loop: asyncio.AbstractEventLoop, handler: Callable[[Any], None], arg: Any) -> None:
+        self._posted += 1
+        loop.call_soon_threadsafe(self._run_posted, handler, arg)
+
+    def _run_posted(self, handler: Callable[[Any], None], arg: Any) -> None:
+        try:
+            handler(arg)
+        finally:
+            self._handled += 1
+
+    def receive(self, body: bytes | bytearray) -> None:
+        """One frame's body. msgspec first; what it refuses goes to json.loads, the parser pygls
+        used, so NaN, lone surrogates and UTF-16 bodies are accepted exactly as before."""
+        try:
+            try:
+                message = _decode(body)
+            except Exception:  # noqa: BLE001
+                message = json.loads(body)
+        except Exception as exc:  # noqa: BLE001 - not JSON: -32700
+            log.warning("unparseable message body: %s", str(exc)[:200])
+            self._server.report_server_error(exc, JsonRpcException)
+            return
+        self.handle_message(message)
+
     def handle_message(self, message: Any) -> None:
         """Answer every request that has an id, whatever its shape (JSON-RPC 2.0 §5): invalid
         requests get -32600, unknown methods -32601, unstructurable LSP params -32602."""
+        # A well-formed request for one of our methods skips pygls entirely.
+        request = _own_request(message)
+        if request is not None:
+            try:
+                self._request(*request)
+            except Exception:  # noqa: BLE001 - e.g. a broken stdout
+                log.exception("could not handle an incoming message")
+            return
         try:
             structured = self._structure(message)
         except Exception:  # noqa: BLE001 - a malformed message never stops the server
@@ -126,6 +191,80 @@ class QueryProtocol(LanguageServerProtocol):
                 log.warning("dropped a malformed %s", "response" if is_response else "notification")
             return None
 
+    def _request(self, msg_id: Any, method: str, call: Call, params: Any) -> None:
+        if self._shutdown:  # pygls' rule: after shutdown only exit is handled
+            log.warning("request %r after shutdown ignored", method)
+            return
+        runtime = self._server.runtime
+        if runtime is None:
+            self._reject(msg_id, SERVER_NOT_INITIALIZED, "server not initialized")
+            return
+        if self._inline(msg_id, method, call, params):
+            return
+        token = self._server.tokens.register(msg_id)
+        self._inflight += 1
+        self._server.executor.submit(self._work, asyncio.get_running_loop(), msg_id, call, runtime, params, token)
+
+    def _inline(self, msg_id: Any, method: str, call: Call, params: Any) -> bool:
+        """Answer now, on this thread, a request that needs no worker: an INLINE method while
+        no request is in flight, or params that are not an object. It is answered before the
+        next message is read, so no cancel can reach it (§3.0.6: it is past its last
+        checkpoint); a params type failure is validation, which beats cancellation anyway."""
+        runtime = self._server.runtime
+        if runtime is None or self._shutdown:
+            return False
+        if type(params) is dict and (self._inflight or method not in INLINE):
+            return False
+        self._write(self._answer(msg_id, call, runtime, params, _NOT_CANCELLABLE))
+        return True
+
+    def _work(self, loop: asyncio.AbstractEventLoop, msg_id: Any, call: Call, runtime: Runtime, params: Any,
+              token: CancelToken) -> None:
+        """In a worker thread: run the call, encode the answer here, write it on the loop (one
+        writer, whole frames in order)."""
+        try:
+            frame = self._answer(msg_id, call, runtime, params, token)
+        finally:
+            self._server.tokens.release(msg_id)
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the client went away
+            loop.call_soon_threadsafe(self._deliver, frame)
+
+    def _deliver(self, frame: bytes) -> None:
+        try:
+            self._write(frame)
+        finally:
+            self._inflight -= 1  # after the write: status is answered inline only once it is 0
+
+    async def drain(self) -> None:
+        """Shutdown and exit: cancel the requests in flight and wait until they are answered
+        (coded -32800 once their backend call settles, §3.0.6), so none is left unanswered; a
+        backend that ignores its token is waited for DRAIN_SECONDS at most."""
+        self._server.tokens.cancel_all()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DRAIN_SECONDS
+        while self._inflight and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+
+    def _answer(self, msg_id: Any, call: Call, runtime: Runtime, params: Any, token: CancelToken) -> bytes:
+        try:
+            message = {"jsonrpc": "2.0", "id": msg_id, "result": _invoke(call, runtime, params, token)}
+        except QueryError as exc:
+            rpc = to_rpc_error(exc)
+            error = {"code": rpc.code, "message": rpc.message}
+            if rpc.data is not None:
+                error["data"] = rpc.data
+            message = {"jsonrpc": "2.0", "id": msg_id, "error": error}
+        return _frame(message, msg_id)
+
+    def _write(self, frame: bytes) -> None:
+        writer = self.writer
+        if not frame or writer is None:
+            return
+        with self._write_lock:
+            result = writer.write(frame)
+        if result is not None:  # an async writer (websocket)
+            asyncio.ensure_future(result)
+
     def _reject(self, msg_id: Any, code: int, message: str) -> None:
         self._send_response(msg_id, error=JsonRpcException(message=message, code=code).to_response_error())
 
@@ -138,6 +277,10 @@ class QueryProtocol(LanguageServerProtocol):
             error = JsonRpcException(message="server not initialized", code=SERVER_NOT_INITIALIZED)
             self._send_response(msg_id, error=error.to_response_error())
             return
+        if method_name == types.SHUTDOWN:
+            # At once, not when on_shutdown runs: nothing read after shutdown may start while
+            # shutdown waits for the requests in flight (or be answered by the stdin thread).
+            self._shutdown = True
         super()._handle_request(msg_id, method_name, params)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
@@ -160,23 +303,18 @@ class QueryProtocol(LanguageServerProtocol):
         return result
 
     def _send_data(self, data: Any) -> None:
+        """pygls' way out (LSP lifecycle, notifications, rejections)."""
         if not data or self.writer is None:
             return
+        msg_id = getattr(data, "id", None)
         try:
-            body = jsoncodec.dumps(self._payload(data))
+            payload = self._payload(data)
         except Exception:  # noqa: BLE001 - an unencodable result is a server bug, not a crash
             log.exception("could not encode an outgoing message")
-            msg_id = getattr(data, "id", None)
             if msg_id is None:
                 return
-            body = jsoncodec.dumps(
-                {"jsonrpc": "2.0", "id": msg_id, "error": {"code": INTERNAL_ERROR, "message": "internal error",
-                                                           "data": {"code": errors.INTERNAL}}}
-            )
-        header = f"Content-Length: {len(body)}\r\n\r\n".encode("ascii")
-        result = self.writer.write(header + body)
-        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
-            asyncio.ensure_future(result)
+            payload = {"jsonrpc": "2.0", "id": msg_id, "error": _INTERNAL}
+        self._write(_frame(payload, msg_id, answer=msg_id is not None))
 
     def _payload(self, data: Any) -> Any:
         if type(data) is JsonRPCResponseMessage:
@@ -213,6 +351,12 @@ class Tokens:
     def release(self, msg_id: Any) -> None:
         with self._lock:
             self._tokens.pop(msg_id, None)
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            tokens = list(self._tokens.values())
+        for token in tokens:
+            token.cancel()
 
     def cancel(self, msg_id: Any) -> bool:
         with self._lock:
@@ -290,9 +434,16 @@ class QueryServer(LanguageServer):
             ls.activate(params.initialization_options)
 
         @self.feature(types.SHUTDOWN)
-        def on_shutdown(ls: QueryServer, *args: Any) -> None:
+        async def on_shutdown(ls: QueryServer, *args: Any) -> None:
+            # Requests in flight are answered before the shutdown result; pygls only cancels its
+            # own futures, which our requests do not use.
+            await ls.protocol.drain()
             if ls.runtime is not None:
                 ls.runtime.close()
+
+        @self.feature(types.EXIT)
+        async def on_exit(ls: QueryServer, *args: Any) -> None:
+            await ls.protocol.drain()  # exit without shutdown, or sent right behind it
 
         for method, call in METHODS.items():
             self.feature(method)(self._handler(call))
@@ -365,58 +516,123 @@ def _invoke(call: Call, runtime: Runtime, params: Any, token: CancelToken) -> An
         raise QueryError(errors.INTERNAL, "internal server error") from None
 
 
+_decode = msgspec.json.decode
+# The token of requests answered inline: none is ever registered, so nothing fires it.
+_NOT_CANCELLABLE = CancelToken()
+
+
+def _own_request(message: Any) -> tuple[Any, str, Call, Any] | None:
+    """(id, method, call, params) of a well-formed request for one of our methods, else None
+    (pygls' path and _structure deal with everything else)."""
+    if type(message) is dict and message.get("jsonrpc") == "2.0" and "id" in message:
+        method = message.get("method")
+        call = METHODS.get(method) if type(method) is str else None
+        msg_id = message["id"]
+        if call is not None and _valid_id(msg_id):
+            params = message.get("params")
+            return msg_id, method, call, {} if params is None else params
+    return None
+
+
+_INTERNAL = {"code": INTERNAL_ERROR, "message": "internal error", "data": {"code": errors.INTERNAL}}
+
+
+def _frame(message: Any, msg_id: Any, answer: bool = True) -> bytes:
+    """Header and body as one bytes object (one write). A message that cannot be encoded is a
+    server bug: a response becomes -32603, anything else is dropped (logged)."""
+    try:
+        body = jsoncodec.dumps(message)
+    except Exception:  # noqa: BLE001
+        log.exception("could not encode an outgoing message")
+        if not answer:
+            return b""
+        body = jsoncodec.dumps({"jsonrpc": "2.0", "id": msg_id, "error": _INTERNAL})
+    return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
+
+
 def _valid_id(msg_id: Any) -> bool:
     """A JSON-RPC id: a string, a number or null (absent counts as null)."""
     return msg_id is None or isinstance(msg_id, str) or (isinstance(msg_id, (int, float)) and not isinstance(msg_id, bool))
 
 
-class _ChunkedReads:
-    """stdin for pygls' read loop. pygls reads a body with one ``read(Content-Length)``, which
-    allocates the announced size up front: a header announcing 10**17 bytes raised MemoryError
-    and ended the server. Reading in bounded pieces only holds the bytes that actually arrive."""
-
-    PIECE = 1 << 20
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def readline(self) -> bytes:
-        return self._stream.readline()
-
-    def read(self, size: int) -> bytes:
-        if size <= self.PIECE:
-            return self._stream.read(size)
-        pieces, remaining = [], size
-        while remaining > 0:
-            piece = self._stream.read(min(remaining, self.PIECE))
-            if not piece:
-                break
-            pieces.append(piece)
-            remaining -= len(piece)
-        return b"".join(pieces)
+_CONTENT_LENGTH = re.compile(rb"Content-Length: (\d+)\r\n")
+_LINE_LIMIT = 1 << 20
 
 
-def _serve_stdio_pipe(server: QueryServer) -> bool:
-    """Serve stdio with asyncio's own pipe reader when stdin is a pipe or socket (what editors
-    give us). pygls' default reader hands every header line and body to a worker thread; reading
-    on the event loop saves those hops on every request. Returns False when stdin cannot be
-    watched by the loop (a regular file), so the caller falls back to pygls' reader."""
-    import stat as _stat
+class _Frames:
+    """LSP frames out of a byte stream, with pygls' rules (``run_async``): headers are lines; the
+    first exact ``Content-Length: N`` line (N > 0) counts, other lines are skipped; a blank line
+    after it starts a body of N bytes. Bytes without a usable header are skipped up to the next
+    one, and a huge N only holds the bytes that actually arrive."""
 
+    def __init__(self, on_body: Callable[[bytearray], None]) -> None:
+        self._on_body = on_body
+        self._buf = bytearray()
+        self._length = 0  # Content-Length of the frame being read; 0 while none was seen
+        self._in_body = False
+        self._skipping = False  # inside an over-long line: drop it up to its newline
+
+    def feed(self, data: bytes) -> None:
+        buf = self._buf
+        buf += data
+        pos = 0
+        try:
+            while True:
+                if self._in_body:
+                    end = pos + self._length
+                    if len(buf) < end:
+                        return
+                    body = buf[pos:end]
+                    pos = end
+                    self._in_body, self._length = False, 0
+                    self._on_body(body)
+                    continue
+                newline = buf.find(b"\n", pos)
+                if newline < 0:
+                    if len(buf) - pos > _LINE_LIMIT:  # no header is this long
+                        pos, self._skipping = len(buf), True
+                    return
+                line = buf[pos:newline + 1]
+                pos = newline + 1
+                if self._skipping:
+                    self._skipping = False
+                elif not self._length:
+                    match = _CONTENT_LENGTH.fullmatch(line)
+                    if match:
+                        self._length = int(match.group(1))
+                elif not line.strip():
+                    self._in_body = True
+        finally:
+            del buf[:pos]
+
+
+def _read_stdin(protocol: QueryProtocol, loop: asyncio.AbstractEventLoop, done: asyncio.Future[None]) -> None:
+    """The stdin thread: blocking reads, frames handed to QueryProtocol.take; ends the loop at
+    end of input (after everything read before it, call_soon_threadsafe keeps the order)."""
+    frames = _Frames(lambda body: protocol.take(body, loop))
     try:
-        mode = os.fstat(sys.stdin.fileno()).st_mode
-    except (OSError, ValueError):
-        return False
-    if not (_stat.S_ISFIFO(mode) or _stat.S_ISSOCK(mode)):
-        return False
+        fd = sys.stdin.fileno()
+        while data := os.read(fd, 1 << 16):
+            frames.feed(data)
+    except RuntimeError:  # the loop has closed (exit)
+        return
+    except (OSError, ValueError, AttributeError) as exc:  # no usable stdin: as end of input
+        log.error("stdin: %s", exc)
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+
+
+def _serve_stdio(server: QueryServer) -> None:
+    """Serve stdio. stdin is read by a thread with blocking reads, like a bare echo loop: waking
+    the event loop's selector for every message cost more than the rest of a trivial request.
+    pygls, the dispatch and the writes of worker answers stay on the event loop."""
+    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=1 << 20)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
-        server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
-        await run_async(stop_event=server._stop_event, reader=reader, protocol=server.protocol,
-                        logger=log, error_handler=server.report_server_error)
+        done: asyncio.Future[None] = loop.create_future()
+        threading.Thread(target=_read_stdin, args=(server.protocol, loop, done), name="stdin", daemon=True).start()
+        await done
 
     server._stop_event = threading.Event()
     try:
@@ -425,7 +641,6 @@ def _serve_stdio_pipe(server: QueryServer) -> bool:
         log.error("the client closed the connection")
     finally:
         server.shutdown()
-    return True
 
 
 def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None, demo: bool = False) -> None:
@@ -442,8 +657,8 @@ def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None, de
     try:
         if tcp is not None:
             server.start_tcp(*tcp)
-        elif not _serve_stdio_pipe(server):
-            server.start_io(stdin=_ChunkedReads(sys.stdin.buffer))  # type: ignore[arg-type]
+        else:
+            _serve_stdio(server)
     except SystemExit as exc:  # pygls ends the loop this way on `exit`
         code = exc.code
     finally:

@@ -78,6 +78,11 @@ METHODS: dict[str, Call] = {
     "sessionPersistence/status": lambda rt, p, t: rt.status(),
 }
 
+# Answered on the event loop, no worker thread: calls that do no I/O and read only counters.
+# status takes the live store's lock, which a producer call holds for a whole batch, so it runs
+# inline only while no other request is in flight (QueryProtocol._request).
+INLINE: frozenset[str] = frozenset({"sessionPersistence/status"})
+
 COMMANDS: dict[str, Call] = {
     "dshQuery.server.mount": METHODS["sessionPersistence/mount"],
     "dshQuery.server.unmount": METHODS["sessionPersistence/unmount"],

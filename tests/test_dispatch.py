@@ -1,0 +1,233 @@
+"""The server's own dispatch and stdio framing (server/app.py), over the wire.
+
+stdin is read by a thread that answers some requests itself (methods.INLINE while nothing is in
+flight, params that are not an object) and hands everything else to the event loop in order;
+other requests run in worker threads. These tests pin what that must not change: answers in
+order for inline requests, -32700 and framing recovery around them, cancellation of requests
+waiting in a worker, the state a pipelined request sees (initialize, shutdown), and stdin that is
+a regular file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import msgspec
+
+from bench.wire import ServerGone, WireClient, frame, wait_until
+
+ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
+TEST_ENV = {**os.environ, "PYTHONPATH": ROOT, "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make"}
+ABORTED = "SESSION_QUERY_ABORTED"
+STATUS = "sessionPersistence/status"
+
+
+class RecordingClient(WireClient):
+    """A WireClient that also records the ids of responses in arrival order."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.order: list = []
+        super().__init__(*args, **kwargs)
+
+    def _dispatch(self, body: bytes) -> None:
+        try:
+            message = msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            message = None
+        if isinstance(message, dict) and "method" not in message:
+            self.order.append(message.get("id"))
+        super()._dispatch(body)
+
+    def wait(self):
+        # WireClient.wait closes the child's stdout (unbuffered) before joining its reader thread,
+        # which may still be reading the end of input: EBADF in that thread. Let it finish first.
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self._reader.join(5)
+        return super().wait()
+
+
+def start(initialize: bool = True) -> RecordingClient:
+    return RecordingClient(["--persistence", "none"], env=TEST_ENV, timeout=30, initialize=initialize,
+                           initialization_options={"index": ":memory:", "checkpoint": {"mode": "manual"}})
+
+
+def request(msg_id, method=STATUS, params=None) -> bytes:
+    message = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return frame(json.dumps(message).encode())
+
+
+def cancel(msg_id) -> bytes:
+    return frame(json.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}).encode())
+
+
+def test_pipelined_inline_requests_are_answered_in_order():
+    client = start()
+    try:
+        ids = [f"s{i}" for i in range(50)]
+        futures = [client.expect(i) for i in ids] + [client.expect("bad-params")]
+        data = b"".join(request(i) for i in ids[:25]) + request("bad-params", params=[1]) + \
+            b"".join(request(i) for i in ids[25:])
+        client.order.clear()
+        client.send_raw(data)
+        responses = [f.result(10) for f in futures]
+        assert client.order == ids[:25] + ["bad-params"] + ids[25:]
+        assert all(r["result"] == {"uri": None, "writable": False, "pendingEvents": 0} for r in responses[:-1])
+        error = responses[-1]["error"]
+        assert (error["code"], error["data"]["code"]) == (-32602, "SESSION_QUERY_INVALID_REQUEST")
+    finally:
+        client.close()
+
+
+def test_inline_and_worker_requests_mixed_all_answered():
+    client = start()
+    try:
+        client.request("sessionStore/create", {"header": {"id": "live", "createdAt": 1}})
+        plan = []
+        for i in range(40):
+            plan.append((f"st{i}", STATUS, {}))
+            plan.append((f"ls{i}", "sessionQuery/listSessions", {}))
+            plan.append((f"ap{i}", "sessionStore/append", {"sessionId": "live", "events": [
+                {"type": "user/message", "surfaceOp": "append", "data": {
+                    "id": f"m{i}", "role": "user", "source": {"kind": "user"},
+                    "content": [{"type": "text", "text": "hi"}]}}]}))
+        futures = {msg_id: client.expect(msg_id) for msg_id, _, _ in plan}
+        client.send_raw(b"".join(request(msg_id, method, params) for msg_id, method, params in plan))
+        for msg_id, future in futures.items():
+            assert "result" in future.result(20), (msg_id, future.result())
+        assert sorted(client.order[-len(plan):]) == sorted(futures)
+        assert client.request(STATUS)["pendingEvents"] == 0  # nothing mounted
+        assert len(client.request("sessionQuery/listEvents", {"sessionId": "live"})) == 40
+    finally:
+        client.close()
+
+
+def test_malformed_frames_around_an_inline_request():
+    client = start()
+    try:
+        futures = [client.expect("a"), client.expect("b"), client.expect("c")]
+        before = len(client.orphans)
+        client.send_raw(request("a") + frame(b"{not json") + request("b")
+                        + b"Content-Length: abc\r\n\r\n{}\r\n"  # unusable header: skipped
+                        + frame(b'{"jsonrpc":"2.0","id":"c","method":"sessionQuery/readEvent",'
+                                b'"params":{"sessionId":"live","seq":NaN}}'))  # json.loads takes NaN
+        a, b, c = (f.result(10) for f in futures)
+        assert "result" in a and "result" in b
+        assert c["error"]["code"] == -32602
+        assert [i for i in client.order if i is not None][-3:] == ["a", "b", "c"]
+        nulls = [o for o in client.orphans[before:] if isinstance(o, dict) and o.get("id") is None]
+        assert [o["error"]["code"] for o in nulls] == [-32700]
+        assert client.request(STATUS)["uri"] is None
+    finally:
+        client.close()
+
+
+def test_a_header_line_longer_than_any_header_is_skipped():
+    client = start()
+    try:
+        future = client.expect("after")
+        client.send_raw(b"x" * (3 << 20) + b"\r\n" + request("after"))
+        assert "result" in future.result(10)
+    finally:
+        client.close()
+
+
+def test_request_waiting_in_a_worker_is_cancelled_with_the_coded_error(tmp_path):
+    client = start()
+    try:
+        client.request("sessionPersistence/mount", {"uri": f"test:gate:{tmp_path}"})
+        _, blocked = client.submit("sessionQuery/listSessions", {})
+        assert wait_until(lambda: (tmp_path / "list.started").exists(), 10)
+        # With a request in flight, status goes to a worker too: still answered at once.
+        assert client.request(STATUS, timeout=5)["uri"] == f"test:gate:{tmp_path}"
+        # Cancelled right behind its request, before or while its backend call runs.
+        queued = client.expect("queued")
+        validation = client.expect("invalid")
+        client.send_raw(request("queued", "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0})
+                        + cancel("queued")
+                        + request("invalid", "sessionQuery/readEvent", "not an object") + cancel("invalid"))
+        # Validation beats cancellation (§3.0.6), and needs no worker.
+        error = validation.result(5)["error"]
+        assert (error["code"], error["data"]["code"]) == (-32602, "SESSION_QUERY_INVALID_REQUEST")
+        assert not blocked.done()
+        (tmp_path / "release").write_text("")
+        error = queued.result(15)["error"]
+        assert (error["code"], error["data"]["code"], error["message"]) == \
+            (-32800, ABORTED, "session query request cancelled")
+        assert "result" in blocked.result(15)
+    finally:
+        (tmp_path / "release").write_text("")
+        client.close()
+
+
+def test_shutdown_answers_requests_in_flight_first_and_takes_nothing_after(tmp_path):
+    client = start()
+    try:
+        client.request("sessionPersistence/mount", {"uri": f"test:hang:{tmp_path}"})
+        in_flight_id, in_flight = client.submit("sessionQuery/listSessions", {})
+        assert wait_until(lambda: (tmp_path / "list.started").exists(), 10)
+        shutdown, late = client.expect("bye"), client.expect("late")
+        # status right behind shutdown, in the same write: it must not be answered.
+        client.send_raw(request("bye", "shutdown") + request("late"))
+        assert shutdown.result(15)["result"] is None
+        error = in_flight.result(0)["error"]  # answered before the shutdown result
+        assert (error["code"], error["data"]["code"]) == (-32800, ABORTED)
+        assert (tmp_path / "list.settled").exists(), "answered before the backend call settled"
+        assert client.order[-2:] == [in_flight_id, "bye"]
+        client.notify("exit")
+        assert client.process.wait(15) == 0
+        assert wait_until(late.done, 5) and isinstance(late.exception(), ServerGone)
+    finally:
+        client.kill()
+
+
+def test_pipelined_requests_see_initialize_and_what_came_before():
+    client = start(initialize=False)
+    try:
+        early, init, after = client.expect("early"), client.expect("init"), client.expect("after")
+        client.send_raw(request("early") + request("init", "initialize", {
+            "capabilities": {}, "initializationOptions": {"index": ":memory:"}}) + request("after"))
+        assert early.result(10)["error"]["code"] == -32002
+        assert "capabilities" in init.result(10)["result"]
+        assert after.result(10)["result"]["uri"] is None
+        assert client.order[-3:] == ["early", "init", "after"]
+    finally:
+        client.close()
+
+
+def test_stdin_a_regular_file(tmp_path):
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"capabilities": {}, "initializationOptions": {"index": ":memory:"}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": STATUS, "params": {}},
+        {"jsonrpc": "2.0", "id": 3, "method": "sessionQuery/listSessions", "params": {}},
+        {"jsonrpc": "2.0", "id": 4, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ]
+    path = tmp_path / "input"
+    path.write_bytes(b"".join(frame(json.dumps(m).encode()) for m in messages))
+    with open(path, "rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "dsh_query_server", "--persistence", "none"], stdin=stdin,
+                              capture_output=True, env=TEST_ENV, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    out, responses = done.stdout, {}
+    while out:
+        header, _, rest = out.partition(b"\r\n\r\n")
+        length = int(header.split(b":")[1])
+        message = json.loads(rest[:length])
+        responses[message.get("id")] = message
+        out = rest[length:]
+    assert responses[2]["result"]["uri"] is None
+    # Pipelined right behind its request, shutdown answers it first (result or coded -32800).
+    assert responses[3].get("result") == [] or responses[3]["error"]["data"]["code"] == ABORTED
+    assert responses[4]["result"] is None
+    assert list(responses) == [1, 2, 3, 4]
