@@ -40,7 +40,9 @@ def test_flush_writes_each_event_once():
     store.create({"id": "empty", "createdAt": 0})
     assert cp.pending_events() == 2
     assert cp.flush() == {"s": 1}
+    assert cp.pending_events() == 0  # a flush after the last count is seen
     store.append("s", [turn(1), turn(2)])
+    assert cp.pending_events() == 2  # so is an append
     assert cp.flush("s") == {"s": 3}
     assert cp.flush() == {"s": 3}  # nothing new: the same postcondition, no write
     assert stored_seqs(backend, "s") == [0, 1, 2, 3]

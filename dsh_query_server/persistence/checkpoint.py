@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from .. import errors
 from ..errors import QueryError, inner_message
@@ -45,6 +45,10 @@ class Checkpointer:
         self._persisted: dict[str, int] = {}
         self._created: set[str] = set()
         self._dirty: set[str] = set()
+        # Bumped after every flush; with the store's generation it keys the pending count, so a
+        # status request with nothing changed costs O(1) instead of a pass over every session.
+        self._flushes = 0
+        self._pending: tuple[tuple[Any, ...], int] | None = None
         self._wake = threading.Condition()
         self._stopped = False
         self._thread: threading.Thread | None = None
@@ -113,8 +117,15 @@ class Checkpointer:
         binding = self.binding.current()
         if binding is None or not getattr(binding.backend, "writable", False):
             return 0
+        # The key is read before counting: a change during the count changes it for the next call.
+        key = (binding.identity, self.store.generation, self._flushes)
+        memo = self._pending
+        if memo is not None and memo[0] == key:
+            return memo[1]
         persisted = self.persisted_counts(binding.identity)  # lock-free: status never waits on a flush
-        return sum(max(0, n - persisted.get(sid, 0)) for sid, n in self.store.lengths().items())
+        pending = sum(max(0, n - persisted.get(sid, 0)) for sid, n in self.store.lengths().items())
+        self._pending = (key, pending)
+        return pending
 
     def persisted_counts(self, identity: int) -> dict[str, int]:
         """What this checkpointer knows the backend of binding ``identity`` holds, per session.
@@ -139,16 +150,19 @@ class Checkpointer:
         flushed: dict[str, int] = {}
         failure: QueryError | None = None
         with self._flush_lock:
-            if binding.identity != self._identity:
-                self._identity, self._persisted, self._created = binding.identity, {}, set()
-            for sid in targets:
-                try:
-                    last = self._flush_one(binding, sid)
-                except QueryError as exc:
-                    failure = failure or exc
-                    continue
-                if last is not None:
-                    flushed[sid] = last
+            try:
+                if binding.identity != self._identity:
+                    self._identity, self._persisted, self._created = binding.identity, {}, set()
+                for sid in targets:
+                    try:
+                        last = self._flush_one(binding, sid)
+                    except QueryError as exc:
+                        failure = failure or exc
+                        continue
+                    if last is not None:
+                        flushed[sid] = last
+            finally:
+                self._flushes += 1
         if flushed and self.on_flushed is not None:
             self.on_flushed(list(flushed))
         if failure is not None:
@@ -169,7 +183,7 @@ class Checkpointer:
                         backend.create(observed[0])
                         self._created.add(sid)
                     count = 0
-                elif count > self.store.lengths().get(sid, 0):
+                elif count > self.store.length(sid):
                     # The stored log is not a prefix of the live one: never write into it.
                     raise ValueError("the persisted log is longer than the live log")
                 self._persisted[sid] = count

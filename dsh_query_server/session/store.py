@@ -244,6 +244,12 @@ class SessionStore:
         with self._lock:
             return {sid: (live.header, live.digest.hexdigest()) for sid, live in self._sessions.items()}
 
+    def length(self, session_id: str) -> int:
+        """Events in one live session (0 when it is not live)."""
+        with self._lock:
+            live = self._sessions.get(session_id)
+            return 0 if live is None else len(live.events)
+
     def lengths(self) -> dict[str, int]:
         with self._lock:
             return {sid: len(live.events) for sid, live in self._sessions.items()}
