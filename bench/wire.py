@@ -256,13 +256,15 @@ class WireClient:
         except subprocess.TimeoutExpired:
             self.process.kill()
             code = self.process.wait()
+        # The process has exited, so its stdout ends: let the reader see EOF before closing the
+        # pipe under it (closing first made its read fail with EBADF).
+        self._reader.join(5)
         for stream in (self.process.stdin, self.process.stdout):
             try:
                 if stream is not None:
                     stream.close()
             except OSError:
                 pass
-        self._reader.join(5)
         return code
 
     def __enter__(self) -> WireClient:
