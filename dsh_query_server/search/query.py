@@ -126,30 +126,97 @@ def compile_filters(session_clauses: Sequence[Any], event_clauses: Sequence[Any]
 
 
 # -- candidates (§6.8) ---------------------------------------------------------------------------
+#
+# One statement per search, in three steps:
+#   hits    every candidate that passes the predicates, as narrow rows: the ranking keys and
+#           where the document lives. ``match_count`` counts the START markers of highlight(),
+#           evaluated once per row in a scalar subquery (an expression over a column alias would
+#           be expanded, and the highlight recomputed, at every use).
+#   page    the ranked page, ``limit + 1`` rows from ``offset``.
+#   result  highlight() again, but only for the page's rows, and the header columns from the
+#           session row on the document's side of the index.
+# The phrase and the markers are bound once however often the statement refers to them, and each
+# filter value once, so the variable count stays within the one §6.7 budgets.
+
+
+class _Binder:
+    """The statement's parameters. The phrase and the markers are named once and referred to by
+    number everywhere; every other value is a plain ``?`` used once, in text order after them.
+    (Plain ``?`` matter: SQLite looks numbered ones up linearly, which is quadratic for a
+    32,000-value filter list.)"""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    def named(self, value: Any) -> str:
+        self.values.append(value)
+        return f"?{len(self.values)}"
+
+    def plain(self, *values: Any) -> None:
+        self.values.extend(values)
+
 
 _BRANCH = """
-SELECT {docs}.session_id AS session_id, CAST({docs}.seq AS INTEGER) AS seq, {docs}.type AS type,
-       {docs}.time AS time, {docs}.surface AS surface, {docs}.codepoint_length AS document_length,
-       highlight({docs}, 0, ?, ?) AS marked_text, {live} AS live, {persisted} AS persisted,
-       s.version AS version, s.created_at AS created_at, s.cwd AS cwd,
-       s.parent_session AS parent_session, s.seed_length AS seed_length,
-       s.delegation_depth AS delegation_depth, s.agent_preset AS agent_preset
-FROM {docs} JOIN {sessions} AS s ON s.id = {docs}.session_id
-WHERE {docs} MATCH ?{shadowing}"""
+    SELECT {docs}.rowid AS rowid, {live} AS live, {persisted} AS persisted,
+           {docs}.session_id AS session_id, CAST({docs}.seq AS INTEGER) AS seq, {docs}.type AS type,
+           {docs}.time AS time, {docs}.surface AS surface, {docs}.codepoint_length AS document_length,
+           s.cwd AS cwd, s.parent_session AS parent_session, s.created_at AS created_at,
+           (SELECT length(marked) - length(replace(marked, {start}, ''))
+              FROM (SELECT highlight({docs}, 0, {start}, {end}) AS marked)) AS match_count
+    FROM {docs} JOIN {sessions} AS s ON s.id = {docs}.session_id
+    WHERE {docs} MATCH {phrase}{shadowing}"""
 
-_PERSISTED_BRANCH = _BRANCH.format(
-    docs="persisted_docs", sessions="persisted_sessions", live="0", persisted="1",
-    # The live overlay shadows the persisted base for its ids.
-    shadowing="\n  AND NOT EXISTS (SELECT 1 FROM live_sessions AS l WHERE l.id = persisted_docs.session_id)",
-)
-_LIVE_BRANCH = _BRANCH.format(
-    docs="live_docs", sessions="live_sessions", live="1", persisted="s.persisted", shadowing=""
-)
+# The live overlay shadows the persisted base for its ids.
+_SHADOWING = "\n      AND NOT EXISTS (SELECT 1 FROM live_sessions AS l WHERE l.id = persisted_docs.session_id)"
 
+_HIT_COLUMNS = "rowid, live, persisted, session_id, seq, type, time, surface, document_length, match_count"
 _ORDER = "match_count DESC, document_length ASC, time DESC"
-HEADER_COLUMNS = (
-    "version, created_at, cwd, parent_session, seed_length, delegation_depth, agent_preset"
-)
+_HEADER = ("version", "created_at", "cwd", "parent_session", "seed_length", "delegation_depth", "agent_preset")
+
+
+def _hits(binder: _Binder, phrase: str, predicates: Predicates,
+          bound: bool) -> tuple[str, dict[str, str]]:
+    """The ``hits`` CTE. Persisted documents take part only while a backend is bound (the
+    binding this search's reconcile used); otherwise they are hidden, not deleted. The metadata
+    predicates apply before ranking."""
+    marks = {"phrase": binder.named(phrase), "start": binder.named(START), "end": binder.named(END)}
+    branches = [_BRANCH.format(docs="live_docs", sessions="live_sessions", live="1",
+                               persisted="s.persisted", shadowing="", **marks)]
+    if bound:
+        branches.append(_BRANCH.format(docs="persisted_docs", sessions="persisted_sessions", live="0",
+                                       persisted="1", shadowing=_SHADOWING, **marks))
+    where = " AND ".join(predicates.sql) or "1"
+    binder.plain(*predicates.params)
+    union = "\n    UNION ALL".join(branches)
+    return f"WITH hits AS MATERIALIZED (\n  SELECT {_HIT_COLUMNS} FROM ({union})\n  WHERE {where}),\n", marks
+
+
+_MARKED = """
+    SELECT {live} AS live, {docs}.rowid AS rowid, highlight({docs}, 0, {start}, {end}) AS marked_text
+    FROM {docs} WHERE {docs} MATCH {phrase} AND +{docs}.rowid IN (SELECT rowid FROM page WHERE live = {live})"""
+
+
+def _result(binder: _Binder, marks: dict[str, str], page: str, limit: int, offset: int,
+            order: str, bound: bool) -> str:
+    """The page's rows with their highlighted text and header columns, in page order. The unary
+    plus keeps the page's rowids a filter on one MATCH scan per side; as a constraint, FTS5 would
+    run the whole query again for every rowid."""
+    marked = [_MARKED.format(docs="live_docs", live=1, **marks)]
+    if bound:
+        marked.append(_MARKED.format(docs="persisted_docs", live=0, **marks))
+    union = "\n    UNION ALL".join(marked)
+    header = ", ".join(f"iif(p.live, ls.{c}, ps.{c})" for c in _HEADER)
+    binder.plain(limit, offset)
+    return (
+        f"{page} LIMIT ? OFFSET ?),\n"
+        f"marked AS ({union})\n"
+        "SELECT p.session_id, p.seq, p.type, p.time, p.surface, m.marked_text, p.live, p.persisted,\n"
+        f"       {header}\n"
+        "FROM page AS p JOIN marked AS m ON m.live = p.live AND m.rowid = p.rowid\n"
+        "LEFT JOIN live_sessions AS ls ON p.live = 1 AND ls.id = p.session_id\n"
+        "LEFT JOIN persisted_sessions AS ps ON p.live = 0 AND ps.id = p.session_id\n"
+        f"ORDER BY {order}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,27 +232,6 @@ class Match:
     header: tuple[Any, ...]  # version, id, created_at, cwd, parent, seed, depth, preset
 
 
-def _matches(phrase: str, predicates: Predicates, bound: bool) -> tuple[str, list[Any]]:
-    """The filtered candidate set as a CTE named ``matches``, with its parameters.
-
-    Persisted documents take part only while a backend is bound (the binding this search's
-    reconcile used); otherwise they are hidden, not deleted."""
-    branches = [_LIVE_BRANCH]
-    params: list[Any] = [START, END, phrase]
-    if bound:
-        branches.append(_PERSISTED_BRANCH)
-        params += [START, END, phrase]
-    where = " AND ".join(predicates.sql) or "1"
-    params.append(START)
-    params.extend(predicates.params)
-    sql = (
-        f"WITH candidates AS ({' UNION ALL '.join(branches)}),\n"
-        "matches AS (SELECT *, length(marked_text) - length(replace(marked_text, ?, '')) AS match_count\n"
-        f"  FROM candidates WHERE {where})\n"
-    )
-    return sql, params
-
-
 def _match(row: tuple[Any, ...]) -> Match:
     (session_id, seq, etype, time, surface, marked, live, persisted, *header) = row
     version, created_at, cwd, parent, seed, depth, preset = header
@@ -193,25 +239,31 @@ def _match(row: tuple[Any, ...]) -> Match:
                  (version, session_id, created_at, cwd, parent, seed, depth, preset))
 
 
-_SELECT = f"session_id, seq, type, time, surface, marked_text, live, persisted, {HEADER_COLUMNS}"
+def _prefixed(order: str) -> str:
+    return ", ".join(f"p.{key}" for key in order.split(", "))
 
 
 def select_events(conn: sqlite3.Connection, phrase: str, predicates: Predicates, bound: bool,
                   limit: int, offset: int) -> list[Match]:
     """Matching documents ordered for searchEvents, ``limit`` rows from ``offset``."""
-    cte, params = _matches(phrase, predicates, bound)
-    sql = f"{cte}SELECT {_SELECT} FROM matches ORDER BY {_ORDER}, seq DESC LIMIT ? OFFSET ?"
-    return [_match(row) for row in conn.execute(sql, (*params, limit, offset))]
+    binder = _Binder()
+    hits, marks = _hits(binder, phrase, predicates, bound)
+    order = f"{_ORDER}, seq DESC"
+    page = f"{hits}page AS MATERIALIZED (SELECT * FROM hits ORDER BY {order}"
+    sql = _result(binder, marks, page, limit, offset, _prefixed(order), bound)
+    return [_match(row) for row in conn.execute(sql, binder.values)]
 
 
 def select_sessions(conn: sqlite3.Connection, phrase: str, predicates: Predicates, bound: bool,
                     limit: int, offset: int) -> list[Match]:
     """Each session's best match, sessions ordered for searchSessions."""
-    cte, params = _matches(phrase, predicates, bound)
-    sql = (
-        f"{cte}, best AS (SELECT *, row_number() OVER "
-        f"(PARTITION BY session_id ORDER BY {_ORDER}, seq DESC) AS session_rank FROM matches)\n"
-        f"SELECT {_SELECT} FROM best WHERE session_rank = 1\n"
-        f"ORDER BY {_ORDER}, session_id ASC, seq DESC LIMIT ? OFFSET ?"
+    binder = _Binder()
+    hits, marks = _hits(binder, phrase, predicates, bound)
+    order = f"{_ORDER}, session_id ASC, seq DESC"
+    page = (
+        f"{hits}best AS (SELECT *, row_number() OVER "
+        f"(PARTITION BY session_id ORDER BY {_ORDER}, seq DESC) AS session_rank FROM hits),\n"
+        f"page AS MATERIALIZED (SELECT * FROM best WHERE session_rank = 1 ORDER BY {order}"
     )
-    return [_match(row) for row in conn.execute(sql, (*params, limit, offset))]
+    sql = _result(binder, marks, page, limit, offset, _prefixed(order), bound)
+    return [_match(row) for row in conn.execute(sql, binder.values)]

@@ -2,18 +2,22 @@
 persistence binding at the start of every search, and keep the generations cursors bind.
 
 The index mirrors in memory what its session tables hold (revision or fingerprint, generation,
-and the rowid span of each session's documents), so an unchanged corpus costs the two listings, one
-pass over the live fingerprints and no SQL at all. Each session's documents get contiguous rowids,
-which lets a rewrite delete them by rowid range instead of scanning the FTS5 content table.
+and the rowid span of each session's documents), so an unchanged session costs no SQL at all.
+An unchanged *corpus* costs less still: the last successful reconcile remembers the binding, the
+live store's generation and the validated listing it saw. When the binding and the generation are
+the same and the backend lists the very same snapshots again (backends reuse an unchanged
+listing), a full observation could find nothing to write, so none is made; the backend is still
+asked for both listings, so its failures and changes are seen exactly as before.
 """
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from msgspec import UNSET, Raw
+from msgspec import Raw
 
 from .. import errors
 from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_message
@@ -24,19 +28,11 @@ from ..query.service import as_header, as_inspection, conflict
 from ..query.text import documents
 from ..session.fold import Fold, FoldError, fold_surface
 from ..session.store import LiveSnapshot, SessionStore
-from ..values import is_integer, is_number
-from .schema import open_failed, open_index, sanitize, sql_text
+from .plan import LIVE, PERSISTED, Document, Row, WritePlan
+from .schema import open_failed, open_index, sql_text
 from .wire import header_raw
 
 _FIRST = object()  # the identity "seen" before this instance's first reconcile
-
-_HEADER_COLUMNS = (
-    "id, version, created_at, cwd, parent_session, seed_length, delegation_depth, agent_preset"
-)
-_DOC_INSERT = (
-    "INSERT INTO {docs} (rowid, text, session_id, seq, type, time, surface, codepoint_length) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
 
 
 class _Unstable(Exception):
@@ -46,44 +42,6 @@ class _Unstable(Exception):
 def check(token: CancelToken | None) -> None:
     if token is not None and token.cancelled:
         raise cancelled(search=True)
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    seq: int
-    type: Any
-    time: Any
-    surface: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """What the index holds for one session. ``tag`` is the persisted revision or the live
-    fingerprint; ``persisted`` is the live row's flag; ``span`` the documents' rowid range."""
-
-    tag: str
-    generation: int
-    span: tuple[int, int] | None
-    persisted: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class SessionWrite:
-    key: str
-    header: Header
-    tag: str
-    documents: list[Document]
-    persisted: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Observation:
-    binding: Binding | None
-    listed: frozenset[str]
-    persisted_writes: list[SessionWrite]
-    live_writes: list[SessionWrite]
-    live_keys: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,25 +60,26 @@ class Target:
     header: Raw
 
 
-class _Tables:
-    """One side of the index: a sessions table and its documents table."""
-
-    def __init__(self, sessions: str, docs: str, tail: tuple[str, ...]) -> None:
-        self.sessions = sessions
-        self.docs = docs
-        columns = f"{_HEADER_COLUMNS}, {', '.join(tail)}"
-        marks = ", ".join("?" * (8 + len(tail)))
-        self.upsert = f"INSERT OR REPLACE INTO {sessions} ({columns}) VALUES ({marks})"
-        self.delete_row = f"DELETE FROM {sessions} WHERE id = ?"
-        self.delete_docs = f"DELETE FROM {docs} WHERE rowid BETWEEN ? AND ? AND session_id = ?"
-        self.insert_doc = _DOC_INSERT.format(docs=docs)
+# -- listings ------------------------------------------------------------------------------------
 
 
-PERSISTED = _Tables("persisted_sessions", "persisted_docs", ("revision", "generation"))
-LIVE = _Tables("live_sessions", "live_docs", ("fingerprint", "persisted", "generation"))
+class Listing:
+    """A validated ``list_snapshots`` result (§6.5 step 2.1): snapshots by id in listing order."""
 
+    __slots__ = ("by_id", "snapshots", "source", "_keys")
 
-# -- observation helpers -------------------------------------------------------------------------
+    def __init__(self, by_id: dict[Any, Snapshot], source: Any) -> None:
+        self.by_id = by_id
+        self.snapshots = tuple(by_id.values())
+        # A tuple result cannot change afterwards: handed back again, it is this listing.
+        self.source = source if type(source) is tuple else None
+        self._keys: frozenset[Any] | None = None
+
+    def keys(self) -> frozenset[Any]:
+        """The listed ids as the index stores them."""
+        if self._keys is None:
+            self._keys = frozenset(sql_text(sid) for sid in self.by_id)
+        return self._keys
 
 
 def _snapshot(item: Any) -> Snapshot:
@@ -137,25 +96,51 @@ def _snapshot(item: Any) -> Snapshot:
     return Snapshot(as_header(header), revision)
 
 
-def list_snapshots(backend: Any, token: CancelToken | None) -> dict[Any, Snapshot]:
-    """``list_snapshots`` validated (§6.5 step 2.1), keyed by id in listing order."""
-    result = backend.list_snapshots(token)
+def validate_listing(result: Any) -> Listing:
     if not isinstance(result, (list, tuple)):
         raise TypeError("persistence snapshots must be an array")
-    listing: dict[Any, Snapshot] = {}
+    by_id: dict[Any, Snapshot] = {}
     for item in result:
         snapshot = _snapshot(item)
-        if snapshot.header.id in listing:
+        if snapshot.header.id in by_id:
             raise ValueError(f'persistence listed duplicate session "{snapshot.header.id}"')
-        listing[snapshot.header.id] = snapshot
-    return listing
+        by_id[snapshot.header.id] = snapshot
+    return Listing(by_id, result)
 
 
-def _listing_changed(before: dict[Any, Snapshot], after: dict[Any, Snapshot]) -> bool:
-    if before.keys() != after.keys():
+def list_snapshots(backend: Any, token: CancelToken | None, known: Listing | None = None) -> Listing:
+    """``list_snapshots`` validated (§6.5 step 2.1). A result that lists exactly ``known`` again
+    is ``known`` itself, without re-validating it row by row."""
+    result = backend.list_snapshots(token)
+    if known is not None and _lists_again(result, known):
+        return known
+    return validate_listing(result)
+
+
+def _lists_again(result: Any, known: Listing) -> bool:
+    """True when ``result`` holds the snapshots of ``known`` in the same order: the very same
+    objects (a backend reusing its unchanged listing), or the same immutable headers with equal
+    revisions. Either way it validates exactly as ``known`` did."""
+    if known.source is not None and result is known.source:
         return True
-    for sid, old in before.items():
-        new = after[sid]
+    if (type(result) is not list and type(result) is not tuple) or len(result) != len(known.snapshots):
+        return False
+    if all(map(operator.is_, result, known.snapshots)):
+        return True
+    return all(
+        type(new) is Snapshot and new.header is old.header
+        and type(new.revision) is str and new.revision == old.revision
+        for new, old in zip(result, known.snapshots)
+    )
+
+
+def _listing_changed(before: Listing, after: Listing) -> bool:
+    if before is after:
+        return False
+    if before.by_id.keys() != after.by_id.keys():
+        return True
+    for sid, old in before.by_id.items():
+        new = after.by_id[sid]
         if old.revision != new.revision:
             return True
         # Backends that reuse unchanged headers hand back the very same immutable object.
@@ -164,11 +149,14 @@ def _listing_changed(before: dict[Any, Snapshot], after: dict[Any, Snapshot]) ->
     return False
 
 
+# -- documents -----------------------------------------------------------------------------------
+
+
 def _documents(events: Sequence[Event], fold: Fold) -> list[Document]:
-    out = []
+    out: list[Document] = []
     for event, text in documents(events):
         seq = int(event.seq)  # the fold checked that seq is the log index
-        out.append(Document(seq, event.type, event.time, fold.surface(seq), text))
+        out.append((seq, event.type, event.time, fold.surface(seq), text))
     return out
 
 
@@ -188,36 +176,24 @@ def live_documents(snapshot: LiveSnapshot) -> list[Document]:
     return _documents(snapshot.events, snapshot.fold)  # the live store folds every append
 
 
-# -- column values -------------------------------------------------------------------------------
-
-
-def _integer(value: Any) -> Any:
-    """An integral JSON number as int; anything else unchanged (STRICT columns refuse it)."""
-    if value is UNSET:
-        return None
-    return int(value) if is_integer(value) else value
-
-
-def _header_columns(key: str, header: Header) -> tuple[Any, ...]:
-    return (
-        key,
-        _integer(header.version),
-        _integer(header.created_at),
-        None if header.cwd is UNSET else sql_text(header.cwd),
-        None if header.parent_session is UNSET else sql_text(header.parent_session),
-        _integer(header.seed_length),
-        _integer(header.delegation_depth),
-        None if header.agent_preset is UNSET else sql_text(header.agent_preset),
-    )
-
-
-def _time(value: Any) -> Any:
-    if not is_number(value):
-        return None
-    return int(value) if is_integer(value) else value
-
-
 # -- the index -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """The sources as a successful reconcile observed them; the index reflects exactly these.
+
+    ``generation`` is the live store's generation read *before* the live store was observed, so
+    a change racing the observation leaves it behind and the next search looks again.
+    ``unindexed`` are the listed ids that were neither indexed at their revision nor inspected,
+    because they were live: the only snapshots a repeated listing could still need to inspect."""
+
+    binding: Binding | None
+    generation: int
+    listing: Listing | None
+    unindexed: frozenset[Any]
+    live_ids: frozenset[str]
+    live_keys: frozenset[Any]
 
 
 class SearchIndex:
@@ -234,6 +210,7 @@ class SearchIndex:
         self.cross_generation = stored
         self.epoch = 0
         self.last_identity: Any = _FIRST
+        self._seen: _Seen | None = None
         spans = {
             sid: (lo, hi)
             for sid, lo, hi in conn.execute(
@@ -262,71 +239,133 @@ class SearchIndex:
     def close(self) -> None:
         self.conn.close()  # the TEMP overlay goes with the connection
 
-    # -- observation ---------------------------------------------------------------------------
+    # -- reconcile -----------------------------------------------------------------------------
 
-    def observe(self, token: CancelToken | None) -> Observation:
+    def reconcile(self, token: CancelToken | None) -> View:
+        """Observe (up to two attempts), then commit the write plan the observation filled."""
         for _ in range(2):
+            plan = WritePlan(self.conn, self.persisted, self.live, self.persisted_generation,
+                             self.local_generation, self.next_rowid)
             try:
-                return self._attempt(token)
+                seen = self._attempt(token, plan)
+                check(token)  # the last checkpoint before the commit; it then runs to completion
+                plan.commit()
             except _Unstable:
+                plan.abandon()
                 continue
-        raise QueryError(
-            errors.PERSISTENCE_FAILED,
-            "session-search persistence observation did not stabilize after one retry",
-        )
+            except BaseException:
+                plan.abandon()
+                raise
+            break
+        else:
+            raise QueryError(
+                errors.PERSISTENCE_FAILED,
+                "session-search persistence observation did not stabilize after one retry",
+            )
+        _apply(self.persisted, plan.changes[PERSISTED])
+        _apply(self.live, plan.changes[LIVE])
+        self.persisted_generation = plan.persisted_generation
+        self.local_generation = plan.local_generation
+        self.next_rowid = plan.next_rowid
+        identity = None if seen.binding is None else seen.binding.identity
+        rebound = self.last_identity is not _FIRST and identity != self.last_identity
+        if plan.wrote or rebound:
+            self.cross_generation += 1
+        if rebound:
+            self.epoch += 1
+        self.last_identity = identity
+        self._seen = seen
+        return View(seen.binding is not None, self.cross_generation, self.epoch)
 
-    def _attempt(self, token: CancelToken | None) -> Observation:
+    def _attempt(self, token: CancelToken | None, plan: WritePlan) -> _Seen:
         check(token)
         binding = self.binding.current()
-        live_ids = set(self.store.ids())
-        listing: dict[Any, Snapshot] = {}
-        persisted_writes: list[SessionWrite] = []
+        generation = self.store.generation
+        seen = self._seen
+        if seen is not None and seen.binding is not binding:
+            seen = None  # observed against another binding: nothing of it carries over
+        # An untouched live store as well: the last successful reconcile's view holds.
+        steady = seen is not None and seen.generation == generation
+        live_ids = seen.live_ids if seen is not None and steady else frozenset(self.store.ids())
+        listing: Listing | None = None
+        unindexed: frozenset[Any] = frozenset()
+        unchanged = steady
         if binding is not None:
-            try:
-                listing, persisted_writes = self._observe_persisted(binding, live_ids, token)
-            except _Unstable:
-                raise
-            except Exception as exc:  # noqa: BLE001 - every failure is mapped (§6.5 step 2.4)
-                if token is not None and token.cancelled:
-                    if isinstance(exc, QueryError) and exc.code == errors.ABORTED:
-                        raise
-                    raise QueryError(
-                        errors.ABORTED, SEARCH_CANCELLED_MESSAGE, cause=inner_message(exc)
-                    ) from None
-                if self.binding.current() is not binding:
-                    raise _Unstable from None
-                if isinstance(exc, QueryError):
+            # A repeated listing needs no inspection while every id it skipped as live still is.
+            known = seen.listing if seen is not None and seen.unindexed <= live_ids else None
+            listing, unindexed = self._observe_persisted_mapped(binding, live_ids, token, plan, known)
+            if listing is not known:
+                unchanged = False
+                listed = listing.keys()
+                for key in self.persisted:
+                    if key not in listed:
+                        plan.delete_persisted(key)
+            elif seen is not None:
+                unindexed = seen.unindexed
+        if seen is not None and unchanged and self.store.generation == generation:
+            return _Seen(binding, generation, listing, unindexed, live_ids, seen.live_keys)
+        live_keys = self._observe_live(listing, live_ids, plan)
+        return _Seen(binding, generation, listing, unindexed, live_ids, live_keys)
+
+    def _observe_persisted_mapped(
+        self, binding: Binding, live_ids: frozenset[str], token: CancelToken | None, plan: WritePlan,
+        known: Listing | None,
+    ) -> tuple[Listing, frozenset[Any]]:
+        try:
+            return self._observe_persisted(binding, live_ids, token, plan, known)
+        except _Unstable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure is mapped (§6.5 step 2.4)
+            if token is not None and token.cancelled:
+                if isinstance(exc, QueryError) and exc.code == errors.ABORTED:
                     raise
-                inner = inner_message(exc)
                 raise QueryError(
-                    errors.PERSISTENCE_FAILED,
-                    f"session-search persistence observation failed: {inner}",
-                    cause=inner,
+                    errors.ABORTED, SEARCH_CANCELLED_MESSAGE, cause=inner_message(exc)
                 ) from None
-        live_writes, live_keys = self._observe_live(listing, live_ids)
-        return Observation(
-            binding,
-            frozenset(sql_text(sid) for sid in listing),
-            persisted_writes,
-            live_writes,
-            live_keys,
-        )
+            if self.binding.current() is not binding:
+                raise _Unstable from None
+            if isinstance(exc, QueryError):
+                raise
+            inner = inner_message(exc)
+            raise QueryError(
+                errors.PERSISTENCE_FAILED,
+                f"session-search persistence observation failed: {inner}",
+                cause=inner,
+            ) from None
 
     def _observe_persisted(
-        self, binding: Binding, live_ids: set[str], token: CancelToken | None
-    ) -> tuple[dict[Any, Snapshot], list[SessionWrite]]:
+        self, binding: Binding, live_ids: frozenset[str], token: CancelToken | None, plan: WritePlan,
+        known: Listing | None,
+    ) -> tuple[Listing, frozenset[Any]]:
+        """Steps 2.1–2.3. Returns ``known`` itself when the backend listed exactly it again: then
+        every snapshot is indexed at its revision or has a live owner, and nothing is inspected."""
         backend = binding.backend
+        listing = list_snapshots(backend, token, known)
+        unindexed: frozenset[Any] = frozenset()
+        if listing is not known:
+            unindexed = self._inspect_changed(backend, listing, live_ids, token, plan, binding)
+        check(token)
+        again = list_snapshots(backend, token, listing)
+        check(token)
+        if _listing_changed(listing, again) or self.binding.current() is not binding:
+            raise _Unstable
+        return listing, unindexed
+
+    def _inspect_changed(self, backend: Any, listing: Listing, live_ids: frozenset[str],
+                         token: CancelToken | None, plan: WritePlan, binding: Binding) -> frozenset[Any]:
+        """Step 2.2: inspect every snapshot the index does not hold at its revision; returns the
+        ids skipped because they are live."""
         # Revisions are trusted only against the store that produced them: the same binding as
         # the previous reconcile, or (first reconcile) the rows a previous instance left.
         trust_revisions = self.last_identity is _FIRST or self.last_identity == binding.identity
-        listing = list_snapshots(backend, token)
-        writes = []
-        for sid, snapshot in listing.items():
+        skipped = []
+        for sid, snapshot in listing.by_id.items():
             key = sql_text(sid)
             row = self.persisted.get(key)
             if trust_revisions and row is not None and row.tag == snapshot.revision:
                 continue
             if sid in live_ids or self.store.is_live(sid):
+                skipped.append(sid)
                 continue  # a log with a live owner is never inspected
             check(token)
             inspection = as_inspection(backend.inspect(sid, token))
@@ -334,21 +373,16 @@ class SearchIndex:
             if not headers_compatible(snapshot.header, inspection.meta):
                 raise conflict(sid)
             docs = persisted_documents(sid, inspection.events)
-            writes.append(SessionWrite(key, snapshot.header, snapshot.revision, docs))
-        check(token)
-        again = list_snapshots(backend, token)
-        check(token)
-        if _listing_changed(listing, again) or self.binding.current() is not binding:
-            raise _Unstable
-        return listing, writes
+            del inspection  # one session's log in memory at a time
+            plan.write_persisted(key, snapshot.header, snapshot.revision, docs)
+        return frozenset(skipped)
 
-    def _observe_live(
-        self, listing: dict[Any, Snapshot], live_ids: set[str]
-    ) -> tuple[list[SessionWrite], frozenset[str]]:
+    def _observe_live(self, listing: Listing | None, live_ids: frozenset[str], plan: WritePlan) -> frozenset[Any]:
+        """Steps 3–4, writing each changed live session and then the live deletes."""
+        listed_by_id = listing.by_id if listing is not None else {}
         fingerprints = self.store.fingerprints()
-        writes = []
         for sid, (header, fingerprint) in fingerprints.items():
-            listed = listing.get(sid)
+            listed = listed_by_id.get(sid)
             if listed is not None and not headers_compatible(header, listed.header):
                 raise conflict(sid)
             persisted = listed is not None
@@ -359,110 +393,14 @@ class SearchIndex:
             snapshot = self.store.snapshot(sid)
             if snapshot is None:
                 raise _Unstable  # removed meanwhile: the live set changed
-            docs = live_documents(snapshot)
-            writes.append(SessionWrite(key, snapshot.header, snapshot.fingerprint, docs, persisted))
+            plan.write_live(key, snapshot.header, snapshot.fingerprint, persisted, live_documents(snapshot))
         if fingerprints.keys() != live_ids:
             raise _Unstable
-        return writes, frozenset(sql_text(sid) for sid in fingerprints)
-
-    # -- the write plan ------------------------------------------------------------------------
-
-    def reconcile(self, token: CancelToken | None) -> View:
-        observation = self.observe(token)
-        bound = observation.binding is not None
-        persisted_deletes = (
-            [key for key in self.persisted if key not in observation.listed] if bound else []
-        )
-        live_deletes = [key for key in self.live if key not in observation.live_keys]
-        check(token)  # the last checkpoint before the transaction; it then runs to completion
-        wrote = bool(
-            observation.persisted_writes or persisted_deletes or observation.live_writes or live_deletes
-        )
-        if wrote:
-            self._commit(observation.persisted_writes, persisted_deletes, observation.live_writes, live_deletes)
-        identity = observation.binding.identity if bound else None
-        rebound = self.last_identity is not _FIRST and identity != self.last_identity
-        if wrote or rebound:
-            self.cross_generation += 1
-        if rebound:
-            self.epoch += 1
-        self.last_identity = identity
-        return View(bound, self.cross_generation, self.epoch)
-
-    def _commit(
-        self,
-        persisted_writes: list[SessionWrite],
-        persisted_deletes: list[str],
-        live_writes: list[SessionWrite],
-        live_deletes: list[str],
-    ) -> None:
-        persisted_generation = self.persisted_generation
-        if persisted_writes or persisted_deletes:
-            persisted_generation += 1
-        local = self.local_generation
-        next_rowid = dict(self.next_rowid)
-        persisted_rows: dict[str, Row | None] = {}
-        live_rows: dict[str, Row | None] = {}
-        conn = self.conn
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            for key in persisted_deletes:
-                self._delete(PERSISTED, key, self.persisted[key])
-                persisted_rows[key] = None
-            for write in persisted_writes:
-                self._delete(PERSISTED, write.key, self.persisted.get(write.key), keep_row=True)
-                span = self._insert_docs(PERSISTED, write, next_rowid)
-                conn.execute(
-                    PERSISTED.upsert,
-                    (*_header_columns(write.key, write.header), write.tag, persisted_generation),
-                )
-                persisted_rows[write.key] = Row(write.tag, persisted_generation, span)
-            if persisted_generation != self.persisted_generation:
-                conn.execute("UPDATE search_state SET global_generation = ?", (persisted_generation,))
-            for write in live_writes:  # in live-store creation order
-                local = max(local, persisted_generation) + 1
-                self._delete(LIVE, write.key, self.live.get(write.key), keep_row=True)
-                span = self._insert_docs(LIVE, write, next_rowid)
-                conn.execute(
-                    LIVE.upsert,
-                    (*_header_columns(write.key, write.header), write.tag, int(write.persisted), local),
-                )
-                live_rows[write.key] = Row(write.tag, local, span, write.persisted)
-            for key in live_deletes:
-                self._delete(LIVE, key, self.live[key])
-                live_rows[key] = None
-            conn.execute("COMMIT")
-        except Exception as exc:  # noqa: BLE001 - any failure rolls the whole plan back
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            detail = inner_message(exc)
-            raise QueryError(
-                errors.INDEX_FAILED, f"session-search reconciliation failed: {detail}", cause=detail
-            ) from None
-        self.persisted_generation = persisted_generation
-        self.local_generation = local
-        self.next_rowid = next_rowid
-        _apply(self.persisted, persisted_rows)
-        _apply(self.live, live_rows)
-
-    def _delete(self, tables: _Tables, key: str, row: Row | None, *, keep_row: bool = False) -> None:
-        if row is not None and row.span is not None:
-            self.conn.execute(tables.delete_docs, (*row.span, key))
-        if not keep_row:
-            self.conn.execute(tables.delete_row, (key,))
-
-    def _insert_docs(self, tables: _Tables, write: SessionWrite, next_rowid: dict[str, int]) -> tuple[int, int] | None:
-        if not write.documents:
-            return None
-        first = next_rowid[tables.docs]
-        rows = []
-        for rowid, doc in enumerate(write.documents, first):
-            text = sanitize(doc.text)
-            rows.append((rowid, text, write.key, doc.seq, sql_text(doc.type), _time(doc.time),
-                         doc.surface, len(text)))
-        self.conn.executemany(tables.insert_doc, rows)
-        next_rowid[tables.docs] = first + len(rows)
-        return first, first + len(rows) - 1
+        live_keys = frozenset(sql_text(sid) for sid in fingerprints)
+        for key in self.live:
+            if key not in live_keys:
+                plan.delete_live(key)
+        return live_keys
 
     # -- lookups -------------------------------------------------------------------------------
 
@@ -491,4 +429,3 @@ def _apply(mirror: dict[str, Row], changes: dict[str, Row | None]) -> None:
             mirror.pop(key, None)
         else:
             mirror[key] = row
-

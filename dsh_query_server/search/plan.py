@@ -1,0 +1,220 @@
+"""The write plan of one reconcile (semantics.md §6.5): what the index holds per session, and the
+one ``BEGIN IMMEDIATE`` transaction that brings it in line with an observation.
+
+The transaction is begun at the plan's first write and filled *while* the observation runs, so
+each session's documents go to SQLite as soon as they are built and the index build holds one
+session in memory at a time instead of the whole corpus. That is still one transaction per
+reconcile, and nothing in it is visible before the commit: the index has a single owner (§6.1)
+and a single connection, used only inside the search queue. Whatever ends an attempt before the
+commit (a retry, an observation error, cancellation) rolls it back, so every outcome equals the
+spec's "observe, then write": nothing committed, no generation advanced. A write that fails is
+remembered and reported only after the observation finished, so observation errors and
+cancellation keep their precedence over ``INDEX_FAILED``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from msgspec import UNSET
+
+from .. import errors
+from ..errors import QueryError, inner_message
+from ..model.event import Header
+from ..values import is_integer, is_number
+from .schema import sanitize, sql_text
+
+_HEADER_COLUMNS = (
+    "id, version, created_at, cwd, parent_session, seed_length, delegation_depth, agent_preset"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """What the index holds for one session. ``tag`` is the persisted revision or the live
+    fingerprint; ``persisted`` is the live row's flag; ``span`` the documents' rowid range."""
+
+    tag: str
+    generation: int
+    span: tuple[int, int] | None
+    persisted: bool = False
+
+
+# One document before sanitizing: (seq, type, time, surface, text).
+Document = tuple[int, Any, Any, str, str]
+
+
+class Tables:
+    """One side of the index: a sessions table and its documents table."""
+
+    def __init__(self, sessions: str, docs: str, tail: tuple[str, ...]) -> None:
+        self.sessions = sessions
+        self.docs = docs
+        columns = f"{_HEADER_COLUMNS}, {', '.join(tail)}"
+        marks = ", ".join("?" * (8 + len(tail)))
+        self.upsert = f"INSERT OR REPLACE INTO {sessions} ({columns}) VALUES ({marks})"
+        self.delete_row = f"DELETE FROM {sessions} WHERE id = ?"
+        # Each session's documents have contiguous rowids, so a rewrite deletes them by range
+        # instead of scanning the FTS5 content table for the session id.
+        self.delete_docs = f"DELETE FROM {docs} WHERE rowid BETWEEN ? AND ? AND session_id = ?"
+        self.insert_doc = (
+            f"INSERT INTO {docs} (rowid, text, session_id, seq, type, time, surface, "
+            "codepoint_length) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        )
+
+
+PERSISTED = Tables("persisted_sessions", "persisted_docs", ("revision", "generation"))
+LIVE = Tables("live_sessions", "live_docs", ("fingerprint", "persisted", "generation"))
+
+
+# -- column values -------------------------------------------------------------------------------
+
+
+def _integer(value: Any) -> Any:
+    """An integral JSON number as int; anything else unchanged (STRICT columns refuse it)."""
+    if value is UNSET:
+        return None
+    return int(value) if is_integer(value) else value
+
+
+def header_columns(key: str, header: Header) -> tuple[Any, ...]:
+    return (
+        key,
+        _integer(header.version),
+        _integer(header.created_at),
+        None if header.cwd is UNSET else sql_text(header.cwd),
+        None if header.parent_session is UNSET else sql_text(header.parent_session),
+        _integer(header.seed_length),
+        _integer(header.delegation_depth),
+        None if header.agent_preset is UNSET else sql_text(header.agent_preset),
+    )
+
+
+def _time(value: Any) -> Any:
+    if not is_number(value):
+        return None
+    return int(value) if is_integer(value) else value
+
+
+# -- the plan ------------------------------------------------------------------------------------
+
+
+class WritePlan:
+    """The writes of one reconcile attempt against the committed ``persisted``/``live`` mirrors.
+
+    Persisted writes and deletes come first; the first live write fixes ``G_next``, the persisted
+    generation after this reconcile, from which live generations are numbered (§6.5)."""
+
+    def __init__(self, conn: sqlite3.Connection, persisted: dict[str, Row], live: dict[str, Row],
+                 persisted_generation: int, local_generation: int, next_rowid: dict[str, int]) -> None:
+        self.conn = conn
+        self._committed = {PERSISTED: persisted, LIVE: live}
+        self.changes: dict[Tables, dict[str, Row | None]] = {PERSISTED: {}, LIVE: {}}
+        self.base_generation = persisted_generation
+        self.local_generation = local_generation
+        self.next_rowid = dict(next_rowid)
+        self._failure: str | None = None
+
+    @property
+    def persisted_generation(self) -> int:
+        """``G_next``: one more than before as soon as a persisted row is written or deleted."""
+        return self.base_generation + 1 if self.changes[PERSISTED] else self.base_generation
+
+    @property
+    def wrote(self) -> bool:
+        return bool(self.changes[PERSISTED] or self.changes[LIVE])
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def write_persisted(self, key: str, header: Header, revision: str, docs: Sequence[Document]) -> None:
+        generation = self.base_generation + 1
+        span = self._replace(PERSISTED, key, docs, (*header_columns(key, header), revision, generation))
+        self.changes[PERSISTED][key] = Row(revision, generation, span)
+
+    def delete_persisted(self, key: str) -> None:
+        self._remove(PERSISTED, key)
+
+    def write_live(self, key: str, header: Header, fingerprint: str, persisted: bool,
+                   docs: Sequence[Document]) -> None:
+        # Live rows are written in creation order, each above every generation assigned so far.
+        generation = self.local_generation = max(self.local_generation, self.persisted_generation) + 1
+        span = self._replace(
+            LIVE, key, docs, (*header_columns(key, header), fingerprint, int(persisted), generation)
+        )
+        self.changes[LIVE][key] = Row(fingerprint, generation, span, persisted)
+
+    def delete_live(self, key: str) -> None:
+        self._remove(LIVE, key)
+
+    def _replace(self, tables: Tables, key: str, docs: Sequence[Document],
+                 columns: tuple[Any, ...]) -> tuple[int, int] | None:
+        first = self.next_rowid[tables.docs]
+        span = (first, first + len(docs) - 1) if docs else None
+        self.next_rowid[tables.docs] = first + len(docs)
+        if self._failure is not None:
+            return span  # the plan is lost anyway; the observation just runs to its end
+        rows = []
+        for rowid, (seq, type_, time, surface, text) in enumerate(docs, first):
+            text = sanitize(text)
+            rows.append((rowid, text, key, seq, sql_text(type_), _time(time), surface, len(text)))
+        try:
+            self._begin()
+            old = self._committed[tables].get(key)
+            if old is not None and old.span is not None:
+                self.conn.execute(tables.delete_docs, (*old.span, key))
+            if rows:
+                self.conn.executemany(tables.insert_doc, rows)
+            self.conn.execute(tables.upsert, columns)
+        except Exception as exc:  # noqa: BLE001 - reported once the observation is over
+            self._failure = inner_message(exc)
+        return span
+
+    def _remove(self, tables: Tables, key: str) -> None:
+        self.changes[tables][key] = None
+        if self._failure is not None:
+            return
+        old = self._committed[tables][key]
+        try:
+            self._begin()
+            if old.span is not None:
+                self.conn.execute(tables.delete_docs, (*old.span, key))
+            self.conn.execute(tables.delete_row, (key,))
+        except Exception as exc:  # noqa: BLE001 - reported once the observation is over
+            self._failure = inner_message(exc)
+
+    def _begin(self) -> None:
+        if not self.conn.in_transaction:
+            self.conn.execute("BEGIN IMMEDIATE")
+
+    # -- ending --------------------------------------------------------------------------------
+
+    def commit(self) -> None:
+        """Finish the transaction, or roll it back and raise INDEX_FAILED (`reconciliation
+        failed`). Nothing to write means no transaction at all."""
+        if not self.wrote and self._failure is None:
+            return
+        try:
+            if self._failure is not None:
+                raise _Failed(self._failure)
+            if self.changes[PERSISTED]:
+                self.conn.execute(
+                    "UPDATE search_state SET global_generation = ?", (self.persisted_generation,)
+                )
+            self.conn.execute("COMMIT")
+        except Exception as exc:  # noqa: BLE001 - any failure rolls the whole plan back
+            self.abandon()
+            detail = inner_message(exc)
+            raise QueryError(
+                errors.INDEX_FAILED, f"session-search reconciliation failed: {detail}", cause=detail
+            ) from None
+
+    def abandon(self) -> None:
+        """Roll back whatever was written; the committed mirrors never saw any of it."""
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+
+class _Failed(Exception):
+    """A write that failed during the observation, raised at commit time."""

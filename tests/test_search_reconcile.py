@@ -1,0 +1,259 @@
+"""Reconciliation fast paths (semantics.md §6.5, §6.11, §6.12): a search over an unchanged corpus
+skips the observation, and the write plan is one transaction filled while the observation runs.
+Whatever is skipped, every change, failure, generation and cursor comes out as a full observation
+would have it."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsh_query_server import errors
+from dsh_query_server.model.event import Header
+from dsh_query_server.persistence.base import CancelToken, Snapshot
+from dsh_query_server.persistence.sqlite import SqliteBackend
+
+from .builders import U
+from .fakes import MemoryBackend, ops
+from .search_helpers import code, events, hdr, ids, make, sessions, values
+
+STALE = (errors.STALE_CURSOR, "session-search cursor is stale because its relevant corpus changed")
+
+
+def live(store, sid, *texts):
+    store.create(hdr(sid), seed=values([U(i, t) for i, t in enumerate(texts)]))
+
+
+def persisted(backend, sid, *texts, **header):
+    backend.put(hdr(sid, **header), [U(i, t) for i, t in enumerate(texts)])
+
+
+class ReusingBackend(MemoryBackend):
+    """Hands back the very same snapshot objects while nothing changed, like the SQLite backend."""
+
+    def __init__(self, uri: str = "memory:reusing", as_tuple: bool = False) -> None:
+        super().__init__(uri)
+        self.as_tuple = as_tuple
+        self._cache: tuple[tuple, tuple[Snapshot, ...]] | None = None
+
+    def list_snapshots(self, token=None):
+        self._enter("list_snapshots", None, token)
+        state = tuple(sorted(self.revisions.items()))
+        if self._cache is None or self._cache[0] != state:
+            self._cache = (state, tuple(Snapshot(h, f"rev-{self.revisions[sid]}")
+                                        for sid, (h, _) in self.sessions.items()))
+        return self._cache[1] if self.as_tuple else list(self._cache[1])
+
+
+def no_full_observation(store, monkeypatch):
+    """Make any look at the live store's contents fail the test."""
+    for name in ("fingerprints", "ids", "snapshot", "snapshots"):
+        monkeypatch.setattr(store, name, lambda *a, _n=name: pytest.fail(f"store.{_n} was called"))
+
+
+@pytest.mark.parametrize("as_tuple", [False, True])
+def test_unchanged_corpus_skips_the_observation_but_lists_twice(monkeypatch, as_tuple):
+    store, binding, service = make()
+    live(store, "l", "needle")
+    backend = ReusingBackend(as_tuple=as_tuple)
+    persisted(backend, "p", "needle")
+    binding.mount(backend)
+    first = sessions(service, "needle", limit=1)
+    backend.calls.clear()
+    with monkeypatch.context() as patch:
+        no_full_observation(store, patch)
+        again = sessions(service, "needle", limit=1, cursor=first["nextCursor"])
+    assert ops(backend) == ["list_snapshots", "list_snapshots"]  # failures are still observed
+    assert ids(again) == ["p"] and "nextCursor" not in again  # the cursor stayed valid
+
+
+def test_skipped_reconcile_still_sees_every_change():
+    store, binding, service = make()
+    backend = ReusingBackend()
+    persisted(backend, "p", "needle")
+    live(store, "l", "needle")
+    mount = binding.mount(backend)
+    assert sorted(ids(sessions(service, "needle"))) == ["l", "p"]
+
+    def cursor():
+        return sessions(service, "needle", limit=1)["nextCursor"]
+
+    def stale(c):
+        return code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": c}) == STALE
+
+    c = cursor()
+    sessions(service, "needle", limit=1, cursor=c)  # skipped: still valid
+    store.append("l", [{"type": "turn/start", "data": {"turn": 1}}])
+    assert stale(c)
+    c = cursor()
+    live(store, "new", "needle")
+    assert stale(c)
+    assert sorted(ids(sessions(service, "needle"))) == ["l", "new", "p"]
+    c = cursor()
+    store.remove("new")
+    assert stale(c)
+    assert sorted(ids(sessions(service, "needle"))) == ["l", "p"]
+    c = cursor()
+    persisted(backend, "p", "needle", "needle again")  # a new revision
+    assert stale(c)
+    assert [h["snippet"] for h in events(service, "p", "again")["items"]] == ["needle again"]
+    c = cursor()
+    binding.unmount(mount)
+    assert stale(c)
+    assert ids(sessions(service, "needle")) == ["l"]  # hidden, not deleted
+    binding.mount(backend)  # the same data behind a new binding
+    assert sorted(ids(sessions(service, "needle"))) == ["l", "p"]
+    c = cursor()
+    binding.mount(backend)
+    assert stale(c)
+    assert sorted(ids(sessions(service, "needle"))) == ["l", "p"]
+    backend.fail["list_snapshots"] = OSError("disk on fire")
+    assert code(service.search_sessions, {"query": "needle"}) == (
+        errors.PERSISTENCE_FAILED, "session-search persistence observation failed: disk on fire")
+    del backend.fail["list_snapshots"]
+    assert sorted(ids(sessions(service, "needle"))) == ["l", "p"]
+
+
+def test_a_live_id_that_goes_away_is_inspected_although_the_listing_repeats():
+    store, binding, service = make()
+    backend = ReusingBackend()
+    persisted(backend, "s", "stored needle")
+    live(store, "s", "live needle")
+    binding.mount(backend)
+    assert [h["snippet"] for h in events(service, "s", "needle")["items"]] == ["live needle"]
+    assert "inspect" not in ops(backend)
+    store.remove("s")
+    assert [h["snippet"] for h in events(service, "s", "needle")["items"]] == ["stored needle"]
+    assert ops(backend).count("inspect") == 1
+
+
+def test_a_list_changed_in_place_is_never_trusted():
+    store, binding, service = make()
+    backend = MemoryBackend()
+    persisted(backend, "p", "needle")
+    listing = []
+
+    def list_snapshots(token=None):
+        listing[:] = [Snapshot(h, f"rev-{backend.revisions[sid]}") for sid, (h, _) in backend.sessions.items()]
+        return listing  # always the same list object
+
+    backend.list_snapshots = list_snapshots
+    binding.mount(backend)
+    assert ids(sessions(service, "needle")) == ["p"]
+    persisted(backend, "p", "changed")
+    assert ids(sessions(service, "needle")) == []
+    assert ids(sessions(service, "changed")) == ["p"]
+
+
+def test_sqlite_backend_commits_by_another_connection_are_seen(tmp_path):
+    path = str(tmp_path / "store.sqlite")
+    writer = SqliteBackend(path)
+    writer.create(Header.from_value(hdr("s")))
+    writer.append("s", [U(0, "first needle"), U(1, "second needle")])
+    _, binding, service = make()
+    binding.mount(SqliteBackend(path, read_only=True))
+    cursor = events(service, "s", "needle", limit=1)["nextCursor"]
+    assert events(service, "s", "needle", limit=1, cursor=cursor)["items"]  # unchanged: skipped
+    writer.append("s", [U(2, "third needle")])
+    assert code(service.search_events, {"sessionId": "s", "query": "needle", "limit": 1,
+                                        "cursor": cursor}) == STALE
+    assert len(events(service, "s", "needle")["items"]) == 3
+    writer.close()
+
+
+# -- the write plan ------------------------------------------------------------------------------
+
+
+def trace(service):
+    statements = []
+    service._index.conn.set_trace_callback(
+        lambda sql: statements.append(sql.split()[0].upper()) if sql.split()[0].upper() in
+        ("BEGIN", "COMMIT", "ROLLBACK") else None)
+    return statements
+
+
+def test_one_transaction_per_reconcile_and_none_without_changes():
+    store, binding, service = make()
+    backend = MemoryBackend()
+    for i in range(5):
+        persisted(backend, f"p{i}", "needle")
+    binding.mount(backend)
+    sessions(service, "warm up")
+    statements = trace(service)
+    for i in range(5):
+        persisted(backend, f"p{i}", "needle", "more")
+        live(store, f"l{i}", "needle")
+    assert len(ids(sessions(service, "needle"))) == 10
+    assert statements == ["BEGIN", "COMMIT"]
+    statements.clear()
+    sessions(service, "needle")
+    assert statements == []
+
+
+def test_a_retry_rolls_back_what_the_first_attempt_wrote():
+    store, binding, service = make()
+    backend = MemoryBackend()
+    persisted(backend, "p", "needle")
+    binding.mount(backend)
+    sessions(service, "warm up")
+    statements = trace(service)
+    persisted(backend, "p", "needle", "changed")
+    original = backend.list_snapshots
+    calls = []
+
+    def list_snapshots(token=None):
+        calls.append(1)
+        if len(calls) == 2:
+            live(store, "late", "needle")  # the live set moves: retry
+        return original(token)
+
+    backend.list_snapshots = list_snapshots
+    assert sorted(ids(sessions(service, "needle"))) == ["late", "p"]
+    assert statements == ["BEGIN", "ROLLBACK", "BEGIN", "COMMIT"]
+    assert ops(backend).count("inspect") == 3  # warm up, then once per attempt
+
+
+def test_a_failed_write_waits_for_the_observation():
+    store, binding, service = make()
+    backend = MemoryBackend()
+    backend.put(hdr("bad", "yesterday"), [U(0, "needle")])  # createdAt cannot be stored
+    persisted(backend, "broken", "needle")
+    binding.mount(backend)
+    original = backend.inspect
+
+    def inspect(sid, token=None):
+        if sid == "broken":
+            raise OSError("gone")
+        return original(sid, token)
+
+    backend.inspect = inspect
+    # The write of "bad" failed first, but the observation error takes precedence.
+    assert code(service.search_sessions, {"query": "needle"}) == (
+        errors.PERSISTENCE_FAILED, "session-search persistence observation failed: gone")
+    backend.inspect = original
+    failure = code(service.search_sessions, {"query": "needle"})
+    assert failure[0] == errors.INDEX_FAILED and failure[1].startswith("session-search reconciliation failed: ")
+    # Cancelled after the observation: aborted, whatever the plan held.
+    token = CancelToken()
+
+    def cancelling(sid, tok=None):
+        if sid == "broken":
+            token.cancel()
+        return original(sid, tok)
+
+    backend.inspect = cancelling
+    assert code(service.search_sessions, {"query": "needle"}, token)[0] == errors.ABORTED
+    del backend.sessions["bad"]
+    backend.inspect = original
+    assert ids(sessions(service, "needle")) == ["broken"]
+
+
+def test_maximum_filter_values_with_both_sides_of_the_index():
+    store, binding, service = make()
+    live(store, "s", "needle")
+    backend = MemoryBackend()
+    persisted(backend, "p", "needle")
+    binding.mount(backend)
+    most = [{"kind": "id", "values": ["s", "p"] + [f"x{i}" for i in range(32752)]}]
+    assert sorted(ids(sessions(service, "needle", sessionFilters=most))) == ["p", "s"]
+    within = [{"kind": "type", "values": ["user/message"] * 32753}]
+    assert len(events(service, "p", "needle", filters=within)["items"]) == 1
