@@ -46,7 +46,7 @@ class LiveSnapshot:
 
 
 class _LiveSession:
-    __slots__ = ("header", "events", "manager", "changes", "digest", "_frozen")
+    __slots__ = ("header", "events", "manager", "changes", "digest", "_frozen", "_fingerprint")
 
     def __init__(self, header: Header) -> None:
         self.header = header
@@ -55,6 +55,7 @@ class _LiveSession:
         self.changes = 0
         self.digest = hashlib.sha256(len(header.raw).to_bytes(8, "big") + header.raw)
         self._frozen: tuple[int, Fold] | None = None
+        self._fingerprint: tuple[int, str] | None = None
 
     def extend(self, events: list[Event]) -> None:
         self.events.extend(events)
@@ -67,10 +68,15 @@ class _LiveSession:
             self._frozen = (self.changes, freeze(self.manager.state))
         return self._frozen[1]
 
+    def fingerprint(self) -> str:
+        # Finishing a digest copies the hash state; a search over thousands of unchanged
+        # sessions reads the string kept since their last append instead.
+        if self._fingerprint is None or self._fingerprint[0] != self.changes:
+            self._fingerprint = (self.changes, self.digest.hexdigest())
+        return self._fingerprint[1]
+
     def snapshot(self) -> LiveSnapshot:
-        return LiveSnapshot(
-            self.header, self.events.view(), self.changes, self.fold(), self.digest.hexdigest(),
-        )
+        return LiveSnapshot(self.header, self.events.view(), self.changes, self.fold(), self.fingerprint())
 
 
 Listener = Callable[[str, str], None]
@@ -242,7 +248,7 @@ class SessionStore:
         """Header and content fingerprint of every live session (creation order), without
         copying any log: the cheap no-change check for derived indexes."""
         with self._lock:
-            return {sid: (live.header, live.digest.hexdigest()) for sid, live in self._sessions.items()}
+            return {sid: (live.header, live.fingerprint()) for sid, live in self._sessions.items()}
 
     def length(self, session_id: str) -> int:
         """Events in one live session (0 when it is not live)."""
