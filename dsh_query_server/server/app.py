@@ -73,7 +73,13 @@ class QueryProtocol(LanguageServerProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._inflight = 0  # our requests handed to a worker, not yet written (loop only)
+        self._inflight = 0  # our requests handed to a worker, not yet written (under _count_lock)
+        self._count_lock = threading.Lock()
+        # stdio's writer blocks and is safe from any thread under _write_lock, so workers write
+        # their own answers; other transports (tcp) write on the event loop only.
+        self.direct_writes = False
+        self._shutdown_answered: asyncio.Event | None = None  # set once shutdown's answer is out
+        self._shutdown_id: Any = None
         self._posted = 0  # messages the stdin thread handed to the loop (stdin thread only)
         self._handled = 0  # ... and the loop has handled (loop only)
         self._write_lock = threading.Lock()  # the stdin thread writes too
@@ -202,7 +208,8 @@ class QueryProtocol(LanguageServerProtocol):
         if self._inline(msg_id, method, call, params):
             return
         token = self._server.tokens.register(msg_id)
-        self._inflight += 1
+        with self._count_lock:
+            self._inflight += 1
         self._server.executor.submit(self._work, asyncio.get_running_loop(), msg_id, call, runtime, params, token)
 
     def _inline(self, msg_id: Any, method: str, call: Call, params: Any) -> bool:
@@ -220,20 +227,27 @@ class QueryProtocol(LanguageServerProtocol):
 
     def _work(self, loop: asyncio.AbstractEventLoop, msg_id: Any, call: Call, runtime: Runtime, params: Any,
               token: CancelToken) -> None:
-        """In a worker thread: run the call, encode the answer here, write it on the loop (one
-        writer, whole frames in order)."""
+        """In a worker thread: run the call, encode the answer here and write it (whole frames
+        under the write lock); without direct writes, hand the frame to the loop. Waking the loop
+        for every answer cost as much as the rest of a small request."""
         try:
             frame = self._answer(msg_id, call, runtime, params, token)
         finally:
             self._server.tokens.release(msg_id)
+        if self.direct_writes:
+            self._deliver(frame)
+            return
         with contextlib.suppress(RuntimeError):  # the loop has closed: the client went away
             loop.call_soon_threadsafe(self._deliver, frame)
 
     def _deliver(self, frame: bytes) -> None:
         try:
             self._write(frame)
+        except Exception:  # noqa: BLE001 - e.g. a closed stdout: the client went away
+            log.exception("could not write an answer")
         finally:
-            self._inflight -= 1  # after the write: status is answered inline only once it is 0
+            with self._count_lock:  # after the write: status is answered inline only once it is 0
+                self._inflight -= 1
 
     async def drain(self) -> None:
         """Shutdown and exit: cancel the requests in flight and wait until they are answered
@@ -281,6 +295,7 @@ class QueryProtocol(LanguageServerProtocol):
             # At once, not when on_shutdown runs: nothing read after shutdown may start while
             # shutdown waits for the requests in flight (or be answered by the stdin thread).
             self._shutdown = True
+            self._shutdown_id, self._shutdown_answered = msg_id, asyncio.Event()
         super()._handle_request(msg_id, method_name, params)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
@@ -315,6 +330,15 @@ class QueryProtocol(LanguageServerProtocol):
                 return
             payload = {"jsonrpc": "2.0", "id": msg_id, "error": _INTERNAL}
         self._write(_frame(payload, msg_id, answer=msg_id is not None))
+        if self._shutdown_answered is not None and msg_id == self._shutdown_id and type(data) is JsonRPCResponseMessage:
+            self._shutdown_answered.set()
+
+    async def shutdown_answered(self) -> None:
+        """Exit sent right behind shutdown: wait until shutdown's answer is written (it waits
+        for the requests in flight first), at most DRAIN_SECONDS."""
+        if self._shutdown_answered is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._shutdown_answered.wait(), DRAIN_SECONDS)
 
     def _payload(self, data: Any) -> Any:
         if type(data) is JsonRPCResponseMessage:
@@ -444,6 +468,7 @@ class QueryServer(LanguageServer):
         @self.feature(types.EXIT)
         async def on_exit(ls: QueryServer, *args: Any) -> None:
             await ls.protocol.drain()  # exit without shutdown, or sent right behind it
+            await ls.protocol.shutdown_answered()
 
         for method, call in METHODS.items():
             self.feature(method)(self._handler(call))
@@ -627,12 +652,17 @@ def _serve_stdio(server: QueryServer) -> None:
     the event loop's selector for every message cost more than the rest of a trivial request.
     pygls, the dispatch and the writes of worker answers stay on the event loop."""
     server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    server.protocol.direct_writes = True
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         threading.Thread(target=_read_stdin, args=(server.protocol, loop, done), name="stdin", daemon=True).start()
         await done
+        # End of input: the messages read before it may still be running (a shutdown waiting
+        # for its requests, an exit waiting for shutdown). Answer what can be answered.
+        await server.protocol.drain()
+        await server.protocol.shutdown_answered()
 
     server._stop_event = threading.Event()
     try:
