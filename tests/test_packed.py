@@ -62,3 +62,17 @@ def test_store_snapshot_is_unchanged_by_later_appends_and_shares_the_fold():
     assert [e.type for e in later.events] == ["turn/start", "user/message"]
     header, pending = store.events_from("s", 1)
     assert header.id == "s" and [e.seq for e in pending] == [1]
+
+
+def test_store_remembers_the_last_title_event():
+    store = SessionStore()
+    store.create({"id": "s", "createdAt": 0}, [{"type": "session/title", "seq": 0, "time": 1,
+                                               "data": {"title": "first"}}])
+    assert store.snapshot("s").title_seq == 0
+    store.append("s", [{"type": "turn/start", "data": {"turn": 1}},
+                       {"type": "session/title", "data": {"title": "second"}},
+                       {"type": "turn/end", "data": {"turn": 1}}])
+    snap = store.snapshot("s")
+    assert snap.title_seq == 3 and snap.events[3].data()["title"] == "second"  # seq 1 is end-seed
+    store.create({"id": "none", "createdAt": 0})
+    assert store.snapshot("none").title_seq is None

@@ -24,6 +24,7 @@ from .packed import LogView, PackedLog
 from .validate import ReplayError, event_replay_step, header_error
 
 END_SEED = "session/end-seed"
+TITLE = "session/title"
 APPEND_KEYS = frozenset({"type", "data", "time", "surfaceOp", "sourceEventSeqs", "ignorable", "seq"})
 
 
@@ -43,16 +44,18 @@ class LiveSnapshot:
     changes: int
     fold: Fold
     fingerprint: str
+    title_seq: int | None = None  # the last session/title event, so title reads need no scan
 
 
 class _LiveSession:
-    __slots__ = ("header", "events", "manager", "changes", "digest", "_frozen", "_fingerprint")
+    __slots__ = ("header", "events", "manager", "changes", "digest", "title_seq", "_frozen", "_fingerprint")
 
     def __init__(self, header: Header) -> None:
         self.header = header
         self.events = PackedLog()
         self.manager = SurfaceManager()
         self.changes = 0
+        self.title_seq: int | None = None
         self.digest = hashlib.sha256(len(header.raw).to_bytes(8, "big") + header.raw)
         self._frozen: tuple[int, Fold] | None = None
         self._fingerprint: tuple[int, str] | None = None
@@ -61,6 +64,8 @@ class _LiveSession:
         self.events.extend(events)
         for event in events:
             self.digest.update(len(event.raw).to_bytes(8, "big") + event.raw)
+            if event.type == TITLE:
+                self.title_seq = event.seq
 
     def fold(self) -> Fold:
         # Freezing copies the surface; readers between two appends share one frozen copy.
@@ -76,7 +81,9 @@ class _LiveSession:
         return self._fingerprint[1]
 
     def snapshot(self) -> LiveSnapshot:
-        return LiveSnapshot(self.header, self.events.view(), self.changes, self.fold(), self.fingerprint())
+        return LiveSnapshot(
+            self.header, self.events.view(), self.changes, self.fold(), self.fingerprint(), self.title_seq
+        )
 
 
 Listener = Callable[[str, str], None]
