@@ -15,8 +15,10 @@ from msgspec import UNSET, Raw, UnsetType
 from .event import Event, Header
 
 
-class Wire(msgspec.Struct, omit_defaults=True):
-    pass
+class Wire(msgspec.Struct, omit_defaults=True, gc=False):
+    """Results are trees built fresh for one response (no reference cycles), so the garbage
+    collector need not track them: a 100,000-event listing would otherwise trigger full
+    collections over the whole heap."""
 
 
 def raw(item: Event | Header) -> Raw:

@@ -75,6 +75,20 @@ class Inspection:
 
 
 @dataclass(frozen=True, slots=True)
+class Window:
+    """A slice of the logical log that ``inspect`` would return, read without decoding the rest.
+
+    ``events`` are the logical events ``start`` .. ``start + len(events) - 1``: the requested
+    range clipped to the log, whose length is ``length``. A backend offers it through the optional
+    ``inspect_window(id, first, last, token)``, with the errors ``inspect`` would raise."""
+
+    meta: Header
+    length: int
+    start: int
+    events: list[Event] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
 class StoredLog:
     """What the storage holds for one session, before legacy normalization and closers.
 
@@ -103,6 +117,14 @@ class PersistenceBackend(Protocol):
     def create(self, header: Header) -> None: ...
 
     def append(self, session_id: str, events: list[Event]) -> None: ...
+
+    # Optional read paths the query service uses when a backend has them (checked with hasattr;
+    # backends without them are read through ``inspect``):
+    #
+    # - ``inspect_window(id, first, last, token) -> Window``: the logical events first..last
+    #   (first >= 0), clipped, with exactly the errors of ``inspect``;
+    # - ``inspect_outline(id, token) -> Inspection``: ``inspect`` whose packed chunk members are
+    #   ``records.ChunkOutline``s (seq and time only), for reads that need no chunk payloads.
 
     def stored_count(self, session_id: str) -> int | None:
         """Writer helper: how many events the stored log holds (its valid prefix), or None when

@@ -8,6 +8,7 @@ append publishes a transcript atomically, later appends are fsynced and rolled b
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -15,6 +16,7 @@ import re
 import secrets
 import stat
 import threading
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,16 +36,22 @@ from .base import (
     SessionPersistenceReadOnlyError,
     Snapshot,
     StoredLog,
+    Window,
     check,
 )
+from .memo import VerificationMemo
 from .records import (
     PACKED_TAGS,
+    LogShape,
     MalformedRow,
     PackedRow,
-    logical_log,
+    StaleShape,
+    logical_window,
     pack,
     render_json,
+    stored_span,
     unpack_row,
+    verified_log,
 )
 
 COMPRESSIONS = ("auto", "zstd", "none")
@@ -312,8 +320,12 @@ class _LineScanner:
     Events are accepted up to the first defect; after it, the scanner only looks for a
     ``turn/end`` that proves the defect was committed."""
 
-    def __init__(self) -> None:
+    def __init__(self, mark_every: int = 0) -> None:
         self.events: list[Event] = []
+        # Seek hints for window reads of raw transcripts: (stream offset of a line's start, seq
+        # of its first event) for every ``mark_every``-th accepted line (none when 0).
+        self.mark_every = mark_every
+        self.marks: list[tuple[int, int]] = []
         self.line_no = 0
         self.accepted_end = 0  # stream offset just past the last accepted line
         self.defect: str | None = None
@@ -358,6 +370,8 @@ class _LineScanner:
                            f"{self.line_no} (expected {expected}, got {_render_seq(events)})")
             self.confirmed = events is not None and any(e.type == "turn/end" for e in events)
             return
+        if self.mark_every and (self.line_no - 1) % self.mark_every == 0:
+            self.marks.append((end - len(line) - 1, expected))
         self.events.extend(events)
         self.accepted_end = end
 
@@ -367,6 +381,14 @@ class _Decoded:
     header: Header
     events: list[Event]
     torn: bool
+    # Raw only: where the lines after the header start, and (file offset of an accepted line,
+    # seq of its first event) for every MARK_EVERY-th line.
+    body: int = 0
+    marks: tuple[tuple[int, int], ...] = ()
+
+
+# Lines between seek hints: a window read parses at most this many lines before its first event.
+MARK_EVERY = 64
 
 
 def decode_raw(content: bytes, path: str) -> _Decoded:
@@ -375,10 +397,12 @@ def decode_raw(content: bytes, path: str) -> _Decoded:
     if newline < 0:
         raise _corrupt("empty or header-less session log")
     header = _stored_header(content[:newline], path)
-    scanner = _LineScanner()
+    scanner = _LineScanner(MARK_EVERY)
     scanner.feed(content[newline + 1:])
     scanner.raise_if_confirmed()
-    return _Decoded(header, scanner.events, newline + 1 + scanner.accepted_end < len(content))
+    body = newline + 1
+    return _Decoded(header, scanner.events, body + scanner.accepted_end < len(content), body,
+                    tuple((body + offset, seq) for offset, seq in scanner.marks))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -610,13 +634,27 @@ class _SessionDir:
     stats: tuple[os.stat_result, ...]  # one per kind, from the survey's probe
 
     def transcript(self, kind: str) -> str:
-        return os.path.join(self.path, TRANSCRIPT[kind])
+        return self.path + os.sep + TRANSCRIPT[kind]  # os.path.join: path has no trailing sep
 
 
 @dataclass(frozen=True, slots=True)
 class _Located:
     path: str
     encoding: str
+
+
+@dataclass(frozen=True, slots=True)
+class _VerifiedRaw:
+    """What a full read of a raw transcript proved at one revision (see memo.py)."""
+
+    path: str
+    shape: LogShape
+    body: int  # file offset of the first line after the header
+    marks: tuple[tuple[int, int], ...]  # (file offset of a line, seq of its first event)
+    marked_seqs: tuple[int, ...]  # the marks' seqs, for bisect
+
+
+_WINDOW_READ = 64 * 1024
 
 
 # ---------------------------------------------------------------------------------------------
@@ -649,6 +687,9 @@ class JsonlBackend:
         self._counts: dict[str, int] = {}  # stored event count after our last good append
         self._locations: dict[str, _Located] = {}
         self._headers: dict[str, tuple[str, Header]] = {}  # transcript -> (revision, header)
+        # Raw transcripts verified whole per revision, so window reads at that revision seek
+        # to their lines (memo.py explains why this is not a cache).
+        self._memo = VerificationMemo()
         self._check_root()
 
     # -- mount ---------------------------------------------------------------------------------
@@ -706,12 +747,17 @@ class JsonlBackend:
                     raise _flat_layout_error(entry.path)
                 if not entry.is_dir():
                     continue
-                probes = [(kind, self._probe(os.path.join(entry.path, TRANSCRIPT[kind]), token))
-                          for kind in TRANSCRIPT]
-                present = [(kind, st) for kind, st in probes if st is not None]
-                if present:
-                    found.append(_SessionDir(entry.path, entry.name, tuple(k for k, _ in present),
-                                             tuple(st for _, st in present)))
+                # entry.path never ends in a separator: this is os.path.join, without its cost
+                # (the survey runs on every operation, over every session).
+                base = entry.path + os.sep
+                kinds, stats = [], []
+                for kind, name in TRANSCRIPT.items():
+                    st = self._probe(base + name, token)
+                    if st is not None:
+                        kinds.append(kind)
+                        stats.append(st)
+                if kinds:
+                    found.append(_SessionDir(entry.path, entry.name, tuple(kinds), tuple(stats)))
         return found
 
     def _root_encoding(self, token: CancelToken | None) -> tuple[list[_SessionDir], str | None]:
@@ -741,8 +787,7 @@ class JsonlBackend:
         cwd = None if header.cwd is UNSET else header.cwd
         if header.id == "" or cwd == "":
             raise _corrupt(f'corrupt session log "{path}": header id cannot name a storage path')
-        return os.path.join(self.root, project_dir(cwd), escape_segment(header.id),
-                            TRANSCRIPT[encoding])
+        return _transcript_path(self.root, cwd, header.id, encoding)
 
     def _check_path_identity(self, header: Header, path: str, encoding: str) -> None:
         expected = self._expected_transcript(header, path, encoding)
@@ -880,14 +925,23 @@ class JsonlBackend:
         located = self._locate(session_id, token)
         if located is None:
             return None
+        return self._load_located(session_id, located, token)[0], located
+
+    def _load_located(
+        self, session_id: str, located: _Located, token: CancelToken | None
+    ) -> tuple[StoredLog, _Decoded]:
+        """§4.9 steps 3–5 for a found transcript."""
         content, revision = self._stable_read(located.path, token)
         decode = decode_zstd if located.encoding == "zstd" else decode_raw
         decoded = decode(content, located.path)
-        if decoded.header.id != session_id:
+        self._check_identity(session_id, decoded.header, located)
+        return StoredLog(decoded.header, decoded.events, decoded.torn, revision), decoded
+
+    def _check_identity(self, session_id: str, header: Header, located: _Located) -> None:
+        if header.id != session_id:
             raise _corrupt(f'corrupt session log "{located.path}": requested id "{session_id}" '
-                           f'does not match header id "{decoded.header.id}"')
-        self._check_path_identity(decoded.header, located.path, located.encoding)
-        return StoredLog(decoded.header, decoded.events, decoded.torn, revision), located
+                           f'does not match header id "{header.id}"')
+        self._check_path_identity(header, located.path, located.encoding)
 
     def read_stored(self, session_id: str, token: CancelToken | None = None) -> StoredLog:
         """The stored header and valid prefix, before legacy normalization and closers."""
@@ -899,7 +953,54 @@ class JsonlBackend:
 
     def inspect(self, session_id: str, token: CancelToken | None = None) -> Inspection:
         stored = self.read_stored(session_id, token)
-        return Inspection(stored.header, logical_log(session_id, stored.events))
+        return Inspection(stored.header, verified_log(session_id, stored.events)[0])
+
+    def inspect_window(self, session_id: str, first: int, last: int,
+                       token: CancelToken | None = None) -> Window:
+        """The logical events ``first..last`` (clipped) with exactly the result and errors of
+        ``inspect``. A raw transcript this instance already verified whole at its current
+        revision is read only around the window (a seek hint, then lines); anything else is read
+        and verified whole, as ``inspect`` does (Zstandard transcripts always are)."""
+        with self._session_lock(session_id):
+            located = self._locate(session_id, token)
+            if located is None:
+                raise _not_found(session_id)
+            if located.encoding == "none":
+                window = self._known_window(session_id, located, first, last, token)
+                if window is not None:
+                    return window
+            stored, decoded = self._load_located(session_id, located, token)
+            events, shape = verified_log(session_id, stored.events)
+            if located.encoding == "none":
+                self._memo.put(session_id, stored.revision, _VerifiedRaw(
+                    located.path, shape, decoded.body, decoded.marks,
+                    tuple(seq for _, seq in decoded.marks)))
+        return Window(stored.header, shape.length, first, events[first:last + 1])
+
+    def _known_window(self, session_id: str, located: _Located, first: int, last: int,
+                      token: CancelToken | None) -> Window | None:
+        """The window of a raw transcript verified at its current revision, read from its own
+        lines; None when the revision moved or the bytes disagree (then: verify again)."""
+        revision = revision_of(self._stat(located.path, token))
+        known = self._memo.get(session_id, revision)
+        if known is None or known.path != located.path:
+            return None
+        shape = known.shape
+        lo, hi = stored_span(shape, first, last)
+        try:
+            with open(located.path, "rb") as file:
+                header = _stored_header(file.read(known.body - 1), located.path)
+                self._check_identity(session_id, header, located)
+                stored = [] if lo > hi else _read_span(file, known, lo, hi, token)
+                if revision_of(os.fstat(file.fileno())) != revision:
+                    raise StaleShape("the transcript changed while it was read")
+            events = logical_window(session_id, shape, stored, first, last)
+        except (StaleShape, _Unparsable, SessionPersistenceCorruptionError,
+                SessionFormatUnsupportedError, OSError):
+            self._memo.forget(session_id)
+            return None
+        check(token)
+        return Window(header, shape.length, first, events)
 
     def stored_count(self, session_id: str) -> int | None:
         with self._session_lock(session_id):
@@ -1003,6 +1104,41 @@ class JsonlBackend:
         fsync_dir(session_dir)
         _remove_quietly(temp)
         return _Located(path, encoding)
+
+
+def _read_span(file: Any, known: _VerifiedRaw, lo: int, hi: int,
+               token: CancelToken | None) -> list[Event]:
+    """Stored events ``lo..hi`` of a verified raw transcript: seek to the last hint at or before
+    ``lo`` and decode lines (exactly as the scanner does) until ``hi`` is reached."""
+    if not known.marks:
+        raise StaleShape("no seek hints for a non-empty prefix")
+    offset, expected = known.marks[bisect_right(known.marked_seqs, lo) - 1]
+    file.seek(offset)
+    events: list[Event] = []
+    pending = b""
+    while expected <= hi:
+        check(token)
+        piece = file.read(_WINDOW_READ)
+        if not piece:
+            raise StaleShape("the transcript ends before the verified prefix does")
+        lines = (pending + piece).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            decoded = _record_events(line)
+            if decoded is None or not is_valid_seq_at(decoded[0].seq, expected):
+                raise StaleShape(f"expected seq {expected} at a verified line")
+            events.extend(e for e in decoded if lo <= e.seq <= hi)
+            expected += len(decoded)
+            if expected > hi:
+                break
+    return events
+
+
+@functools.lru_cache(maxsize=16384)
+def _transcript_path(root: str, cwd: str | None, session_id: str, encoding: str) -> str:
+    """Where a header's transcript lives (§4.1). A pure function of its arguments, remembered
+    because listing checks it for every session on every call."""
+    return os.path.join(root, project_dir(cwd), escape_segment(session_id), TRANSCRIPT[encoding])
 
 
 def _exists_on_disk(session_id: str) -> JsonlBackendError:

@@ -4,14 +4,17 @@ and legacy shape normalization. Both backends use these; neither re-implements t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any, ClassVar
 
+import msgspec
 from msgspec import UNSET
 
 from .. import jsoncodec
 from ..model.event import Event, make_event
 from ..values import (
+    MAX_SAFE_INTEGER,
     is_nonneg_safe_integer,
     is_number,
     is_safe_integer,
@@ -245,14 +248,15 @@ def _row_data_check(tag: str, data: dict[str, Any]) -> str | None:
             return "id and name must be strings"
     elif data.keys() != _TEXT_ROW_KEYS:
         return "data keys must be exactly turn, step, index, dt, texts"
-    if not all(is_number(data[k]) for k in ("turn", "step", "index")):
+    if not (is_number(data["turn"]) and is_number(data["step"]) and is_number(data["index"])):
         return "turn, step and index must be numbers"
     return None
 
 
 def _payload_check(payload: Any, name: str, sqlite: bool) -> str | None:
     """Check 8 of §3.2."""
-    if not isinstance(payload, list) or not all(isinstance(p, str) for p in payload):
+    # JSON decoding yields exact ``str``: comparing the set of element types stays in C.
+    if not isinstance(payload, list) or not set(map(type, payload)) <= _STR_ONLY:
         return f"{name} must be an array of strings"
     if sqlite and not MIN_RUN <= len(payload) <= SQLITE_MAX_MEMBERS:
         return f"{name} must hold {MIN_RUN} to {SQLITE_MAX_MEMBERS} strings"
@@ -261,18 +265,29 @@ def _payload_check(payload: Any, name: str, sqlite: bool) -> str | None:
     return None
 
 
+_STR_ONLY = frozenset({str})
+_INT_ONLY = frozenset({int})
+
+
+def _all_safe_integers(values: list[Any]) -> bool:
+    """``all(map(is_safe_integer, values))``, in C for the usual all-``int`` array."""
+    if set(map(type, values)) <= _INT_ONLY:
+        return not values or (-MAX_SAFE_INTEGER <= min(values) and max(values) <= MAX_SAFE_INTEGER)
+    return all(map(is_safe_integer, values))
+
+
 def _member_times(time0: int, dt: list[Any]) -> list[int] | None:
-    """Running times ``time0 + dt[0] + … + dt[k-1]``, or None when one is not a safe integer."""
-    times = [time0]
-    for gap in dt:
-        times.append(times[-1] + int(gap))
-        if not is_safe_integer(times[-1]):
-            return None
-    return times
+    """Running times ``time0 + dt[0] + … + dt[k-1]``, or None when one is not a safe integer.
+    ``dt`` already holds safe integers (integral floats become ints)."""
+    gaps = dt if set(map(type, dt)) <= _INT_ONLY else map(int, dt)
+    times = list(accumulate(gaps, initial=time0))
+    if -MAX_SAFE_INTEGER <= min(times) and max(times) <= MAX_SAFE_INTEGER:
+        return times
+    return None
 
 
-def _validate_row(row: dict[str, Any], tag: str, sqlite: bool) -> str | None:
-    """Checks 1–10 of §3.2, in order; the first failure's reason or None."""
+def _validate_row(row: dict[str, Any], tag: str, sqlite: bool) -> str | list[int]:
+    """Checks 1–10 of §3.2, in order: the first failure's reason, or the member times."""
     if row.keys() != _ROW_KEYS:
         return "envelope keys must be exactly type, seq0, time0, data"
     if not is_nonneg_safe_integer(row["seq0"]):
@@ -291,13 +306,14 @@ def _validate_row(row: dict[str, Any], tag: str, sqlite: bool) -> str | None:
         return reason
     dt = data["dt"]
     members = len(data[name])
-    if not isinstance(dt, list) or len(dt) != members - 1 or not all(map(is_safe_integer, dt)):
+    if not isinstance(dt, list) or len(dt) != members - 1 or not _all_safe_integers(dt):
         return "dt must be an array of member count - 1 safe integers"
     if not is_safe_integer(int(row["seq0"]) + members - 1):
         return "seq0 + members - 1 must be a safe integer"
-    if _member_times(int(row["time0"]), dt) is None:
+    times = _member_times(int(row["time0"]), dt)
+    if times is None:
         return "member times must be safe integers"
-    return None
+    return times
 
 
 def _chunk_head(tag: str, data: dict[str, Any]) -> bytes:
@@ -310,30 +326,105 @@ def _chunk_head(tag: str, data: dict[str, Any]) -> bytes:
     return b'{"type":"' + _CHUNK_OF_TAG[tag].encode() + b'","index":' + index + b',"text":'
 
 
-def unpack_row(row: dict[str, Any], *, sqlite: bool = False) -> list[Event]:
+class ChunkOutline(msgspec.Struct, frozen=True, gc=False):
+    """A packed-row member known only by what listing and tracing read: its seq and time.
+
+    ``listEvents`` and ``traceEvent`` need the type, time and surface markers of every event but
+    never a chunk's payload, so an outline read (``unpack_row(..., outline=True)``) skips building
+    each member's JSON. The row is validated exactly as in a full read. Members never carry
+    ``surfaceOp``, ``sourceEventSeqs`` or ``ignorable`` (§3.2 eligibility). Untracked by the
+    garbage collector (``gc=False``; it holds two ints): a long log makes ~100,000 of them, and
+    tracked objects that many trigger full collections over the whole heap."""
+
+    seq: int
+    time: int
+
+    type: ClassVar[str] = "assistant/chunk"
+    surface_op: ClassVar[Any] = UNSET
+    source_seqs: ClassVar[Any] = UNSET
+    ignorable: ClassVar[Any] = UNSET
+    has_data: ClassVar[bool] = True
+
+
+class _TextRowData(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    turn: int | float
+    step: int | float
+    index: int | float
+    dt: list[int]
+    texts: list[str]
+
+
+class _ToolRowData(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    turn: int | float
+    step: int | float
+    index: int | float
+    dt: list[int]
+    id: str
+    args: list[str]
+    name: str | msgspec.UnsetType = UNSET
+
+
+_ROW_DATA_DECODERS = {
+    "text-chunks": msgspec.json.Decoder(_TextRowData),
+    "reasoning-chunks": msgspec.json.Decoder(_TextRowData),
+    "tool-call-chunks": msgspec.json.Decoder(_ToolRowData),
+}
+
+
+def outline_members(tag: str, seq0: int, time0: int, data_json: bytes, *,
+                    sqlite: bool = False) -> list[ChunkOutline] | None:
+    """The ChunkOutlines of a well-formed packed row, straight from its ``data`` JSON text; None
+    when this fast path cannot tell (then ``unpack_row(..., outline=True)`` decides, with the
+    exact reason). A typed decode checks keys and kinds in one pass: checks 4–8 of §3.2, and
+    ``seq0``/``time0`` come from validated integer columns."""
+    decoder = _ROW_DATA_DECODERS.get(tag)
+    if decoder is None or type(seq0) is not int or type(time0) is not int:
+        return None
+    try:
+        data = decoder.decode(data_json)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    members = len(data.args if tag == "tool-call-chunks" else data.texts)
+    if not (MIN_RUN <= members <= SQLITE_MAX_MEMBERS if sqlite else members >= 1):
+        return None
+    dt = data.dt  # ints by type
+    if len(dt) != members - 1 or not (0 <= seq0 and seq0 + members - 1 <= MAX_SAFE_INTEGER):
+        return None
+    times = list(accumulate(dt, initial=time0))
+    if dt and not (-MAX_SAFE_INTEGER <= min(dt) and max(dt) <= MAX_SAFE_INTEGER):
+        return None
+    if not (-MAX_SAFE_INTEGER <= min(times) and max(times) <= MAX_SAFE_INTEGER):
+        return None
+    return list(map(ChunkOutline, range(seq0, seq0 + members), times))
+
+
+def unpack_row(
+    row: dict[str, Any], *, sqlite: bool = False, outline: bool = False
+) -> list[Event] | list[ChunkOutline]:
     """Validate a packed row object ``{type: tag, seq0, time0, data}`` (checks 1-10 of §3.2, with
-    the sqlite member bounds when ``sqlite``) and reconstruct its member events exactly.
-    Raises MalformedRow."""
+    the sqlite member bounds when ``sqlite``) and reconstruct its member events exactly, or only
+    their ChunkOutlines when ``outline``. Raises MalformedRow."""
     tag = row.get("type")
     if not isinstance(tag, str) or tag not in PACKED_TAGS:
         raise MalformedRow(f"malformed {tag} storage row: type is not a packed row tag")
-    reason = _validate_row(row, tag, sqlite)
-    if reason is not None:
-        raise MalformedRow(f"malformed {tag} storage row: {reason}")
+    times = _validate_row(row, tag, sqlite)
+    if isinstance(times, str):
+        raise MalformedRow(f"malformed {tag} storage row: {times}")
+    seq0 = int(row["seq0"])
+    if outline:
+        return list(map(ChunkOutline, range(seq0, seq0 + len(times)), times))
     data = row["data"]
     payloads = data["args" if tag == "tool-call-chunks" else "texts"]
-    seq0 = int(row["seq0"])
-    times = _member_times(int(row["time0"]), data["dt"])
-    assert times is not None  # validated above
     # Every member shares all but its seq, time and payload: encode the rest once.
     head = (b'{"turn":' + jsoncodec.dumps(data["turn"]) + b',"step":' + jsoncodec.dumps(data["step"])
             + b',"chunk":' + _chunk_head(tag, data))
     events = []
+    assemble = Event.assemble
     for k, payload in enumerate(payloads):
         data_json = head + jsoncodec.dumps(payload) + b"}}"
         seq, time = seq0 + k, times[k]
         raw = b'{"type":"assistant/chunk","seq":%d,"time":%d,"data":%b}' % (seq, time, data_json)
-        events.append(Event.assemble(raw, "assistant/chunk", seq, time, data_json))
+        events.append(assemble(raw, "assistant/chunk", seq, time, data_json))
     return events
 
 
@@ -567,22 +658,64 @@ def _legacy_id(session_id: str, seq: Any) -> str:
 
 def _message_id(event: Event) -> Any:
     """The message id an event records for later replace lookups (UNSET when none)."""
+    if isinstance(event, ChunkOutline):
+        return UNSET  # a packed chunk's data keys are exactly turn, step and chunk
     data = event.data()
     found = _get(data, "id") if event.type == "user/message" else _get(data, "message", "id")
     return found if isinstance(found, str) else UNSET
 
 
-class _Normalizer:
-    """Rewrites one log's legacy shapes in order, remembering events by seq for rewrite 4."""
+class StaleShape(Exception):
+    """A window read met stored data that its verified LogShape does not describe: the log
+    changed without its revision changing. The backend then verifies the whole log again."""
 
-    def __init__(self, session_id: str) -> None:
+
+# Rewrite 4 applies only when these predicates hold on the data's top-level keys.
+_IDENTITY_REWRITE = {
+    "user/message":
+        lambda keys: not keys & {"id", "role", "message"} and {"content", "source"} <= keys,
+    "assistant/message": lambda keys: "message" not in keys and {"content", "provenance"} <= keys,
+    "tool/result": lambda keys: "message" not in keys and {"callId", "content", "isError"} <= keys,
+}
+_KEYS_DECODER = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def _data_keys(event: Event) -> Any:
+    """The top-level keys of ``data`` without decoding the values (an empty set when ``data`` is
+    not an object); None when only the full decoder can tell (absent data, surrogates, …)."""
+    try:
+        return _KEYS_DECODER.decode(event.data_json).keys()
+    except msgspec.ValidationError:
+        return frozenset()
+    except msgspec.DecodeError:
+        return None
+
+
+class _Normalizer:
+    """Rewrites one log's legacy shapes in order, remembering events by seq for rewrite 4.
+
+    ``resolved`` collects, per legacy tool/result whose replace looks up an earlier message id,
+    the id found (UNSET for none), so a window can later be normalized without the events before
+    it. Built with ``known`` (such a map from an earlier full pass) it normalizes a window."""
+
+    def __init__(self, session_id: str, known: dict[Any, Any] | None = None) -> None:
         self.session_id = session_id
-        self.by_seq: dict[Any, Event] = {}  # message ids are read lazily: few events need them
+        self.known = known
+        self.resolved: dict[Any, Any] = {}
+        self.out: list[Event] = []
+        # Rewritten events by seq, built at the first replace lookup (legacy logs only) and kept
+        # up to date from then on; message ids are read lazily too: few events need them.
+        self.by_seq: dict[Any, Event] | None = None
 
     def rewrite(self, event: Event) -> Event:
         kind = event.type
         if kind not in _LEGACY_TYPES:
             return event
+        if kind in _IDENTITY_REWRITE:
+            # Messages are large and nearly always current-form: look at the keys first.
+            keys = _data_keys(event)
+            if keys is not None and not _IDENTITY_REWRITE[kind](keys):
+                return event
         data = event.data()
         if not isinstance(data, dict) and kind != "steering/message":
             return event
@@ -622,13 +755,25 @@ class _Normalizer:
                 return self._tool_result_data(event, data)
         return data
 
+    def _replaced_id(self, event: Event, start: Any) -> Any:
+        """The message id recorded for seq ``start`` (UNSET when none)."""
+        if self.known is not None:
+            if event.seq not in self.known:
+                raise StaleShape(f"no verified message id for the replace at seq {event.seq}")
+            return self.known[event.seq]
+        if self.by_seq is None:
+            self.by_seq = {e.seq: e for e in self.out}
+        replaced = self.by_seq.get(start)
+        message_id = UNSET if replaced is None else _message_id(replaced)
+        self.resolved[event.seq] = message_id
+        return message_id
+
     def _tool_result_data(self, event: Event, data: dict[str, Any]) -> dict[str, Any]:
         call_id = data["callId"]
         message: dict[str, Any] = {}
         op = event.surface_op
         if isinstance(op, dict) and op.get("op") == "replace" and is_number(op.get("start")):
-            replaced = self.by_seq.get(op["start"])
-            message_id = UNSET if replaced is None else _message_id(replaced)
+            message_id = self._replaced_id(event, op["start"])
             if message_id is not UNSET:
                 message["id"] = message_id
         else:
@@ -639,6 +784,17 @@ class _Normalizer:
         message["source"] = {"kind": "tool", "callId": call_id}
         rest = {k: v for k, v in data.items() if k not in ("callId", "content", "isError")}
         return {**rest, "message": message}
+
+    def run(self, events: list[Event]) -> list[Event]:
+        out = self.out
+        legacy = _LEGACY_TYPES
+        for event in events:
+            if event.type in legacy:
+                event = self.rewrite(event)
+            if self.by_seq is not None:
+                self.by_seq[event.seq] = event
+            out.append(event)
+        return out
 
 
 _LEGACY_TYPES = frozenset({"turn/start", "turn/end", "steering/message", "user/message",
@@ -655,16 +811,62 @@ def _with(event: Event, kind: str, data: Any) -> Event:
 
 def normalize_legacy(session_id: str, events: list[Event]) -> list[Event]:
     """§3.4 legacy shape rewrites, in log order. Raises SessionPersistenceCorruptionError."""
+    return _Normalizer(session_id).run(events)
+
+
+# ---------------------------------------------------------------------------------------------
+# The logical log, whole or as a window
+
+
+@dataclass(frozen=True, slots=True)
+class LogShape:
+    """What a window read needs to know about the rest of a verified log: how many events the
+    stored valid prefix holds, the closers after it, and the message ids that legacy replace
+    lookups found (rewrite 4 of §3.4 is the one rewrite that looks at earlier events).
+
+    It is small by construction (closers are a handful of events; ``resolved_ids`` is empty for
+    current-form logs), so backends may keep one per session in memory."""
+
+    stored: int
+    closers: tuple[Event, ...]
+    resolved_ids: dict[Any, Any] = field(default_factory=dict)
+
+    @property
+    def length(self) -> int:
+        return self.stored + len(self.closers)
+
+
+def verified_log(session_id: str, events: list[Event]) -> tuple[list[Event], LogShape]:
+    """The logical log of a stored valid prefix (normalized, plus closers) and its shape."""
     normalizer = _Normalizer(session_id)
-    out = []
-    for event in events:
-        rewritten = normalizer.rewrite(event)
-        normalizer.by_seq[rewritten.seq] = rewritten
-        out.append(rewritten)
-    return out
+    normalized = normalizer.run(events)
+    tail = closers(normalized)
+    return normalized + tail, LogShape(len(events), tuple(tail), normalizer.resolved)
 
 
 def logical_log(session_id: str, events: list[Event]) -> list[Event]:
     """What ``inspect`` returns after storage decoding: normalized prefix plus closers."""
-    normalized = normalize_legacy(session_id, events)
-    return normalized + closers(normalized)
+    return verified_log(session_id, events)[0]
+
+
+def stored_span(shape: LogShape, first: int, last: int) -> tuple[int, int]:
+    """The stored seqs ``[lo, hi]`` a window ``[first, last]`` (first >= 0) needs; lo > hi when
+    the window holds no stored event."""
+    return first, min(last, shape.stored - 1)
+
+
+def logical_window(
+    session_id: str, shape: LogShape, stored: list[Event], first: int, last: int
+) -> list[Event]:
+    """Logical events ``first..last`` (clipped to the log), from the stored events of
+    ``stored_span`` exactly. Raises StaleShape when ``stored`` is not that span."""
+    lo, hi = stored_span(shape, first, last)
+    expected = max(0, hi - lo + 1)
+    if len(stored) != expected or not all(
+            is_nonneg_safe_integer(e.seq) and e.seq == lo + i for i, e in enumerate(stored)):
+        raise StaleShape(f"stored events do not cover seqs {lo}..{hi}")
+    window = _Normalizer(session_id, shape.resolved_ids).run(stored)
+    end = min(last, shape.length - 1)
+    if end >= shape.stored:
+        window.extend(shape.closers[max(first, shape.stored) - shape.stored:end - shape.stored + 1])
+    return window

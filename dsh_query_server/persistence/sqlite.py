@@ -24,11 +24,12 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import msgspec
 import zstandard
 from msgspec import UNSET
 
@@ -45,8 +46,10 @@ from .base import (
     SessionPersistenceReadOnlyError,
     Snapshot,
     StoredLog,
+    Window,
     check,
 )
+from .memo import VerificationMemo
 
 APPLICATION_ID = 0x44534850  # 1146308688
 USER_VERSION = 17
@@ -83,6 +86,7 @@ CANONICAL_SCHEMA = (
     ("table", "sessions", "sessions", SESSIONS_SQL),
 )
 
+_msgspec_decode = msgspec.json.decode
 _USER_OBJECTS = "FROM sqlite_schema WHERE name NOT GLOB 'sqlite_*'"
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _JOURNAL_RETRY_SECONDS = 0.01
@@ -264,19 +268,30 @@ def _decompress(frame: bytes, limit: int | None) -> bytes:
     return bytes(out)
 
 
-def _data_json(value: bytes, limit: int | None = None) -> bytes:
-    """The JSON text of a ``data`` column, checked to be strict UTF-8 and one JSON value."""
+def _data_text(value: bytes, limit: int | None = None) -> bytes:
+    """The text of a ``data`` column (a BLOB decompressed), not parsed yet."""
     if isinstance(value, _Text):
         text = bytes(value)
         if limit is not None and len(text) > limit:  # checked before parsing (§3.2 check 11)
             raise _InvalidRow(f"stored data exceeds {limit} bytes")
-    else:
-        text = _decompress(value, limit)
+        return text
+    return _decompress(value, limit)
+
+
+def _data_json(value: bytes, limit: int | None = None) -> bytes:
+    """The JSON text of a ``data`` column, checked to be strict UTF-8 and one JSON value."""
+    text = _data_text(value, limit)
     _parse_json(text, "data")
     return text
 
 
 def _parse_json(text: bytes, column: str) -> Any:
+    try:
+        # msgspec reads the bytes directly and validates UTF-8 as strictly as Python's decoder;
+        # whatever it refuses goes the exact way below (decode, then the lenient fallbacks).
+        return _msgspec_decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        pass
     try:
         return jsoncodec.loads(text.decode("utf-8"))
     except UnicodeDecodeError:
@@ -394,14 +409,33 @@ def _event_row_problem(values: tuple[Any, ...]) -> str | None:
     return None
 
 
+# Decoded event type names: a log holds few distinct types, and every row names one.
+_TYPE_NAMES: dict[bytes, str] = {}
+_TYPE_JSON: dict[str, bytes] = {}  # and their JSON text
+_TYPE_NAMES_MAX = 1024
+
+
 def _event_row(values: tuple[Any, ...]) -> _Row:
     """Step 2 of §5.6 for an events row; any failure is corruption wherever the row sits."""
+    seq, kind, time_, data, sources, surface_op, ignorable = values
+    # The checks of _event_row_problem for the usual row, inline; anything else goes the long way.
+    if (type(seq) is int and 0 <= seq <= MAX_SAFE_INTEGER and type(kind) is _Text and kind
+            and type(time_) is int and -MAX_SAFE_INTEGER <= time_ <= MAX_SAFE_INTEGER
+            and isinstance(data, bytes) and (sources is None or type(sources) is bytes)
+            and (surface_op is None or type(surface_op) is _Text)
+            and (ignorable is None or (type(ignorable) is int and 0 <= ignorable <= 1))):
+        name = _TYPE_NAMES.get(kind)
+        if name is not None:
+            return _Row(seq, name, time_, data, sources, surface_op, ignorable)
     problem = _event_row_problem(values)
     if problem is None:
         try:
             kind = _from_text(values[1])
         except UnicodeDecodeError:
             problem = "type is not valid text"
+        else:
+            if len(_TYPE_NAMES) < _TYPE_NAMES_MAX:
+                _TYPE_NAMES[bytes(values[1])] = kind
     if problem is not None:
         raise SessionPersistenceCorruptionError(
             f"corrupt session log: invalid events row at seq {values[0]}: {problem}")
@@ -410,8 +444,17 @@ def _event_row(values: tuple[Any, ...]) -> _Row:
 
 def _decode_scalar(row: _Row) -> Event:
     """The event of a scalar row, keys in the order of §5.5."""
-    parts = [b'{"type":', jsoncodec.dumps(row.type), b',"seq":%d,"time":%d,"data":' % (
-        row.seq, row.time), _data_json(row.data)]
+    data = _data_json(row.data)
+    kind = _TYPE_JSON.get(row.type)
+    if kind is None:
+        kind = jsoncodec.dumps(row.type)
+        if len(_TYPE_JSON) < _TYPE_NAMES_MAX:
+            _TYPE_JSON[row.type] = kind
+    head = b'{"type":%b,"seq":%d,"time":%d,"data":' % (kind, row.seq, row.time)
+    if row.sources is None and row.surface_op is None and row.ignorable is None:
+        # Exactly {type, seq, time, data}, every part already validated: no need to re-parse.
+        return Event.assemble(head + data + b"}", row.type, row.seq, row.time, data)
+    parts = [head, data]
     if row.sources is not None:
         parts += [b',"sourceEventSeqs":', jsoncodec.dumps(decode_provenance(row.sources))]
     if row.surface_op is not None:
@@ -424,20 +467,27 @@ def _decode_scalar(row: _Row) -> Event:
     return Event.from_json(b"".join(parts))
 
 
-def _decode_packed(row: _Row) -> list[Event]:
-    """The member events of a row carrying the packed marker (ignorable = 0)."""
+def _decode_packed(row: _Row, outline: bool = False) -> list[Event]:
+    """The member events (or ChunkOutlines) of a row carrying the packed marker (ignorable = 0)."""
     if row.type not in records.PACKED_TAGS:
         raise _InvalidRow(f"packed-row marker on type {row.type!r}, which is not a chunk tag")
     if row.sources is not None or row.surface_op is not None:
         raise _InvalidRow("packed row with surface fields")
-    data = _parse_json(_data_json(row.data, MAX_PACKED_DATA_BYTES), "data")
+    text = _data_text(row.data, MAX_PACKED_DATA_BYTES)
+    if outline:
+        members = records.outline_members(row.type, row.seq, row.time, text, sqlite=True)
+        if members is not None:
+            return members
+    data = _parse_json(text, "data")
     return records.unpack_row(
-        {"type": row.type, "seq0": row.seq, "time0": row.time, "data": data}, sqlite=True)
+        {"type": row.type, "seq0": row.seq, "time0": row.time, "data": data}, sqlite=True,
+        outline=outline)
 
 
-def _decode_row(row: _Row) -> list[Event]:
-    """The events one physical row stands for; raises one of ``_ROW_DEFECTS``."""
-    return _decode_packed(row) if row.ignorable == 0 else [_decode_scalar(row)]
+def _decode_row(row: _Row, outline: bool = False) -> list[Event]:
+    """The events one physical row stands for; raises one of ``_ROW_DEFECTS``. With ``outline``
+    packed members are ChunkOutlines (validated all the same)."""
+    return _decode_packed(row, outline) if row.ignorable == 0 else [_decode_scalar(row)]
 
 
 def _decodes(row: _Row) -> bool:
@@ -448,34 +498,50 @@ def _decodes(row: _Row) -> bool:
     return True
 
 
-def _last_committed(rows: list[_Row]) -> int:
-    """Index of the last row that decodes to a ``turn/end`` event; -1 when there is none."""
-    for index in range(len(rows) - 1, -1, -1):
-        row = rows[index]
-        if row.type == "turn/end" and row.ignorable != 0 and _decodes(row):
-            return index
-    return -1
+def _proves_commit(row: _Row) -> bool:
+    """The row decodes to a ``turn/end`` event: everything before it was committed."""
+    return row.type == "turn/end" and row.ignorable != 0 and _decodes(row)
 
 
-def _committed_prefix(rows: list[_Row]) -> tuple[list[Event], bool]:
-    """The stored valid prefix and whether a torn tail follows it (§5.6 step 3)."""
-    last_committed = _last_committed(rows)
+def _committed_prefix(rows: Iterable[_Row],
+                      outline: bool = False) -> tuple[list[Event], int | None]:
+    """The stored valid prefix, and the seq of the row that starts its torn tail (None when there
+    is no torn tail) (§5.6 step 3).
+
+    One forward pass, equivalent to the spec's backward search for the last ``turn/end`` row:
+    the first invalid row is corruption when it or any later row decodes to a ``turn/end``, and
+    starts the torn tail otherwise. Rows stream in (nothing but the prefix is kept) and every row
+    is consumed, so a later row whose columns are invalid still fails the read (step 2)."""
     events: list[Event] = []
-    for index, row in enumerate(rows):
-        try:
-            decoded = _decode_row(row)
-            # Members of a packed row are consecutive by construction: checking the first
-            # checks them all.
-            if decoded[0].seq != len(events):
-                raise _InvalidRow(f"expected seq {len(events)}, got {decoded[0].seq}")
-        except _ROW_DEFECTS as exc:
-            if index <= last_committed:
-                raise SessionPersistenceCorruptionError(
-                    f"corrupt session log: invalid committed physical row at seq {row.seq}"
-                ) from exc
-            return events, True
-        events.extend(decoded)
-    return events, False
+    defect: tuple[_Row, Exception] | None = None
+    committed = False
+    for row in rows:
+        if defect is None:
+            try:
+                if row.ignorable == 0:
+                    decoded = _decode_packed(row, outline)
+                    # Members of a packed row are consecutive by construction: checking the
+                    # first checks them all.
+                    if decoded[0].seq != len(events):
+                        raise _InvalidRow(f"expected seq {len(events)}, got {decoded[0].seq}")
+                    events.extend(decoded)
+                else:  # _decode_row for a scalar row, without the one-element list
+                    event = _decode_scalar(row)
+                    if event.seq != len(events):
+                        raise _InvalidRow(f"expected seq {len(events)}, got {event.seq}")
+                    events.append(event)
+                continue
+            except _ROW_DEFECTS as exc:
+                defect = (row, exc)
+        if not committed and _proves_commit(row):
+            committed = True
+    if defect is None:
+        return events, None
+    if committed:
+        raise SessionPersistenceCorruptionError(
+            f"corrupt session log: invalid committed physical row at seq {defect[0].seq}"
+        ) from defect[1]
+    return events, defect[0].seq
 
 
 # ---------------------------------------------------------------------------------------------
@@ -820,14 +886,43 @@ def _select_session(conn: sqlite3.Connection, session_id: str) -> _Session | Non
 
 
 def _select_rows(conn: sqlite3.Connection, session_id: str,
-                 token: CancelToken | None) -> list[_Row]:
-    """Every events row of the session in seq order, each validated (§5.6 steps 1–2)."""
+                 token: CancelToken | None) -> Iterator[_Row]:
+    """Every events row of the session in seq order, each validated (§5.6 steps 1–2).
+
+    Rows stream one at a time, so a long log's rows are never all in memory, and few objects
+    are alive at once (batches of row tuples would keep triggering garbage collections that
+    promote the decoded events, and then full collections over the whole heap)."""
     cursor = conn.execute(f"{_EVENT_SELECT} ORDER BY seq", (_to_text(session_id),))
-    rows: list[_Row] = []
-    while chunk := cursor.fetchmany(_FETCH_ROWS):
-        check(token)
-        rows.extend(map(_event_row, chunk))
-    return rows
+    for count, values in enumerate(cursor, 1):
+        if count % _FETCH_ROWS == 0:
+            check(token)
+        yield _event_row(values)
+    check(token)
+
+
+def _select_span(conn: sqlite3.Connection, session_id: str, lo: int, hi: int, torn_at: int | None,
+                 token: CancelToken | None) -> list[_Row]:
+    """The rows that hold stored seqs ``lo..hi`` of a verified prefix: the last row starting at
+    or before ``lo`` (a packed row covering ``lo`` starts up to 1,023 seqs earlier) and every row
+    after it through ``hi``. Two primary-key range reads, however long the log is. Rows from
+    ``torn_at`` on are the torn tail, whose seqs may overlap the prefix: they are left out."""
+    text_id = _to_text(session_id)
+    limit = MAX_SAFE_INTEGER + 1 if torn_at is None else torn_at
+    head = conn.execute(f"{_EVENT_SELECT} AND seq <= ? AND seq < ? ORDER BY seq DESC LIMIT 1",
+                        (text_id, lo, limit)).fetchall()
+    check(token)
+    rest = conn.execute(f"{_EVENT_SELECT} AND seq > ? AND seq <= ? AND seq < ? ORDER BY seq",
+                        (text_id, lo, hi, limit)).fetchall()
+    check(token)
+    return [_event_row(values) for values in head + rest]
+
+
+def _span_events(rows: list[_Row], lo: int, hi: int) -> list[Event]:
+    """The events with seqs ``lo..hi`` that ``rows`` decode to (coverage is checked later)."""
+    events: list[Event] = []
+    for row in rows:
+        events.extend(e for e in _decode_row(row) if lo <= e.seq <= hi)
+    return events
 
 
 def _invalid_tail(session_id: str, seq: int) -> ValueError:
@@ -864,6 +959,15 @@ def _discover_tail(conn: sqlite3.Connection, session_id: str) -> int:
     return decoded[-1][-1].seq + 1
 
 
+@dataclass(frozen=True, slots=True)
+class _VerifiedRows:
+    """What a full read proved at one revision (see memo.py): the logical log's shape, and the
+    seq of the row where the torn tail starts (rows from there on are not part of the log)."""
+
+    shape: records.LogShape
+    torn_at: int | None
+
+
 def _not_found(session_id: str) -> LookupError:
     return LookupError(f'session "{session_id}" not found')
 
@@ -894,6 +998,9 @@ class SqliteBackend:
         # (incarnation, revision) of logs this instance read whole and found untorn, or wrote:
         # an append at that same revision needs only the cheap tail discovery, not a full decode.
         self._verified: dict[str, tuple[str, int]] = {}
+        # What full reads proved per (session, revision), so window reads at the same revision
+        # read only their rows (memo.py explains why this is not a cache).
+        self._memo = VerificationMemo()
         # The last listing and the change token it was read under (see _change_token).
         self._listing: tuple[tuple[Any, ...], list[Snapshot]] | None = None
         self._commits = 0
@@ -970,41 +1077,98 @@ class SqliteBackend:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _decode_log(self, store: _Store, session: _Session,
-                    token: CancelToken | None) -> StoredLog:
-        """The stored valid prefix of one session (§5.6), inside the caller's transaction."""
+    def _decode_log(self, store: _Store, session: _Session, token: CancelToken | None,
+                    outline: bool = False) -> tuple[StoredLog, int | None]:
+        """The stored valid prefix of one session (§5.6), inside the caller's transaction, and
+        the seq of the row where its torn tail starts (None: no torn tail)."""
         _require_format_v0(session.header)
         rows = _select_rows(store.conn, session.id, token)
-        events, torn = _committed_prefix(rows)
-        if not torn:
+        events, torn_at = _committed_prefix(rows, outline)
+        if torn_at is None:
             self._verified[session.id] = (session.incarnation, session.revision)
-        return StoredLog(session.header, events, torn, store.revision(session))
+        return StoredLog(session.header, events, torn_at is not None,
+                         store.revision(session)), torn_at
 
-    def _read(self, session_id: str, token: CancelToken | None) -> StoredLog | None:
+    def _read(self, session_id: str, token: CancelToken | None,
+              outline: bool = False) -> tuple[StoredLog, int | None] | None:
         with self._locked(token) as store:
             if store is None:
                 return None
             with _transaction(store.conn, "BEGIN"):
                 session = _select_session(store.conn, session_id)
                 check(token)
-                log = None if session is None else self._decode_log(store, session, token)
+                read = None if session is None else self._decode_log(store, session, token, outline)
         check(token)
-        return log
+        return read
 
     def read_stored(self, session_id: str, token: CancelToken | None = None) -> StoredLog:
         """What the database holds for one session: header, valid prefix, torn flag, revision."""
-        log = self._read(session_id, token)
-        if log is None:
+        read = self._read(session_id, token)
+        if read is None:
             raise _not_found(session_id)
-        return log
+        return read[0]
+
+    def _verified_log(self, session_id: str,
+                      read: tuple[StoredLog, int | None] | None) -> Inspection:
+        """The logical log of a stored prefix; its shape is remembered for window reads."""
+        if read is None:
+            raise _not_found(session_id)
+        log, torn_at = read
+        events, shape = records.verified_log(session_id, log.events)
+        self._memo.put(session_id, log.revision, _VerifiedRows(shape, torn_at))
+        return Inspection(log.header, events)
 
     def inspect(self, session_id: str, token: CancelToken | None = None) -> Inspection:
-        log = self.read_stored(session_id, token)
-        return Inspection(log.header, records.logical_log(session_id, log.events))
+        return self._verified_log(session_id, self._read(session_id, token))
+
+    def inspect_outline(self, session_id: str, token: CancelToken | None = None) -> Inspection:
+        """``inspect`` with packed chunk members as ChunkOutlines (same validation, same errors)."""
+        return self._verified_log(session_id, self._read(session_id, token, outline=True))
+
+    def inspect_window(self, session_id: str, first: int, last: int,
+                       token: CancelToken | None = None) -> Window:
+        """The logical events ``first..last`` (clipped) with exactly the result and errors of
+        ``inspect``. At a revision this instance already verified whole, only the window's rows
+        are read; otherwise the whole log is read and verified, as ``inspect`` does."""
+        with self._locked(token) as store:
+            if store is None:
+                raise _not_found(session_id)
+            with _transaction(store.conn, "BEGIN"):
+                session = _select_session(store.conn, session_id)
+                check(token)
+                if session is None:
+                    raise _not_found(session_id)
+                _require_format_v0(session.header)
+                revision = store.revision(session)
+                known = self._memo.get(session_id, revision)
+                events = None if known is None else self._known_window(
+                    store.conn, session_id, known, first, last, token)
+                if events is None:
+                    log, torn_at = self._decode_log(store, session, token)
+                    logical, shape = records.verified_log(session_id, log.events)
+                    known = _VerifiedRows(shape, torn_at)
+                    self._memo.put(session_id, revision, known)
+                    events = logical[first:last + 1]
+        check(token)
+        return Window(session.header, known.shape.length, first, events)
+
+    def _known_window(self, conn: sqlite3.Connection, session_id: str, known: _VerifiedRows,
+                      first: int, last: int, token: CancelToken | None) -> list[Event] | None:
+        """A window of a log verified at the current revision, from its own rows; None when the
+        rows disagree with the verified shape (changed without a revision bump): verify again."""
+        shape = known.shape
+        lo, hi = records.stored_span(shape, first, last)
+        try:
+            stored = [] if lo > hi else _span_events(
+                _select_span(conn, session_id, lo, hi, known.torn_at, token), lo, hi)
+            return records.logical_window(session_id, shape, stored, first, last)
+        except (records.StaleShape, SessionPersistenceCorruptionError, *_ROW_DEFECTS):
+            self._memo.forget(session_id)
+            return None
 
     def stored_count(self, session_id: str) -> int | None:
-        log = self._read(session_id, None)
-        return None if log is None else len(log.events)
+        read = self._read(session_id, None)
+        return None if read is None else len(read[0].events)
 
     def _change_token(self, store: _Store) -> tuple[Any, ...]:
         """Changes whenever the sessions table may have: ``data_version`` moves on every commit
@@ -1067,7 +1231,7 @@ class SqliteBackend:
         so a torn tail anywhere is refused before anything is written on top of it."""
         if self._verified.get(session.id) == (session.incarnation, session.revision):
             return _discover_tail(store.conn, session.id)
-        log = self._decode_log(store, session, None)
+        log, _ = self._decode_log(store, session, None)
         if log.torn:
             raise ValueError(
                 f'session "{session.id}" has a torn stored tail; repair it before appending')

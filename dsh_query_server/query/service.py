@@ -19,14 +19,30 @@ from .. import errors
 from ..errors import QueryError, cancelled, inner_message
 from ..model import wire
 from ..model.event import Event, Header, headers_compatible
-from ..persistence.base import CancelToken, Inspection, SessionPersistenceCorruptionError
+from ..persistence.base import (
+    CancelToken,
+    Inspection,
+    SessionPersistenceCorruptionError,
+    Window,
+)
 from ..persistence.binding import PersistenceBinding
 from ..session.fold import Fold, FoldError, fold_surface
 from ..session.store import SessionStore
 from ..session.validate import message_shape_error, replay_error
-from ..values import is_integer, is_number, is_safe_integer, json_number
+from ..values import (
+    is_integer,
+    is_nonneg_safe_integer,
+    is_number,
+    is_safe_integer,
+    json_number,
+)
 from . import lineage, trace
-from .filters import EventPredicate, session_matches, validate_event_filters, validate_session_filters
+from .filters import (
+    EventPredicate,
+    session_matches,
+    validate_event_filters,
+    validate_session_filters,
+)
 from .text import documents
 
 
@@ -60,6 +76,22 @@ class Loaded:
         except FoldError as exc:
             raise QueryError(errors.INVALID_SURFACE, f"invalid session surface: {exc.message}",
                              session_id=self.session_id) from None
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedWindow:
+    """One session observed once, but only events ``start``.. of its ``length`` (readEvent)."""
+
+    session_id: str
+    header: Header
+    length: int
+    start: int
+    events: list[Event]
+
+    @classmethod
+    def of(cls, loaded: Loaded, first: int, last: int) -> LoadedWindow:
+        return cls(loaded.session_id, loaded.header, len(loaded.events), first,
+                   loaded.events[first:last + 1])
 
 
 def check_cancelled(token: CancelToken | None) -> None:
@@ -111,6 +143,17 @@ def as_inspection(value: Any) -> Inspection:
     raise TypeError("persistence returned an inspection that is not {meta, events}")
 
 
+def as_window(value: Any, first: int, last: int) -> Window:
+    """A backend's window, checked to hold exactly the logical events first..last (clipped)."""
+    if not isinstance(value, Window) or not isinstance(value.meta, Header):
+        raise TypeError("persistence returned a window that is not a Window")
+    expected = max(0, min(last, value.length - 1) - first + 1)
+    if value.start != first or len(value.events) != expected or not all(
+            isinstance(e, Event) for e in value.events):
+        raise TypeError(f"persistence returned a window that does not hold events {first}..{last}")
+    return value
+
+
 class SessionQueryService:
     def __init__(
         self,
@@ -158,13 +201,62 @@ class SessionQueryService:
             records[header.id] = Record(header, True, stored is not None)
         return sorted(records.values(), key=_newest_first)
 
-    def load(self, session_id: str, token: CancelToken | None = None) -> Loaded:
-        """§3.0.5 single-target load."""
+    def load(self, session_id: str, token: CancelToken | None = None, *,
+             outline: bool = False) -> Loaded:
+        """§3.0.5 single-target load. ``outline``: the caller reads no chunk payloads, so a
+        backend that can may return packed chunk members as ``records.ChunkOutline``s."""
+        live = self._live(session_id, token)
+        if live is not None:
+            return live
+
+        def read(backend: Any) -> tuple[Header, list[Event]]:
+            method = getattr(backend, "inspect_outline", None) if outline else None
+            if method is None:
+                method = backend.inspect
+            inspection = as_inspection(method(session_id, token))
+            return inspection.meta, inspection.events
+
+        meta, events = self._load_persisted(session_id, token, read)
+        if isinstance(events, Loaded):
+            return events
+        return Loaded(session_id, meta, list(events), False)
+
+    def load_window(self, session_id: str, first: int, last: int,
+                    token: CancelToken | None = None) -> LoadedWindow:
+        """§3.0.5 for the logical events ``first..last`` (first >= 0) only: a backend with
+        ``inspect_window`` reads just those; any other is inspected whole (same result)."""
+        live = self._live(session_id, token)
+        if live is not None:
+            return LoadedWindow.of(live, first, last)
+
+        def read(backend: Any) -> tuple[Header, Window]:
+            method = getattr(backend, "inspect_window", None)
+            if method is not None:
+                window = as_window(method(session_id, first, last, token), first, last)
+            else:
+                inspection = as_inspection(backend.inspect(session_id, token))
+                events = inspection.events
+                window = Window(inspection.meta, len(events), first, list(events[first:last + 1]))
+            return window.meta, window
+
+        meta, window = self._load_persisted(session_id, token, read)
+        if isinstance(window, Loaded):
+            return LoadedWindow.of(window, first, last)
+        return LoadedWindow(session_id, meta, window.length, window.start, window.events)
+
+    def _live(self, session_id: str, token: CancelToken | None) -> Loaded | None:
+        """Steps 1–2: a live target is returned without consulting persistence."""
         check_cancelled(token)
         live = self.store.snapshot(session_id)
-        if live is not None:
-            check_cancelled(token)
-            return Loaded(session_id, live.header, live.events, True, live.fold)
+        if live is None:
+            return None
+        check_cancelled(token)
+        return Loaded(session_id, live.header, live.events, True, live.fold)
+
+    def _load_persisted(self, session_id: str, token: CancelToken | None,
+                        read: Any) -> tuple[Header, Any]:
+        """Steps 3–8 around one inspecting call ``read(backend) -> (meta, payload)``. When the id
+        became live meanwhile, the payload is that live ``Loaded`` instead."""
         binding = self.binding.current()
         if binding is None:
             raise not_found(session_id)
@@ -173,20 +265,28 @@ class SessionQueryService:
         check_cancelled(token)
         if listed is None:
             raise not_found(session_id)
-        inspection = self._inspect(backend, session_id, token)
+        meta, payload = self._inspect_call(backend, session_id, token, read)
         check_cancelled(token)
         live = self.store.snapshot(session_id)
         if live is not None:  # attached while we inspected: live wins, no list/inspect check
-            return Loaded(session_id, live.header, live.events, True, live.fold)
-        if not headers_compatible(listed, inspection.meta):
+            return live.header, Loaded(session_id, live.header, live.events, True, live.fold)
+        if not headers_compatible(listed, meta):
             raise conflict(session_id)
         check_cancelled(token)
-        return Loaded(session_id, inspection.meta, list(inspection.events), False)
+        return meta, payload
 
     @staticmethod
     def _inspect(backend: Any, session_id: str, token: CancelToken | None) -> Inspection:
+        def read(b: Any) -> tuple[None, Inspection]:
+            return None, as_inspection(b.inspect(session_id, token))
+
+        return SessionQueryService._inspect_call(backend, session_id, token, read)[1]
+
+    @staticmethod
+    def _inspect_call(backend: Any, session_id: str, token: CancelToken | None, read: Any) -> Any:
+        """Run one inspecting backend call, mapping its failure (§3.0.5 step 5)."""
         try:
-            return as_inspection(backend.inspect(session_id, token))
+            return read(backend)
         except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
             if token is not None and token.cancelled:
                 raise cancelled() from None
@@ -222,14 +322,11 @@ class SessionQueryService:
 
     def list_events(self, session_id: Any, token: CancelToken | None = None) -> list[wire.SessionEventRecord]:
         session_id = require_string(session_id, "sessionId")
-        loaded = self.load(session_id, token)
-        fold = loaded.fold()
-        return [
-            wire.SessionEventRecord(
-                sessionId=session_id, seq=i, type=e.type, time=e.time, surface=fold.surface(i)
-            )
-            for i, e in enumerate(loaded.events)
-        ]
+        loaded = self.load(session_id, token, outline=True)  # records carry no payloads
+        classes = loaded.fold().classes()
+        record = wire.SessionEventRecord  # positional: sessionId, seq, type, time, surface
+        return [record(session_id, i, e.type, e.time, surface)
+                for i, (e, surface) in enumerate(zip(loaded.events, classes))]
 
     def filter_events(
         self, session_id: Any, filters: Any, token: CancelToken | None = None
@@ -274,13 +371,18 @@ class SessionQueryService:
         require_number(seq, "seq")
         before = self._window_bound(before, "before")
         after = self._window_bound(after, "after")
-        loaded = self.load(session_id, token)
+        # The window around a seq that can name an event; other seqs load nothing but still
+        # run the load, whose errors come first (§3.12).
+        first, last = 0, -1
+        if is_nonneg_safe_integer(seq):
+            first, last = max(0, int(seq) - before), int(seq) + after
+        loaded = self.load_window(session_id, first, last, token)
         check_cancelled(token)
-        index = target_index(loaded, seq)
+        index = target_in(session_id, loaded.length, seq, lambda i: loaded.events[i - loaded.start])
         start = max(0, index - before)
-        end = min(len(loaded.events) - 1, index + after)
-        window = loaded.events[start : end + 1]
-        target = loaded.events[index]
+        end = min(loaded.length - 1, index + after)
+        window = loaded.events[start - loaded.start : end - loaded.start + 1]
+        target = window[index - start]
         for event in [target] + [e for e in window if e is not target]:
             _check_message_shape(event, session_id)
         return wire.SessionEventWindow(
@@ -416,7 +518,7 @@ class SessionQueryService:
     def trace_event(self, session_id: Any, seq: Any, token: CancelToken | None = None) -> wire.SessionEventTraceObservation:
         session_id = require_string(session_id, "sessionId")
         require_number(seq, "seq")
-        loaded = self.load(session_id, token)
+        loaded = self.load(session_id, token, outline=True)  # relationships need no payloads
         check_cancelled(token)
         index = target_index(loaded, seq)
         return trace.trace_event(loaded, index)
@@ -434,15 +536,21 @@ def _sort_id(value: Any) -> tuple[int, str]:
 
 def target_index(loaded: Loaded, seq: Any) -> int:
     """The event at array index ``seq`` whose own seq is ``seq``; EVENT_NOT_FOUND otherwise."""
-    if is_safe_integer(seq) and 0 <= seq < len(loaded.events):
+    return target_in(loaded.session_id, len(loaded.events), seq, loaded.events.__getitem__)
+
+
+def target_in(session_id: str, length: int, seq: Any, event_at: Any) -> int:
+    """The index ``seq`` of a log of ``length`` events when ``event_at(seq)`` has that own seq;
+    EVENT_NOT_FOUND otherwise."""
+    if is_safe_integer(seq) and 0 <= seq < length:
         index = int(seq)
-        own = loaded.events[index].seq
+        own = event_at(index).seq
         if is_number(own) and own == index:
             return index
     raise QueryError(
         errors.EVENT_NOT_FOUND,
-        f'session "{loaded.session_id}" has no event at seq {json_number(seq)}',
-        session_id=loaded.session_id,
+        f'session "{session_id}" has no event at seq {json_number(seq)}',
+        session_id=session_id,
         seq=seq,
     )
 

@@ -246,14 +246,26 @@ class Fold:
         return LOG_ONLY
 
     def classes(self) -> list[str]:
-        """The class of every seq, in seq order."""
-        return [self.surface(s) for s in range(self.length)]
+        """The class of every seq, in seq order (the same as ``surface`` of each)."""
+        out = [LOG_ONLY] * self.length
+        for seq in self.shadowed_by:
+            out[seq] = SHADOWED
+        for seq in self.current:
+            out[seq] = CURRENT
+        return out
 
 
 def fold_surface(events: Sequence[Event]) -> Fold:
     """Fold a whole log; raises FoldError at the first failing event."""
     state = FoldState()
     for index, event in enumerate(events):
+        # Most events are plain log-only ones (chunks, steps, ...) that plan_step would accept as
+        # Step(seq) and apply_step would only count: take that shortcut without building a Step.
+        if (type(event.seq) is int and event.seq == index and type(event.type) is str
+                and event.type not in SURFACE_TYPES and event.surface_op is UNSET
+                and event.source_seqs is UNSET):
+            state.length += 1
+            continue
         apply_step(state, plan_step(state, event, index, events))
     return Fold(
         state.nodes,
