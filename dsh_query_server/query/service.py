@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from msgspec import UNSET
 
@@ -27,7 +27,7 @@ from ..persistence.base import (
 )
 from ..persistence.binding import PersistenceBinding
 from ..session.fold import Fold, FoldError, fold_surface
-from ..session.store import SessionStore
+from ..session.store import LiveSnapshot, SessionStore
 from ..session.validate import message_shape_error, replay_error
 from ..values import (
     is_integer,
@@ -433,7 +433,7 @@ class SessionQueryService:
             if live is None:
                 pending.append(sid)
             else:
-                results[sid] = _title_result(sid, live.header, live.events)
+                results[sid] = _live_title_result(sid, live)
         if pending:
             self._resolve_persisted_titles(pending, results, token)
         return [results[sid] for sid in unique]
@@ -484,14 +484,14 @@ class SessionQueryService:
                 live = self.store.snapshot(sid)
                 if live is None:
                     raise not_found(sid)
-                return _title_result(sid, live.header, live.events)
+                return _live_title_result(sid, live)
             inspection = self._inspect(backend, sid, token)
             live = self.store.snapshot(sid)
             if live is not None:
-                return _title_result(sid, live.header, live.events)
+                return _live_title_result(sid, live)
             if not headers_compatible(listed, inspection.meta):
                 raise conflict(sid)
-            return _title_result(sid, inspection.meta, inspection.events)
+            return _title_result(sid, inspection.meta, last_title_event(inspection.events))
         except QueryError as exc:
             return _rejected(sid, exc)
 
@@ -568,10 +568,16 @@ def _rejected(sid: str, exc: QueryError) -> wire.SessionTitleObservationResult:
     return wire.SessionTitleObservationResult(sessionId=sid, status="rejected", reason=reason)
 
 
-def _title_result(sid: str, header: Header, events: list[Event]) -> wire.SessionTitleObservationResult:
+def _live_title_result(sid: str, live: LiveSnapshot) -> wire.SessionTitleObservationResult:
+    # The store remembers where the last title event is: no scan of a long live log.
+    event = None if live.title_seq is None else live.events[live.title_seq]
+    return _title_result(sid, live.header, event)
+
+
+def _title_result(sid: str, header: Header, event: Event | None) -> wire.SessionTitleObservationResult:
     try:
         value = wire.SessionTitleObservation(session=wire.raw(header))
-        title = title_of(sid, events)
+        title = title_from(sid, event)
         if title is not None:
             value.title = title
     except QueryError as exc:
@@ -579,9 +585,12 @@ def _title_result(sid: str, header: Header, events: list[Event]) -> wire.Session
     return wire.SessionTitleObservationResult(sessionId=sid, status="fulfilled", value=value)
 
 
-def title_of(sid: str, events: list[Event]) -> wire.SessionTitleSnapshot | None:
-    """The title fold: the last ``session/title`` event, its source copied by kind."""
-    event = next((e for e in reversed(events) if e.type == "session/title"), None)
+def last_title_event(events: Sequence[Event]) -> Event | None:
+    return next((e for e in reversed(events) if e.type == "session/title"), None)
+
+
+def title_from(sid: str, event: Event | None) -> wire.SessionTitleSnapshot | None:
+    """The title fold, given the last ``session/title`` event: its source copied by kind."""
     if event is None:
         return None
     data = event.data()

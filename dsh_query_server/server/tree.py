@@ -45,7 +45,9 @@ from ..errors import QueryError
 from ..model.event import Event, Header
 from ..persistence.base import CancelToken
 from ..query import lineage, trace
-from ..query.service import Loaded, Record, target_index, as_inspection, check_cancelled, title_of
+from ..query.service import (
+    Loaded, Record, as_inspection, check_cancelled, last_title_event, target_index, title_from,
+)
 from ..query.text import extract_text
 from ..values import collapse_whitespace, is_nonneg_safe_integer, is_number
 from .runtime import Runtime
@@ -280,7 +282,8 @@ def first_user_text(header: Header, events: Sequence[Event]) -> str | None:
     # is the parent's; the first message after the seed is what this session was about.
     seed = header.seed_length if is_nonneg_safe_integer(header.seed_length) else 0
     for start in ((int(seed), 0) if seed else (0,)):
-        for event in events[start:]:
+        for index in range(start, len(events)):  # by index: a live log builds only what is read
+            event = events[index]
             if event.type == "user/message":
                 text = extract_text(event)
                 if text:
@@ -288,9 +291,9 @@ def first_user_text(header: Header, events: Sequence[Event]) -> str | None:
     return None
 
 
-def project(session_id: str, header: Header, events: Sequence[Event]) -> SessionInfo:
+def project(session_id: str, header: Header, events: Sequence[Event], title_event: Event | None) -> SessionInfo:
     try:
-        snapshot = title_of(session_id, list(events))
+        snapshot = title_from(session_id, title_event)
         title = snapshot.title if snapshot is not None and isinstance(snapshot.title, str) else None
     except QueryError:  # a malformed title event just falls back, like a rejected readTitles entry
         title = None
@@ -346,7 +349,8 @@ class Ctx:
             sid = record.header.id
             snapshot = self.rt.store.snapshot(sid) if record.live else None
             if snapshot is not None:
-                out[sid] = project(sid, snapshot.header, snapshot.events)
+                title = None if snapshot.title_seq is None else snapshot.events[snapshot.title_seq]
+                out[sid] = project(sid, snapshot.header, snapshot.events, title)
             elif record.persisted:
                 pending.append(sid)
         binding = self.rt.binding.current()
@@ -369,7 +373,8 @@ class Ctx:
             while (sid := claim()) is not None:
                 try:
                     inspection = as_inspection(backend.inspect(sid, token))
-                    out[sid] = project(sid, inspection.meta, inspection.events)
+                    out[sid] = project(sid, inspection.meta, inspection.events,
+                                       last_title_event(inspection.events))
                 except Exception:  # noqa: BLE001 - the label falls back to the id
                     continue
 
