@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import pytest
+
+from dsh_query_server.session import packed
 from dsh_query_server.session.packed import PackedLog
 from dsh_query_server.session.store import SessionStore
 
@@ -13,9 +16,18 @@ from .builders import ev
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 
 
-@settings(max_examples=80, deadline=None)
+@pytest.fixture(params=[packed.BLOCK_BYTES, 1, 150], ids=["default-blocks", "seal-every-batch", "small-blocks"])
+def block_bytes(request):
+    saved = packed.BLOCK_BYTES
+    packed.BLOCK_BYTES = request.param
+    yield request.param
+    packed.BLOCK_BYTES = saved
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.lists(texts, min_size=1, max_size=5), max_size=6))
-def test_views_read_back_exact_events_and_ignore_later_appends(batches):
+def test_views_read_back_exact_events_and_ignore_later_appends(block_bytes, batches):
+    # Views taken before and after blocks are sealed (compressed) read the same bytes back.
     log = PackedLog()
     appended = []
     views = []
@@ -24,10 +36,13 @@ def test_views_read_back_exact_events_and_ignore_later_appends(batches):
         log.extend(events)
         appended.extend(events)
         views.append((log.view(), len(appended)))
+    if block_bytes == 1 and batches:
+        assert len(log.blocks) == len(batches)  # every batch was sealed into its own block
     for view, length in views:
         assert len(view) == length and bool(view) == (length > 0)
         assert [e.raw for e in view] == [e.raw for e in appended[:length]]
         assert [e.raw for e in view[1:]] == [e.raw for e in appended[1:length]]
+        assert [view.raw(i) for i in reversed(range(length))] == [e.raw for e in reversed(appended[:length])]
         if length:
             assert view[-1].raw == appended[length - 1].raw and view[-1].seq == length - 1
             assert view.raw(0) == appended[0].raw
