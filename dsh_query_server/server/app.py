@@ -241,7 +241,7 @@ class QueryProtocol(LanguageServerProtocol):
         with contextlib.suppress(RuntimeError):  # the loop has closed: the client went away
             loop.call_soon_threadsafe(self._deliver, frame)
 
-    def _deliver(self, frame: bytes) -> None:
+    def _deliver(self, frame: Frame) -> None:
         try:
             self._write(frame)
         except Exception:  # noqa: BLE001 - e.g. a closed stdout: the client went away
@@ -260,7 +260,7 @@ class QueryProtocol(LanguageServerProtocol):
         while self._inflight and loop.time() < deadline:
             await asyncio.sleep(0.01)
 
-    def _answer(self, msg_id: Any, call: Call, runtime: Runtime, params: Any, token: CancelToken) -> bytes:
+    def _answer(self, msg_id: Any, call: Call, runtime: Runtime, params: Any, token: CancelToken) -> Frame:
         try:
             message = {"jsonrpc": "2.0", "id": msg_id, "result": _invoke(call, runtime, params, token)}
         except QueryError as exc:
@@ -271,14 +271,15 @@ class QueryProtocol(LanguageServerProtocol):
             message = {"jsonrpc": "2.0", "id": msg_id, "error": error}
         return _frame(message, msg_id)
 
-    def _write(self, frame: bytes) -> None:
+    def _write(self, frame: Frame) -> None:
         writer = self.writer
         if not frame or writer is None:
             return
         with self._write_lock:
-            result = writer.write(frame)
-        if result is not None:  # an async writer (websocket)
-            asyncio.ensure_future(result)
+            for part in frame:
+                result = writer.write(part)
+                if result is not None:  # an async writer (websocket)
+                    asyncio.ensure_future(result)
 
     def _reject(self, msg_id: Any, code: int, message: str) -> None:
         self._send_response(msg_id, error=JsonRpcException(message=message, code=code).to_response_error())
@@ -567,17 +568,25 @@ def _own_request(message: Any) -> tuple[Any, str, Call, Any] | None:
 _INTERNAL = {"code": INTERNAL_ERROR, "message": "internal error", "data": {"code": errors.INTERNAL}}
 
 
-def _frame(message: Any, msg_id: Any, answer: bool = True) -> bytes:
-    """Header and body as one bytes object (one write). A message that cannot be encoded is a
-    server bug: a response becomes -32603, anything else is dropped (logged)."""
+# The parts of one frame, written in order under the write lock.
+Frame = tuple[bytes, ...]
+JOIN_BELOW = 1 << 16
+
+
+def _frame(message: Any, msg_id: Any, answer: bool = True) -> Frame:
+    """Header and body: one write for a small body; a large one is written after its header
+    rather than copied behind it (a 10 MB listing would briefly take twice its size). A message
+    that cannot be encoded is a server bug: a response becomes -32603, anything else is dropped
+    (logged)."""
     try:
         body = jsoncodec.dumps(message)
     except Exception:  # noqa: BLE001
         log.exception("could not encode an outgoing message")
         if not answer:
-            return b""
+            return ()
         body = jsoncodec.dumps({"jsonrpc": "2.0", "id": msg_id, "error": _INTERNAL})
-    return b"Content-Length: %d\r\n\r\n%b" % (len(body), body)
+    header = b"Content-Length: %d\r\n\r\n" % len(body)
+    return (header + body,) if len(body) < JOIN_BELOW else (header, body)
 
 
 def _valid_id(msg_id: Any) -> bool:
