@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Iterator
 
 from msgspec import UNSET
 
@@ -128,7 +128,7 @@ class WritePlan:
 
     # -- writes --------------------------------------------------------------------------------
 
-    def write_persisted(self, key: str, header: Header, revision: str, docs: Sequence[Document]) -> None:
+    def write_persisted(self, key: str, header: Header, revision: str, docs: Iterable[Document]) -> None:
         generation = self.base_generation + 1
         span = self._replace(PERSISTED, key, docs, (*header_columns(key, header), revision, generation))
         self.changes[PERSISTED][key] = Row(revision, generation, span)
@@ -137,7 +137,7 @@ class WritePlan:
         self._remove(PERSISTED, key)
 
     def write_live(self, key: str, header: Header, fingerprint: str, persisted: bool,
-                   docs: Sequence[Document]) -> None:
+                   docs: Iterable[Document]) -> None:
         # Live rows are written in creation order, each above every generation assigned so far.
         generation = self.local_generation = max(self.local_generation, self.persisted_generation) + 1
         span = self._replace(
@@ -148,28 +148,34 @@ class WritePlan:
     def delete_live(self, key: str) -> None:
         self._remove(LIVE, key)
 
-    def _replace(self, tables: Tables, key: str, docs: Sequence[Document],
+    def _replace(self, tables: Tables, key: str, docs: Iterable[Document],
                  columns: tuple[Any, ...]) -> tuple[int, int] | None:
+        # ``docs`` is consumed while SQLite inserts it, so a session's documents (and the log
+        # they come from) are never all held twice: the build's peak memory is one log.
         first = self.next_rowid[tables.docs]
-        span = (first, first + len(docs) - 1) if docs else None
-        self.next_rowid[tables.docs] = first + len(docs)
         if self._failure is not None:
-            return span  # the plan is lost anyway; the observation just runs to its end
-        rows = []
-        for rowid, (seq, type_, time, surface, text) in enumerate(docs, first):
-            text = sanitize(text)
-            rows.append((rowid, text, key, seq, sql_text(type_), _time(time), surface, len(text)))
+            return None  # the plan is lost anyway; the observation just runs to its end
+        count = 0
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            nonlocal count
+            for rowid, (seq, type_, time, surface, text) in enumerate(docs, first):
+                text = sanitize(text)
+                count += 1
+                yield (rowid, text, key, seq, sql_text(type_), _time(time), surface, len(text))
+
         try:
             self._begin()
             old = self._committed[tables].get(key)
             if old is not None and old.span is not None:
                 self.conn.execute(tables.delete_docs, (*old.span, key))
-            if rows:
-                self.conn.executemany(tables.insert_doc, rows)
+            self.conn.executemany(tables.insert_doc, rows())
             self.conn.execute(tables.upsert, columns)
         except Exception as exc:  # noqa: BLE001 - reported once the observation is over
             self._failure = inner_message(exc)
-        return span
+            return None
+        self.next_rowid[tables.docs] = first + count
+        return (first, first + count - 1) if count else None
 
     def _remove(self, tables: Tables, key: str) -> None:
         self.changes[tables][key] = None

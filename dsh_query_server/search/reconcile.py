@@ -15,7 +15,7 @@ from __future__ import annotations
 import operator
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from msgspec import Raw
 
@@ -152,15 +152,15 @@ def _listing_changed(before: Listing, after: Listing) -> bool:
 # -- documents -----------------------------------------------------------------------------------
 
 
-def _documents(events: Sequence[Event], fold: Fold) -> list[Document]:
-    out: list[Document] = []
+def _documents(events: Sequence[Event], fold: Fold) -> Iterator[Document]:
+    # A generator: the write plan inserts documents as they are made (see WritePlan._replace).
     for event, text in documents(events):
         seq = int(event.seq)  # the fold checked that seq is the log index
-        out.append((seq, event.type, event.time, fold.surface(seq), text))
-    return out
+        yield seq, event.type, event.time, fold.surface(seq), text
 
 
-def persisted_documents(session_id: Any, events: Sequence[Event]) -> list[Document]:
+def persisted_documents(session_id: Any, events: Sequence[Event]) -> Iterator[Document]:
+    """The fold runs now (INVALID_SURFACE before anything is written); documents come lazily."""
     try:
         fold = fold_surface(events)
     except FoldError as exc:
@@ -172,7 +172,7 @@ def persisted_documents(session_id: Any, events: Sequence[Event]) -> list[Docume
     return _documents(events, fold)
 
 
-def live_documents(snapshot: LiveSnapshot) -> list[Document]:
+def live_documents(snapshot: LiveSnapshot) -> Iterator[Document]:
     return _documents(snapshot.events, snapshot.fold)  # the live store folds every append
 
 
@@ -373,7 +373,7 @@ class SearchIndex:
             if not headers_compatible(snapshot.header, inspection.meta):
                 raise conflict(sid)
             docs = persisted_documents(sid, inspection.events)
-            del inspection  # one session's log in memory at a time
+            del inspection  # the documents generator holds the log until it is written
             plan.write_persisted(key, snapshot.header, snapshot.revision, docs)
         return frozenset(skipped)
 
