@@ -84,8 +84,17 @@ class Event:
     @classmethod
     def assemble(cls, raw: bytes, type: str, seq: int, time: int, data_json: bytes) -> Event:
         """Build from parts the caller already encoded (``raw`` must be exactly the object
-        ``{type, seq, time, data}``); skips re-parsing for storage rows decoded in bulk."""
-        return cls(raw, _Envelope(type=type, seq=seq, time=time, data=msgspec.Raw(data_json)))
+        ``{type, seq, time, data}``, data last); skips re-parsing for storage rows decoded in
+        bulk. Only where ``data`` starts in ``raw`` is kept: a second copy of the payload would
+        nearly double what a loaded log holds."""
+        event = cls.__new__(cls)
+        event.raw = raw
+        event.type = sys.intern(type)
+        event.seq = seq
+        event.time = time
+        event._data = len(raw) - len(data_json) - 1  # raw ends with data_json + "}"
+        event.surface_op = event.source_seqs = event.ignorable = UNSET
+        return event
 
     @classmethod
     def from_value(cls, value: dict[str, Any]) -> Event:
@@ -98,13 +107,16 @@ class Event:
 
     @property
     def data_json(self) -> bytes:
-        return bytes(self._data) if self._data is not UNSET else b""
+        data = self._data
+        if type(data) is int:  # assembled: the payload's start in raw
+            return self.raw[data:-1]
+        return bytes(data) if data is not UNSET else b""
 
     def data(self) -> Any:
         """A fresh decoded copy of ``data`` (``None`` when absent; check ``has_data``)."""
         if self._data is UNSET:
             return None
-        return jsoncodec.loads(bytes(self._data))
+        return jsoncodec.loads(self.data_json)
 
     def to_value(self) -> dict[str, Any]:
         """A fresh decoded copy of the whole object, unknown keys included."""
