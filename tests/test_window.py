@@ -19,6 +19,7 @@ from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence import jsonl as jsonl_backend
+from dsh_query_server.persistence import records
 from dsh_query_server.persistence import sqlite as sqlite_backend
 from dsh_query_server.persistence.base import CancelToken, Inspection, Window
 from dsh_query_server.persistence.binding import PersistenceBinding
@@ -538,3 +539,133 @@ def test_the_outline_fast_path_agrees_with_row_validation(data, tag, time0) -> N
         assert fast is None
     else:
         assert fast is None or fast == exact
+
+
+# ---------------------------------------------------------------------------------------------
+# streamed verification: the first window read keeps only the window and the memo's facts
+
+# Plans without the malformed steps (which end most generated logs in a normalization error)
+# and without legacy replaces (each sends the streamed pass back to a whole read; the property
+# tests above cover that), so the streamed closers and seq bookkeeping get exercised.
+GOOD_STEP = st.one_of(
+    st.tuples(st.sampled_from(["turn", "end", "user", "turn", "user", "step", "stepend", "call",
+                               "call", "legacy-user", "legacy-steering"]), st.integers(1, 3)),
+    st.tuples(st.just("chunks"), st.integers(1, 40)),
+)
+GOOD_LOG = st.lists(GOOD_STEP, max_size=30)
+
+
+@PROPERTY
+@given(GOOD_LOG, CUTS, DEFECT, PROBES, st.integers(1, 4))
+def test_streamed_sqlite_verification_equals_the_full_inspect_path(
+        monkeypatch, plan, cuts, defect, probes, fold) -> None:
+    monkeypatch.setattr(records, "_FOLD_EVERY", fold)  # fold the open turn's events often
+    events = build_log(plan)
+    if not events:
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        path = write_sqlite(directory, events, cuts)
+        damage_sqlite(path, defect)
+        fast, full = SqliteBackend(path), SqliteBackend(path)
+        try:
+            same_answers(service_over(fast), service_over(InspectOnly(full)), len(events), probes)
+        finally:
+            fast.close()
+            full.close()
+
+
+@PROPERTY
+@given(GOOD_LOG, CUTS, DEFECT, PROBES, st.integers(1, 4))
+def test_streamed_raw_jsonl_verification_equals_the_full_inspect_path(
+        monkeypatch, plan, cuts, defect, probes, fold) -> None:
+    monkeypatch.setattr(records, "_FOLD_EVERY", fold)
+    monkeypatch.setattr(jsonl_backend, "MARK_EVERY", 3)
+    events = build_log(plan)
+    if not events:
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        root = write_jsonl(directory, events, cuts, "none")
+        damage_raw(root, defect)
+        fast, full = JsonlBackend(root, read_only=True), JsonlBackend(root, read_only=True)
+        same_answers(service_over(fast), service_over(InspectOnly(full)), len(events), probes)
+
+
+def test_the_first_window_read_does_not_hold_the_whole_log(tmp_path, monkeypatch) -> None:
+    events = open_turn_log()
+    path = write_sqlite(str(tmp_path), events, [9])
+    root = write_jsonl(str(tmp_path), events, [9], "none")
+    expected = [to_builtins(service_over(InspectOnly(backend)).read_event(SID, 60, 3, 10))
+                for backend in (SqliteBackend(path), JsonlBackend(root, read_only=True))]
+
+    def whole(*args: Any) -> Any:
+        raise AssertionError("a current-form log must be verified streamed")
+
+    monkeypatch.setattr(sqlite_backend, "_committed_prefix", whole)
+    monkeypatch.setattr(records, "verified_log", whole)
+    monkeypatch.setattr(jsonl_backend, "verified_log", whole)
+    found = [to_builtins(service_over(backend).read_event(SID, 60, 3, 10))
+             for backend in (SqliteBackend(path), JsonlBackend(root, read_only=True))]
+    assert found == expected
+    assert [e["type"] for e in found[0]["events"]][-2:] == ["tool/result", "turn/end"]
+
+
+@pytest.mark.parametrize("damage", ["committed", "torn"])
+def test_streamed_verification_reports_storage_defects_before_legacy_ones(tmp_path,
+                                                                         damage) -> None:
+    """``inspect`` decodes the whole prefix before it normalizes: a committed storage defect
+    after a malformed legacy event wins; a torn tail leaves the legacy error to be reported."""
+    events = build_log([("turn", 0), ("bad-legacy", 0), ("user", 0), ("end", 0), ("turn", 0),
+                        ("user", 0), ("end", 0), ("turn", 0), ("user", 0)])
+    path = write_sqlite(str(tmp_path), events, [])
+    damage_sqlite(path, ("bad", 5) if damage == "committed" else ("torn", 0))
+    fast, full = service_over(SqliteBackend(path)), service_over(InspectOnly(SqliteBackend(path)))
+    answer = outcome(fast.read_event, SID, 0, 0, 0)
+    assert answer == outcome(full.read_event, SID, 0, 0, 0)
+    assert answer[0] == "error" and answer[1] == errors.CORRUPT_SESSION
+    if damage == "committed":
+        assert "invalid committed physical row at seq 5" in answer[2]
+    else:
+        assert "malformed pre-react-loop turn/start at seq 1" in answer[2]
+
+
+@pytest.mark.parametrize("fold", [1, 2, 256])
+def test_streamed_closers_hold_a_scan_failure_only_for_the_open_turn(monkeypatch, fold) -> None:
+    """The closer scan of a streamed pass may observe events of turns that then end; a failure
+    there must surface only when ``closers`` (which scans the last open turn) would meet it.
+    (Only the types in _TURN_STATE_TYPES reach the scan: observe() ignores every other.)"""
+    monkeypatch.setattr(records, "_FOLD_EVERY", fold)
+    events = build_log([("turn", 0), ("call", 1), ("step", 1), ("end", 0), ("turn", 0),
+                        ("step", 1), ("call", 2), ("call", 3), ("chunks", 4)])
+    observe = records._TurnState.observe
+
+    for failing in range(len(events)):
+        def flaky(self: Any, event: Event, failing: int = failing) -> None:
+            if event.seq == failing and event.type in records._TURN_STATE_TYPES:
+                raise ValueError(f"scan failed at {failing}")
+            observe(self, event)
+
+        monkeypatch.setattr(records._TurnState, "observe", flaky)
+        try:
+            full: Any = records.verified_log(SID, events)
+        except ValueError as exc:
+            full = str(exc)
+        streamed = records.StreamedLog(SID, 0, 100)
+        streamed.extend(events)
+        try:
+            fast: Any = streamed.finish()
+        except ValueError as exc:
+            fast = str(exc)
+        assert fast == full, failing
+
+
+def test_a_legacy_replace_sends_the_streamed_verification_to_a_whole_read(tmp_path) -> None:
+    events = build_log([("turn", 0), ("legacy-user", 0), ("chunks", 5), ("legacy-result", 1),
+                        ("end", 0), ("turn", 0), ("legacy-result", 3), ("chunks", 4)])
+    path = write_sqlite(str(tmp_path), events, [4])
+    root = write_jsonl(str(tmp_path), events, [4], "none")
+    for fast, full in [(SqliteBackend(path), SqliteBackend(path)),
+                       (JsonlBackend(root, read_only=True), JsonlBackend(root, read_only=True))]:
+        same_answers(service_over(fast), service_over(InspectOnly(full)), len(events),
+                     [(7, 2, 2), (13, 0, 5)])
+        replaced = to_builtins(service_over(fast).read_event(SID, 7))["target"]
+        assert replaced["data"]["message"]["id"] == f"legacy-message:{SID}:1"

@@ -44,8 +44,10 @@ from .records import (
     PACKED_TAGS,
     LogShape,
     MalformedRow,
+    NeedsHistory,
     PackedRow,
     StaleShape,
+    StreamedLog,
     logical_window,
     pack,
     render_json,
@@ -320,8 +322,11 @@ class _LineScanner:
     Events are accepted up to the first defect; after it, the scanner only looks for a
     ``turn/end`` that proves the defect was committed."""
 
-    def __init__(self, mark_every: int = 0) -> None:
+    def __init__(self, mark_every: int = 0, sink: StreamedLog | None = None) -> None:
         self.events: list[Event] = []
+        # Accepted events go to ``events``, or to ``sink`` (a streamed verification keeps none).
+        self.count = 0
+        self._extend = self.events.extend if sink is None else sink.extend
         # Seek hints for window reads of raw transcripts: (stream offset of a line's start, seq
         # of its first event) for every ``mark_every``-th accepted line (none when 0).
         self.mark_every = mark_every
@@ -337,9 +342,13 @@ class _LineScanner:
     def unterminated(self) -> bool:
         return bool(self._partial)
 
-    def feed(self, data: bytes) -> None:
-        buffer = self._partial + data if self._partial else data
-        start = 0
+    def feed(self, data: bytes, start: int = 0) -> None:
+        """Scan ``data[start:]`` (an offset, not a slice: no copy of a whole transcript)."""
+        if self._partial:
+            buffer, start = self._partial + data[start:], 0
+        else:
+            buffer = data
+            self._partial_offset -= start  # stream offsets count from data[start]
         while not self.confirmed:
             end = buffer.find(b"\n", start)
             if end < 0:
@@ -364,7 +373,7 @@ class _LineScanner:
         except _Unparsable:
             self.defect = f"corrupt session log: unparsable committed event at line {self.line_no}"
             return
-        expected = len(self.events)
+        expected = self.count
         if events is None or not is_valid_seq_at(events[0].seq, expected):
             self.defect = (f"corrupt session log: seq gap in committed region at line "
                            f"{self.line_no} (expected {expected}, got {_render_seq(events)})")
@@ -372,7 +381,8 @@ class _LineScanner:
             return
         if self.mark_every and (self.line_no - 1) % self.mark_every == 0:
             self.marks.append((end - len(line) - 1, expected))
-        self.events.extend(events)
+        self.count = expected + len(events)
+        self._extend(events)
         self.accepted_end = end
 
 
@@ -391,14 +401,15 @@ class _Decoded:
 MARK_EVERY = 64
 
 
-def decode_raw(content: bytes, path: str) -> _Decoded:
-    """Decode a whole ``session.jsonl`` (§4.5)."""
+def decode_raw(content: bytes, path: str, sink: StreamedLog | None = None) -> _Decoded:
+    """Decode a whole ``session.jsonl`` (§4.5); with ``sink``, the accepted events go there and
+    ``events`` stays empty."""
     newline = content.find(b"\n")
     if newline < 0:
         raise _corrupt("empty or header-less session log")
     header = _stored_header(content[:newline], path)
-    scanner = _LineScanner(MARK_EVERY)
-    scanner.feed(content[newline + 1:])
+    scanner = _LineScanner(MARK_EVERY, sink)
+    scanner.feed(content, newline + 1)
     scanner.raise_if_confirmed()
     body = newline + 1
     return _Decoded(header, scanner.events, body + scanner.accepted_end < len(content), body,
@@ -967,15 +978,37 @@ class JsonlBackend:
                 raise _not_found(session_id)
             if located.encoding == "none":
                 window = self._known_window(session_id, located, first, last, token)
-                if window is not None:
-                    return window
-            stored, decoded = self._load_located(session_id, located, token)
+                if window is None:
+                    window = self._verify_raw_window(session_id, located, first, last, token)
+                return window
+            stored, _ = self._load_located(session_id, located, token)
             events, shape = verified_log(session_id, stored.events)
-            if located.encoding == "none":
-                self._memo.put(session_id, stored.revision, _VerifiedRaw(
-                    located.path, shape, decoded.body, decoded.marks,
-                    tuple(seq for _, seq in decoded.marks)))
         return Window(stored.header, shape.length, first, events[first:last + 1])
+
+    def _verify_raw_window(self, session_id: str, located: _Located, first: int, last: int,
+                           token: CancelToken | None) -> Window:
+        """The first window read of a raw transcript at a revision: verified whole exactly as
+        ``inspect`` does, but streamed, so only the window and the memo's facts are kept, not
+        every event. A legacy replace lookup needs earlier events: then the (same) content is
+        decoded whole, as ``inspect`` decodes it."""
+        content, revision = self._stable_read(located.path, token)
+        streamed: StreamedLog | None = StreamedLog(session_id, first, last)
+        try:
+            decoded = decode_raw(content, located.path, streamed)
+        except NeedsHistory:
+            decoded = decode_raw(content, located.path)
+            streamed = None
+        del content  # the events that matter are decoded; the file's bytes are not needed
+        self._check_identity(session_id, decoded.header, located)
+        if streamed is None:
+            logical, shape = verified_log(session_id, decoded.events)
+            events = logical[first:last + 1]
+        else:
+            events, shape = streamed.finish()
+        self._memo.put(session_id, revision, _VerifiedRaw(
+            located.path, shape, decoded.body, decoded.marks,
+            tuple(seq for _, seq in decoded.marks)))
+        return Window(decoded.header, shape.length, first, events)
 
     def _known_window(self, session_id: str, located: _Located, first: int, last: int,
                       token: CancelToken | None) -> Window | None:

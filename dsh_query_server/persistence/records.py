@@ -547,7 +547,11 @@ def closers(events: list[Event]) -> list[Event]:
     state = _TurnState()
     for event in events[start:]:
         state.observe(event)
-    last = events[-1]
+    return _closers_after(state, events[-1])
+
+
+def _closers_after(state: _TurnState, last: Event) -> list[Event]:
+    """The closers for an open turn in ``state``, numbered after ``last`` (the prefix's end)."""
     seq, time, turn = int(last.seq) + 1, last.time, state.turn
     out = []
     for call_id, entry in state.pending.items():
@@ -665,6 +669,11 @@ def _message_id(event: Event) -> Any:
     return found if isinstance(found, str) else UNSET
 
 
+class NeedsHistory(Exception):
+    """A streamed verification (StreamedLog) met a legacy replace lookup, which needs the events
+    before it: the caller verifies with the whole log instead."""
+
+
 class StaleShape(Exception):
     """A window read met stored data that its verified LogShape does not describe: the log
     changed without its revision changing. The backend then verifies the whole log again."""
@@ -698,9 +707,13 @@ class _Normalizer:
     the id found (UNSET for none), so a window can later be normalized without the events before
     it. Built with ``known`` (such a map from an earlier full pass) it normalizes a window."""
 
-    def __init__(self, session_id: str, known: dict[Any, Any] | None = None) -> None:
+    def __init__(self, session_id: str, known: dict[Any, Any] | None = None,
+                 streaming: bool = False) -> None:
         self.session_id = session_id
         self.known = known
+        # Streaming (StreamedLog): earlier events are not kept, so a replace lookup cannot be
+        # answered; it raises NeedsHistory instead.
+        self.streaming = streaming
         self.resolved: dict[Any, Any] = {}
         self.out: list[Event] = []
         # Rewritten events by seq, built at the first replace lookup (legacy logs only) and kept
@@ -762,6 +775,8 @@ class _Normalizer:
                 raise StaleShape(f"no verified message id for the replace at seq {event.seq}")
             return self.known[event.seq]
         if self.by_seq is None:
+            if self.streaming:
+                raise NeedsHistory(f"a replace at seq {event.seq} looks up an earlier event")
             self.by_seq = {e.seq: e for e in self.out}
         replaced = self.by_seq.get(start)
         message_id = UNSET if replaced is None else _message_id(replaced)
@@ -870,3 +885,113 @@ def logical_window(
     if end >= shape.stored:
         window.extend(shape.closers[max(first, shape.stored) - shape.stored:end - shape.stored + 1])
     return window
+
+
+# ---------------------------------------------------------------------------------------------
+# Streamed verification: the facts of ``verified_log`` without holding the log
+
+
+# Event types that can change a _TurnState; observe() ignores every other type.
+_TURN_STATE_TYPES = frozenset({"turn/start", "turn/end", "step/start", "step/end",
+                               "assistant/message", "tool/call", "tool/result"})
+# Deferred events folded into the state at a time: bounds memory in a very long open turn.
+_FOLD_EVERY = 256
+
+
+class _StreamedTurn:
+    """The scan of ``closers`` for a prefix that streams past. Only the last open turn matters
+    (a ``turn/start`` with a turn, or a ``turn/end``, resets the state), so events are kept only
+    from the last such ``turn/start`` on, and only types the scan reacts to; they are observed in
+    batches, so most turns end before any of their messages is decoded (as in ``closers``).
+    A failure while observing counts only if its turn is still the open one at the end (only
+    then does ``closers`` observe that event), so it is held until then."""
+
+    def __init__(self) -> None:
+        self.state: _TurnState | None = None  # None: no open turn
+        self.deferred: list[Event] = []
+        self.error: Exception | None = None
+
+    def observe(self, event: Event) -> None:
+        kind = event.type
+        if type(kind) is not str or kind not in _TURN_STATE_TYPES:
+            return
+        if kind == "turn/end":
+            self.state, self.deferred, self.error = None, [], None
+        elif kind == "turn/start" and _get(event.data(), "turn") is not UNSET:
+            self.state, self.deferred, self.error = _TurnState(), [event], None
+        elif self.state is not None:  # with no open turn, nothing before the next turn/start counts
+            self.deferred.append(event)
+            if len(self.deferred) >= _FOLD_EVERY:
+                self._fold()
+
+    def _fold(self) -> None:
+        assert self.state is not None
+        deferred, self.deferred = self.deferred, []
+        if self.error is not None:
+            return
+        try:
+            for event in deferred:
+                self.state.observe(event)
+        except Exception as exc:  # noqa: BLE001 - raised by closers() if this turn stays open
+            self.error = exc
+
+    def closers(self, last: Event) -> list[Event]:
+        if self.state is None:
+            return []
+        self._fold()
+        if self.error is not None:
+            raise self.error
+        return _closers_after(self.state, last)
+
+
+class StreamedLog:
+    """``verified_log`` for a stored valid prefix fed one event at a time (``append``/``extend``,
+    in seq order), keeping only the logical events ``first..last`` and what a LogShape needs.
+
+    The storage pass that feeds it must finish before a normalization error counts (``inspect``
+    decodes the whole prefix before it normalizes, so a storage error later in the log wins):
+    the first such error is held and raised by ``finish``. A legacy replace lookup raises
+    NeedsHistory at once; the caller then verifies with the whole log."""
+
+    def __init__(self, session_id: str, first: int, last: int) -> None:
+        self.count = 0
+        self._normalizer = _Normalizer(session_id, streaming=True)
+        self._turn = _StreamedTurn()
+        self._first = first
+        self._last = last
+        self._last_event: Event | None = None
+        self._error: Exception | None = None
+        self._window: list[Event] = []
+
+    def append(self, event: Event) -> None:
+        index = self.count
+        self.count = index + 1
+        if self._error is not None:
+            return
+        try:
+            if event.type in _LEGACY_TYPES:
+                event = self._normalizer.rewrite(event)
+        except NeedsHistory:
+            raise
+        except Exception as exc:  # noqa: BLE001 - held until the storage pass is done (see above)
+            self._error = exc
+            return
+        self._turn.observe(event)
+        self._last_event = event
+        if self._first <= index <= self._last:
+            self._window.append(event)
+
+    def extend(self, events: list[Event]) -> None:
+        for event in events:
+            self.append(event)
+
+    def finish(self) -> tuple[list[Event], LogShape]:
+        """The logical events ``first..last`` (clipped) and the log's shape."""
+        if self._error is not None:
+            raise self._error
+        tail = [] if self._last_event is None else self._turn.closers(self._last_event)
+        window = self._window
+        for index, closer in enumerate(tail, self.count):
+            if self._first <= index <= self._last:
+                window.append(closer)
+        return window, LogShape(self.count, tuple(tail), self._normalizer.resolved)

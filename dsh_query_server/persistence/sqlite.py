@@ -24,7 +24,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -506,13 +506,23 @@ def _proves_commit(row: _Row) -> bool:
 def _committed_prefix(rows: Iterable[_Row],
                       outline: bool = False) -> tuple[list[Event], int | None]:
     """The stored valid prefix, and the seq of the row that starts its torn tail (None when there
-    is no torn tail) (§5.6 step 3).
+    is no torn tail) (§5.6 step 3)."""
+    events: list[Event] = []
+    _, torn_at = _scan_prefix(rows, events.append, events.extend, outline)
+    return events, torn_at
+
+
+def _scan_prefix(rows: Iterable[_Row], append: Callable[[Event], Any],
+                 extend: Callable[[list[Event]], Any],
+                 outline: bool = False) -> tuple[int, int | None]:
+    """Pass the events of the stored valid prefix, in order, to ``append``/``extend``; the
+    number of them, and the seq of the row that starts the torn tail (None: no torn tail).
 
     One forward pass, equivalent to the spec's backward search for the last ``turn/end`` row:
     the first invalid row is corruption when it or any later row decodes to a ``turn/end``, and
-    starts the torn tail otherwise. Rows stream in (nothing but the prefix is kept) and every row
+    starts the torn tail otherwise. Rows stream in (the sink decides what is kept) and every row
     is consumed, so a later row whose columns are invalid still fails the read (step 2)."""
-    events: list[Event] = []
+    count = 0
     defect: tuple[_Row, Exception] | None = None
     committed = False
     for row in rows:
@@ -522,26 +532,28 @@ def _committed_prefix(rows: Iterable[_Row],
                     decoded = _decode_packed(row, outline)
                     # Members of a packed row are consecutive by construction: checking the
                     # first checks them all.
-                    if decoded[0].seq != len(events):
-                        raise _InvalidRow(f"expected seq {len(events)}, got {decoded[0].seq}")
-                    events.extend(decoded)
+                    if decoded[0].seq != count:
+                        raise _InvalidRow(f"expected seq {count}, got {decoded[0].seq}")
+                    count += len(decoded)
+                    extend(decoded)
                 else:  # _decode_row for a scalar row, without the one-element list
                     event = _decode_scalar(row)
-                    if event.seq != len(events):
-                        raise _InvalidRow(f"expected seq {len(events)}, got {event.seq}")
-                    events.append(event)
+                    if event.seq != count:
+                        raise _InvalidRow(f"expected seq {count}, got {event.seq}")
+                    count += 1
+                    append(event)
                 continue
             except _ROW_DEFECTS as exc:
                 defect = (row, exc)
         if not committed and _proves_commit(row):
             committed = True
     if defect is None:
-        return events, None
+        return count, None
     if committed:
         raise SessionPersistenceCorruptionError(
             f"corrupt session log: invalid committed physical row at seq {defect[0].seq}"
         ) from defect[1]
-    return events, defect[0].seq
+    return count, defect[0].seq
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1002,7 +1014,7 @@ class SqliteBackend:
         # read only their rows (memo.py explains why this is not a cache).
         self._memo = VerificationMemo()
         # The last listing and the change token it was read under (see _change_token).
-        self._listing: tuple[tuple[Any, ...], list[Snapshot]] | None = None
+        self._listing: tuple[tuple[Any, ...], tuple[Snapshot, ...]] | None = None
         self._commits = 0
         if not self._memory:
             _check_location(self._path, create_parents=self.writable)  # mount-time checks
@@ -1144,13 +1156,30 @@ class SqliteBackend:
                 events = None if known is None else self._known_window(
                     store.conn, session_id, known, first, last, token)
                 if events is None:
-                    log, torn_at = self._decode_log(store, session, token)
-                    logical, shape = records.verified_log(session_id, log.events)
-                    known = _VerifiedRows(shape, torn_at)
+                    events, known = self._verify_window(store, session, first, last, token)
                     self._memo.put(session_id, revision, known)
-                    events = logical[first:last + 1]
         check(token)
         return Window(session.header, known.shape.length, first, events)
+
+    def _verify_window(self, store: _Store, session: _Session, first: int, last: int,
+                       token: CancelToken | None) -> tuple[list[Event], _VerifiedRows]:
+        """The first window read at a revision: the whole log validated exactly as ``inspect``
+        does, but streamed, keeping only the window and the memo's facts (a long log's events
+        are never all in memory). A legacy replace lookup needs earlier events: then the log is
+        read whole, as ``inspect`` reads it."""
+        streamed = records.StreamedLog(session.id, first, last)
+        rows = _select_rows(store.conn, session.id, token)
+        try:
+            _, torn_at = _scan_prefix(rows, streamed.append, streamed.extend)
+        except records.NeedsHistory:
+            rows.close()
+            log, torn_at = self._decode_log(store, session, token)
+            logical, shape = records.verified_log(session.id, log.events)
+            return logical[first:last + 1], _VerifiedRows(shape, torn_at)
+        if torn_at is None:  # as _decode_log: an untorn log is known before it is normalized
+            self._verified[session.id] = (session.incarnation, session.revision)
+        events, shape = streamed.finish()
+        return events, _VerifiedRows(shape, torn_at)
 
     def _known_window(self, conn: sqlite3.Connection, session_id: str, known: _VerifiedRows,
                       first: int, last: int, token: CancelToken | None) -> list[Event] | None:
@@ -1181,7 +1210,7 @@ class SqliteBackend:
         st = os.stat(self._path)
         return (data_version, self._commits, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
-    def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
+    def list_snapshots(self, token: CancelToken | None = None) -> tuple[Snapshot, ...]:
         with self._locked(token) as store:
             if store is None:
                 return []
@@ -1193,11 +1222,13 @@ class SqliteBackend:
                     while chunk := cursor.fetchmany(_FETCH_ROWS):
                         check(token)
                         sessions.extend(map(_session_row, chunk))
-                    snapshots = [Snapshot(session.header, store.revision(session)) for session in sessions]
+                    snapshots = tuple(Snapshot(session.header, store.revision(session)) for session in sessions)
                     self._listing = (changed, snapshots)
                 snapshots = self._listing[1]
         check(token)
-        return list(snapshots)  # Snapshots are immutable; the list is the caller's own
+        # Snapshots and the tuple are immutable, so sharing them is handing out fresh values;
+        # the same object back tells search's reconcile "unchanged" without a pass over it.
+        return snapshots
 
     def list(self, token: CancelToken | None = None) -> list[Header]:
         return [snapshot.header for snapshot in self.list_snapshots(token)]
