@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -134,3 +135,28 @@ def test_a_longer_persisted_log_is_never_appended_to():
         cp.flush()
     assert info.value.message == 'checkpoint of session "s" failed: the persisted log is longer than the live log'
     assert stored_seqs(backend, "s") == [0, 1, 2]
+
+
+def test_flushes_wait_while_a_search_observes():
+    # The search service holds ``quiet`` between its two backend listings; revisions our own
+    # checkpointer moved there would make it retry (semantics.md §6.5 step 2.3).
+    backend = MemoryBackend()
+    store, _, cp = setup(mode="auto", backend=backend)
+    store.create({"id": "s", "createdAt": 0}, [U(0).to_value()])
+    cp.quiet.acquire()
+    try:
+        cp.start()
+        time.sleep(0.2)  # many auto intervals
+        assert "s" not in backend.sessions
+        manual = threading.Thread(target=cp.flush)
+        manual.start()
+        manual.join(0.1)
+        assert manual.is_alive() and "s" not in backend.sessions  # the manual flush waits too
+    finally:
+        cp.quiet.release()
+    manual.join(5)
+    deadline = time.monotonic() + 5
+    while "s" not in backend.sessions and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stored_seqs(backend, "s") == [0, 1]
+    cp.stop()

@@ -334,9 +334,10 @@ def test_inconsistent_listing_details(server):
     "SPEC/DESIGN ISSUE (semantics.md §6.5 step 2.3, search/reconcile.py _listing_changed): a search "
     "retries when ANY listed revision changed between its two listings, including revisions of "
     "sessions that are live, which it never inspects and whose persisted rows the live overlay "
-    "shadows. The auto checkpointer rewrites exactly those while a producer appends, so searches fail "
-    "with PERSISTENCE_FAILED 'did not stabilize' (about 1-3% of searches in tests/test_soak.py). "
-    "Proposal: ignore revision changes of ids that are live at both observations."))
+    "shadows. A writer that checkpoints live sessions while a producer appends (simulated here by the "
+    "backend; our own auto checkpointer now waits while a search observes) makes searches fail with "
+    "PERSISTENCE_FAILED 'did not stabilize'. Proposal: ignore revision changes of ids that are live "
+    "at both observations."))
 def test_checkpoint_churn_of_a_live_session_does_not_fail_searches(server):
     mount(server, "test:inconsistent:churn-live")
     result = outcome(server, "sessionQuery/searchSessions", {"query": "needle"})

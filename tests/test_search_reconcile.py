@@ -5,6 +5,9 @@ would have it."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from dsh_query_server import errors
@@ -257,3 +260,26 @@ def test_maximum_filter_values_with_both_sides_of_the_index():
     assert sorted(ids(sessions(service, "needle", sessionFilters=most))) == ["p", "s"]
     within = [{"kind": "type", "values": ["user/message"] * 32753}]
     assert len(events(service, "p", "needle", filters=within)["items"]) == 1
+
+
+def test_a_search_waits_for_a_flush_in_progress_and_stays_cancellable():
+    # The checkpointer's ``quiet`` lock is held by a flush: the reconcile waits for it (so the
+    # flush cannot move revisions between its two listings), but a cancel still ends the wait.
+    store, _, service = make()
+    live(store, "s", "needle")
+    service.quiet.acquire()
+    try:
+        token = CancelToken()
+        threading.Timer(0.1, token.cancel).start()
+        started = time.monotonic()
+        assert code(service.search_sessions, {"query": "needle"}, token)[0] == errors.ABORTED
+        assert time.monotonic() - started < 2
+        answered = []
+        waiter = threading.Thread(target=lambda: answered.append(ids(sessions(service, "needle"))))
+        waiter.start()
+        waiter.join(0.2)
+        assert waiter.is_alive() and not answered  # waiting for the flush
+    finally:
+        service.quiet.release()
+    waiter.join(5)
+    assert answered == [["s"]]

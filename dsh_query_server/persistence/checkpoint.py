@@ -41,6 +41,10 @@ class Checkpointer:
         self.interval = interval_ms / 1000
         self.on_flushed = on_flushed
         self._flush_lock = threading.Lock()
+        # Held by search while it observes the backend (semantics.md §6.5: a revision that moves
+        # between its two listings makes it retry, twice and it fails). Our own flushes are the
+        # usual mover, so they wait for it; the auto loop just tries again next interval.
+        self.quiet = threading.Lock()
         self._identity: int | None = None
         self._persisted: dict[str, int] = {}
         self._created: set[str] = set()
@@ -99,12 +103,21 @@ class Checkpointer:
                 dirty, self._dirty = self._dirty, set()
             if not self._writable():
                 continue
+            if not self.quiet.acquire(blocking=False):  # a search is observing: next interval
+                with self._wake:
+                    self._dirty |= dirty
+                continue
             try:
-                self.flush(sessions=sorted(dirty))
+                self._flush(sessions=sorted(dirty))
+                failed = False
             except QueryError as exc:
                 log.warning("checkpoint failed, will retry: %s", exc.message)
                 with self._wake:
                     self._dirty |= dirty
+                failed = True
+            finally:
+                self.quiet.release()
+            if failed:
                 time.sleep(RETRY_SECONDS)
 
     def _writable(self) -> bool:
@@ -136,7 +149,11 @@ class Checkpointer:
 
     def flush(self, session_id: str | None = None, sessions: list[str] | None = None) -> dict[str, int]:
         """Write every not-yet-persisted live event (of one session, or all); returns, for each
-        session flushed, the last seq the backend now holds."""
+        session flushed, the last seq the backend now holds. Waits while a search observes."""
+        with self.quiet:
+            return self._flush(session_id, sessions)
+
+    def _flush(self, session_id: str | None = None, sessions: list[str] | None = None) -> dict[str, int]:
         binding = self.binding.current()
         if session_id is not None and not self.store.is_live(session_id):
             raise QueryError(

@@ -57,6 +57,20 @@ class SearchService:
         self._closing: threading.Event | None = None  # set once close() has finished
         self._index: SearchIndex | None = None
         self._open_error: QueryError | None = None
+        # Held while reconciling, so our own checkpointer does not move revisions under the
+        # observation (Runtime passes the checkpointer's lock; alone, nothing contends for it).
+        self.quiet = threading.Lock()
+
+    @contextmanager
+    def _quiet(self, token: CancelToken | None) -> Iterator[None]:
+        # A flush in progress (a slow or hung backend append) must not make a search
+        # uncancellable: wait in short slices and check the token between them.
+        while not self.quiet.acquire(timeout=0.05):
+            check(token)
+        try:
+            yield
+        finally:
+            self.quiet.release()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -98,7 +112,8 @@ class SearchService:
         search = normalize_sessions(request, self.config)
         with self._turn(token):
             index = self._ready(token)
-            view = index.reconcile(token)
+            with self._quiet(token):
+                view = index.reconcile(token)
             check(token)
             generation = str(view.cross_generation)
             offset = self._offset(search.cursor, SESSIONS, search.fingerprint, generation)
@@ -124,7 +139,8 @@ class SearchService:
         search = normalize_events(request, self.config)
         with self._turn(token):
             index = self._ready(token)
-            view = index.reconcile(token)
+            with self._quiet(token):
+                view = index.reconcile(token)
             check(token)
             target = index.target(search.session_id, view)
             if target is None:

@@ -39,6 +39,7 @@ class Runtime:
             on_flushed=lambda ids: notify(ids, True),
         )
         self.search = SearchService(self.store, self.binding, config.search)
+        self.search.quiet = self.checkpointer.quiet
         self.store.subscribe(lambda kind, sid: notify([sid], kind != "append"))
         self.binding.subscribe(lambda _binding: notify([], True))
 
