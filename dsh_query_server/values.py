@@ -10,6 +10,8 @@ import math
 import re
 from typing import Any
 
+from msgspec import UNSET
+
 MAX_SAFE_INTEGER = 2**53 - 1
 
 # semantics.md §0.3: exactly these code points are whitespace.
@@ -45,6 +47,15 @@ def is_safe_integer(value: Any) -> bool:
 
 def is_nonneg_safe_integer(value: Any) -> bool:
     return is_safe_integer(value) and value >= 0
+
+
+def get_path(value: Any, *path: str) -> Any:
+    """``value[path0][path1]…`` through objects only; UNSET when any link is missing."""
+    for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return UNSET
+        value = value[key]
+    return value
 
 
 def json_number(value: Any) -> str:

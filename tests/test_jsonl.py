@@ -38,7 +38,7 @@ from dsh_query_server.persistence.jsonl import (
     header_line,
     project_dir,
 )
-from dsh_query_server.persistence.records import OUTCOME_UNKNOWN_TEXT
+from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -27,7 +27,7 @@ from dsh_query_server.persistence.base import (
     SessionPersistenceReadOnlyError,
     SessionQueryCancelled,
 )
-from dsh_query_server.persistence.records import OUTCOME_UNKNOWN_TEXT
+from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
 from dsh_query_server.persistence.sqlite import (
     MalformedProvenance,
     SessionDatabaseRefused,

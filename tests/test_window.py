@@ -19,7 +19,7 @@ from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence import jsonl as jsonl_backend
-from dsh_query_server.persistence import records
+from dsh_query_server.persistence import closers, logical, records
 from dsh_query_server.persistence import sqlite as sqlite_backend
 from dsh_query_server.persistence.base import CancelToken, Inspection, Window
 from dsh_query_server.persistence.binding import PersistenceBinding
@@ -565,7 +565,7 @@ GOOD_LOG = st.lists(GOOD_STEP, max_size=30)
 @given(GOOD_LOG, CUTS, DEFECT, PROBES, st.integers(1, 4))
 def test_streamed_sqlite_verification_equals_the_full_inspect_path(
         monkeypatch, plan, cuts, defect, probes, fold) -> None:
-    monkeypatch.setattr(records, "_FOLD_EVERY", fold)  # fold the open turn's events often
+    monkeypatch.setattr(closers, "_FOLD_EVERY", fold)  # fold the open turn's events often
     compare_sqlite(plan, cuts, defect, probes)
 
 
@@ -573,7 +573,7 @@ def test_streamed_sqlite_verification_equals_the_full_inspect_path(
 @given(GOOD_LOG, CUTS, DEFECT, PROBES, st.integers(1, 4))
 def test_streamed_raw_jsonl_verification_equals_the_full_inspect_path(
         monkeypatch, plan, cuts, defect, probes, fold) -> None:
-    monkeypatch.setattr(records, "_FOLD_EVERY", fold)
+    monkeypatch.setattr(closers, "_FOLD_EVERY", fold)
     monkeypatch.setattr(jsonl_backend, "MARK_EVERY", 3)
     events = build_log(plan)
     if not events:
@@ -596,7 +596,7 @@ def test_the_first_window_read_does_not_hold_the_whole_log(tmp_path, monkeypatch
         raise AssertionError("a current-form log must be verified streamed")
 
     monkeypatch.setattr(sqlite_backend, "_committed_prefix", whole)
-    monkeypatch.setattr(records, "verified_log", whole)
+    monkeypatch.setattr(logical, "verified_log", whole)
     monkeypatch.setattr(jsonl_backend, "verified_log", whole)
     found = [to_builtins(service_over(backend).read_event(SID, 60, 3, 10))
              for backend in (SqliteBackend(path), JsonlBackend(root, read_only=True))]
@@ -628,23 +628,23 @@ def test_streamed_closers_hold_a_scan_failure_only_for_the_open_turn(monkeypatch
     """The closer scan of a streamed pass may observe events of turns that then end; a failure
     there must surface only when ``closers`` (which scans the last open turn) would meet it.
     (Only the types in _TURN_STATE_TYPES reach the scan: observe() ignores every other.)"""
-    monkeypatch.setattr(records, "_FOLD_EVERY", fold)
+    monkeypatch.setattr(closers, "_FOLD_EVERY", fold)
     events = build_log([("turn", 0), ("call", 1), ("step", 1), ("end", 0), ("turn", 0),
                         ("step", 1), ("call", 2), ("call", 3), ("chunks", 4)])
-    observe = records._TurnState.observe
+    observe = closers._TurnState.observe
 
     for failing in range(len(events)):
         def flaky(self: Any, event: Event, failing: int = failing) -> None:
-            if event.seq == failing and event.type in records._TURN_STATE_TYPES:
+            if event.seq == failing and event.type in closers._TURN_STATE_TYPES:
                 raise ValueError(f"scan failed at {failing}")
             observe(self, event)
 
-        monkeypatch.setattr(records._TurnState, "observe", flaky)
+        monkeypatch.setattr(closers._TurnState, "observe", flaky)
         try:
-            full: Any = records.verified_log(SID, events)
+            full: Any = logical.verified_log(SID, events)
         except ValueError as exc:
             full = str(exc)
-        streamed = records.StreamedLog(SID, 0, 100)
+        streamed = logical.StreamedLog(SID, 0, 100)
         streamed.extend(events)
         try:
             fast: Any = streamed.finish()

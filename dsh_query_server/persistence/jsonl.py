@@ -40,21 +40,9 @@ from .base import (
     check,
 )
 from .memo import VerificationMemo
-from .records import (
-    PACKED_TAGS,
-    LogShape,
-    MalformedRow,
-    NeedsHistory,
-    PackedRow,
-    StaleShape,
-    StreamedLog,
-    logical_window,
-    pack,
-    render_json,
-    stored_span,
-    unpack_row,
-    verified_log,
-)
+from .legacy import NeedsHistory, render_json
+from .logical import LogShape, StaleShape, StreamedLog, logical_window, stored_span, verified_log
+from .records import PACKED_TAGS, MalformedRow, PackedRow, pack, unpack_row
 
 COMPRESSIONS = ("auto", "zstd", "none")
 TRANSCRIPT = {"zstd": "session.jsonl.zstd", "none": "session.jsonl"}

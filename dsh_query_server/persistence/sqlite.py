@@ -37,7 +37,7 @@ from .. import jsoncodec
 from ..files import make_private_dirs
 from ..model.event import Event, Header, is_valid_seq_at
 from ..values import MAX_SAFE_INTEGER, collapse_whitespace, is_nonneg_safe_integer, is_safe_integer
-from . import records
+from . import legacy, logical, records
 from .base import (
     CancelToken,
     Inspection,
@@ -976,7 +976,7 @@ class _VerifiedRows:
     """What a full read proved at one revision (see memo.py): the logical log's shape, and the
     seq of the row where the torn tail starts (rows from there on are not part of the log)."""
 
-    shape: records.LogShape
+    shape: logical.LogShape
     torn_at: int | None
 
 
@@ -1126,7 +1126,7 @@ class SqliteBackend:
         if read is None:
             raise _not_found(session_id)
         log, torn_at = read
-        events, shape = records.verified_log(session_id, log.events)
+        events, shape = logical.verified_log(session_id, log.events)
         self._memo.put(session_id, log.revision, _VerifiedRows(shape, torn_at))
         return Inspection(log.header, events)
 
@@ -1167,15 +1167,15 @@ class SqliteBackend:
         does, but streamed, keeping only the window and the memo's facts (a long log's events
         are never all in memory). A legacy replace lookup needs earlier events: then the log is
         read whole, as ``inspect`` reads it."""
-        streamed = records.StreamedLog(session.id, first, last)
+        streamed = logical.StreamedLog(session.id, first, last)
         rows = _select_rows(store.conn, session.id, token)
         try:
             _, torn_at = _scan_prefix(rows, streamed.append, streamed.extend)
-        except records.NeedsHistory:
+        except legacy.NeedsHistory:
             rows.close()
             log, torn_at = self._decode_log(store, session, token)
-            logical, shape = records.verified_log(session.id, log.events)
-            return logical[first:last + 1], _VerifiedRows(shape, torn_at)
+            whole, shape = logical.verified_log(session.id, log.events)
+            return whole[first:last + 1], _VerifiedRows(shape, torn_at)
         if torn_at is None:  # as _decode_log: an untorn log is known before it is normalized
             self._verified[session.id] = (session.incarnation, session.revision)
         events, shape = streamed.finish()
@@ -1186,12 +1186,12 @@ class SqliteBackend:
         """A window of a log verified at the current revision, from its own rows; None when the
         rows disagree with the verified shape (changed without a revision bump): verify again."""
         shape = known.shape
-        lo, hi = records.stored_span(shape, first, last)
+        lo, hi = logical.stored_span(shape, first, last)
         try:
             stored = [] if lo > hi else _span_events(
                 _select_span(conn, session_id, lo, hi, known.torn_at, token), lo, hi)
-            return records.logical_window(session_id, shape, stored, first, last)
-        except (records.StaleShape, SessionPersistenceCorruptionError, *_ROW_DEFECTS):
+            return logical.logical_window(session_id, shape, stored, first, last)
+        except (logical.StaleShape, SessionPersistenceCorruptionError, *_ROW_DEFECTS):
             self._memo.forget(session_id)
             return None
 
