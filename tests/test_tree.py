@@ -433,3 +433,41 @@ def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     assert labels() == ["A stored title"]
     monkeypatch.setattr(tree, "LABEL_BUDGET_SECONDS", -1)
     assert labels() == ["stored"]
+
+
+@pytest.mark.parametrize("case", ["plain", "seeded", "seed-past-window", "titled", "bad-title", "late-user"])
+def test_persisted_labels_from_windows_equal_labels_from_whole_logs(tmp_path, case):
+    """A backend with inspect_window gives a label from a few windows; it is the label the whole
+    log gives, as long as the first message sits within LABEL_EVENTS of the start or the seed."""
+    from dsh_query_server.model.event import Header
+    from dsh_query_server.persistence.sqlite import SqliteBackend
+    from dsh_query_server.query.service import last_title_event
+    from dsh_query_server.server import tree
+
+    from .builders import T
+
+    header = {"version": 0, "id": "s", "createdAt": 1}
+    events = [] if case == "late-user" else [U(0, "the parent's question")]
+    pad = {"seed-past-window": 100, "late-user": 70}.get(case, 3)
+    events += [log_only("x/note", len(events) + i) for i in range(pad)]
+    if case in ("seeded", "seed-past-window"):
+        header["seedLength"] = len(events)
+    events.append(U(len(events), "what this session is about"))
+    if case == "titled":
+        events.append(title_event(len(events), "A title"))
+        events.append(title_event(len(events), "The last title"))
+    if case == "bad-title":
+        events.append(log_only("session/title", len(events), {"title": 7}))
+    events.append(T(len(events), "out"))
+    backend = SqliteBackend(str(tmp_path / "s.db"))
+    backend.create(Header.from_value(header))
+    backend.append("s", events)
+    inspection = backend.inspect("s")
+    whole = tree.project("s", inspection.meta, inspection.events, last_title_event(inspection.events))
+    windows = tree.project_windows("s", lambda a, b: backend.inspect_window("s", a, b))
+    if case == "late-user":  # past LABEL_EVENTS: the window label gives up on the first message
+        assert windows.first_message is None and whole.first_message == "what this session is about"
+        windows = tree.SessionInfo(windows.title, whole.first_message, windows.events)
+    assert windows == whole
+    assert whole.title == {"titled": "The last title"}.get(case)
+    backend.close()

@@ -96,6 +96,11 @@ def build_log(plan: list[tuple[str, int]]) -> list[Event]:
             add("turn/start", {"turn": 0, "trigger": {"kind": "user"}})  # malformed: corrupt
         elif kind == "bad-shape":
             add("user/message", {"content": "not blocks"}, surface_op="append")
+        elif kind == "title":
+            add("session/title", {"title": f"title {len(events)}", "messageSeqs": [],
+                                  "source": {"kind": "user"}})
+        elif kind == "bad-title":  # readTitles rejects the log when this is the last title
+            add("session/title", {"title": 7, "messageSeqs": [], "source": {"kind": "user"}})
     return events
 
 
@@ -106,6 +111,7 @@ PLAN_STEP = st.one_of(
     st.tuples(st.sampled_from(["legacy-user", "legacy-steering", "legacy-result"]),
               st.integers(0, 500)),
     st.tuples(st.sampled_from(["bad-legacy", "bad-shape"]), st.just(0)),
+    st.tuples(st.sampled_from(["title", "title", "bad-title"]), st.just(0)),
 )
 # A defect applied to the stored log: none, an invalid row/line at some position, or a torn tail.
 DEFECT = st.one_of(st.none(), st.tuples(
@@ -231,6 +237,8 @@ def same_answers(fast: SessionQueryService, full: SessionQueryService, length: i
             assert outcome(fast.read_event, SID, seq, before, after) == \
                 outcome(full.read_event, SID, seq, before, after), (repeat, seq, before, after)
     assert outcome(fast.list_events, SID) == outcome(full.list_events, SID)
+    for _ in range(2):  # verified, then through the memo: the title event is read alone
+        assert outcome(fast.read_titles, [SID]) == outcome(full.read_titles, [SID])
     for seq in [0, length - 1, length, -1] + [p[0] for p in probes[:3]]:
         assert outcome(fast.trace_event, SID, seq) == outcome(full.trace_event, SID, seq), seq
 
@@ -555,7 +563,7 @@ def test_the_outline_fast_path_agrees_with_row_validation(data, tag, time0) -> N
 # tests above cover that), so the streamed closers and seq bookkeeping get exercised.
 GOOD_STEP = st.one_of(
     st.tuples(st.sampled_from(["turn", "end", "user", "turn", "user", "step", "stepend", "call",
-                               "call", "legacy-user", "legacy-steering"]), st.integers(1, 3)),
+                               "call", "legacy-user", "legacy-steering", "title"]), st.integers(1, 3)),
     st.tuples(st.just("chunks"), st.integers(1, 40)),
 )
 GOOD_LOG = st.lists(GOOD_STEP, max_size=30)

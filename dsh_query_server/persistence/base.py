@@ -86,6 +86,7 @@ class Window:
     length: int
     start: int
     events: list[Event] = field(default_factory=list)
+    title: int | None = None  # seq of the log's last session/title event (title reads), if any
 
 
 @dataclass(frozen=True, slots=True)

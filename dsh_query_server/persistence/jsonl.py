@@ -971,7 +971,7 @@ class JsonlBackend:
                 return window
             stored, _ = self._load_located(session_id, located, token)
             events, shape = verified_log(session_id, stored.events)
-        return Window(stored.header, shape.length, first, events[first:last + 1])
+        return Window(stored.header, shape.length, first, events[first:last + 1], shape.title)
 
     def _verify_raw_window(self, session_id: str, located: _Located, first: int, last: int,
                            token: CancelToken | None) -> Window:
@@ -996,7 +996,7 @@ class JsonlBackend:
         self._memo.put(session_id, revision, _VerifiedRaw(
             located.path, shape, decoded.body, decoded.marks,
             tuple(seq for _, seq in decoded.marks)))
-        return Window(decoded.header, shape.length, first, events)
+        return Window(decoded.header, shape.length, first, events, shape.title)
 
     def _known_window(self, session_id: str, located: _Located, first: int, last: int,
                       token: CancelToken | None) -> Window | None:
@@ -1021,7 +1021,7 @@ class JsonlBackend:
             self._memo.forget(session_id)
             return None
         check(token)
-        return Window(header, shape.length, first, events)
+        return Window(header, shape.length, first, events, shape.title)
 
     def stored_count(self, session_id: str) -> int | None:
         with self._session_lock(session_id):

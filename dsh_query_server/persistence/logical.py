@@ -13,18 +13,20 @@ from ..values import is_nonneg_safe_integer
 from .closers import StreamedTurn, closers
 from .legacy import LEGACY_TYPES, NeedsHistory, Normalizer
 
+TITLE = "session/title"
+
+
 class StaleShape(Exception):
     """A window read met stored data that its verified LogShape does not describe: the log
     changed without its revision changing. The backend then verifies the whole log again."""
-
-
 
 
 @dataclass(frozen=True, slots=True)
 class LogShape:
     """What a window read needs to know about the rest of a verified log: how many events the
     stored valid prefix holds, the closers after it, and the message ids that legacy replace
-    lookups found (rewrite 4 of §3.4 is the one rewrite that looks at earlier events).
+    lookups found (rewrite 4 of §3.4 is the one rewrite that looks at earlier events), and
+    where the last ``session/title`` event is, so a title read needs one event, not the log.
 
     It is small by construction (closers are a handful of events; ``resolved_ids`` is empty for
     current-form logs), so backends may keep one per session in memory."""
@@ -32,6 +34,7 @@ class LogShape:
     stored: int
     closers: tuple[Event, ...]
     resolved_ids: dict[Any, Any] = field(default_factory=dict)
+    title: int | None = None
 
     @property
     def length(self) -> int:
@@ -43,7 +46,8 @@ def verified_log(session_id: str, events: list[Event]) -> tuple[list[Event], Log
     normalizer = Normalizer(session_id)
     normalized = normalizer.run(events)
     tail = closers(normalized)
-    return normalized + tail, LogShape(len(events), tuple(tail), normalizer.resolved)
+    title = next((i for i in range(len(normalized) - 1, -1, -1) if normalized[i].type == TITLE), None)
+    return normalized + tail, LogShape(len(events), tuple(tail), normalizer.resolved, title)
 
 
 def logical_log(session_id: str, events: list[Event]) -> list[Event]:
@@ -92,6 +96,7 @@ class StreamedLog:
         self._last_event: Event | None = None
         self._error: Exception | None = None
         self._window: list[Event] = []
+        self._title: int | None = None
 
     def append(self, event: Event) -> None:
         index = self.count
@@ -108,6 +113,8 @@ class StreamedLog:
             return
         self._turn.observe(event)
         self._last_event = event
+        if event.type == TITLE:
+            self._title = index
         if self._first <= index <= self._last:
             self._window.append(event)
 
@@ -124,4 +131,4 @@ class StreamedLog:
         for index, closer in enumerate(tail, self.count):
             if self._first <= index <= self._last:
                 window.append(closer)
-        return window, LogShape(self.count, tuple(tail), self._normalizer.resolved)
+        return window, LogShape(self.count, tuple(tail), self._normalizer.resolved, self._title)

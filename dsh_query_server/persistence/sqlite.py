@@ -1159,7 +1159,7 @@ class SqliteBackend:
                     events, known = self._verify_window(store, session, first, last, token)
                     self._memo.put(session_id, revision, known)
         check(token)
-        return Window(session.header, known.shape.length, first, events)
+        return Window(session.header, known.shape.length, first, events, known.shape.title)
 
     def _verify_window(self, store: _Store, session: _Session, first: int, last: int,
                        token: CancelToken | None) -> tuple[list[Event], _VerifiedRows]:

@@ -485,15 +485,38 @@ class SessionQueryService:
                 if live is None:
                     raise not_found(sid)
                 return _live_title_result(sid, live)
-            inspection = self._inspect(backend, sid, token)
+            meta, title = self._persisted_title_event(backend, sid, token)
             live = self.store.snapshot(sid)
             if live is not None:
                 return _live_title_result(sid, live)
-            if not headers_compatible(listed, inspection.meta):
+            if not headers_compatible(listed, meta):
                 raise conflict(sid)
-            return _title_result(sid, inspection.meta, last_title_event(inspection.events))
+            return _title_result(sid, meta, title)
         except QueryError as exc:
             return _rejected(sid, exc)
+
+    def _persisted_title_event(self, backend: Any, sid: str,
+                               token: CancelToken | None) -> tuple[Header, Event | None]:
+        """The header and last ``session/title`` event of a persisted log, with the errors of
+        ``inspect``. A backend with ``inspect_window`` verifies the log (once per revision) and
+        says where the title is, so only that event is read; if the log moved between the two
+        reads, it is inspected whole."""
+        method = getattr(backend, "inspect_window", None)
+        if method is not None:
+            def window(first: int, last: int) -> Window:
+                check_cancelled(token)  # no backend call starts after a cancel
+                return self._inspect_call(
+                    backend, sid, token, lambda b: (None, as_window(method(sid, first, last, token), first, last)))[1]
+
+            shape = window(0, -1)  # nothing read but the verification and where the title is
+            if shape.title is None:
+                return shape.meta, None
+            found = window(shape.title, shape.title)
+            if found.title == shape.title and found.events and found.events[0].type == "session/title":
+                return found.meta, found.events[0]
+            check_cancelled(token)
+        inspection = self._inspect(backend, sid, token)
+        return inspection.meta, last_title_event(inspection.events)
 
     def read_title(self, session_id: Any, token: CancelToken | None = None) -> wire.SessionTitleObservation:
         session_id = require_string(session_id, "sessionId")

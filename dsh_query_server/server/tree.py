@@ -35,7 +35,7 @@ import logging
 import threading
 import time as _time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -43,7 +43,7 @@ from msgspec import UNSET, UnsetType
 from .. import errors, jsoncodec
 from ..errors import QueryError
 from ..model.event import Event, Header
-from ..persistence.base import CancelToken
+from ..persistence.base import CancelToken, Window
 from ..query import lineage, trace
 from ..query.service import (
     Loaded, Record, as_inspection, check_cancelled, last_title_event, target_index, title_from,
@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 
 MAX_CHILDREN = 200
 LABEL_BUDGET_SECONDS = 2.0  # time a sessions page may spend reading persisted logs for labels
+LABEL_EVENTS = 64  # events a persisted label reads from the start of the log (and of its seed)
 PAGE = MAX_CHILDREN - 1  # entries per page when a "more" node is needed
 # A session's Lineage group (sessions view) may start with its parent link, so its child links
 # page one shorter to keep that level within MAX_CHILDREN too.
@@ -277,27 +278,59 @@ class SessionInfo:
     events: int | None
 
 
-def first_user_text(header: Header, events: Sequence[Event]) -> str | None:
-    # A forked or sub-agent log starts with its seed (the parent's history), whose first message
-    # is the parent's; the first message after the seed is what this session was about.
-    seed = header.seed_length if is_nonneg_safe_integer(header.seed_length) else 0
-    for start in ((int(seed), 0) if seed else (0,)):
-        for index in range(start, len(events)):  # by index: a live log builds only what is read
-            event = events[index]
-            if event.type == "user/message":
-                text = extract_text(event)
-                if text:
-                    return text
+def _seed(header: Header) -> int:
+    return int(header.seed_length) if is_nonneg_safe_integer(header.seed_length) else 0
+
+
+def _first_text(events: Iterable[Event]) -> str | None:
+    for event in events:
+        if event.type == "user/message":
+            text = extract_text(event)
+            if text:
+                return text
     return None
 
 
-def project(session_id: str, header: Header, events: Sequence[Event], title_event: Event | None) -> SessionInfo:
+def first_user_text(header: Header, events: Sequence[Event]) -> str | None:
+    # A forked or sub-agent log starts with its seed (the parent's history), whose first message
+    # is the parent's; the first message after the seed is what this session was about.
+    seed = _seed(header)
+    for start in ((seed, 0) if seed else (0,)):
+        # by index: a live log builds only the events it reads
+        text = _first_text(events[index] for index in range(start, len(events)))
+        if text:
+            return text
+    return None
+
+
+def _title_text(session_id: str, title_event: Event | None) -> str | None:
     try:
         snapshot = title_from(session_id, title_event)
-        title = snapshot.title if snapshot is not None and isinstance(snapshot.title, str) else None
     except QueryError:  # a malformed title event just falls back, like a rejected readTitles entry
-        title = None
-    return SessionInfo(title or None, first_user_text(header, events), len(events))
+        return None
+    if snapshot is None or not isinstance(snapshot.title, str):
+        return None
+    return snapshot.title or None
+
+
+def project(session_id: str, header: Header, events: Sequence[Event], title_event: Event | None) -> SessionInfo:
+    return SessionInfo(_title_text(session_id, title_event), first_user_text(header, events), len(events))
+
+
+def project_windows(session_id: str, read: Callable[[int, int], Window]) -> SessionInfo:
+    """The label of a persisted log read through ``inspect_window`` (``read(first, last)``): the
+    backend verifies the log once per revision and knows where its title is, so a label costs a
+    few small windows instead of the whole log. The first message is looked for among the first
+    LABEL_EVENTS events after the seed (then of the log), not further."""
+    head = read(0, LABEL_EVENTS - 1)
+    seed = _seed(head.meta)
+    after_seed = head.events[seed:] if seed < LABEL_EVENTS else read(seed, seed + LABEL_EVENTS - 1).events
+    first = _first_text(after_seed) or (_first_text(head.events) if seed else None)
+    title_event = None
+    if head.title is not None:
+        found = read(head.title, head.title).events
+        title_event = found[0] if found and found[0].type == "session/title" else None
+    return SessionInfo(_title_text(session_id, title_event), first, head.length)
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,8 +392,9 @@ class Ctx:
         backend, token = binding.backend, self.token
         claims: Iterator[str] = iter(pending)
         lock = threading.Lock()
-        # Titles of persisted sessions cost a whole-log read each; a page of long logs could keep
-        # the sidebar waiting for many seconds. Past the budget, the rest keep their id as label.
+        # A persisted label costs a whole-log read the first time a log is seen at a revision (then
+        # a few window reads); a page of long logs could keep the sidebar waiting for many
+        # seconds. Past the budget, the rest keep their id as label.
         deadline = _time.monotonic() + LABEL_BUDGET_SECONDS
 
         def claim() -> str | None:
@@ -372,6 +406,10 @@ class Ctx:
         def worker() -> None:
             while (sid := claim()) is not None:
                 try:
+                    window = getattr(backend, "inspect_window", None)
+                    if window is not None:
+                        out[sid] = project_windows(sid, lambda a, b: window(sid, a, b, token))
+                        continue
                     inspection = as_inspection(backend.inspect(sid, token))
                     out[sid] = project(sid, inspection.meta, inspection.events,
                                        last_title_event(inspection.events))
