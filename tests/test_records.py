@@ -594,3 +594,14 @@ def test_pack_then_unpack_is_identity(events: list[Event], max_members: int | No
     for record in records:
         if isinstance(record, PackedRow):
             assert 3 <= record.members <= (max_members or 10**9)
+
+
+def test_a_window_replace_without_its_verified_message_id_is_a_stale_shape():
+    # A window read normalizes a legacy replace with the message ids its verification recorded;
+    # a replace it has no id for means the log changed without a new revision: verify again.
+    from dsh_query_server.persistence.legacy import Normalizer, StaleShape
+
+    legacy = Event.from_value({"type": "tool/result", "seq": 5, "time": 1, "surfaceOp": {
+        "op": "replace", "start": 2, "end": 2}, "data": {"callId": "c1", "content": [], "isError": False}})
+    with pytest.raises(StaleShape):
+        Normalizer("s", known={}).run([legacy])

@@ -146,8 +146,6 @@ import json  # noqa: E402
 
 from dsh_query_server.persistence.base import Snapshot  # noqa: E402
 
-from .search_helpers import code  # noqa: E402
-
 
 class ReusingBackend(MemoryBackend):
     """Returns the same snapshot objects while nothing changed, as the SQLite backend does."""

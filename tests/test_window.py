@@ -543,7 +543,6 @@ def test_sqlite_torn_rows_overlapping_the_prefix_stay_out_of_windows(tmp_path) -
 @pytest.mark.parametrize("time0", [0, 2**53 - 2])
 def test_the_outline_fast_path_agrees_with_row_validation(data, tag, time0) -> None:
     from dsh_query_server import jsoncodec
-    from dsh_query_server.persistence import records
 
     fast = records.outline_members(tag, 7, time0, jsoncodec.dumps(data), sqlite=True)
     try:

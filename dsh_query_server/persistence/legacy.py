@@ -116,6 +116,11 @@ def _message_id(event: Event) -> Any:
     return found if isinstance(found, str) else UNSET
 
 
+class StaleShape(Exception):
+    """A window read met stored data that its verified LogShape does not describe: the log
+    changed without its revision changing. The backend then verifies the whole log again."""
+
+
 class NeedsHistory(Exception):
     """A streamed verification (StreamedLog) met a legacy replace lookup, which needs the events
     before it: the caller verifies with the whole log instead."""

@@ -11,14 +11,9 @@ from typing import Any
 from ..model.event import Event
 from ..values import is_nonneg_safe_integer
 from .closers import StreamedTurn, closers
-from .legacy import LEGACY_TYPES, NeedsHistory, Normalizer
+from .legacy import LEGACY_TYPES, NeedsHistory, Normalizer, StaleShape
 
 TITLE = "session/title"
-
-
-class StaleShape(Exception):
-    """A window read met stored data that its verified LogShape does not describe: the log
-    changed without its revision changing. The backend then verifies the whole log again."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,6 @@ from ..values import (
     is_number,
     is_safe_integer,
 )
-from .base import SessionPersistenceCorruptionError
 
 PACKED_TAGS = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 

@@ -2,7 +2,7 @@
 our own dispatch for the ``sessionQuery/*``, ``sessionStore/*`` and ``sessionPersistence/*``
 requests (no pygls task, future or context per request: they cost more than the work).
 
-On stdio a thread reads stdin with blocking reads (_serve_stdio) and hands messages to the event
+On stdio a thread reads stdin with blocking reads (stdio.py) and hands messages to the event
 loop in order. Each request runs in a worker thread with its own cancellation token; the few that
 need no worker (methods.INLINE while nothing is in flight, params that are not an object) are
 answered by the thread that read them. ``$/cancelRequest`` fires the token, so a backend call that
@@ -17,7 +17,6 @@ import gc
 import json
 import logging
 import os
-import re
 import sys
 import tempfile
 import threading
@@ -28,7 +27,6 @@ import attrs
 import msgspec
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCResponseMessage
@@ -41,6 +39,7 @@ from ..demo import RuntimeProducer, populate
 from .config import ServerConfig, build_config, merge
 from .methods import COMMANDS, INLINE, METHODS, Call
 from .runtime import Runtime
+from .stdio import serve_stdio, tune_malloc
 
 log = logging.getLogger("dsh_query_server")
 
@@ -594,134 +593,8 @@ def _valid_id(msg_id: Any) -> bool:
     return msg_id is None or isinstance(msg_id, str) or (isinstance(msg_id, (int, float)) and not isinstance(msg_id, bool))
 
 
-_CONTENT_LENGTH = re.compile(rb"Content-Length: (\d+)\r\n")
-_LINE_LIMIT = 1 << 20
-
-
-class _Frames:
-    """LSP frames out of a byte stream, with pygls' rules (``run_async``): headers are lines; the
-    first exact ``Content-Length: N`` line (N > 0) counts, other lines are skipped; a blank line
-    after it starts a body of N bytes. Bytes without a usable header are skipped up to the next
-    one, and a huge N only holds the bytes that actually arrive."""
-
-    def __init__(self, on_body: Callable[[bytearray], None]) -> None:
-        self._on_body = on_body
-        self._buf = bytearray()
-        self._length = 0  # Content-Length of the frame being read; 0 while none was seen
-        self._in_body = False
-        self._skipping = False  # inside an over-long line: drop it up to its newline
-
-    def feed(self, data: bytes) -> None:
-        buf = self._buf
-        buf += data
-        pos = 0
-        try:
-            while True:
-                if self._in_body:
-                    end = pos + self._length
-                    if len(buf) < end:
-                        return
-                    body = buf[pos:end]
-                    pos = end
-                    self._in_body, self._length = False, 0
-                    self._on_body(body)
-                    continue
-                newline = buf.find(b"\n", pos)
-                if newline < 0:
-                    if len(buf) - pos > _LINE_LIMIT:  # no header is this long
-                        pos, self._skipping = len(buf), True
-                    return
-                line = buf[pos:newline + 1]
-                pos = newline + 1
-                if self._skipping:
-                    self._skipping = False
-                elif not self._length:
-                    match = _CONTENT_LENGTH.fullmatch(line)
-                    if match:
-                        self._length = int(match.group(1))
-                elif not line.strip():
-                    self._in_body = True
-        finally:
-            del buf[:pos]
-
-
-def _read_stdin(protocol: QueryProtocol, loop: asyncio.AbstractEventLoop, done: asyncio.Future[None]) -> None:
-    """The stdin thread: blocking reads, frames handed to QueryProtocol.take; ends the loop at
-    end of input (after everything read before it, call_soon_threadsafe keeps the order)."""
-    frames = _Frames(lambda body: protocol.take(body, loop))
-    try:
-        fd = sys.stdin.fileno()
-        while data := os.read(fd, 1 << 16):
-            frames.feed(data)
-    except RuntimeError:  # the loop has closed (exit)
-        return
-    except (OSError, ValueError, AttributeError) as exc:  # no usable stdin: as end of input
-        log.error("stdin: %s", exc)
-    with contextlib.suppress(RuntimeError):
-        loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
-
-
-PIPE_BYTES = 1 << 20
-
-
-def _widen_pipe(stream: Any) -> None:
-    """A 10 MB answer through Linux's default 64 KiB pipe costs ~150 context switches; a 1 MiB
-    pipe sends it in ten. Best effort: other systems, or a limit below 1 MiB, keep the default."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(stream.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
-    except (ImportError, OSError, ValueError, AttributeError):
-        pass
-
-
-def _serve_stdio(server: QueryServer) -> None:
-    """Serve stdio. stdin is read by a thread with blocking reads, like a bare echo loop: waking
-    the event loop's selector for every message cost more than the rest of a trivial request.
-    pygls, the dispatch and the writes of worker answers stay on the event loop."""
-    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
-    server.protocol.direct_writes = True
-    _widen_pipe(sys.stdout)
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-        threading.Thread(target=_read_stdin, args=(server.protocol, loop, done), name="stdin", daemon=True).start()
-        await done
-        # End of input: the messages read before it may still be running (a shutdown waiting
-        # for its requests, an exit waiting for shutdown). Answer what can be answered.
-        await server.protocol.drain()
-        await server.protocol.shutdown_answered()
-
-    server._stop_event = threading.Event()
-    try:
-        asyncio.run(main())
-    except (BrokenPipeError, ConnectionResetError):
-        log.error("the client closed the connection")
-    finally:
-        server.shutdown()
-
-
-def _tune_malloc() -> None:
-    """glibc only, best effort. Each request runs on its own worker thread, and glibc gives
-    threads their own malloc arenas and raises its mmap threshold after a large block is freed:
-    a 10 MB answer built on one thread was then kept in that arena and the next one built in
-    another, and the server's RSS grew with every large result (three listEvents of 100,000
-    events over the benchmark's live store: peak 145 MiB; with this, 122 MiB). One arena and a
-    fixed 128 KiB threshold (large blocks always mapped, so always returned) keep the peak at
-    about one result's size."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-8, 1)  # M_ARENA_MAX
-        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD (also stops its dynamic raising)
-    except (OSError, AttributeError):
-        pass
-
-
 def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None, demo: bool = False) -> None:
-    _tune_malloc()
+    tune_malloc()
     demo_store = None
     if demo:
         # The demo's persisted side lives in a private temporary store; without a named store
@@ -736,7 +609,7 @@ def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None, de
         if tcp is not None:
             server.start_tcp(*tcp)
         else:
-            _serve_stdio(server)
+            serve_stdio(server)
     except SystemExit as exc:  # pygls ends the loop this way on `exit`
         code = exc.code
     finally:
