@@ -30,6 +30,7 @@ through the PID this test started. With DSH_QUERY_E2E_UPDATE_SCREENSHOT=1 the RE
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -80,9 +81,7 @@ def _missing() -> str | None:
         return f"code-server is not installed in {code_server_dir()}"
     if not Path(CHROMIUM).exists():
         return "Debian chromium is not installed"
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("playwright") is None:
         return "playwright is not installed in the venv"
     return None
 
