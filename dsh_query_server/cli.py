@@ -273,14 +273,19 @@ def cmd_search(args: argparse.Namespace) -> None:
     params: dict[str, Any] = {"query": args.query, "limit": args.limit}
     if args.cursor:
         params["cursor"] = args.cursor
+    from rich.console import Console
+
     with _client(args, index=_cli_index(args.persistence)) as client:
-        if args.session:
-            params["sessionId"] = args.session
-            page = client.request("sessionQuery/searchEvents", params)
-            hits = [(args.session, h) for h in page["items"]]
-        else:
-            page = client.request("sessionQuery/searchSessions", params)
-            hits = [(h["header"]["id"], h["bestMatch"]) for h in page["items"]]
+        # The index is brought up to date before every search; the first one over a large store
+        # builds it (about 6 s per million events), so say what is happening (on stderr).
+        with Console(stderr=True).status("searching (updating the index first)…", spinner="dots"):
+            if args.session:
+                params["sessionId"] = args.session
+                page = client.request("sessionQuery/searchEvents", params)
+                hits = [(args.session, h) for h in page["items"]]
+            else:
+                page = client.request("sessionQuery/searchSessions", params)
+                hits = [(h["header"]["id"], h["bestMatch"]) for h in page["items"]]
     if args.json:
         return _print_json(page)
     table = Table(title=f'search "{_text(args.query)}"', title_justify="left")
