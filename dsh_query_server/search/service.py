@@ -22,7 +22,7 @@ from ..session.store import SessionStore
 from .config import SearchConfig
 from .cursor import EVENTS, SESSIONS, decode_cursor, encode_cursor
 from .query import Match, compile_filters, select_events, select_sessions
-from .reconcile import SearchIndex, check
+from .reconcile import SearchIndex, View, check
 from .request import normalize_events, normalize_sessions, phrase
 from .snippet import snippet
 from .wire import (
@@ -46,7 +46,8 @@ def _closed() -> QueryError:
 
 
 class SearchService:
-    def __init__(self, store: SessionStore, binding: PersistenceBinding, config: SearchConfig) -> None:
+    def __init__(self, store: SessionStore, binding: PersistenceBinding, config: SearchConfig,
+                 quiet: threading.Lock | None = None) -> None:
         self.store = store
         self.binding = binding
         self.config = config
@@ -59,18 +60,21 @@ class SearchService:
         self._open_error: QueryError | None = None
         # Held while reconciling, so our own checkpointer does not move revisions under the
         # observation (Runtime passes the checkpointer's lock; alone, nothing contends for it).
-        self.quiet = threading.Lock()
+        self.quiet = quiet or threading.Lock()
 
-    @contextmanager
-    def _quiet(self, token: CancelToken | None) -> Iterator[None]:
-        # A flush in progress (a slow or hung backend append) must not make a search
-        # uncancellable: wait in short slices and check the token between them.
+    def _reconciled(self, token: CancelToken | None) -> tuple[SearchIndex, View]:
+        """The open index, reconciled (§6.5), and the view that reconcile produced. A flush in
+        progress (a slow or hung backend append) holds ``quiet``; the wait for it is sliced so
+        that the search stays cancellable."""
+        index = self._ready(token)
         while not self.quiet.acquire(timeout=0.05):
             check(token)
         try:
-            yield
+            view = index.reconcile(token)
         finally:
             self.quiet.release()
+        check(token)
+        return index, view
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -111,10 +115,7 @@ class SearchService:
         self._check_enabled()
         search = normalize_sessions(request, self.config)
         with self._turn(token):
-            index = self._ready(token)
-            with self._quiet(token):
-                view = index.reconcile(token)
-            check(token)
+            index, view = self._reconciled(token)
             generation = str(view.cross_generation)
             offset = self._offset(search.cursor, SESSIONS, search.fingerprint, generation)
             predicates = compile_filters(search.session_filters, search.event_filters)
@@ -138,10 +139,7 @@ class SearchService:
         self._check_enabled()
         search = normalize_events(request, self.config)
         with self._turn(token):
-            index = self._ready(token)
-            with self._quiet(token):
-                view = index.reconcile(token)
-            check(token)
+            index, view = self._reconciled(token)
             target = index.target(search.session_id, view)
             if target is None:
                 raise QueryError(

@@ -38,8 +38,7 @@ class Runtime:
             interval_ms=config.checkpoint_interval_ms,
             on_flushed=lambda ids: notify(ids, True),
         )
-        self.search = SearchService(self.store, self.binding, config.search)
-        self.search.quiet = self.checkpointer.quiet
+        self.search = SearchService(self.store, self.binding, config.search, quiet=self.checkpointer.quiet)
         self.store.subscribe(lambda kind, sid: notify([sid], kind != "append"))
         self.binding.subscribe(lambda _binding: notify([], True))
 
