@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from msgspec import UNSET
 
@@ -511,8 +511,8 @@ class SessionQueryService:
             shape = window(0, -1)  # nothing read but the verification and where the title is
             if shape.title is None:
                 return shape.meta, None
-            found = window(shape.title, shape.title)
-            if found.title == shape.title and found.events and found.events[0].type == "session/title":
+            found = title_window(window, shape.title)
+            if found is not None:
                 return found.meta, found.events[0]
             check_cancelled(token)
         inspection = self._inspect(backend, sid, token)
@@ -606,6 +606,16 @@ def _title_result(sid: str, header: Header, event: Event | None) -> wire.Session
     except QueryError as exc:
         return _rejected(sid, exc)
     return wire.SessionTitleObservationResult(sessionId=sid, status="fulfilled", value=value)
+
+
+def title_window(read: Callable[[int, int], Window], seq: int) -> Window | None:
+    """The window holding just the ``session/title`` event at ``seq``, where a verified log said
+    its last title is (``Window.title``); None when the log has moved since and ``seq`` is no
+    longer its last title."""
+    found = read(seq, seq)
+    if found.title == seq and found.events and found.events[0].type == "session/title":
+        return found
+    return None
 
 
 def last_title_event(events: Sequence[Event]) -> Event | None:

@@ -47,6 +47,7 @@ from ..persistence.base import CancelToken, Window
 from ..query import lineage, trace
 from ..query.service import (
     Loaded, Record, as_inspection, check_cancelled, last_title_event, target_index, title_from,
+    title_window,
 )
 from ..query.text import extract_text
 from ..values import collapse_whitespace, is_nonneg_safe_integer, is_number
@@ -326,10 +327,8 @@ def project_windows(session_id: str, read: Callable[[int, int], Window]) -> Sess
     seed = _seed(head.meta)
     after_seed = head.events[seed:] if seed < LABEL_EVENTS else read(seed, seed + LABEL_EVENTS - 1).events
     first = _first_text(after_seed) or (_first_text(head.events) if seed else None)
-    title_event = None
-    if head.title is not None:
-        found = read(head.title, head.title).events
-        title_event = found[0] if found and found[0].type == "session/title" else None
+    found = None if head.title is None else title_window(read, head.title)
+    title_event = None if found is None else found.events[0]
     return SessionInfo(_title_text(session_id, title_event), first, head.length)
 
 
