@@ -40,8 +40,8 @@ from .base import (
     check,
 )
 from .memo import VerificationMemo
-from .legacy import NeedsHistory, render_json
-from .logical import LogShape, StaleShape, StreamedLog, logical_window, stored_span, verified_log
+from .legacy import NeedsHistory, StaleShape, render_json
+from .logical import LogShape, StreamedLog, logical_window, stored_span, verified_log
 from .records import PACKED_TAGS, MalformedRow, PackedRow, pack, unpack_row
 
 COMPRESSIONS = ("auto", "zstd", "none")

@@ -1191,7 +1191,7 @@ class SqliteBackend:
             stored = [] if lo > hi else _span_events(
                 _select_span(conn, session_id, lo, hi, known.torn_at, token), lo, hi)
             return logical.logical_window(session_id, shape, stored, first, last)
-        except (logical.StaleShape, SessionPersistenceCorruptionError, *_ROW_DEFECTS):
+        except (legacy.StaleShape, SessionPersistenceCorruptionError, *_ROW_DEFECTS):
             self._memo.forget(session_id)
             return None
 
