@@ -230,3 +230,97 @@ def test_skipping_the_observation_equals_observing(ops_, rng):
                                  for p in (search(fast, request), search(full, request)))
     fast.close()
     full.close()
+
+
+# -- ranking (§6.9) --------------------------------------------------------------------------------
+#
+# A model of the whole order: match_count from phrase instances over the model tokens (overlapping
+# instances merge into one span, adjacent ones do not), document length in code points, time,
+# then the tie-breakers; each session's best event, sessions ordered by it. Few words and few
+# distinct times make ties common, so every key and tie-breaker decides somewhere.
+
+RANK_WORDS = ["needle", "Needle", "hay", "café", "cafe", "hay\x00needle", "\ufdd0needle\ufdd1"]
+CWDS = ["/a", "/b", None]
+
+
+def spans(phrase: list[str], tokens: list[str]) -> int:
+    n, count, end = len(phrase), 0, -1
+    for i in range(len(tokens) - n + 1):
+        if tokens[i : i + n] == phrase:
+            count += i > end
+            end = i + n - 1
+    return count
+
+
+def rank_texts() -> st.SearchStrategy[str]:
+    return st.lists(st.sampled_from(RANK_WORDS), min_size=1, max_size=5).map(" ".join)
+
+
+def rank_logs() -> st.SearchStrategy[list]:
+    entries = st.lists(st.tuples(rank_texts(), st.integers(0, 2)), min_size=0, max_size=5)
+    return entries.map(lambda es: [U(i, text, time=t) if i % 2 else A(i, text, time=t)
+                                   for i, (text, t) in enumerate(es)])
+
+
+rank_corpora = st.fixed_dictionaries({
+    "live": st.dictionaries(st.sampled_from(["a", "b", "shared", "é"]), st.tuples(rank_logs(), st.sampled_from(CWDS)),
+                            max_size=3),
+    "persisted": st.dictionaries(st.sampled_from(["p", "q", "shared", "Z"]),
+                                 st.tuples(rank_logs(), st.sampled_from(CWDS)), max_size=3),
+    "query": st.sampled_from(["needle", "needle needle", "café", "hay needle", "needle hay needle"]),
+    "cwd": st.sampled_from([None, ["/a"], ["/b", None]]),
+    "availability": st.sampled_from([None, ["live"], ["persisted"]]),
+    "limit": st.integers(1, 3),
+})
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rank_corpora)
+def test_ranking_equals_the_model(corpus):
+    store, binding, service = make()
+    backend = MemoryBackend()
+    for sid, (log, cwd) in corpus["persisted"].items():
+        backend.put(hdr(sid, 1, **({"cwd": cwd} if cwd else {})), log)
+    binding.mount(backend)
+    for sid, (log, cwd) in corpus["live"].items():
+        cwd = corpus["persisted"].get(sid, (None, cwd))[1]  # the same session: compatible headers
+        corpus["live"][sid] = (log, cwd)
+        store.create(hdr(sid, 1, **({"cwd": cwd} if cwd else {})), seed=values(log))
+
+    visible = {sid: (cwd, log, False) for sid, (log, cwd) in corpus["persisted"].items()}
+    visible.update({sid: (cwd, store.snapshot(sid).events, True) for sid, (_, cwd) in corpus["live"].items()})
+    phrase = model_tokens(corpus["query"])
+    keyed = {}  # sid -> [(sort key, seq)], the §6.9 event order
+    for sid, (cwd, evs, live) in visible.items():
+        if corpus["cwd"] is not None and cwd not in corpus["cwd"]:
+            continue
+        persisted = not live or sid in corpus["persisted"]  # a live row's flag: in the bound backend too
+        if corpus["availability"] == ["live"] and not live or corpus["availability"] == ["persisted"] and not persisted:
+            continue
+        hits = []
+        for event, text in documents(evs):
+            count = spans(phrase, model_tokens(text))
+            if count:
+                hits.append(((-count, len(text), -event.time, -int(event.seq)), int(event.seq)))
+        if hits:
+            keyed[sid] = sorted(hits)
+
+    filters = []
+    if corpus["cwd"] is not None:
+        filters.append({"kind": "cwd", "values": corpus["cwd"]})
+    if corpus["availability"] is not None:
+        filters.append({"kind": "availability", "values": corpus["availability"]})
+    request = {"query": corpus["query"], "limit": corpus["limit"], "sessionFilters": filters}
+    best = page_all(service.search_sessions, request)
+    expected = sorted(keyed, key=lambda sid: (keyed[sid][0][0][:3], sid, keyed[sid][0][0][3]))
+    assert [(h["header"]["id"], h["bestMatch"]["seq"]) for h in best] == [(sid, keyed[sid][0][1]) for sid in expected]
+    assert all(h["live"] == (h["header"]["id"] in corpus["live"]) for h in best)
+    assert all(h["persisted"] == (h["header"]["id"] in corpus["persisted"]) for h in best)
+    assert all(h["header"].get("cwd") == visible[h["header"]["id"]][0] for h in best)
+
+    for sid in visible:
+        if corpus["cwd"] is None and corpus["availability"] is None:
+            items = page_all(service.search_events, {"sessionId": sid, "query": corpus["query"],
+                                                     "limit": corpus["limit"]})
+            assert [h["seq"] for h in items] == [seq for _, seq in keyed.get(sid, [])]
+    service.close()

@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import msgspec
 from msgspec import UNSET
 
 from .. import errors
@@ -42,6 +43,7 @@ _COLUMNS = {
 class Predicates:
     sql: tuple[str, ...]
     params: tuple[Any, ...]
+    columns: frozenset[str] = frozenset()  # the candidate columns they read
 
 
 def _budget_error() -> QueryError:
@@ -66,7 +68,7 @@ def _bound(value: Any) -> Any:
     return value
 
 
-def _compile(clauses: Sequence[Any]) -> tuple[list[str], list[Any]]:
+def _compile(clauses: Sequence[Any], columns: set[str]) -> tuple[list[str], list[Any]]:
     sql: list[str] = []
     params: list[Any] = []
     for clause in clauses:
@@ -75,9 +77,12 @@ def _compile(clauses: Sequence[Any]) -> tuple[list[str], list[Any]]:
             if not distinct:
                 sql.append("0")
             elif len(distinct) == 1:
-                sql.append("live = 1" if "live" in distinct else "persisted = 1")
+                column = "live" if "live" in distinct else "persisted"
+                sql.append(f"{column} = 1")
+                columns.add(column)
             continue  # both values: no predicate at all
         column = _COLUMNS[kind_of(clause)]
+        columns.add(column)
         if isinstance(clause, _Range):
             for bound, op in ((clause.lo, ">="), (clause.hi, "<=")):
                 if bound is not UNSET:
@@ -103,12 +108,13 @@ def compile_filters(session_clauses: Sequence[Any], event_clauses: Sequence[Any]
     session and takes one predicate slot and one variable."""
     budget = PREDICATE_BUDGET - (target is not None)
     fixed = FIXED_VARIABLES + (target is not None)
-    session_sql, session_params = _compile(session_clauses)
+    columns: set[str] = set()
+    session_sql, session_params = _compile(session_clauses, columns)
     if fixed + len(session_params) > VARIABLE_LIMIT:
         raise _binding_error()
     if len(session_sql) > budget:
         raise _budget_error()
-    event_sql, event_params = _compile(event_clauses)
+    event_sql, event_params = _compile(event_clauses, columns)
     if fixed + len(event_params) > VARIABLE_LIMIT:
         raise _binding_error()
     if len(event_sql) > budget:
@@ -122,101 +128,87 @@ def compile_filters(session_clauses: Sequence[Any], event_clauses: Sequence[Any]
     if target is not None:
         sql.insert(0, "session_id = ?")
         params.insert(0, sql_text(target))
-    return Predicates(tuple(sql), tuple(params))
+    return Predicates(tuple(sql), tuple(params), frozenset(columns))
 
 
-# -- candidates (§6.8) ---------------------------------------------------------------------------
+# -- candidates (§6.8) and ranking (§6.9) ---------------------------------------------------------
 #
-# One statement per search, in three steps:
-#   hits    every candidate that passes the predicates, as narrow rows: the ranking keys and
-#           where the document lives. ``match_count`` counts the START markers of highlight(),
-#           evaluated once per row in a scalar subquery (an expression over a column alias would
-#           be expanded, and the highlight recomputed, at every use).
-#   page    the ranked page, ``limit + 1`` rows from ``offset``.
-#   result  highlight() again, but only for the page's rows, and the header columns from the
-#           session row on the document's side of the index.
-# The phrase and the markers are bound once however often the statement refers to them, and each
-# filter value once, so the variable count stays within the one §6.7 budgets.
+# Two statements per search, both run inside the search's turn on the index's one connection, so
+# nothing can change between them.
+#   rank   every candidate that passes the predicates, as a narrow row (side, rowid, session),
+#          sorted in SQL. ``match_count`` counts the START markers of highlight(): with an empty
+#          END marker, the highlighted text is longer than the document by exactly one code point
+#          per span (documents hold no NUL, which would end SQLite's length(), and no marker
+#          code point: sanitize). Only the keys are sorted; the hit's other columns are read for
+#          the page alone.
+#   page   for the page's rows: highlight() again for the snippet, the hit's columns, and the
+#          header columns from the session row on the document's side of the index.
+#
+# searchSessions needs no window function: sorted by match_count DESC, document_length ASC,
+# time DESC, session_id ASC, seq DESC, a session's first row is its best event (§6.9 step 2 is
+# this order with the session fixed), and sessions first appear in the §6.9 step 3 order. The
+# page is read off the sorted rows, keeping each session's first; rows after the page are never
+# fetched. (A window function over every candidate cost more than the highlights.)
 
-
-class _Binder:
-    """The statement's parameters. The phrase and the markers are named once and referred to by
-    number everywhere; every other value is a plain ``?`` used once, in text order after them.
-    (Plain ``?`` matter: SQLite looks numbered ones up linearly, which is quadratic for a
-    32,000-value filter list.)"""
-
-    def __init__(self) -> None:
-        self.values: list[Any] = []
-
-    def named(self, value: Any) -> str:
-        self.values.append(value)
-        return f"?{len(self.values)}"
-
-    def plain(self, *values: Any) -> None:
-        self.values.extend(values)
-
-
-_BRANCH = """
-    SELECT {docs}.rowid AS rowid, {live} AS live, {persisted} AS persisted,
+_RANK_BRANCH = """
+    SELECT {live} AS live, {docs}.rowid AS rowid, {persisted} AS persisted,
            {docs}.session_id AS session_id, CAST({docs}.seq AS INTEGER) AS seq, {docs}.type AS type,
-           {docs}.time AS time, {docs}.surface AS surface, {docs}.codepoint_length AS document_length,
-           s.cwd AS cwd, s.parent_session AS parent_session, s.created_at AS created_at,
-           (SELECT length(marked) - length(replace(marked, {start}, ''))
-              FROM (SELECT highlight({docs}, 0, {start}, {end}) AS marked)) AS match_count
-    FROM {docs} JOIN {sessions} AS s ON s.id = {docs}.session_id
-    WHERE {docs} MATCH {phrase}{shadowing}"""
+           {docs}.time AS time, {docs}.surface AS surface, {docs}.codepoint_length AS document_length,{session}
+           length(highlight({docs}, 0, ?2, '')) - {docs}.codepoint_length AS match_count
+    FROM {docs}{join}
+    WHERE {docs} MATCH ?1{shadowing}"""
+
+# The session row is joined only when a predicate needs one of its columns: for most searches the
+# lookup per candidate would be wasted.
+_SESSION_COLUMNS = "\n           s.cwd AS cwd, s.parent_session AS parent_session, s.created_at AS created_at,"
+_SESSION_JOIN = " JOIN {sessions} AS s ON s.id = {docs}.session_id"
+_NEEDS_SESSION = ("cwd", "parent_session", "created_at", "persisted")
 
 # The live overlay shadows the persisted base for its ids.
 _SHADOWING = "\n      AND NOT EXISTS (SELECT 1 FROM live_sessions AS l WHERE l.id = persisted_docs.session_id)"
 
-_HIT_COLUMNS = "rowid, live, persisted, session_id, seq, type, time, surface, document_length, match_count"
 _ORDER = "match_count DESC, document_length ASC, time DESC"
-_HEADER = ("version", "created_at", "cwd", "parent_session", "seed_length", "delegation_depth", "agent_preset")
+_EVENT_ORDER = f"{_ORDER}, seq DESC"
+_SESSION_ORDER = f"{_ORDER}, session_id ASC, seq DESC"
+
+_SIDES = (("live_docs", "live_sessions", "1", "s.persisted"),
+          ("persisted_docs", "persisted_sessions", "0", "1"))
 
 
-def _hits(binder: _Binder, phrase: str, predicates: Predicates,
-          bound: bool) -> tuple[str, dict[str, str]]:
-    """The ``hits`` CTE. Persisted documents take part only while a backend is bound (the
+def _rank_sql(predicates: Predicates, bound: bool, order: str) -> str:
+    """The rank statement. Persisted documents take part only while a backend is bound (the
     binding this search's reconcile used); otherwise they are hidden, not deleted. The metadata
-    predicates apply before ranking."""
-    marks = {"phrase": binder.named(phrase), "start": binder.named(START), "end": binder.named(END)}
-    branches = [_BRANCH.format(docs="live_docs", sessions="live_sessions", live="1",
-                               persisted="s.persisted", shadowing="", **marks)]
-    if bound:
-        branches.append(_BRANCH.format(docs="persisted_docs", sessions="persisted_sessions", live="0",
-                                       persisted="1", shadowing=_SHADOWING, **marks))
+    predicates apply before ranking. Parameters: the phrase and the START marker, then the
+    predicates' values."""
     where = " AND ".join(predicates.sql) or "1"
-    binder.plain(*predicates.params)
+    joined = not predicates.columns.isdisjoint(_NEEDS_SESSION)
+    branches = []
+    for docs, sessions, live, persisted in _SIDES[:1 + bound]:
+        branches.append(_RANK_BRANCH.format(
+            docs=docs, live=live, persisted=persisted if joined or live == "0" else "NULL",
+            session=_SESSION_COLUMNS if joined else "",
+            join=_SESSION_JOIN.format(sessions=sessions, docs=docs) if joined else "",
+            shadowing=_SHADOWING if live == "0" else ""))
     union = "\n    UNION ALL".join(branches)
-    return f"WITH hits AS MATERIALIZED (\n  SELECT {_HIT_COLUMNS} FROM ({union})\n  WHERE {where}),\n", marks
+    return f"SELECT live, rowid, session_id FROM ({union})\nWHERE {where}\nORDER BY {order}"
 
 
-_MARKED = """
-    SELECT {live} AS live, {docs}.rowid AS rowid, highlight({docs}, 0, {start}, {end}) AS marked_text
-    FROM {docs} WHERE {docs} MATCH {phrase} AND +{docs}.rowid IN (SELECT rowid FROM page WHERE live = {live})"""
+_PAGE_BRANCH = """
+    SELECT {live}, d.rowid, d.session_id, CAST(d.seq AS INTEGER), d.type, d.time, d.surface,
+           highlight({docs}, 0, ?2, ?3), {persisted}, {header}
+    FROM {docs} AS d JOIN {sessions} AS s ON s.id = d.session_id
+    WHERE {docs} MATCH ?1 AND +d.rowid IN (SELECT value FROM json_each(?{rowids}))"""
+_HEADER = "s.version, s.created_at, s.cwd, s.parent_session, s.seed_length, s.delegation_depth, s.agent_preset"
 
 
-def _result(binder: _Binder, marks: dict[str, str], page: str, limit: int, offset: int,
-            order: str, bound: bool) -> str:
-    """The page's rows with their highlighted text and header columns, in page order. The unary
-    plus keeps the page's rowids a filter on one MATCH scan per side; as a constraint, FTS5 would
-    run the whole query again for every rowid."""
-    marked = [_MARKED.format(docs="live_docs", live=1, **marks)]
-    if bound:
-        marked.append(_MARKED.format(docs="persisted_docs", live=0, **marks))
-    union = "\n    UNION ALL".join(marked)
-    header = ", ".join(f"iif(p.live, ls.{c}, ps.{c})" for c in _HEADER)
-    binder.plain(limit, offset)
-    return (
-        f"{page} LIMIT ? OFFSET ?),\n"
-        f"marked AS ({union})\n"
-        "SELECT p.session_id, p.seq, p.type, p.time, p.surface, m.marked_text, p.live, p.persisted,\n"
-        f"       {header}\n"
-        "FROM page AS p JOIN marked AS m ON m.live = p.live AND m.rowid = p.rowid\n"
-        "LEFT JOIN live_sessions AS ls ON p.live = 1 AND ls.id = p.session_id\n"
-        "LEFT JOIN persisted_sessions AS ps ON p.live = 0 AND ps.id = p.session_id\n"
-        f"ORDER BY {order}"
-    )
+def _page_sql(bound: bool) -> str:
+    """The page statement: the phrase and the two markers, then each side's page rowids as a JSON
+    array. The unary plus keeps the rowids a filter on one MATCH scan per side; as a
+    constraint, FTS5 would run the whole query again for every rowid."""
+    branches = [_PAGE_BRANCH.format(docs=docs, sessions=sessions, live=live, persisted=persisted,
+                                    header=_HEADER, rowids=4 + (live == "0"))
+                for docs, sessions, live, persisted in _SIDES[:1 + bound]]
+    return "\n    UNION ALL".join(branches)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,38 +224,49 @@ class Match:
     header: tuple[Any, ...]  # version, id, created_at, cwd, parent, seed, depth, preset
 
 
-def _match(row: tuple[Any, ...]) -> Match:
-    (session_id, seq, etype, time, surface, marked, live, persisted, *header) = row
-    version, created_at, cwd, parent, seed, depth, preset = header
-    return Match(session_id, seq, etype, time, surface, marked, bool(live), bool(persisted),
-                 (version, session_id, created_at, cwd, parent, seed, depth, preset))
+def _page(conn: sqlite3.Connection, phrase: str, bound: bool, keys: list[tuple[int, int]]) -> list[Match]:
+    """The page's matches, in the order of ``keys`` ((live, rowid) pairs)."""
+    if not keys:
+        return []
+    live = msgspec.json.encode([rowid for side, rowid in keys if side])
+    persisted = msgspec.json.encode([rowid for side, rowid in keys if not side])
+    params: list[Any] = [phrase, START, END, live.decode()]
+    if bound:
+        params.append(persisted.decode())
+    found = {}
+    for row in conn.execute(_page_sql(bound), params):
+        (side, rowid, session_id, seq, etype, time, surface, marked, persisted_flag,
+         version, created_at, cwd, parent, seed, depth, preset) = row
+        found[side, rowid] = Match(session_id, seq, etype, time, surface, marked, bool(side), bool(persisted_flag),
+                                   (version, session_id, created_at, cwd, parent, seed, depth, preset))
+    return [found[key] for key in keys]
 
 
-def _prefixed(order: str) -> str:
-    return ", ".join(f"p.{key}" for key in order.split(", "))
+def _params(phrase: str, predicates: Predicates) -> list[Any]:
+    return [phrase, START, *predicates.params]
 
 
 def select_events(conn: sqlite3.Connection, phrase: str, predicates: Predicates, bound: bool,
                   limit: int, offset: int) -> list[Match]:
     """Matching documents ordered for searchEvents, ``limit`` rows from ``offset``."""
-    binder = _Binder()
-    hits, marks = _hits(binder, phrase, predicates, bound)
-    order = f"{_ORDER}, seq DESC"
-    page = f"{hits}page AS MATERIALIZED (SELECT * FROM hits ORDER BY {order}"
-    sql = _result(binder, marks, page, limit, offset, _prefixed(order), bound)
-    return [_match(row) for row in conn.execute(sql, binder.values)]
+    sql = f"{_rank_sql(predicates, bound, _EVENT_ORDER)}\nLIMIT ? OFFSET ?"
+    keys = [(live, rowid) for live, rowid, _ in conn.execute(sql, [*_params(phrase, predicates), limit, offset])]
+    return _page(conn, phrase, bound, keys)
 
 
 def select_sessions(conn: sqlite3.Connection, phrase: str, predicates: Predicates, bound: bool,
                     limit: int, offset: int) -> list[Match]:
-    """Each session's best match, sessions ordered for searchSessions."""
-    binder = _Binder()
-    hits, marks = _hits(binder, phrase, predicates, bound)
-    order = f"{_ORDER}, session_id ASC, seq DESC"
-    page = (
-        f"{hits}best AS (SELECT *, row_number() OVER "
-        f"(PARTITION BY session_id ORDER BY {_ORDER}, seq DESC) AS session_rank FROM hits),\n"
-        f"page AS MATERIALIZED (SELECT * FROM best WHERE session_rank = 1 ORDER BY {order}"
-    )
-    sql = _result(binder, marks, page, limit, offset, _prefixed(order), bound)
-    return [_match(row) for row in conn.execute(sql, binder.values)]
+    """Each session's best match, sessions ordered for searchSessions, ``limit`` from ``offset``."""
+    seen: set[str] = set()
+    keys: list[tuple[int, int]] = []
+    if limit > 0:
+        for live, rowid, session_id in conn.execute(_rank_sql(predicates, bound, _SESSION_ORDER),
+                                                    _params(phrase, predicates)):
+            if session_id in seen:
+                continue
+            seen.add(session_id)
+            if len(seen) > offset:
+                keys.append((live, rowid))
+                if len(keys) == limit:
+                    break
+    return _page(conn, phrase, bound, keys)
