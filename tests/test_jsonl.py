@@ -655,6 +655,64 @@ def test_fixed_encoding_rejects_the_opposite_suffix(tmp_path: Path) -> None:
         backend.inspect("demo-1")
 
 
+# A request lists, then inspects with the same token (§3.0.5); a search's reconcile lists, inspects
+# each changed session, and lists again. The lookup reuses the survey of its own request.
+
+
+def _counting_surveys(backend: JsonlBackend, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls = [0]
+    survey = backend._survey
+
+    def counted(token: Any) -> Any:
+        calls[0] += 1
+        return survey(token)
+
+    monkeypatch.setattr(backend, "_survey", counted)
+    return calls
+
+
+def test_a_request_surveys_the_root_once_for_its_lookups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(20):
+        put_raw(tmp_path, ev_line("user/message", 0, {"text": f"hello {i}"}), session_id=f"s{i}")
+    backend = JsonlBackend(str(tmp_path))
+    surveys = _counting_surveys(backend, monkeypatch)
+    token = CancelToken()
+    listed = backend.list_snapshots(token)
+    for snapshot in listed:
+        assert backend.inspect(snapshot.header.id, token).meta.id == snapshot.header.id
+        backend.inspect_window(snapshot.header.id, 0, 0, token)
+    assert surveys[0] == 1
+    backend.list_snapshots(token)  # a listing always surveys afresh
+    assert surveys[0] == 2
+    backend.inspect("s1", CancelToken())  # another request: its own survey
+    backend.inspect("s1")  # no token, no request to share with
+    assert surveys[0] == 4
+
+
+def test_a_reused_survey_never_hides_a_change(tmp_path: Path) -> None:
+    put_raw(tmp_path, session_id="a")
+    moved = put_raw(tmp_path, session_id="b")
+    gone = put_raw(tmp_path, session_id="c")
+    backend = JsonlBackend(str(tmp_path))
+    token = CancelToken()
+    backend.list(token)
+    # Vanished since the survey: the lookup surveys again and finds nothing, as it would have.
+    gone.unlink()
+    with pytest.raises(Exception, match='session "c" not found'):
+        backend.inspect("c", token)
+    # Moved to another project directory: found where it is now (a fresh survey).
+    target = transcript_path(tmp_path, "b", cwd="/elsewhere")
+    target.parent.mkdir(parents=True)
+    moved.rename(target)
+    with pytest.raises(SessionPersistenceCorruptionError, match="identify"):
+        backend.inspect("b", token)  # its header's cwd no longer derives the new path
+    # A mismatched artifact that appears later is seen by the next listing and the next request.
+    put_zstd(tmp_path, *zstd_log(), session_id="z")
+    for operation in (lambda: backend.list(token), lambda: backend.inspect("a", CancelToken())):
+        with pytest.raises(JsonlBackendError, match="uses .jsonl.zstd"):
+            operation()
+
+
 def test_auto_detects_raw_and_keeps_it(tmp_path: Path) -> None:
     put_raw(tmp_path, session_id="a")
     backend = JsonlBackend(str(tmp_path))

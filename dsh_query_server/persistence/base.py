@@ -31,7 +31,9 @@ class SessionQueryCancelled(Exception):
 
 
 class CancelToken:
-    """A cancellation token: ``cancelled`` turns true once ``cancel()`` is called."""
+    """A cancellation token: ``cancelled`` turns true once ``cancel()`` is called. One token
+    belongs to one request, so a backend may share work among the calls made with it (the jsonl
+    backend's root survey); callers never pass one token to two requests."""
 
     __slots__ = ("_event",)
 

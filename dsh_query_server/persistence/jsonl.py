@@ -636,6 +636,27 @@ class _SessionDir:
         return self.path + os.sep + TRANSCRIPT[kind]  # os.path.join: path has no trailing sep
 
 
+class _Survey:
+    """A finished survey kept for the request that made it (``token``), with its session
+    directories by name, indexed on first use."""
+
+    __slots__ = ("token", "sessions", "encoding", "_by_name")
+
+    def __init__(self, token: CancelToken, sessions: list[_SessionDir], encoding: str | None) -> None:
+        self.token = token
+        self.sessions = sessions
+        self.encoding = encoding
+        self._by_name: dict[str, list[_SessionDir]] | None = None
+
+    def named(self, name: str) -> list[_SessionDir]:
+        if self._by_name is None:  # built by one thread or, harmlessly, by two
+            by_name: dict[str, list[_SessionDir]] = {}
+            for session in self.sessions:
+                by_name.setdefault(session.name, []).append(session)
+            self._by_name = by_name
+        return self._by_name.get(name, [])
+
+
 @dataclass(frozen=True, slots=True)
 class _Located:
     path: str
@@ -686,6 +707,7 @@ class JsonlBackend:
         self._counts: dict[str, int] = {}  # stored event count after our last good append
         self._locations: dict[str, _Located] = {}
         self._headers: dict[str, tuple[str, Header]] = {}  # transcript -> (revision, header)
+        self._recent: _Survey | None = None  # the last survey, for _locate's reuse
         # Raw transcripts verified whole per revision, so window reads at that revision seek
         # to their lines (memo.py explains why this is not a cache).
         self._memo = VerificationMemo()
@@ -771,6 +793,8 @@ class JsonlBackend:
                         assert encoding is not None
                         raise _mismatch_error(session.transcript(kind), kind, encoding)
             self._encoding = encoding
+            if token is not None:
+                self._recent = _Survey(token, sessions, encoding)
         return sessions, encoding
 
     def _encoding_for_write(self) -> str:
@@ -886,11 +910,29 @@ class JsonlBackend:
             return self._session_locks.setdefault(session_id, threading.Lock())
 
     def _locate(self, session_id: str, token: CancelToken | None) -> _Located | None:
+        """§4.9 steps 1–2. A lookup reuses the survey its own request (token) made last when
+        that survey found the session and the transcript is still there. The survey costs two
+        stats per session directory, and a request lists before it inspects (§3.0.5), a search's
+        reconcile inspects every changed session between two listings, and a batch inspects
+        many: surveying afresh for each inspect was quadratic in the root's size (10,000
+        sessions: ~50 ms per inspect). The reused survey is one this request finished moments
+        earlier, listings always survey afresh (so a search's second listing still sees an
+        artifact that appeared during its inspects), and the transcript is read afresh."""
+        name = escape_segment(session_id) if session_id else ""  # "" names no directory
+        with self._lock:
+            recent = self._recent
+        if token is not None and recent is not None and recent.token is token:
+            located = self._find(session_id, recent.named(name), recent.encoding)
+            if located is not None and self._probe(located.path, token) is not None:
+                return located
         sessions, encoding = self._root_encoding(token)
+        return self._find(session_id, [s for s in sessions if s.name == name], encoding)
+
+    @staticmethod
+    def _find(session_id: str, matches: list[_SessionDir], encoding: str | None) -> _Located | None:
+        """The transcript among the session directories named for the id."""
         if encoding is None or not session_id:
             return None
-        name = escape_segment(session_id)
-        matches = [session for session in sessions if session.name == name]
         if len(matches) > 1:
             raise _duplicate(session_id)
         return _Located(matches[0].transcript(encoding), encoding) if matches else None
