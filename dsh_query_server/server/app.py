@@ -222,7 +222,9 @@ class QueryProtocol(LanguageServerProtocol):
             return False
         if type(params) is dict and (self._inflight or method not in INLINE):
             return False
-        self._write(self._answer(msg_id, call, runtime, params, _NOT_CANCELLABLE))
+        # A token of its own, never registered, so nothing fires it: a token names one request
+        # (the jsonl backend shares a root survey among one request's calls).
+        self._write(self._answer(msg_id, call, runtime, params, CancelToken()))
         return True
 
     def _work(self, loop: asyncio.AbstractEventLoop, msg_id: Any, call: Call, runtime: Runtime, params: Any,
@@ -547,8 +549,6 @@ def _invoke(call: Call, runtime: Runtime, params: Any, token: CancelToken) -> An
 
 
 _decode = msgspec.json.decode
-# The token of requests answered inline: none is ever registered, so nothing fires it.
-_NOT_CANCELLABLE = CancelToken()
 
 
 def _own_request(message: Any) -> tuple[Any, str, Call, Any] | None:
