@@ -19,7 +19,7 @@ import threading
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import zstandard
 from msgspec import UNSET
@@ -623,8 +623,7 @@ def _same_existing_file(a: str, b: str) -> bool:
         return False
 
 
-@dataclass(frozen=True, slots=True)
-class _SessionDir:
+class _SessionDir(NamedTuple):  # a tuple: the survey makes one per session on every call
     """A session directory found under the root, with the encodings its transcripts use."""
 
     path: str
@@ -634,6 +633,15 @@ class _SessionDir:
 
     def transcript(self, kind: str) -> str:
         return self.path + os.sep + TRANSCRIPT[kind]  # os.path.join: path has no trailing sep
+
+
+class _ListedHeader(NamedTuple):
+    """A transcript's header as the last listing read it: valid while ``key`` (its stat) is."""
+
+    key: tuple[int, ...]
+    revision: str
+    header: Header
+    exact: bool  # the header names exactly this path (§4.8 step 4.6 passed without realpath)
 
 
 class _Survey:
@@ -706,7 +714,7 @@ class JsonlBackend:
         self._tracked: set[str] = set()  # created or written through this instance
         self._counts: dict[str, int] = {}  # stored event count after our last good append
         self._locations: dict[str, _Located] = {}
-        self._headers: dict[str, tuple[str, Header]] = {}  # transcript -> (revision, header)
+        self._headers: dict[str, _ListedHeader] = {}  # by transcript path, from the last listing
         self._recent: _Survey | None = None  # the last survey, for _locate's reuse
         # Raw transcripts verified whole per revision, so window reads at that revision seek
         # to their lines (memo.py explains why this is not a cache).
@@ -760,25 +768,35 @@ class JsonlBackend:
         return [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
 
     def _survey(self, token: CancelToken | None) -> list[_SessionDir]:
-        """Every session directory holding a transcript; flat artifacts fail the survey."""
+        """Every session directory holding a transcript; flat artifacts fail the survey.
+
+        This runs on every request over every session, so the loop is written for speed: the
+        probes are inlined (as _probe: only "does not exist" is absence), the token is checked
+        once per session directory, and paths are joined by hand (entry.path never ends in a
+        separator)."""
         found = []
+        transcripts = tuple(TRANSCRIPT.items())
+        probe = os.stat
         for project in self._project_dirs(token):
             for entry in self._scandir(project, token):
                 if _is_flat_artifact(entry):
                     raise _flat_layout_error(entry.path)
                 if not entry.is_dir():
                     continue
-                # entry.path never ends in a separator: this is os.path.join, without its cost
-                # (the survey runs on every operation, over every session).
+                check(token)
                 base = entry.path + os.sep
-                kinds, stats = [], []
-                for kind, name in TRANSCRIPT.items():
-                    st = self._probe(base + name, token)
-                    if st is not None:
-                        kinds.append(kind)
-                        stats.append(st)
+                kinds: tuple[str, ...] = ()
+                stats: tuple[os.stat_result, ...] = ()
+                for kind, name in transcripts:
+                    try:
+                        st = probe(base + name)
+                    except FileNotFoundError:
+                        continue
+                    kinds += (kind,)
+                    stats += (st,)
                 if kinds:
-                    found.append(_SessionDir(entry.path, entry.name, tuple(kinds), tuple(stats)))
+                    found.append(_SessionDir(entry.path, entry.name, kinds, stats))
+        check(token)
         return found
 
     def _root_encoding(self, token: CancelToken | None) -> tuple[list[_SessionDir], str | None]:
@@ -812,11 +830,15 @@ class JsonlBackend:
             raise _corrupt(f'corrupt session log "{path}": header id cannot name a storage path')
         return _transcript_path(self.root, cwd, header.id, encoding)
 
-    def _check_path_identity(self, header: Header, path: str, encoding: str) -> None:
+    def _check_path_identity(self, header: Header, path: str, encoding: str) -> bool:
+        """Raises when the header does not name this path; True when it names it exactly."""
         expected = self._expected_transcript(header, path, encoding)
-        if expected != path and not _same_existing_file(expected, path):
+        if expected == path:
+            return True
+        if not _same_existing_file(expected, path):
             raise _corrupt(f'corrupt session log "{path}": header id "{header.id}" and cwd '
                            f'identify "{expected}"')
+        return False
 
     # -- listing (§4.8) ------------------------------------------------------------------------
 
@@ -861,47 +883,53 @@ class JsonlBackend:
             raise _corrupt("corrupt Zstandard session log: header frame failed validation")
         return _header_frame_line(plain)
 
-    def _listing(self, token: CancelToken | None) -> list[tuple[Header, str, os.stat_result]]:
-        """Listed headers with their transcript paths and the survey's stat (§4.8 steps 1–4)."""
+    def _listing(self, token: CancelToken | None) -> list[tuple[Header, str]]:
+        """Listed headers with their revisions, from the survey's stat (§4.8 steps 1–4)."""
         sessions, encoding = self._root_encoding(token)
         if encoding is None:
             return []
         read_header = self._read_zstd_header if encoding == "zstd" else self._read_raw_header
-        listed: list[tuple[Header, str, os.stat_result]] = []
+        listed: list[tuple[Header, str]] = []
         seen: set[str] = set()
-        headers: dict[str, tuple[str, Header]] = {}
+        known_headers = self._headers
+        headers: dict[str, _ListedHeader] = {}
         for session in sessions:
             path = session.transcript(encoding)
-            # A transcript only grows: while its inode, size and times are unchanged, so is its
-            # first line, and the header parsed last time is reused instead of read again.
-            st = session.stats[session.kinds.index(encoding)]
-            key = revision_of(st)
-            known = self._headers.get(path)
-            if known is not None and known[0] == key:
-                header: Header | None = known[1]
+            # The survey verified the encoding: every session's one kind is this one. A
+            # transcript only grows: while its inode, size and times are unchanged, so is its
+            # first line, and the header parsed last time is reused instead of read again, and
+            # with it the path identity check when that was an exact match (a pure function of
+            # the header, the root and the encoding).
+            st = session.stats[0]
+            key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev)
+            known = known_headers.get(path)
+            if known is not None and known.key == key:
+                header, revision, exact = known.header, known.revision, known.exact
             else:
                 try:
                     line = read_header(path, token)
                 except FileNotFoundError:
                     continue
-                header = None if line is None else _listed_header(line)
-            if header is None:
-                continue
-            headers[path] = (key, header)
-            self._check_path_identity(header, path, encoding)
+                parsed = None if line is None else _listed_header(line)
+                if parsed is None:
+                    continue
+                header, revision, exact = parsed, revision_of(st), False
+            if not exact:
+                exact = self._check_path_identity(header, path, encoding)
+            headers[path] = _ListedHeader(key, revision, header, exact)
             if header.id in seen:
                 raise _duplicate(header.id)
             seen.add(header.id)
-            listed.append((header, path, st))
+            listed.append((header, revision))
         self._headers = headers
         return listed
 
     def list(self, token: CancelToken | None = None) -> list[Header]:
-        return [header for header, _, _ in self._listing(token)]
+        return [header for header, _ in self._listing(token)]
 
     def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
         # The survey already took one stat of each transcript (§4.8 step 5 asks for exactly one).
-        return [Snapshot(header, revision_of(st)) for header, _, st in self._listing(token)]
+        return [Snapshot(header, revision) for header, revision in self._listing(token)]
 
     # -- lookup and reading (§4.9) -------------------------------------------------------------
 
