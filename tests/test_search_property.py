@@ -270,6 +270,7 @@ rank_corpora = st.fixed_dictionaries({
     "query": st.sampled_from(["needle", "needle needle", "café", "hay needle", "needle hay needle"]),
     "cwd": st.sampled_from([None, ["/a"], ["/b", None]]),
     "availability": st.sampled_from([None, ["live"], ["persisted"]]),
+    "type": st.sampled_from([None, ["user/message"], ["assistant/message", "user/message"]]),
     "limit": st.integers(1, 3),
 })
 
@@ -299,6 +300,8 @@ def test_ranking_equals_the_model(corpus):
             continue
         hits = []
         for event, text in documents(evs):
+            if corpus["type"] is not None and event.type not in corpus["type"]:
+                continue
             count = spans(phrase, model_tokens(text))
             if count:
                 hits.append(((-count, len(text), -event.time, -int(event.seq)), int(event.seq)))
@@ -310,7 +313,9 @@ def test_ranking_equals_the_model(corpus):
         filters.append({"kind": "cwd", "values": corpus["cwd"]})
     if corpus["availability"] is not None:
         filters.append({"kind": "availability", "values": corpus["availability"]})
-    request = {"query": corpus["query"], "limit": corpus["limit"], "sessionFilters": filters}
+    events_filters = [] if corpus["type"] is None else [{"kind": "type", "values": corpus["type"]}]
+    request = {"query": corpus["query"], "limit": corpus["limit"], "sessionFilters": filters,
+               "eventFilters": events_filters}
     best = page_all(service.search_sessions, request)
     expected = sorted(keyed, key=lambda sid: (keyed[sid][0][0][:3], sid, keyed[sid][0][0][3]))
     assert [(h["header"]["id"], h["bestMatch"]["seq"]) for h in best] == [(sid, keyed[sid][0][1]) for sid in expected]
@@ -321,6 +326,6 @@ def test_ranking_equals_the_model(corpus):
     for sid in visible:
         if corpus["cwd"] is None and corpus["availability"] is None:
             items = page_all(service.search_events, {"sessionId": sid, "query": corpus["query"],
-                                                     "limit": corpus["limit"]})
+                                                     "limit": corpus["limit"], "filters": events_filters})
             assert [h["seq"] for h in items] == [seq for _, seq in keyed.get(sid, [])]
     service.close()

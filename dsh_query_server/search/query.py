@@ -151,18 +151,24 @@ def compile_filters(session_clauses: Sequence[Any], event_clauses: Sequence[Any]
 # fetched. (A window function over every candidate cost more than the highlights.)
 
 _RANK_BRANCH = """
-    SELECT {live} AS live, {docs}.rowid AS rowid, {persisted} AS persisted,
-           {docs}.session_id AS session_id, CAST({docs}.seq AS INTEGER) AS seq, {docs}.type AS type,
-           {docs}.time AS time, {docs}.surface AS surface, {docs}.codepoint_length AS document_length,{session}
+    SELECT {live} AS live, {docs}.rowid AS rowid, {docs}.session_id AS session_id,
+           CAST({docs}.seq AS INTEGER) AS seq, {docs}.time AS time,
+           {docs}.codepoint_length AS document_length,{extra}
            length(highlight({docs}, 0, ?2, '')) - {docs}.codepoint_length AS match_count
     FROM {docs}{join}
     WHERE {docs} MATCH ?1{shadowing}"""
 
-# The session row is joined only when a predicate needs one of its columns: for most searches the
-# lookup per candidate would be wasted.
-_SESSION_COLUMNS = "\n           s.cwd AS cwd, s.parent_session AS parent_session, s.created_at AS created_at,"
+# Columns only predicates read, selected only when one does (every column costs per candidate).
+# The session row is joined only for its columns: for most searches that lookup would be wasted.
+_EXTRA = {
+    "type": "{docs}.type AS type",
+    "surface": "{docs}.surface AS surface",
+    "persisted": "{persisted} AS persisted",
+    "cwd": "s.cwd AS cwd",
+    "parent_session": "s.parent_session AS parent_session",
+    "created_at": "s.created_at AS created_at",
+}
 _SESSION_JOIN = " JOIN {sessions} AS s ON s.id = {docs}.session_id"
-_NEEDS_SESSION = ("cwd", "parent_session", "created_at", "persisted")
 
 # The live overlay shadows the persisted base for its ids.
 _SHADOWING = "\n      AND NOT EXISTS (SELECT 1 FROM live_sessions AS l WHERE l.id = persisted_docs.session_id)"
@@ -181,13 +187,13 @@ def _rank_sql(predicates: Predicates, bound: bool, order: str) -> str:
     predicates apply before ranking. Parameters: the phrase and the START marker, then the
     predicates' values."""
     where = " AND ".join(predicates.sql) or "1"
-    joined = not predicates.columns.isdisjoint(_NEEDS_SESSION)
+    extra = [column for name, column in _EXTRA.items() if name in predicates.columns]
     branches = []
     for docs, sessions, live, persisted in _SIDES[:1 + bound]:
+        columns = "".join(f"\n           {c.format(docs=docs, persisted=persisted)}," for c in extra)
         branches.append(_RANK_BRANCH.format(
-            docs=docs, live=live, persisted=persisted if joined or live == "0" else "NULL",
-            session=_SESSION_COLUMNS if joined else "",
-            join=_SESSION_JOIN.format(sessions=sessions, docs=docs) if joined else "",
+            docs=docs, live=live, extra=columns,
+            join=_SESSION_JOIN.format(sessions=sessions, docs=docs) if "s." in columns else "",
             shadowing=_SHADOWING if live == "0" else ""))
     union = "\n    UNION ALL".join(branches)
     return f"SELECT live, rowid, session_id FROM ({union})\nWHERE {where}\nORDER BY {order}"
