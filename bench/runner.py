@@ -28,6 +28,8 @@ from typing import Any, Callable
 
 import msgspec
 
+from dsh_query_server.search.schema import INDEX_CACHE_KIB
+
 from .build import Progress, ensure
 from .corpus import NO_MATCH, PROBE_LONG, PROBE_SHORT, CorpusSpec
 from .wire import WireClient
@@ -385,6 +387,7 @@ class Bench:
 
         rg = ensure_rg()
         conn = sqlite3.connect(f"file:{self.index}?mode=ro", uri=True)
+        conn.execute(f"PRAGMA cache_size = {-INDEX_CACHE_KIB}")  # the server's page cache, to be fair
         try:
             for label in ("rare", "medium", "common"):
                 phrase = phrases[label]
