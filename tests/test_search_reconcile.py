@@ -163,6 +163,17 @@ def test_sqlite_backend_commits_by_another_connection_are_seen(tmp_path):
     writer.close()
 
 
+def test_a_page_read_off_early_leaves_the_index_writable(tmp_path):
+    # searchSessions stops reading the ranked rows once its page is full; the next reconcile
+    # must still be able to write (an unfinished statement would hold its read lock).
+    store, _, service = make(path=str(tmp_path / "index.sqlite"))
+    for i in range(30):
+        store.create(hdr(f"s{i:02}"), seed=values([U(0, "needle " * (i % 4 + 1))]))
+    assert len(sessions(service, "needle", limit=2)["items"]) == 2
+    store.append("s00", values([U(store.length("s00"), "fresh haystack")]))
+    assert ids(sessions(service, "haystack")) == ["s00"]
+
+
 # -- the write plan ------------------------------------------------------------------------------
 
 

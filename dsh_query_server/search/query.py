@@ -8,6 +8,7 @@ the shape of the request.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -266,13 +267,16 @@ def select_sessions(conn: sqlite3.Connection, phrase: str, predicates: Predicate
     seen: set[str] = set()
     keys: list[tuple[int, int]] = []
     if limit > 0:
-        for live, rowid, session_id in conn.execute(_rank_sql(predicates, bound, _SESSION_ORDER),
-                                                    _params(phrase, predicates)):
-            if session_id in seen:
-                continue
-            seen.add(session_id)
-            if len(seen) > offset:
-                keys.append((live, rowid))
-                if len(keys) == limit:
-                    break
+        # Closed explicitly: a statement left unfinished would hold its read lock until the
+        # cursor happened to be collected, and the next reconcile writes.
+        with contextlib.closing(conn.execute(_rank_sql(predicates, bound, _SESSION_ORDER),
+                                             _params(phrase, predicates))) as rows:
+            for live, rowid, session_id in rows:
+                if session_id in seen:
+                    continue
+                seen.add(session_id)
+                if len(seen) > offset:
+                    keys.append((live, rowid))
+                    if len(keys) == limit:
+                        break
     return _page(conn, phrase, bound, keys)
