@@ -687,6 +687,8 @@ def test_a_request_surveys_the_root_once_for_its_lookups(tmp_path: Path, monkeyp
     backend.inspect("s1", CancelToken())  # another request: its own survey
     backend.inspect("s1")  # no token, no request to share with
     assert surveys[0] == 4
+    del token  # the request is over: its survey goes with its token
+    assert len(backend._surveys) == 0
 
 
 def test_a_reused_survey_never_hides_a_change(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ class CancelToken:
     belongs to one request, so a backend may share work among the calls made with it (the jsonl
     backend's root survey); callers never pass one token to two requests."""
 
-    __slots__ = ("_event",)
+    __slots__ = ("_event", "__weakref__")
 
     def __init__(self) -> None:
         self._event = threading.Event()

@@ -8,7 +8,6 @@ append publishes a transcript atomically, later appends are fsynced and rolled b
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import math
 import os
@@ -16,6 +15,7 @@ import re
 import secrets
 import stat
 import threading
+import weakref
 from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -590,6 +590,16 @@ def revision_of(st: os.stat_result) -> str:
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
+def stat_key(st: os.stat_result) -> tuple[int, ...]:
+    """The fields of a revision (§4.10), in its order; a listing of 10,000 sessions keeps one
+    per transcript, and a whole stat_result is several times larger."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def revision_of_key(key: tuple[int, ...]) -> str:
+    return ":".join(map(str, key))
+
+
 def _is_flat_artifact(entry: os.DirEntry[str]) -> bool:
     return (entry.name.endswith(SUFFIX["none"]) or entry.name.endswith(SUFFIX["zstd"])) and \
         entry.is_file(follow_symlinks=False)
@@ -629,7 +639,7 @@ class _SessionDir(NamedTuple):  # a tuple: the survey makes one per session on e
     path: str
     name: str
     kinds: tuple[str, ...]
-    stats: tuple[os.stat_result, ...]  # one per kind, from the survey's probe
+    keys: tuple[tuple[int, ...], ...]  # one per kind: stat_key of the survey's probe
 
     def transcript(self, kind: str) -> str:
         return self.path + os.sep + TRANSCRIPT[kind]  # os.path.join: path has no trailing sep
@@ -645,13 +655,12 @@ class _ListedHeader(NamedTuple):
 
 
 class _Survey:
-    """A finished survey kept for the request that made it (``token``), with its session
-    directories by name, indexed on first use."""
+    """A finished survey kept for the request that made it, with its session directories by
+    name, indexed on first use."""
 
-    __slots__ = ("token", "sessions", "encoding", "_by_name")
+    __slots__ = ("sessions", "encoding", "_by_name")
 
-    def __init__(self, token: CancelToken, sessions: list[_SessionDir], encoding: str | None) -> None:
-        self.token = token
+    def __init__(self, sessions: list[_SessionDir], encoding: str | None) -> None:
         self.sessions = sessions
         self.encoding = encoding
         self._by_name: dict[str, list[_SessionDir]] | None = None
@@ -715,7 +724,9 @@ class JsonlBackend:
         self._counts: dict[str, int] = {}  # stored event count after our last good append
         self._locations: dict[str, _Located] = {}
         self._headers: dict[str, _ListedHeader] = {}  # by transcript path, from the last listing
-        self._recent: _Survey | None = None  # the last survey, for _locate's reuse
+        # Each request's (token's) last survey, for _locate's reuse; an entry goes with its token,
+        # so a finished request's survey is not kept until the next one.
+        self._surveys: weakref.WeakKeyDictionary[CancelToken, _Survey] = weakref.WeakKeyDictionary()
         # Raw transcripts verified whole per revision, so window reads at that revision seek
         # to their lines (memo.py explains why this is not a cache).
         self._memo = VerificationMemo()
@@ -786,16 +797,16 @@ class JsonlBackend:
                 check(token)
                 base = entry.path + os.sep
                 kinds: tuple[str, ...] = ()
-                stats: tuple[os.stat_result, ...] = ()
+                keys: tuple[tuple[int, ...], ...] = ()
                 for kind, name in transcripts:
                     try:
                         st = probe(base + name)
                     except FileNotFoundError:
                         continue
                     kinds += (kind,)
-                    stats += (st,)
+                    keys += (stat_key(st),)
                 if kinds:
-                    found.append(_SessionDir(entry.path, entry.name, kinds, stats))
+                    found.append(_SessionDir(entry.path, entry.name, kinds, keys))
         check(token)
         return found
 
@@ -812,7 +823,7 @@ class JsonlBackend:
                         raise _mismatch_error(session.transcript(kind), kind, encoding)
             self._encoding = encoding
             if token is not None:
-                self._recent = _Survey(token, sessions, encoding)
+                self._surveys[token] = _Survey(sessions, encoding)
         return sessions, encoding
 
     def _encoding_for_write(self) -> str:
@@ -900,8 +911,7 @@ class JsonlBackend:
             # first line, and the header parsed last time is reused instead of read again, and
             # with it the path identity check when that was an exact match (a pure function of
             # the header, the root and the encoding).
-            st = session.stats[0]
-            key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_dev)
+            key = session.keys[0]
             known = known_headers.get(path)
             if known is not None and known.key == key:
                 header, revision, exact = known.header, known.revision, known.exact
@@ -913,7 +923,7 @@ class JsonlBackend:
                 parsed = None if line is None else _listed_header(line)
                 if parsed is None:
                     continue
-                header, revision, exact = parsed, revision_of(st), False
+                header, revision, exact = parsed, revision_of_key(key), False
             if not exact:
                 exact = self._check_path_identity(header, path, encoding)
             headers[path] = _ListedHeader(key, revision, header, exact)
@@ -948,8 +958,8 @@ class JsonlBackend:
         artifact that appeared during its inspects), and the transcript is read afresh."""
         name = escape_segment(session_id) if session_id else ""  # "" names no directory
         with self._lock:
-            recent = self._recent
-        if token is not None and recent is not None and recent.token is token:
+            recent = None if token is None else self._surveys.get(token)
+        if recent is not None:
             located = self._find(session_id, recent.named(name), recent.encoding)
             if located is not None and self._probe(located.path, token) is not None:
                 return located
@@ -1225,10 +1235,9 @@ def _read_span(file: Any, known: _VerifiedRaw, lo: int, hi: int,
     return events
 
 
-@functools.lru_cache(maxsize=16384)
 def _transcript_path(root: str, cwd: str | None, session_id: str, encoding: str) -> str:
-    """Where a header's transcript lives (§4.1). A pure function of its arguments, remembered
-    because listing checks it for every session on every call."""
+    """Where a header's transcript lives (§4.1). Listing checks it once per header read: an
+    exact match is remembered with the header (_ListedHeader.exact)."""
     return os.path.join(root, project_dir(cwd), escape_segment(session_id), TRANSCRIPT[encoding])
 
 
