@@ -174,6 +174,41 @@ def test_a_page_read_off_early_leaves_the_index_writable(tmp_path):
     assert ids(sessions(service, "haystack")) == ["s00"]
 
 
+class AppendingMidway(SqliteBackend):
+    """A SQLite store that a producer appends to while the index reads one of its logs window by
+    window (the write lands between two windows, once)."""
+
+    def __init__(self, path: str, after_windows: int) -> None:
+        super().__init__(path, read_only=True)
+        self.path, self.after_windows, self.windows = path, after_windows, 0
+
+    def inspect_window(self, session_id, first, last, token=None):
+        self.windows += 1
+        if self.windows == self.after_windows:
+            writer = SqliteBackend(self.path)
+            writer.append("s", [U(writer.stored_count("s"), "late needle")])
+            writer.close()
+        return super().inspect_window(session_id, first, last, token)
+
+
+@pytest.mark.parametrize("after_windows", [2, 5, 7])  # during the fold pass, at its end, while writing
+def test_a_log_growing_between_windows_is_indexed_at_its_new_revision(tmp_path, monkeypatch, after_windows):
+    from dsh_query_server.search import documents
+
+    monkeypatch.setattr(documents, "WINDOW", 4)
+    path = str(tmp_path / "store.sqlite")
+    writer = SqliteBackend(path)
+    writer.create(Header.from_value(hdr("s")))
+    writer.append("s", [U(i, f"needle {i}") for i in range(18)])
+    writer.close()
+    _, binding, service = make()
+    backend = AppendingMidway(path, after_windows)
+    binding.mount(backend)
+    found = events(service, "s", "needle", limit=100)["items"]
+    assert len(found) == 19  # the retry read the log again, late event included
+    assert backend.windows > 10  # a long log: read in windows, then again after the retry
+
+
 # -- the write plan ------------------------------------------------------------------------------
 
 

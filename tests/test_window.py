@@ -671,3 +671,60 @@ def test_a_legacy_replace_sends_the_streamed_verification_to_a_whole_read(tmp_pa
                      [(7, 2, 2), (13, 0, 5)])
         replaced = to_builtins(service_over(fast).read_event(SID, 7))["target"]
         assert replaced["data"]["message"]["id"] == f"legacy-message:{SID}:1"
+
+
+# ---------------------------------------------------------------------------------------------
+# the index build reads long logs window by window (search/documents.py)
+
+from dsh_query_server.search import documents as search_documents  # noqa: E402
+
+
+def read_outcome(backend: Any) -> Any:
+    """What the index would write for the log, or the error it would meet."""
+    try:
+        read = search_documents.read_persisted(backend, SID, CancelToken())
+        docs = list(read)
+        read.raise_error()
+        return ("ok", read.meta.raw, docs)
+    except QueryError as exc:
+        return ("query-error", exc.code, exc.message)
+    except Exception as exc:  # noqa: BLE001 - the backend's own error, compared by type and text
+        return ("error", type(exc).__name__, str(exc))
+
+
+@PROPERTY
+@given(LOG, CUTS, DEFECT, st.sampled_from(["sqlite", "none", "zstd"]), st.integers(1, 7))
+def test_windowed_index_documents_equal_the_whole_log(monkeypatch, plan, cuts, defect, store,
+                                                      window) -> None:
+    monkeypatch.setattr(search_documents, "WINDOW", window)
+    events = build_log(plan)
+    if not events:
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        if store == "sqlite":
+            path = write_sqlite(directory, events, cuts)
+            damage_sqlite(path, defect)
+            fast, full = SqliteBackend(path), SqliteBackend(path)
+        else:
+            root = write_jsonl(directory, events, cuts, store)
+            if store == "none":
+                damage_raw(root, defect)
+            fast, full = JsonlBackend(root, read_only=True), JsonlBackend(root, read_only=True)
+        fast.list_snapshots()  # the encoding is known, as in a reconcile
+        expected = read_outcome(InspectOnly(full))
+        assert read_outcome(fast) == expected
+        assert read_outcome(fast) == expected  # again, through the memo
+
+
+def test_a_log_that_grows_between_windows_is_retried(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(search_documents, "WINDOW", 4)
+    events = build_log([("turn", 0), ("user", 0), ("chunks", 20), ("end", 0)])
+    path = write_sqlite(str(tmp_path), events, [])
+    backend = SqliteBackend(path)
+    read = search_documents.read_persisted(backend, SID, CancelToken())  # the fold pass is done
+    writer = SqliteBackend(path)
+    writer.append(SID, [make_event("turn/start", len(events), 0, {"turn": 2})])
+    writer.close()
+    assert list(read) == []  # the first window of the second pass sees the new length
+    with pytest.raises(search_documents.Moved):
+        read.raise_error()

@@ -732,6 +732,12 @@ class JsonlBackend:
         self._memo = VerificationMemo()
         self._check_root()
 
+    @property
+    def cheap_windows(self) -> bool:
+        """Whether inspect_window reads only a window once a log is verified: raw transcripts
+        (seek offsets in the memo); Zstandard ones are decoded whole for every window."""
+        return self._encoding == "none"
+
     # -- mount ---------------------------------------------------------------------------------
 
     def _check_root(self) -> None:

@@ -991,6 +991,10 @@ def _not_found(session_id: str) -> LookupError:
 class SqliteBackend:
     """persistence.md §5. Synchronous; safe to call from several threads."""
 
+    # inspect_window reads only a window's rows once a log is verified at its revision, so a
+    # long log can be read window by window (search/documents.py).
+    cheap_windows = True
+
     def __init__(self, path: str, *, journal_mode: str = "wal", busy_timeout_ms: int = 5000,
                  read_only: bool = False, uri: str | None = None) -> None:
         if journal_mode not in JOURNAL_MODES:

@@ -15,20 +15,19 @@ from __future__ import annotations
 import operator
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from msgspec import Raw
 
 from .. import errors
 from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_message
-from ..model.event import Event, Header, headers_compatible
+from ..model.event import Header, headers_compatible
 from ..persistence.base import CancelToken, Snapshot
 from ..persistence.binding import Binding, PersistenceBinding
-from ..query.service import as_header, as_inspection, conflict
-from ..query.text import documents
-from ..session.fold import Fold, FoldError, fold_surface
-from ..session.store import LiveSnapshot, SessionStore
-from .plan import LIVE, PERSISTED, Document, Row, WritePlan
+from ..query.service import as_header, conflict
+from ..session.store import SessionStore
+from .documents import Moved, live_documents, read_persisted
+from .plan import LIVE, PERSISTED, Row, WritePlan
 from .schema import open_failed, open_index, sql_text
 from .wire import header_raw
 
@@ -147,33 +146,6 @@ def _listing_changed(before: Listing, after: Listing) -> bool:
         if old.header is not new.header and not headers_compatible(old.header, new.header, include_preset=True):
             return True
     return False
-
-
-# -- documents -----------------------------------------------------------------------------------
-
-
-def _documents(events: Sequence[Event], fold: Fold) -> Iterator[Document]:
-    # A generator: the write plan inserts documents as they are made (see WritePlan._replace).
-    for event, text in documents(events):
-        seq = int(event.seq)  # the fold checked that seq is the log index
-        yield seq, event.type, event.time, fold.surface(seq), text
-
-
-def persisted_documents(session_id: Any, events: Sequence[Event]) -> Iterator[Document]:
-    """The fold runs now (INVALID_SURFACE before anything is written); documents come lazily."""
-    try:
-        fold = fold_surface(events)
-    except FoldError as exc:
-        raise QueryError(
-            errors.INVALID_SURFACE,
-            f"invalid session surface: {exc.message}",
-            session_id=session_id if isinstance(session_id, str) else None,
-        ) from None
-    return _documents(events, fold)
-
-
-def live_documents(snapshot: LiveSnapshot) -> Iterator[Document]:
-    return _documents(snapshot.events, snapshot.fold)  # the live store folds every append
 
 
 # -- the index -----------------------------------------------------------------------------------
@@ -368,13 +340,15 @@ class SearchIndex:
                 skipped.append(sid)
                 continue  # a log with a live owner is never inspected
             check(token)
-            inspection = as_inspection(backend.inspect(sid, token))
-            check(token)
-            if not headers_compatible(snapshot.header, inspection.meta):
-                raise conflict(sid)
-            docs = persisted_documents(sid, inspection.events)
-            del inspection  # the documents generator holds the log until it is written
-            plan.write_persisted(key, snapshot.header, snapshot.revision, docs)
+            try:
+                read = read_persisted(backend, sid, token)
+                check(token)
+                if not headers_compatible(snapshot.header, read.meta):
+                    raise conflict(sid)
+                plan.write_persisted(key, snapshot.header, snapshot.revision, read)
+                read.raise_error()
+            except Moved:
+                raise _Unstable from None
         return frozenset(skipped)
 
     def _observe_live(self, listing: Listing | None, live_ids: frozenset[str], plan: WritePlan) -> frozenset[Any]:

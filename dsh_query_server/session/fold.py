@@ -10,7 +10,7 @@ candidate never touches the state.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from msgspec import UNSET
 
@@ -257,6 +257,12 @@ class Fold:
 
 def fold_surface(events: Sequence[Event]) -> Fold:
     """Fold a whole log; raises FoldError at the first failing event."""
+    return fold_events(events, events)
+
+
+def fold_events(events: Iterable[Event], log: Sequence[Event]) -> Fold:
+    """Fold a whole log met one event at a time; ``log`` gives any earlier event by seq (the
+    tool-result rewrite rule looks one up), so a log read in windows never has to be whole."""
     state = FoldState()
     for index, event in enumerate(events):
         # Most events are plain log-only ones (chunks, steps, ...) that plan_step would accept as
@@ -266,7 +272,7 @@ def fold_surface(events: Sequence[Event]) -> Fold:
                 and event.source_seqs is UNSET):
             state.length += 1
             continue
-        apply_step(state, plan_step(state, event, index, events))
+        apply_step(state, plan_step(state, event, index, log))
     return Fold(
         state.nodes,
         state.replacements,

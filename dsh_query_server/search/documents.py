@@ -1,0 +1,133 @@
+"""The documents a session gives the index (semantics.md §6.4): one per event with text, with the
+event's surface from the fold of the whole log.
+
+A persisted log is read whole, except a long one from a backend that reads windows cheaply
+(``cheap_windows``: it verifies a log once per revision and then reads only a window's rows).
+Such a log is read window by window, twice: the first pass folds the surface, the second makes
+the documents while the index inserts them. The build then holds one window, not the log: a
+100,000-event transcript held whole costs ~50 MB.
+
+Consistency needs nothing new: every window is read at the log's current revision, and the
+reconcile lists the backend again after its inspections (§6.5 step 2.3). A log that changed
+between two windows has a new revision there, so that attempt is retried; a change of length
+seen between windows is reported the same way at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator, Sequence
+
+from .. import errors
+from ..errors import QueryError
+from ..model.event import Event, Header
+from ..persistence.base import CancelToken
+from ..query.service import as_inspection, as_window
+from ..query.text import documents
+from ..session.fold import Fold, FoldError, fold_events
+from ..session.store import LiveSnapshot
+from .plan import Document
+
+# Logs longer than this many events are read window by window (see above).
+WINDOW = 8192
+
+
+class Moved(Exception):
+    """The log changed between two windows; the reconcile retries its observation."""
+
+
+def _documents(events: Iterable[Event], fold: Fold) -> Iterator[Document]:
+    # A generator: the write plan inserts documents as they are made (see WritePlan._replace).
+    for event, text in documents(events):
+        seq = int(event.seq)  # the fold checked that seq is the log index
+        yield seq, event.type, event.time, fold.surface(seq), text
+
+
+def _folded(session_id: Any, events: Iterable[Event], log: Sequence[Event]) -> Fold:
+    """The fold, run before anything is written (INVALID_SURFACE first)."""
+    try:
+        return fold_events(events, log)
+    except FoldError as exc:
+        raise QueryError(
+            errors.INVALID_SURFACE,
+            f"invalid session surface: {exc.message}",
+            session_id=session_id if isinstance(session_id, str) else None,
+        ) from None
+
+
+def persisted_documents(session_id: Any, events: Sequence[Event]) -> Iterator[Document]:
+    """The fold runs now (INVALID_SURFACE before anything is written); documents come lazily."""
+    return _documents(events, _folded(session_id, events, events))
+
+
+def live_documents(snapshot: LiveSnapshot) -> Iterator[Document]:
+    return _documents(snapshot.events, snapshot.fold)  # the live store folds every append
+
+
+class Read:
+    """A persisted log's header and documents. ``docs`` is consumed by the write plan; a read
+    error met while it inserts is kept in ``error`` for the caller to raise afterwards (raised
+    inside the insert it would be taken for an index write failure)."""
+
+    def __init__(self, meta: Header, docs: Iterable[Document]) -> None:
+        self.meta = meta
+        self._docs = docs
+        self.error: BaseException | None = None
+
+    def __iter__(self) -> Iterator[Document]:
+        try:
+            yield from self._docs
+        except Exception as exc:  # noqa: BLE001 - raised by the caller once the insert is over
+            self.error = exc
+
+    def raise_error(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
+def read_persisted(backend: Any, session_id: Any, token: CancelToken | None) -> Read:
+    """The stored log's documents, as ``inspect`` gives the log (the same events and errors)."""
+    window = getattr(backend, "inspect_window", None)
+    if window is None or not getattr(backend, "cheap_windows", False):
+        inspection = as_inspection(backend.inspect(session_id, token))
+        return Read(inspection.meta, persisted_documents(session_id, inspection.events))
+    first = as_window(window(session_id, 0, WINDOW - 1, token), 0, WINDOW - 1)
+    if first.length <= WINDOW:
+        return Read(first.meta, persisted_documents(session_id, first.events))
+    meta, log = first.meta, _Windows(window, session_id, token, first.length)
+    fold = _folded(session_id, log.events(first.events), log)
+    del first  # the second pass reads every window again
+    return Read(meta, _documents(log.events(None), fold))
+
+
+class _Windows(Sequence[Event]):
+    """A long log read through ``inspect_window``: its events in order, window by window, and
+    any one event by seq (the fold's look back at a rewritten tool result)."""
+
+    def __init__(self, window: Any, session_id: Any, token: CancelToken | None, length: int) -> None:
+        self._window = window
+        self._session_id = session_id
+        self._token = token
+        self._length = length
+
+    def events(self, first: list[Event] | None) -> Iterator[Event]:
+        """Every event; ``first`` is the first window when it was already read."""
+        for start in range(0, self._length, WINDOW):
+            if start == 0 and first is not None:
+                events, first = first, None
+            else:
+                events = self._read(start, start + WINDOW - 1)
+            yield from events
+
+    def _read(self, first: int, last: int) -> list[Event]:
+        window = as_window(self._window(self._session_id, first, last, self._token), first, last)
+        if window.length != self._length:
+            raise Moved
+        return window.events
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, seq: Any) -> Any:
+        if not isinstance(seq, int):
+            raise TypeError("the fold looks events up one seq at a time")
+        return self._read(seq, seq)[0]
