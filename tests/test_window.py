@@ -11,6 +11,7 @@ import tempfile
 from typing import Any
 
 import pytest
+import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -195,6 +196,39 @@ def damage_raw(root: str, defect: tuple[str, int] | None) -> None:
         f.write(content)
 
 
+def damage_zstd(root: str, defect: tuple[str, int] | None) -> None:
+    """The Zstandard counterparts: a frame that fails its checksum, a missing frame (a seq gap),
+    a torn final frame (the file cut inside it), lines re-split across frames at arbitrary bytes
+    (valid: a line may span frames), and a torn frame appended after the complete ones."""
+    if defect is None:
+        return
+    kind, where = defect
+    path = os.path.join(root, jsonl_backend.project_dir(CWD), SID, "session.jsonl.zstd")
+    with open(path, "rb") as f:
+        data = f.read()
+    frames, _ = jsonl_backend._scan_frames(data)
+    head, body = data[:frames[0][1]], [data[a:b] for a, b in frames[1:]]
+    compress = jsonl_backend._zstd_frame
+    if kind == "bad" and body:
+        at = where % len(body)
+        frame = bytearray(body[at])
+        frame[len(frame) // 2] ^= 0x55
+        body[at] = bytes(frame)
+    elif kind == "gap" and body:
+        del body[where % len(body)]
+    elif kind == "torn" and body:
+        body[-1] = body[-1][:max(4, (where % len(body[-1])))]
+    elif kind == "overlap" and body:  # re-split the plaintext: lines spanning frames
+        plain = b"".join(zstandard.ZstdDecompressor().decompressobj().decompress(f) for f in body)
+        cuts = sorted({(where * (k + 1) * 7919) % max(len(plain), 1) for k in range(3)} | {0, len(plain)})
+        body = [compress(plain[a:b]) for a, b in itertools.pairwise(cuts) if b > a]
+    elif kind == "overlap-end":
+        extra = compress(b'{"type":"plugin/note","seq":999999,"time":0,"data":{}}\n' * 3)
+        body.append(extra[:max(4, where % len(extra))])
+    with open(path, "wb") as f:
+        f.write(head + b"".join(body))
+
+
 class InspectOnly:
     """The contract's three read calls and nothing else: the service's full-inspect path."""
 
@@ -285,8 +319,7 @@ def test_jsonl_windows_equal_the_full_inspect_path(monkeypatch, plan, cuts, defe
         return
     with tempfile.TemporaryDirectory() as directory:
         root = write_jsonl(directory, events, cuts, compression)
-        if compression == "none":
-            damage_raw(root, defect)
+        (damage_raw if compression == "none" else damage_zstd)(root, defect)
         fast, full = JsonlBackend(root, read_only=True), JsonlBackend(root, read_only=True)
         same_answers(service_over(fast), service_over(InspectOnly(full)), len(events), probes)
 
@@ -368,8 +401,9 @@ def test_sqlite_changed_rows_in_the_window_are_verified_again(tmp_path) -> None:
     assert info.value.code == errors.CORRUPT_SESSION
 
 
-def test_jsonl_window_at_a_verified_revision_seeks(tmp_path, monkeypatch) -> None:
-    root = write_jsonl(str(tmp_path), open_turn_log(), [5, 33], "none")
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_jsonl_window_at_a_verified_revision_seeks(tmp_path, monkeypatch, compression) -> None:
+    root = write_jsonl(str(tmp_path), open_turn_log(), [5, 33], compression)
     backend = JsonlBackend(root, read_only=True)
     service = service_over(backend)
     first = to_builtins(service.read_event(SID, 40, 3, 3))
@@ -707,8 +741,7 @@ def test_windowed_index_documents_equal_the_whole_log(monkeypatch, plan, cuts, d
             fast, full = SqliteBackend(path), SqliteBackend(path)
         else:
             root = write_jsonl(directory, events, cuts, store)
-            if store == "none":
-                damage_raw(root, defect)
+            (damage_raw if store == "none" else damage_zstd)(root, defect)
             fast, full = JsonlBackend(root, read_only=True), JsonlBackend(root, read_only=True)
         fast.list_snapshots()  # the encoding is known, as in a reconcile
         expected = read_outcome(InspectOnly(full))

@@ -379,13 +379,15 @@ class _Decoded:
     header: Header
     events: list[Event]
     torn: bool
-    # Raw only: where the lines after the header start, and (file offset of an accepted line,
-    # seq of its first event) for every MARK_EVERY-th line.
+    # Where the lines after the header start (raw: after its newline; zstd: after its frame),
+    # and seek hints (file offset, seq of the first event there) about every MARK_EVERY lines:
+    # raw at lines, zstd at frames that start on a line boundary.
     body: int = 0
     marks: tuple[tuple[int, int], ...] = ()
 
 
-# Lines between seek hints: a window read parses at most this many lines before its first event.
+# Lines between seek hints: a window read parses at most this many lines before its first event
+# (Zstandard: this many, plus the rest of the frame the next hint would have started at).
 MARK_EVERY = 64
 
 
@@ -482,29 +484,46 @@ def _header_frame_line(plain: bytes) -> bytes:
     return plain[:-1]
 
 
-def decode_zstd(content: bytes, path: str) -> _Decoded:
-    """Decode a whole ``session.jsonl.zstd`` (§4.6)."""
+def decode_zstd(content: bytes, path: str, sink: StreamedLog | None = None) -> _Decoded:
+    """Decode a whole ``session.jsonl.zstd`` (§4.6); with ``sink``, the accepted events go there
+    and ``events`` stays empty.
+
+    Frames are decoded and scanned one at a time, so the plaintext is never all in memory; the
+    errors keep the order of §4.6: a frame that fails to decode is met in frame order, and the
+    header (step 3) and the scan (step 5) are judged once every complete frame has decoded (the
+    scanner only records its first defect). ``marks`` are seek hints for window reads: (byte
+    offset of a frame that starts on a line boundary, seq of its first event), about every
+    MARK_EVERY lines."""
     frames, torn_start = _scan_frames(content)
     if not frames:
         raise _corrupt("empty or header-less Zstandard session log")
     decompressor = zstandard.ZstdDecompressor()
-    plains = []
-    for start, end in frames:
+    scanner = _LineScanner(0, sink)
+    marks: list[tuple[int, int]] = []
+    marked_at = -MARK_EVERY
+    head = b""
+    for index, (start, end) in enumerate(frames):
         plain = _decode_frame(decompressor, content[start:end])
         if plain is None:
             raise _corrupt(
                 f"corrupt Zstandard session log: frame at byte {start} failed validation")
-        plains.append(plain)
-    header = _stored_header(_header_frame_line(plains[0]), path)
-    scanner = _LineScanner()
-    for plain in plains[1:]:
+        if index == 0:
+            head = plain
+            continue
+        if (not scanner.unterminated and scanner.defect is None
+                and scanner.line_no - marked_at >= MARK_EVERY):
+            marks.append((start, scanner.count))
+            marked_at = scanner.line_no
         scanner.feed(plain)
+    header = _stored_header(_header_frame_line(head), path)
     if scanner.defect is not None or scanner.unterminated:
         raise _corrupt("corrupt Zstandard session log: complete frame contains a torn JSONL record")
     if torn_start is not None:
+        if scanner.line_no - marked_at >= MARK_EVERY:
+            marks.append((torn_start, scanner.count))
         scanner.feed(_decode_torn_frame(decompressor, content[torn_start:]))
         scanner.raise_if_confirmed()
-    return _Decoded(header, scanner.events, torn_start is not None)
+    return _Decoded(header, scanner.events, torn_start is not None, frames[0][1], tuple(marks))
 
 
 def _zstd_frame(plain: bytes) -> bytes:
@@ -681,13 +700,14 @@ class _Located:
 
 
 @dataclass(frozen=True, slots=True)
-class _VerifiedRaw:
-    """What a full read of a raw transcript proved at one revision (see memo.py)."""
+class _Verified:
+    """What a full read of a transcript proved at one revision (see memo.py)."""
 
     path: str
+    encoding: str
     shape: LogShape
-    body: int  # file offset of the first line after the header
-    marks: tuple[tuple[int, int], ...]  # (file offset of a line, seq of its first event)
+    body: int  # file offset just past the header (its line, or its frame)
+    marks: tuple[tuple[int, int], ...]  # (file offset of a line or frame, seq of its first event)
     marked_seqs: tuple[int, ...]  # the marks' seqs, for bisect
 
 
@@ -732,11 +752,9 @@ class JsonlBackend:
         self._memo = VerificationMemo()
         self._check_root()
 
-    @property
-    def cheap_windows(self) -> bool:
-        """Whether inspect_window reads only a window once a log is verified: raw transcripts
-        (seek offsets in the memo); Zstandard ones are decoded whole for every window."""
-        return self._encoding == "none"
+    # inspect_window reads only a window's lines or frames once a log is verified at its
+    # revision, so a long log can be read window by window (search/documents.py).
+    cheap_windows = True
 
     # -- mount ---------------------------------------------------------------------------------
 
@@ -1043,34 +1061,31 @@ class JsonlBackend:
     def inspect_window(self, session_id: str, first: int, last: int,
                        token: CancelToken | None = None) -> Window:
         """The logical events ``first..last`` (clipped) with exactly the result and errors of
-        ``inspect``. A raw transcript this instance already verified whole at its current
-        revision is read only around the window (a seek hint, then lines); anything else is read
-        and verified whole, as ``inspect`` does (Zstandard transcripts always are)."""
+        ``inspect``. A transcript this instance already verified whole at its current revision
+        is read only around the window (a seek hint, then lines, or frames for Zstandard);
+        otherwise it is read and verified whole, as ``inspect`` does."""
         with self._session_lock(session_id):
             located = self._locate(session_id, token)
             if located is None:
                 raise _not_found(session_id)
-            if located.encoding == "none":
-                window = self._known_window(session_id, located, first, last, token)
-                if window is None:
-                    window = self._verify_raw_window(session_id, located, first, last, token)
-                return window
-            stored, _ = self._load_located(session_id, located, token)
-            events, shape = verified_log(session_id, stored.events)
-        return Window(stored.header, shape.length, first, events[first:last + 1], shape.title)
+            window = self._known_window(session_id, located, first, last, token)
+            if window is None:
+                window = self._verify_window(session_id, located, first, last, token)
+            return window
 
-    def _verify_raw_window(self, session_id: str, located: _Located, first: int, last: int,
-                           token: CancelToken | None) -> Window:
-        """The first window read of a raw transcript at a revision: verified whole exactly as
+    def _verify_window(self, session_id: str, located: _Located, first: int, last: int,
+                       token: CancelToken | None) -> Window:
+        """The first window read of a transcript at a revision: verified whole exactly as
         ``inspect`` does, but streamed, so only the window and the memo's facts are kept, not
         every event. A legacy replace lookup needs earlier events: then the (same) content is
         decoded whole, as ``inspect`` decodes it."""
         content, revision = self._stable_read(located.path, token)
+        decode = decode_zstd if located.encoding == "zstd" else decode_raw
         streamed: StreamedLog | None = StreamedLog(session_id, first, last)
         try:
-            decoded = decode_raw(content, located.path, streamed)
+            decoded = decode(content, located.path, streamed)
         except NeedsHistory:
-            decoded = decode_raw(content, located.path)
+            decoded = decode(content, located.path)
             streamed = None
         del content  # the events that matter are decoded; the file's bytes are not needed
         self._check_identity(session_id, decoded.header, located)
@@ -1079,26 +1094,30 @@ class JsonlBackend:
             events = logical[first:last + 1]
         else:
             events, shape = streamed.finish()
-        self._memo.put(session_id, revision, _VerifiedRaw(
-            located.path, shape, decoded.body, decoded.marks,
+        self._memo.put(session_id, revision, _Verified(
+            located.path, located.encoding, shape, decoded.body, decoded.marks,
             tuple(seq for _, seq in decoded.marks)))
         return Window(decoded.header, shape.length, first, events, shape.title)
 
     def _known_window(self, session_id: str, located: _Located, first: int, last: int,
                       token: CancelToken | None) -> Window | None:
-        """The window of a raw transcript verified at its current revision, read from its own
-        lines; None when the revision moved or the bytes disagree (then: verify again)."""
+        """The window of a transcript verified at its current revision, read from its own lines
+        or frames; None when the revision moved or the bytes disagree (then: verify again)."""
         revision = revision_of(self._stat(located.path, token))
         known = self._memo.get(session_id, revision)
-        if known is None or known.path != located.path:
+        if known is None or known.path != located.path or known.encoding != located.encoding:
             return None
         shape = known.shape
         lo, hi = stored_span(shape, first, last)
+        zstd = known.encoding == "zstd"
         try:
             with open(located.path, "rb") as file:
-                header = _stored_header(file.read(known.body - 1), located.path)
+                head = file.read(known.body)
+                line = _known_header_frame(head) if zstd else head[:-1]
+                header = _stored_header(line, located.path)
                 self._check_identity(session_id, header, located)
-                stored = [] if lo > hi else _read_span(file, known, lo, hi, token)
+                read_span = _read_frames_span if zstd else _read_span
+                stored = [] if lo > hi else read_span(file, known, lo, hi, token)
                 if revision_of(os.fstat(file.fileno())) != revision:
                     raise StaleShape("the transcript changed while it was read")
             events = logical_window(session_id, shape, stored, first, last)
@@ -1213,7 +1232,65 @@ class JsonlBackend:
         return _Located(path, encoding)
 
 
-def _read_span(file: Any, known: _VerifiedRaw, lo: int, hi: int,
+def _known_header_frame(frame: bytes) -> bytes:
+    plain = _decode_frame(zstandard.ZstdDecompressor(), frame)
+    if plain is None or not _is_one_line(plain):
+        raise StaleShape("the header frame changed")
+    return plain[:-1]
+
+
+def _span_events(lines: list[bytes], lo: int, hi: int, expected: int,
+                 events: list[Event]) -> int:
+    """Decode verified lines (exactly as the scanner does), keeping events ``lo..hi``; returns
+    the seq expected after them, stopping once it is past ``hi``."""
+    for line in lines:
+        decoded = _record_events(line)
+        if decoded is None or not is_valid_seq_at(decoded[0].seq, expected):
+            raise StaleShape(f"expected seq {expected} at a verified line")
+        events.extend(e for e in decoded if lo <= e.seq <= hi)
+        expected += len(decoded)
+        if expected > hi:
+            break
+    return expected
+
+
+def _read_frames_span(file: Any, known: _Verified, lo: int, hi: int,
+                      token: CancelToken | None) -> list[Event]:
+    """Stored events ``lo..hi`` of a verified Zstandard transcript: seek to the last hinted frame
+    at or before ``lo`` (it starts on a line boundary) and decode frames in order until ``hi``
+    is reached; the torn final frame, if the span reaches it, yields what its bytes yield."""
+    if not known.marks:
+        raise StaleShape("no seek hints for a non-empty prefix")
+    offset, expected = known.marks[bisect_right(known.marked_seqs, lo) - 1]
+    file.seek(offset)
+    decompressor = zstandard.ZstdDecompressor()
+    events: list[Event] = []
+    data, pos, pending, eof = b"", 0, b"", False
+    while expected <= hi:
+        check(token)
+        end = _frame_end(data, pos)
+        if end is None and not eof:
+            piece = file.read(_WINDOW_READ)
+            eof = not piece
+            data = data[pos:] + piece
+            pos = 0
+            continue
+        if end is None:  # the torn final frame: whatever its available bytes yield
+            if pos == len(data):
+                raise StaleShape("the transcript ends before the verified prefix does")
+            plain, pos = _decode_torn_frame(decompressor, data[pos:]), len(data)
+        else:
+            plain = _decode_frame(decompressor, data[pos:end])
+            if plain is None:
+                raise StaleShape("a verified frame no longer decodes")
+            pos = end
+        lines = (pending + plain).split(b"\n")
+        pending = lines.pop()
+        expected = _span_events(lines, lo, hi, expected, events)
+    return events
+
+
+def _read_span(file: Any, known: _Verified, lo: int, hi: int,
                token: CancelToken | None) -> list[Event]:
     """Stored events ``lo..hi`` of a verified raw transcript: seek to the last hint at or before
     ``lo`` and decode lines (exactly as the scanner does) until ``hi`` is reached."""
@@ -1230,14 +1307,7 @@ def _read_span(file: Any, known: _VerifiedRaw, lo: int, hi: int,
             raise StaleShape("the transcript ends before the verified prefix does")
         lines = (pending + piece).split(b"\n")
         pending = lines.pop()
-        for line in lines:
-            decoded = _record_events(line)
-            if decoded is None or not is_valid_seq_at(decoded[0].seq, expected):
-                raise StaleShape(f"expected seq {expected} at a verified line")
-            events.extend(e for e in decoded if lo <= e.seq <= hi)
-            expected += len(decoded)
-            if expected > hi:
-                break
+        expected = _span_events(lines, lo, hi, expected, events)
     return events
 
 
