@@ -22,7 +22,6 @@ WHITESPACE_CHARS = (
 )
 _WS_CLASS = "[" + "".join(re.escape(c) for c in WHITESPACE_CHARS) + "]"
 WHITESPACE_RUN = re.compile(_WS_CLASS + "+")
-_TRIM = re.compile(f"^{_WS_CLASS}+|{_WS_CLASS}+$")
 WHITESPACE_SET = frozenset(WHITESPACE_CHARS)
 
 
@@ -68,7 +67,8 @@ def json_number(value: Any) -> str:
 
 
 def trim(text: str) -> str:
-    return _TRIM.sub("", text)
+    # str.strip touches only the ends; the regex it replaces walked every code point.
+    return text.strip(WHITESPACE_CHARS)
 
 
 def split_whitespace(text: str) -> list[str]:

@@ -329,3 +329,21 @@ def test_ranking_equals_the_model(corpus):
                                                      "limit": corpus["limit"], "filters": events_filters})
             assert [h["seq"] for h in items] == [seq for _, seq in keyed.get(sid, [])]
     service.close()
+
+
+# -- trimming (§0.3 whitespace) --------------------------------------------------------------------
+
+from dsh_query_server.values import WHITESPACE_CHARS, trim  # noqa: E402
+
+TRIM_ALPHABET = st.sampled_from(list(WHITESPACE_CHARS) + ["a", "é", "😀", "\x85", "\u200b", "\x1c"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=TRIM_ALPHABET, max_size=16))
+def test_trim_drops_exactly_the_spec_whitespace_at_both_ends(text):
+    start, end = 0, len(text)
+    while start < end and text[start] in WHITESPACE_SET:
+        start += 1
+    while end > start and text[end - 1] in WHITESPACE_SET:
+        end -= 1
+    assert trim(text) == text[start:end]
