@@ -127,7 +127,9 @@ class PersistenceBackend(Protocol):
     # - ``inspect_window(id, first, last, token) -> Window``: the logical events first..last
     #   (first >= 0), clipped, with exactly the errors of ``inspect``;
     # - ``inspect_outline(id, token) -> Inspection``: ``inspect`` whose packed chunk members are
-    #   ``records.ChunkOutline``s (seq and time only), for reads that need no chunk payloads.
+    #   ``records.ChunkOutline``s (seq and time only), for reads that need no chunk payloads;
+    # - ``cheap_windows = True``: once a log is verified at a revision, ``inspect_window`` reads
+    #   only the window, so the search index reads long logs window by window.
 
     def stored_count(self, session_id: str) -> int | None:
         """Writer helper: how many events the stored log holds (its valid prefix), or None when
