@@ -747,8 +747,8 @@ class JsonlBackend:
         # Each request's (token's) last survey, for _locate's reuse; an entry goes with its token,
         # so a finished request's survey is not kept until the next one.
         self._surveys: weakref.WeakKeyDictionary[CancelToken, _Survey] = weakref.WeakKeyDictionary()
-        # Raw transcripts verified whole per revision, so window reads at that revision seek
-        # to their lines (memo.py explains why this is not a cache).
+        # Transcripts verified whole per revision, so window reads at that revision seek to
+        # their lines or frames (memo.py explains why this is not a cache).
         self._memo = VerificationMemo()
         self._check_root()
 
