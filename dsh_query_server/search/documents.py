@@ -64,16 +64,21 @@ def live_documents(snapshot: LiveSnapshot) -> Iterator[Document]:
 
 
 class Read:
-    """A persisted log's header and documents. ``docs`` is consumed by the write plan; a read
-    error met while it inserts is kept in ``error`` for the caller to raise afterwards (raised
-    inside the insert it would be taken for an index write failure)."""
+    """A persisted log's header and documents. ``docs`` is consumed by the write plan. When it
+    still reads the log (``reading``), an error met while the plan inserts is kept in ``error``
+    for the caller to raise afterwards: raised inside the insert, it would be taken for an index
+    write failure."""
 
-    def __init__(self, meta: Header, docs: Iterable[Document]) -> None:
+    def __init__(self, meta: Header, docs: Iterable[Document], reading: bool = False) -> None:
         self.meta = meta
         self._docs = docs
+        self._reading = reading
         self.error: BaseException | None = None
 
     def __iter__(self) -> Iterator[Document]:
+        if not self._reading:
+            yield from self._docs
+            return
         try:
             yield from self._docs
         except Exception as exc:  # noqa: BLE001 - raised by the caller once the insert is over
@@ -96,7 +101,7 @@ def read_persisted(backend: Any, session_id: Any, token: CancelToken | None) -> 
     meta, log = first.meta, _Windows(window, session_id, token, first.length)
     fold = _folded(session_id, log.events(first.events), log)
     del first  # the second pass reads every window again
-    return Read(meta, _documents(log.events(None), fold))
+    return Read(meta, _documents(log.events(None), fold), reading=True)
 
 
 class _Windows(Sequence[Event]):
