@@ -208,13 +208,15 @@ _PAGE_BRANCH = """
 _HEADER = "s.version, s.created_at, s.cwd, s.parent_session, s.seed_length, s.delegation_depth, s.agent_preset"
 
 
-def _page_sql(bound: bool) -> str:
-    """The page statement: the phrase and the two markers, then each side's page rowids as a JSON
-    array. The unary plus keeps the rowids a filter on one MATCH scan per side; as a
-    constraint, FTS5 would run the whole query again for every rowid."""
+def _page_sql(sides: tuple[int, ...]) -> str:
+    """The page statement over the sides the page has rows on (1 live, 0 persisted): the
+    phrase and the two markers, then each side's page rowids as a JSON array. The unary plus
+    keeps the rowids a filter on one MATCH scan per side; as a constraint, FTS5 would run the
+    whole query again for every rowid."""
     branches = [_PAGE_BRANCH.format(docs=docs, sessions=sessions, live=live, persisted=persisted,
-                                    header=_HEADER, rowids=4 + (live == "0"))
-                for docs, sessions, live, persisted in _SIDES[:1 + bound]]
+                                    header=_HEADER, rowids=4 + n)
+                for n, (docs, sessions, live, persisted) in enumerate(
+                    side for side in _SIDES if int(side[2]) in sides)]
     return "\n    UNION ALL".join(branches)
 
 
@@ -231,17 +233,17 @@ class Match:
     header: tuple[Any, ...]  # version, id, created_at, cwd, parent, seed, depth, preset
 
 
-def _page(conn: sqlite3.Connection, phrase: str, bound: bool, keys: list[tuple[int, int]]) -> list[Match]:
-    """The page's matches, in the order of ``keys`` ((live, rowid) pairs)."""
+def _page(conn: sqlite3.Connection, phrase: str, keys: list[tuple[int, int]]) -> list[Match]:
+    """The page's matches, in the order of ``keys`` ((live, rowid) pairs). A side without rows
+    on the page is not scanned."""
     if not keys:
         return []
-    live = msgspec.json.encode([rowid for side, rowid in keys if side])
-    persisted = msgspec.json.encode([rowid for side, rowid in keys if not side])
-    params: list[Any] = [phrase, START, END, live.decode()]
-    if bound:
-        params.append(persisted.decode())
+    sides = tuple(side for side in (1, 0) if any(live == side for live, _ in keys))
+    params: list[Any] = [phrase, START, END]
+    for side in sides:
+        params.append(msgspec.json.encode([rowid for live, rowid in keys if live == side]).decode())
     found = {}
-    for row in conn.execute(_page_sql(bound), params):
+    for row in conn.execute(_page_sql(sides), params):
         (side, rowid, session_id, seq, etype, time, surface, marked, persisted_flag,
          version, created_at, cwd, parent, seed, depth, preset) = row
         found[side, rowid] = Match(session_id, seq, etype, time, surface, marked, bool(side), bool(persisted_flag),
@@ -258,7 +260,7 @@ def select_events(conn: sqlite3.Connection, phrase: str, predicates: Predicates,
     """Matching documents ordered for searchEvents, ``limit`` rows from ``offset``."""
     sql = f"{_rank_sql(predicates, bound, _EVENT_ORDER)}\nLIMIT ? OFFSET ?"
     keys = [(live, rowid) for live, rowid, _ in conn.execute(sql, [*_params(phrase, predicates), limit, offset])]
-    return _page(conn, phrase, bound, keys)
+    return _page(conn, phrase, keys)
 
 
 def select_sessions(conn: sqlite3.Connection, phrase: str, predicates: Predicates, bound: bool,
@@ -279,4 +281,4 @@ def select_sessions(conn: sqlite3.Connection, phrase: str, predicates: Predicate
                     keys.append((live, rowid))
                     if len(keys) == limit:
                         break
-    return _page(conn, phrase, bound, keys)
+    return _page(conn, phrase, keys)
