@@ -605,10 +605,6 @@ def _append_durably(path: str, data: bytes) -> None:
         os.close(fd)
 
 
-def revision_of(st: os.stat_result) -> str:
-    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
-
-
 def stat_key(st: os.stat_result) -> tuple[int, ...]:
     """The fields of a revision (§4.10), in its order; a listing of 10,000 sessions keeps one
     per transcript, and a whole stat_result is several times larger."""
@@ -617,6 +613,10 @@ def stat_key(st: os.stat_result) -> tuple[int, ...]:
 
 def revision_of_key(key: tuple[int, ...]) -> str:
     return ":".join(map(str, key))
+
+
+def revision_of(st: os.stat_result) -> str:
+    return revision_of_key(stat_key(st))
 
 
 def _is_flat_artifact(entry: os.DirEntry[str]) -> bool:
