@@ -7,10 +7,11 @@ request's own thread is the one making it. Cancellation reaches a backend throug
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+# Re-exported for callers that still import them from here (moving to ..cancel).
+from ..cancel import CancelToken as CancelToken, SessionQueryCancelled as SessionQueryCancelled, check as check
 from ..model.event import Event, Header
 
 
@@ -24,42 +25,6 @@ class SessionFormatUnsupportedError(Exception):
 
 class SessionPersistenceReadOnlyError(Exception):
     """A write on a backend mounted with readOnly=true."""
-
-
-class SessionQueryCancelled(Exception):
-    """A backend noticed that its cancellation token fired."""
-
-
-class CancelToken:
-    """A cancellation token: ``cancelled`` turns true once ``cancel()`` is called. One token
-    belongs to one request, so a backend may share work among the calls made with it (the jsonl
-    backend's root survey); callers never pass one token to two requests."""
-
-    __slots__ = ("_event", "__weakref__")
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    def cancel(self) -> None:
-        self._event.set()
-
-    def raise_if_cancelled(self) -> None:
-        if self._event.is_set():
-            raise SessionQueryCancelled("cancelled")
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until cancelled or the timeout passes; returns ``cancelled``."""
-        return self._event.wait(timeout)
-
-
-def check(token: CancelToken | None) -> None:
-    """Raise SessionQueryCancelled when ``token`` has fired (None means not cancellable)."""
-    if token is not None and token.cancelled:
-        raise SessionQueryCancelled("cancelled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +71,15 @@ class StoredLog:
 
 @runtime_checkable
 class PersistenceBackend(Protocol):
-    """persistence.md §2.1. ``uri`` and ``writable`` describe the mount."""
+    """persistence.md §2.1: the operations every backend has. ``uri`` and ``writable`` describe
+    the mount. Optional read paths are the capability protocols below, resolved once at mount
+    (``Capabilities.of``), never probed per call."""
 
-    uri: str
-    writable: bool
+    @property
+    def uri(self) -> str: ...
+
+    @property
+    def writable(self) -> bool: ...
 
     def list(self, token: CancelToken | None = None) -> list[Header]: ...
 
@@ -121,19 +91,51 @@ class PersistenceBackend(Protocol):
 
     def append(self, session_id: str, events: list[Event]) -> None: ...
 
-    # Optional read paths the query service uses when a backend has them (checked with hasattr;
-    # backends without them are read through ``inspect``):
-    #
-    # - ``inspect_window(id, first, last, token) -> Window``: the logical events first..last
-    #   (first >= 0), clipped, with exactly the errors of ``inspect``;
-    # - ``inspect_outline(id, token) -> Inspection``: ``inspect`` whose packed chunk members are
-    #   ``records.ChunkOutline``s (seq and time only), for reads that need no chunk payloads;
-    # - ``cheap_windows = True``: once a log is verified at a revision, ``inspect_window`` reads
-    #   only the window, so the search index reads long logs window by window.
-
     def stored_count(self, session_id: str) -> int | None:
         """Writer helper: how many events the stored log holds (its valid prefix), or None when
         nothing is stored for the id. Raises like ``inspect`` for damaged logs."""
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class WindowReader(Protocol):
+    """Optional: the logical events first..last (first >= 0) of ``inspect``'s log, clipped, with
+    exactly the errors of ``inspect``. ``cheap_windows`` is true when, once a log is verified at a
+    revision, a window reads only its own rows (the search index then reads long logs window by
+    window)."""
+
+    @property
+    def cheap_windows(self) -> bool: ...
+
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken | None = None
+    ) -> Window: ...
+
+
+@runtime_checkable
+class OutlineReader(Protocol):
+    """Optional: ``inspect`` whose packed chunk members are ``records.ChunkOutline``s (seq and time
+    only), for reads that need no chunk payloads (listEvents, traceEvent)."""
+
+    def inspect_outline(self, session_id: str, token: CancelToken | None = None) -> Inspection: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """A mounted backend's optional read paths, checked once when it is mounted."""
+
+    windows: WindowReader | None
+    outline: OutlineReader | None
+
+    @staticmethod
+    def of(backend: PersistenceBackend) -> Capabilities:
+        return Capabilities(
+            windows=backend if isinstance(backend, WindowReader) else None,
+            outline=backend if isinstance(backend, OutlineReader) else None,
+        )
+
+    @property
+    def cheap_windows(self) -> bool:
+        return self.windows is not None and self.windows.cheap_windows

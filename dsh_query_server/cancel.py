@@ -1,0 +1,58 @@
+"""Cancellation: one token per request (semantics.md §3.0.6).
+
+A request's worker thread owns its token; ``$/cancelRequest`` fires it, and every layer below
+checks it with ``token.raise_if_cancelled()``. Code that is not cancellable passes
+``NULL_TOKEN`` instead of ``None``, so no caller tests for a missing token.
+"""
+
+from __future__ import annotations
+
+import threading
+
+
+class SessionQueryCancelled(Exception):
+    """A layer noticed that its request's token fired."""
+
+
+class CancelToken:
+    """``cancelled`` turns true once ``cancel()`` is called. One token belongs to one request, so
+    a backend may share work among the calls made with it (the jsonl backend's root survey);
+    callers never pass one token to two requests."""
+
+    __slots__ = ("_event", "__weakref__")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    def raise_if_cancelled(self) -> None:
+        if self._event.is_set():
+            raise SessionQueryCancelled("cancelled")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until cancelled or the timeout passes; returns ``cancelled``."""
+        return self._event.wait(timeout)
+
+
+class _NullToken(CancelToken):
+    """A token nobody can fire: for work that is not part of a cancellable request."""
+
+    __slots__ = ()
+
+    def cancel(self) -> None:
+        raise RuntimeError("the null token cannot be cancelled")
+
+
+NULL_TOKEN: CancelToken = _NullToken()
+
+
+def check(token: CancelToken | None) -> None:
+    """Raise SessionQueryCancelled when ``token`` has fired (None means not cancellable)."""
+    if token is not None and token.cancelled:
+        raise SessionQueryCancelled("cancelled")
