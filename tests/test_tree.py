@@ -419,6 +419,7 @@ def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     from dsh_query_server.server import tree
     from dsh_query_server.server.config import build_config
     from dsh_query_server.server.runtime import Runtime
+    from dsh_query_server.server.tree import context
 
     from .builders import log_only
     from .fakes import MemoryBackend
@@ -431,7 +432,7 @@ def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     runtime.binding.mount(backend)
     labels = lambda: [n.label for n in tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]]
     assert labels() == ["A stored title"]
-    monkeypatch.setattr(tree, "LABEL_BUDGET_SECONDS", -1)
+    monkeypatch.setattr(context, "LABEL_BUDGET_SECONDS", -1)
     assert labels() == ["stored"]
 
 
@@ -441,8 +442,8 @@ def test_persisted_labels_from_windows_equal_labels_from_whole_logs(tmp_path, ca
     log gives, as long as the first message sits within LABEL_EVENTS of the start or the seed."""
     from dsh_query_server.model.event import Header
     from dsh_query_server.persistence.sqlite import SqliteBackend
+    from dsh_query_server.query import labels
     from dsh_query_server.query.service import last_title_event
-    from dsh_query_server.server import tree
 
     from .builders import T
 
@@ -463,11 +464,11 @@ def test_persisted_labels_from_windows_equal_labels_from_whole_logs(tmp_path, ca
     backend.create(Header.from_value(header))
     backend.append("s", events)
     inspection = backend.inspect("s")
-    whole = tree.project("s", inspection.meta, inspection.events, last_title_event(inspection.events))
-    windows = tree.project_windows("s", lambda a, b: backend.inspect_window("s", a, b))
+    whole = labels.project("s", inspection.meta, inspection.events, last_title_event(inspection.events))
+    windows = labels.project_windows("s", lambda a, b: backend.inspect_window("s", a, b))
     if case == "late-user":  # past LABEL_EVENTS: the window label gives up on the first message
         assert windows.first_message is None and whole.first_message == "what this session is about"
-        windows = tree.SessionInfo(windows.title, whole.first_message, windows.events)
+        windows = labels.SessionInfo(windows.title, whole.first_message, windows.events)
     assert windows == whole
     assert whole.title == {"titled": "The last title"}.get(case)
     backend.close()
