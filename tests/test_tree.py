@@ -472,3 +472,191 @@ def test_persisted_labels_from_windows_equal_labels_from_whole_logs(tmp_path, ca
     assert windows == whole
     assert whole.title == {"titled": "The last title"}.get(case)
     backend.close()
+
+
+# -- node ids, the worker pool and the shared command ids (in process) -------------------------
+
+
+def _key_strategy():
+    """Keys of every registered kind of every view, with parameters drawn from each kind's
+    parameter types (and some that a kind does not accept)."""
+    from hypothesis import strategies as st
+
+    from dsh_query_server.server.tree import VIEWS
+
+    values = st.one_of(st.text(max_size=8), st.integers(min_value=-3, max_value=2**53 + 1),
+                       st.sampled_from(["chain", "sources", "derived", "nope"]), st.none(),
+                       st.booleans(), st.floats(allow_nan=False))
+    return st.tuples(
+        st.sampled_from(sorted(VIEWS)),
+        st.sampled_from(sorted({k for v in VIEWS.values() for k in v.kinds})),
+        st.lists(values, max_size=5),
+    )
+
+
+def test_node_ids_round_trip_exactly_the_keys_a_view_declares():
+    """Every id decodes to the key it was encoded from when that key is one of the view's kinds
+    with acceptable params; any other array or string is INVALID_REQUEST, never another error."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from dsh_query_server import errors
+    from dsh_query_server.errors import QueryError
+    from dsh_query_server.server.tree import VIEWS
+    from dsh_query_server.server.tree.ids import decode_id, encode_id
+
+    @settings(max_examples=400, deadline=None)
+    @given(_key_strategy(), st.sampled_from(sorted(VIEWS)))
+    def check(drawn, asked):
+        view, kind, params = drawn
+        key = (view, kind, *params)
+        spec = VIEWS[view].kinds.get(kind)
+        ok = view == asked and spec is not None and spec.accepts(params)
+        try:
+            decoded = decode_id(VIEWS[asked], encode_id(key))
+        except QueryError as exc:
+            assert exc.code == errors.INVALID_REQUEST and not ok
+        else:
+            assert ok and decoded == key
+
+    check()
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.text(max_size=40))
+    def garbage(text):
+        try:
+            decode_id(VIEWS["sessions"], text)
+        except QueryError as exc:
+            assert exc.code == errors.INVALID_REQUEST
+
+    garbage()
+
+
+def test_pager_ids_accept_only_page_boundaries():
+    from dsh_query_server.errors import QueryError
+    from dsh_query_server.server.tree import PAGE, VIEWS
+    from dsh_query_server.server.tree.ids import LINK_PAGE, decode_id, encode_id
+
+    sessions = VIEWS["sessions"]
+    assert decode_id(sessions, encode_id(("sessions", "more", PAGE))) == ("sessions", "more", PAGE)
+    assert decode_id(sessions, encode_id(("sessions", "cmore", "s", LINK_PAGE)))
+    for bad in [("sessions", "more", 0), ("sessions", "more", PAGE + 1),
+                ("sessions", "cmore", "s", PAGE), ("sessions", "emore", "s", LINK_PAGE),
+                ("lineage", "amore", "s", 0), ("sessions", "more", True)]:
+        view = VIEWS[bad[0]]
+        with pytest.raises(QueryError):
+            decode_id(view, encode_id(bad))
+
+
+def test_worker_pool_runs_each_item_once_within_its_bound():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from dsh_query_server.cancel import CancelToken
+    from dsh_query_server.query.workers import run_claims
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.integers(), max_size=30, unique=True), st.integers(min_value=0, max_value=5))
+    def check(items, concurrency):
+        import threading
+
+        seen: list[int] = []
+        lock = threading.Lock()
+        running = [0, 0]  # now, most at once
+
+        def work(item):
+            with lock:
+                running[0] += 1
+                running[1] = max(running)
+            time.sleep(0.0005)
+            with lock:
+                running[0] -= 1
+                seen.append(item)
+
+        run_claims(items, work, concurrency, CancelToken())
+        assert sorted(seen) == sorted(items)
+        assert running[1] <= max(1, concurrency)
+
+    check()
+
+
+def test_worker_pool_claims_nothing_after_cancel_or_past_the_deadline():
+    from dsh_query_server.cancel import CancelToken
+    from dsh_query_server.query.workers import run_claims
+
+    token, seen = CancelToken(), []
+
+    def work(item):
+        seen.append(item)
+        token.cancel()  # the first item cancels the request: no further claim
+
+    run_claims(range(10), work, 1, token)
+    assert seen == [0]
+    late: list[int] = []
+    run_claims(range(10), late.append, 2, CancelToken(), deadline=time.monotonic() - 1)
+    assert late == []
+
+
+def test_generated_command_modules_match_their_source():
+    """The Lua and TypeScript copies of the shared command ids are what gen_commands writes
+    from server/tree/commands.py (regenerate: `python -m dsh_query_server.devtools.gen_commands`)."""
+    from dsh_query_server.devtools import gen_commands
+
+    assert gen_commands.drifted() == []
+    assert gen_commands.main(["--check"]) == 0
+
+
+def test_command_drift_check_fails_on_a_stale_copy(tmp_path, monkeypatch):
+    from dsh_query_server.devtools import gen_commands
+
+    lua, ts = tmp_path / "commands.lua", tmp_path / "commandIds.ts"
+    monkeypatch.setattr(gen_commands, "ROOT", tmp_path)
+    monkeypatch.setattr(gen_commands, "LUA", lua)
+    monkeypatch.setattr(gen_commands, "TS", ts)
+    assert gen_commands.main(["--check"]) == 1  # missing
+    assert gen_commands.main([]) == 0 and gen_commands.main(["--check"]) == 0
+    lua.write_text(lua.read_text().replace("dshQuery.openEvent", "dshQuery.openEvnt"))
+    assert gen_commands.main(["--check"]) == 1
+    assert gen_commands.drifted() == [lua]
+
+
+def test_command_ids_have_one_source():
+    """The server registers exactly the shared server commands, and no editor source spells a
+    shared id itself: each takes it from its generated module."""
+    import re
+    from pathlib import Path
+
+    from dsh_query_server.server import methods
+    from dsh_query_server.server.tree import commands
+
+    assert sorted(methods.COMMANDS) == sorted(commands.SERVER_COMMANDS)
+    root = Path(__file__).resolve().parents[1]
+    sources = [*(root / "editor" / "nvim" / "lua").rglob("*.lua"),
+               *(root / "vscode-extension" / "src").glob("*.ts")]
+    generated = {root / "editor/nvim/lua/dsh_query/commands.lua",
+                 root / "vscode-extension/src/commandIds.ts"}
+    spelled = re.compile("|".join(re.escape(f'"{v}') for v in commands.SHARED.values()))
+    copies = [str(p.relative_to(root)) for p in sources
+              if p not in generated and spelled.search(p.read_text(encoding="utf-8"))]
+    assert copies == []
+    assert len([p for p in sources if p in generated]) == 2
+
+
+def test_the_lua_command_module_loads_in_neovim():
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from dsh_query_server.server.tree import commands
+
+    nvim = shutil.which("nvim")
+    if nvim is None:
+        pytest.skip("nvim is not installed (make test installs it: mk/nvim.mk)")
+    plugin = Path(__file__).resolve().parents[1] / "editor" / "nvim"
+    script = ("lua vim.opt.runtimepath:append(vim.env.DSH_PLUGIN); "
+              "io.stdout:write(vim.fn.json_encode(require('dsh_query.commands')))")
+    out = subprocess.run([nvim, "--headless", "--clean", "-u", "NONE", "-c", script, "-c", "qa!"],
+                         capture_output=True, text=True, timeout=30,
+                         env={**os.environ, "DSH_PLUGIN": str(plugin)}, check=True)
+    assert json.loads(out.stdout) == commands.SHARED

@@ -20,8 +20,7 @@ SERVER_UNMOUNT: Final = SERVER_PREFIX + "unmount"
 SERVER_CHECKPOINT: Final = SERVER_PREFIX + "checkpoint"
 SERVER_STATUS: Final = SERVER_PREFIX + "status"
 
-# Name -> id, in the order the generated modules list them. Names are SCREAMING_SNAKE in Python
-# and Lua, camelCase in TypeScript (gen_commands derives it).
+# Name -> id, in the order the generated modules list them (same names in Lua and TypeScript).
 SHARED: Final[dict[str, str]] = {
     "OPEN_EVENT": OPEN_EVENT,
     "SERVER_PREFIX": SERVER_PREFIX,
