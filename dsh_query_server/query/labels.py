@@ -10,6 +10,7 @@ A failure only loses that label (the tree shows the id instead).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from .service import SessionQueryService
 
 R = TypeVar("R")
+log = logging.getLogger(__name__)
 
 LABEL_EVENTS = 64  # events a persisted label reads from the start of the log (and of its seed)
 
@@ -176,6 +178,8 @@ def read_labels(
             out[sid] = _persisted_info(service, backend, windows, sid, pending[sid], token)
         except QueryError:  # mapped by the service; the label falls back to the id
             pass
+        except Exception:  # a bug in a projection: logged, and only this label is lost
+            log.exception("label of session %s failed", sid)
 
     # A persisted label costs a whole-log read the first time a log is seen at a revision (then
     # a few window reads); a page of long logs could keep the sidebar waiting for many seconds.
