@@ -436,6 +436,38 @@ def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     assert labels() == ["stored"]
 
 
+def test_persisted_labels_pass_the_checks_titles_pass():
+    """A label is read the way readTitles reads a title: through the service's failure mapping
+    and its listed-versus-inspected header check. Where readTitles rejects a session (corrupt
+    log, conflicting headers, failing backend read), its label is the id; the others keep theirs."""
+    from dsh_query_server.model.event import Header
+    from dsh_query_server.persistence.base import CancelToken
+    from dsh_query_server.server import tree
+    from dsh_query_server.server.config import build_config
+    from dsh_query_server.server.runtime import Runtime
+
+    from .builders import log_only
+    from .fakes import MemoryBackend
+
+    runtime = Runtime(build_config({"persistence": None, "index": ":memory:", "search": {"openAt": "never"}}),
+                      lambda ids, corpus: None)
+    backend = MemoryBackend()
+    for i, sid in enumerate(["good", "clash", "broken"]):
+        backend.put({"version": 0, "id": sid, "createdAt": 10 - i, "cwd": "/w"}, [
+            log_only("session/title", 0, {"title": f"title of {sid}", "messageSeqs": [], "source": {"kind": "user"}})])
+    backend.inspect_meta["clash"] = Header.from_value({"version": 0, "id": "clash", "createdAt": 9, "cwd": "/elsewhere"})
+    backend.corrupt.add("broken")
+    runtime.binding.mount(backend)
+    nodes = tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]
+    labels = {n.resource.sessionId: n.label for n in nodes}
+    assert labels == {"good": "title of good", "clash": "clash", "broken": "broken"}
+    titles = runtime.service.read_titles(["good", "clash", "broken"], CancelToken())
+    assert [t.status for t in titles] == ["fulfilled", "rejected", "rejected"]
+    backend.fail["inspect"] = OSError("disk gone")
+    nodes = tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]
+    assert [n.label for n in nodes] == ["good", "clash", "broken"]
+
+
 @pytest.mark.parametrize("case", ["plain", "seeded", "seed-past-window", "titled", "bad-title", "late-user"])
 def test_persisted_labels_from_windows_equal_labels_from_whole_logs(tmp_path, case):
     """A backend with inspect_window gives a label from a few windows; it is the label the whole
