@@ -143,6 +143,13 @@ class ProviderTitleSource(Doc, tag_field="kind", tag="provider"):
 
 TitleSource = FallbackTitleSource | UserTitleSource | ProviderTitleSource
 
+# Unions the schema names (each inline occurrence becomes a $ref), so clients can name them too.
+NAMED_UNIONS: dict[str, object] = {
+    "SessionFilter": SessionFilter,
+    "EventFilter": EventFilter,
+    "TitleSource": TitleSource,
+}
+
 # Open objects: unknown keys are part of the value (semantics.md §1.2, §1.3).
 OPEN_OBJECTS = frozenset({"SessionHeader", "SessionEvent"})
 
@@ -232,6 +239,7 @@ class TraceEventParams(Params):
 
 
 SearchEventFilter = SeqFilter | TimeFilter | TypeFilter | SurfaceFilter
+NAMED_UNIONS["SearchEventFilter"] = SearchEventFilter
 
 
 class SessionSearchRequest(Params):
@@ -490,6 +498,17 @@ def _wire_name(cls: type[msgspec.Struct], name: str) -> str:
     return fields[name]
 
 
+def _name_unions(node: Any, named: dict[str, Any]) -> Any:
+    for name, union in named.items():
+        if node == union:
+            return {"$ref": _REF.format(name=name)}
+    if isinstance(node, dict):
+        return {k: _name_unions(v, named) for k, v in node.items()}  # pyright: ignore
+    if isinstance(node, list):
+        return [_name_unions(v, named) for v in node]  # pyright: ignore
+    return node
+
+
 def build() -> dict[str, Any]:
     """The whole schema document (a JSON value)."""
     if set(METHOD_SHAPES) != set(METHODS):
@@ -513,7 +532,12 @@ def build() -> dict[str, Any]:
             if _holds_raw(field.type) and (name, field.name) not in RAW_FIELDS:
                 raise ValueError(f"{name}.{field.name} is Raw: say what it holds in RAW_FIELDS")
     patch_types = list(patches.values())
-    schemas, defs = msgspec.json.schema_components(roots + patch_types, ref_template=_REF)
+    unions = list(NAMED_UNIONS.values())
+    schemas, defs = msgspec.json.schema_components(
+        roots + patch_types + unions, ref_template=_REF
+    )
+    named = dict(zip(NAMED_UNIONS, schemas[len(roots) + len(patch_types) :], strict=True))
+    schemas = schemas[: len(roots) + len(patch_types)]
     for ((struct, field), _), schema in zip(patches.items(), schemas[len(roots) :], strict=True):
         props = defs[struct]["properties"]
         props[_wire_name(structs[struct], field)] = schema
@@ -524,6 +548,9 @@ def build() -> dict[str, Any]:
         doc = structs[name].__doc__ if name in structs else None
         if doc and not doc.startswith(name + "("):  # msgspec's generated signature is no prose
             definition["description"] = " ".join(doc.split())
+    schemas = [_name_unions(x, named) for x in schemas]
+    defs = {name: _name_unions(x, named) for name, x in defs.items()}
+    defs.update(named)
     methods: dict[str, Any] = {}
     it = iter(schemas[: len(roots)])
     error_data = next(it)
