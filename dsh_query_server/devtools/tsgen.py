@@ -45,8 +45,9 @@ def _union(parts: list[str]) -> str:
     return " | ".join(unique) if unique else "never"
 
 
-def ts_type(s: Schema, indent: str = "") -> str:
-    """The TypeScript type expression of one schema."""
+def ts_type(s: Schema, indent: str = "", integer: str = "number") -> str:
+    """The TypeScript type expression of one schema (``integer`` names JSON integers: the docs
+    say ``integer`` where TypeScript can only say ``number``)."""
     if "$ref" in s:
         return _ref_name(s["$ref"])
     if "const" in s:
@@ -55,20 +56,22 @@ def ts_type(s: Schema, indent: str = "") -> str:
         return _union([json.dumps(v) for v in s["enum"]])
     for key in ("anyOf", "oneOf"):
         if key in s:
-            return _union([ts_type(alt, indent) for alt in s[key]])
+            return _union([ts_type(alt, indent, integer) for alt in s[key]])
     kind = s.get("type")
     if isinstance(kind, list):
-        return _union([ts_type({**s, "type": k}, indent) for k in kind])
+        return _union([ts_type({**s, "type": k}, indent, integer) for k in kind])
+    if kind == "integer":
+        return integer
     if kind in _PRIMITIVE:
         return _PRIMITIVE[kind]
     if kind == "array":
-        item = ts_type(s["items"], indent) if "items" in s else "unknown"
+        item = ts_type(s["items"], indent, integer) if "items" in s else "unknown"
         return f"({item})[]" if " " in item and not item.startswith("{") else f"{item}[]"
     if kind == "object":
         if "properties" in s:
-            return _object_body(s, indent)
+            return _object_body(s, indent, integer)
         extra = s.get("additionalProperties", True)
-        value = "unknown" if extra is True or extra == {} else ts_type(extra, indent)
+        value = "unknown" if extra is True or extra == {} else ts_type(extra, indent, integer)
         return f"{{ [key: string]: {value} }}"
     if kind is None and set(s) <= {"description"}:
         return "unknown"
@@ -79,7 +82,7 @@ def _doc(text: str, indent: str) -> list[str]:
     return [f"{indent}/** {text.replace('*/', '* /')} */"]
 
 
-def _object_body(s: Schema, indent: str) -> str:
+def _object_body(s: Schema, indent: str, integer: str = "number") -> str:
     inner = indent + "  "
     required = set(s.get("required", ()))
     lines = ["{"]
@@ -87,7 +90,7 @@ def _object_body(s: Schema, indent: str) -> str:
         if "description" in prop:
             lines += _doc(prop["description"], inner)
         optional = "" if name in required else "?"
-        lines.append(f"{inner}{_key(name)}{optional}: {ts_type(prop, inner)};")
+        lines.append(f"{inner}{_key(name)}{optional}: {ts_type(prop, inner, integer)};")
     extra = s.get("additionalProperties")
     if extra is True:
         lines.append(f"{inner}[key: string]: unknown;")
