@@ -22,7 +22,7 @@ from ..model.filters import (
     TimeFilter,
     TypeFilter,
 )
-from ..server.tree import TreeNode
+from ..server.tree.nodes import TreeNode
 
 # -- named literal sets (enums give the schema, and the TypeScript, a name for each) ------------
 

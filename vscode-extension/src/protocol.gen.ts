@@ -389,7 +389,7 @@ export interface TreeChildrenResult {
 export interface TreeCommand {
   title: string;
   command: string;
-  arguments?: unknown[];
+  arguments?: TreeResource[];
 }
 
 /** protocol.md §6 ``TreeNode``; absent optional keys are omitted. ``collapsible`` has no default so it is always sent. */

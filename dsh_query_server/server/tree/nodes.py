@@ -41,7 +41,7 @@ class TreeResource(msgspec.Struct, omit_defaults=True):
 class TreeCommand(msgspec.Struct, omit_defaults=True):
     title: str
     command: str
-    arguments: list[dict[str, object]] | UnsetType = UNSET
+    arguments: list[TreeResource] | UnsetType = UNSET  # the event to open
 
 
 class TreeNode(msgspec.Struct, omit_defaults=True):
@@ -238,7 +238,7 @@ def unresolved_node(key: Key, parent_id: object) -> TreeNode:
 
 def open_event(session_id: str, seq: int) -> TreeCommand:
     return TreeCommand(
-        title="Open Event", command=OPEN_EVENT, arguments=[{"sessionId": session_id, "seq": seq}]
+        title="Open Event", command=OPEN_EVENT, arguments=[TreeResource(sessionId=session_id, seq=seq)]
     )
 
 
