@@ -6,11 +6,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.session import ListRootsFnT
 from mcp.client.stdio import stdio_client
 
 from dsh_query_server.model.event import Event, Header
@@ -106,11 +107,8 @@ def private_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-RootsCallback = Callable[[Any, ], Awaitable[types.ListRootsResult]]
-
-
 @contextlib.asynccontextmanager
-async def mcp_session(tmp: Path, args: list[str], *, roots: RootsCallback | None = None,
+async def mcp_session(tmp: Path, args: list[str], *, roots: ListRootsFnT | None = None,
                       env: dict[str, str] | None = None,
                       cwd: str | None = None) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from mcp import types
 from mcp.shared.exceptions import MCPError
+from pydantic import FileUrl
 
 from tests.mcp_helpers import mcp_session, private_env, text_of, write_corpus
 
@@ -262,7 +263,8 @@ async def test_worked_examples(tmp_path: Path, corpus: str) -> None:
         assert ("- s-child — Retry notes | 2023-11-14T22:14:20.000Z | persisted\n"
                 "- s-root — Retry policy | 2023-11-14T22:13:20.000Z | persisted") in leaf_trace
 
-        assert text_of(await call(s, "session_event_trace", {"session_id": "s-root", "seq": 1})) == E10
+        e10 = await call(s, "session_event_trace", {"session_id": "s-root", "seq": 1})
+        assert text_of(e10) == E10
         e11 = await call(s, "session_event_read",
                          {"session_id": "s-root", "seq": 2, "before": 1, "after": 1})
         assert text_of(e11) == E11
@@ -341,9 +343,9 @@ async def test_roots_change_mid_session(tmp_path: Path, corpus: str) -> None:
     roots = ["file:///w/app/pkg"]
     asked: list[int] = []
 
-    async def list_roots(ctx: Any) -> types.ListRootsResult:
+    async def list_roots(context: Any) -> types.ListRootsResult | types.ErrorData:
         asked.append(1)
-        return types.ListRootsResult(roots=[types.Root(uri=u) for u in roots])
+        return types.ListRootsResult(roots=[types.Root(uri=FileUrl(u)) for u in roots])
 
     async with mcp_session(tmp_path, base(corpus), roots=list_roots) as s:
         first = await call(s, "session_search", {"query": "retry"})
@@ -374,10 +376,10 @@ async def test_working_directory_is_the_default_workspace(tmp_path: Path, corpus
 
 
 async def test_search_timeout_keeps_serving(tmp_path: Path) -> None:
-    uri = f"jsonl:{tmp_path / 'big'}?compression=none"
     from dsh_query_server.persistence.uri import open_backend
-    from tests.mcp_helpers import event, header, U
+    from tests.mcp_helpers import U, event, header
 
+    uri = f"jsonl:{tmp_path / 'big'}?compression=none"
     backend = open_backend(uri)
     for i in range(150):
         sid = f"s{i:03d}"
