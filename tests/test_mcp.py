@@ -4,6 +4,7 @@ by the MCP SDK's own stdio client."""
 from __future__ import annotations
 
 import json
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -408,3 +409,35 @@ def test_bad_start_up_values(tmp_path: Path, flag: str, value: str, message: str
                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert done.returncode == 2
     assert message in done.stderr and done.stdout == ""
+
+
+async def test_cancelled_search_and_config_file(tmp_path: Path, corpus: str) -> None:
+    """notifications/cancelled ends a call without an answer and the server keeps serving;
+    --config gives keys that flags override."""
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"maxSearchResults": 1, "workspace": ["/w/app"],
+                                  "index": ":memory:", "persistence": "none"}))
+    args = ["--config", str(config), "--persistence", corpus, "--max-search-results", "2"]
+    async with mcp_session(tmp_path, args) as s:
+        with pytest.raises(MCPError):
+            await s.call_tool("session_search", {"query": "retry"}, read_timeout_seconds=0.0001)
+        r = await call(s, "session_search", {"query": "retry"})
+    assert text_of(r) == "\n\n".join(["Session search results (2):", *BLOCKS[:2],
+                                      "Result cap reached. Narrow the query or add filters to "
+                                      "find additional matches."])
+
+
+async def test_index_slots_are_never_shared(tmp_path: Path, corpus: str) -> None:
+    args = ["--persistence", corpus, "--workspace", "/w/app"]
+    env = private_env(tmp_path)
+    async with mcp_session(tmp_path, args, env=env) as first:
+        async with mcp_session(tmp_path, args, env=env) as second:
+            a = await call(first, "session_search", {"query": "retry"})
+            b = await call(second, "session_search", {"query": "retry"})
+    assert text_of(a) == text_of(b) == E1
+    log = (tmp_path / "mcp-stderr.log").read_text()
+    slots = sorted(line.rsplit("/", 1)[1] for line in log.splitlines()
+                   if line.startswith("dsh-query mcp: search index"))
+    assert len(slots) == 2 and slots[0].endswith("-1.sqlite") and slots[0] != slots[1]
+    cache = Path(env["XDG_CACHE_HOME"]) / "dsh-query"
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700

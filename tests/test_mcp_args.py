@@ -28,7 +28,9 @@ def test_reversed_within_a_millisecond() -> None:
     with pytest.raises(ToolError) as info:
         stamp_range("2023-11-14T22:15:20.00051Z", "2023-11-14T22:15:20.0005Z", "created_at")
     assert info.value.message == "session created_at range from must be less than or equal to to"
-    assert stamp_range("2023-11-14T22:15:20.00050Z", "2023-11-14T22:15:20.0005Z", "time")
+    equal = stamp_range("2023-11-14T22:15:20.00050Z", "2023-11-14T22:15:20.0005Z", "time")
+    assert equal == (math.nextafter(1700000120000, math.inf),
+                     math.nextafter(1700000120001, -math.inf))
 
 
 @given(st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)),
