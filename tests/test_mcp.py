@@ -441,3 +441,23 @@ async def test_index_slots_are_never_shared(tmp_path: Path, corpus: str) -> None
     assert len(slots) == 2 and slots[0].endswith("-1.sqlite") and slots[0] != slots[1]
     cache = Path(env["XDG_CACHE_HOME"]) / "dsh-query"
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+
+
+async def test_lone_surrogates_still_answer(tmp_path: Path) -> None:
+    """Logs written from JavaScript can hold lone surrogates; an answer is still sent."""
+    from dsh_query_server.persistence.uri import open_backend
+    from tests.mcp_helpers import U, event, header, title
+
+    uri = f"jsonl:{tmp_path / 'odd'}"
+    backend = open_backend(uri + "?compression=none")
+    backend.create(header("s-odd", "/w/app", None, 1700000000000, 0))
+    backend.append("s-odd", [event(0, 1700000000000, U("retry \ud800 lone")),
+                             event(1, 1700000000000, ("session/title", title("T\udc00", 0), None))])
+    backend.close()
+    args = ["--persistence", uri, "--index", ":memory:", "--workspace", "/w/app"]
+    async with mcp_session(tmp_path, args) as s:
+        found = await call(s, "session_search", {"query": "retry"})
+        read = await call(s, "session_event_read", {"session_id": "s-odd", "seq": 0})
+    assert not found.is_error and "Session s-odd — T\ufffd" in text_of(found)
+    assert found.structured_content["items"][0]["title"] == "T\ufffd"
+    assert '"text": "retry \\ud800 lone"' in text_of(read)  # JSON.stringify escapes it

@@ -194,8 +194,8 @@ class McpApp:
             return _error(outcome.code, outcome.message, structured)
         text, content = outcome
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)],
-            structured_content=content if structured else None,
+            content=[types.TextContent(type="text", text=_wire_text(text))],
+            structured_content=_wire_safe(content) if structured else None,
             is_error=False,
         )
 
@@ -223,6 +223,42 @@ def _run(name: str, call: Call, arguments: dict[str, Any]) -> Any:
     except BaseException:  # noqa: BLE001 - a bug: logged, answered as a tool failure
         log.exception("tool %s failed unexpectedly", name)
         return ToolError(TOOL_FAILED, "session query operation failed")
+
+
+def _wire_text(text: str) -> str:
+    """Lone UTF-16 surrogates (JavaScript-written logs hold them) have no UTF-8 form, and the SDK
+    encodes UTF-8: each becomes U+FFFD, so the answer is still sent."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _wire_safe(value: Any) -> Any:
+    """``_wire_text`` over every string (keys too) of a JSON value, iteratively."""
+    if isinstance(value, str):
+        return _wire_text(value)
+    if not isinstance(value, (dict, list)):
+        return value
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while stack:
+        parent, key, node = stack.pop()
+        if isinstance(node, dict):
+            copy: dict[str, Any] = {}
+            for k, v in node.items():
+                copy[_wire_text(k)] = v
+            parent[key] = copy
+            stack.extend((copy, k, v) for k, v in copy.items() if isinstance(v, (dict, list, str)))
+        elif isinstance(node, list):
+            items = list(node)
+            parent[key] = items
+            stack.extend((items, i, v) for i, v in enumerate(items)
+                         if isinstance(v, (dict, list, str)))
+        else:
+            parent[key] = _wire_text(node)
+    return root[0]
 
 
 def _error(code: str, message: str, structured: bool) -> types.CallToolResult:
