@@ -1,13 +1,10 @@
-"""The workspace (tools.md §1.2): path normalisation, visibility, roots from file: URIs."""
+"""The workspace sources of tools.md §1.2: the working directory and roots from file: URIs."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
-
-from ..query.workspace import Workspace as Workspace
-from ..query.workspace import normalize as normalize
 
 
 def working_directory() -> str:

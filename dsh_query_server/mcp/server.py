@@ -27,10 +27,11 @@ from mcp.shared.exceptions import MCPError
 
 from .. import __version__
 from ..cancel import CancelToken
+from ..query.workspace import Workspace
 from ..server.runtime import Runtime
 from . import config as mcp_config
 from .args import TOOL_BY_NAME, TOOLS, ToolError, check_schema
-from .scope import Workspace, roots_from_uris, working_directory
+from .scope import roots_from_uris, working_directory
 from .tools import RUN, TOOL_FAILED, TOOL_TIMEOUT, Call, Interrupted, pre_scope
 
 log = logging.getLogger("dsh_query_server.mcp")

@@ -21,11 +21,11 @@ from ..model.event import Event, Header
 from ..query import lineage
 from ..query.service import Record
 from ..query.text import extract_text
+from ..query.workspace import Workspace
 from ..server.runtime import Runtime
 from . import args as A
 from .args import ToolError
 from .render import availability, indent_text, iso_time, js_number, js_stringify
-from .scope import Workspace
 
 log = logging.getLogger("dsh_query_server.mcp")
 T = TypeVar("T")
