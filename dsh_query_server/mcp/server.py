@@ -73,10 +73,8 @@ class Scheduler:
         self._waiting.append(entry)
         self._pump()
         try:
-            with anyio.CancelScope(shield=True):  # a cancel while queued still leaves the queue
-                if not entry[1].is_set():
-                    await _wait_or_cancel(entry[1])
-        except BaseException:
+            await entry[1].wait()
+        except BaseException:  # cancelled while queued: leave the queue (or give the slot back)
             self._release(entry)
             raise
         try:
@@ -92,11 +90,6 @@ class Scheduler:
         else:
             self._shared -= 1
         self._pump()
-
-
-async def _wait_or_cancel(event: anyio.Event) -> None:
-    with anyio.CancelScope(shield=False):
-        await event.wait()
 
 
 class McpApp:
