@@ -340,6 +340,7 @@ async def test_caller_without_step(tmp_path: Path, corpus: str, monkeypatch: Any
     assert r.structured_content["error"]["code"] == "SESSION_QUERY_TOOL_NO_CURRENT_STEP"
 
 
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 async def test_roots_change_mid_session(tmp_path: Path, corpus: str) -> None:
     roots = ["file:///w/app/pkg"]
     asked: list[int] = []
