@@ -15,7 +15,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 from pydantic import FileUrl
 
-from tests.mcp_helpers import mcp_session, private_env, text_of, write_corpus
+from tests.mcp_helpers import T0, mcp_session, private_env, text_of, write_corpus
 
 pytestmark = pytest.mark.anyio
 
@@ -462,3 +462,28 @@ async def test_lone_surrogates_still_answer(tmp_path: Path) -> None:
     assert not found.is_error and "Session s-odd — T\ufffd" in text_of(found)
     assert found.structured_content["items"][0]["title"] == "T\ufffd"
     assert '"text": "retry \\ud800 lone"' in text_of(read)  # JSON.stringify escapes it
+
+
+async def test_trace_deeper_than_the_recursion_limit(tmp_path: Path) -> None:
+    """Descendants are walked iteratively (§1.6): a chain deeper than Python's recursion limit."""
+    from dsh_query_server.persistence.uri import open_backend
+    from tests.mcp_helpers import U, event, header
+
+    depth = sys.getrecursionlimit() + 100
+    uri = f"sqlite:{tmp_path / 'deep.db'}"
+    backend = open_backend(uri)
+    for i in range(depth):
+        sid = f"d{i:05d}"
+        backend.create(header(sid, "/w/app", None if i == 0 else f"d{i - 1:05d}", T0 + i, i))
+        backend.append(sid, [event(0, T0 + i, U(f"deep {i}"))])
+    backend.close()
+    args = ["--persistence", uri, "--index", ":memory:", "--workspace", "/w/app"]
+    async with mcp_session(tmp_path, args) as s:
+        top = await call(s, "session_trace", {"session_id": "d00000"})
+        bottom = await call(s, "session_trace", {"session_id": f"d{depth - 1:05d}"})
+    nodes = top.structured_content["descendants"]
+    assert [n["depth"] for n in nodes] == list(range(depth - 1))
+    last = text_of(top).split("\n")[-1]
+    assert last.startswith("  " * (depth - 2) + f"- d{depth - 1:05d} — untitled |")
+    assert len(bottom.structured_content["ancestors"]) == depth - 1
+    assert bottom.structured_content["ancestorBoundary"] is False
