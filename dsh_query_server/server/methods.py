@@ -13,6 +13,7 @@ from msgspec import UNSET
 from .. import errors
 from ..errors import QueryError
 from ..persistence.base import CancelToken
+from ..query.export import export_method, export_options
 from .runtime import Runtime
 from .tree import commands, tree_children, tree_parent
 
@@ -67,6 +68,8 @@ METHODS: dict[str, Call] = {
     ),
     "sessionQuery/searchSessions": lambda rt, p, t: rt.search.search_sessions(p, t),
     "sessionQuery/searchEvents": lambda rt, p, t: rt.search.search_events(p, t),
+    "sessionQuery/exportSession": lambda rt, p, t: export_method(
+        rt.service, p, t, export_options(rt.config.raw)),
     "sessionQuery/treeChildren": tree_children,
     "sessionQuery/treeParent": tree_parent,
     "sessionStore/create": _create,
