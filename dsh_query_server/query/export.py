@@ -32,7 +32,7 @@ from . import lineage
 from .service import Record, SessionQueryService, check_cancelled, not_found
 from .workspace import Workspace
 
-EXPORT_FAILED = "SESSION_QUERY_EXPORT_FAILED"
+EXPORT_FAILED = errors.EXPORT_FAILED
 MEDIA_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif"}
 _ATTACHMENT_ID = re.compile(r"sha256:([0-9a-f]{64})")
 
