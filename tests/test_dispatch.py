@@ -10,6 +10,7 @@ a regular file.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pathlib
@@ -17,8 +18,11 @@ import subprocess
 import sys
 
 import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from bench.wire import ServerGone, WireClient, frame, wait_until
+from bench.wire import ServerGone, WireClient, wait_until
+from dsh_query_server.server.transport import Frames, frame, frame_parts, read_frame
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 TEST_ENV = {**os.environ, "PYTHONPATH": ROOT, "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make"}
@@ -219,15 +223,45 @@ def test_stdin_a_regular_file(tmp_path):
         done = subprocess.run([sys.executable, "-m", "dsh_query_server", "--persistence", "none"], stdin=stdin,
                               capture_output=True, env=TEST_ENV, timeout=60, check=False)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
-    out, responses = done.stdout, {}
-    while out:
-        header, _, rest = out.partition(b"\r\n\r\n")
-        length = int(header.split(b":")[1])
-        message = json.loads(rest[:length])
+    out, responses = io.BytesIO(done.stdout), {}
+    while (body := read_frame(out)) is not None:
+        message = json.loads(body)
         responses[message.get("id")] = message
-        out = rest[length:]
     assert responses[2]["result"]["uri"] is None
     # Pipelined right behind its request, shutdown answers it first (result or coded -32800).
     assert responses[3].get("result") == [] or responses[3]["error"]["data"]["code"] == ABORTED
     assert responses[4]["result"] is None
     assert list(responses) == [1, 2, 3, 4]
+
+
+# -- transport.py: the one framing implementation -------------------------------------------------
+
+bodies = st.lists(st.binary(min_size=1, max_size=300), max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(bodies=bodies, noise=st.lists(st.sampled_from([b"", b"X-Other: 1\r\n", b"garbage\n"]), min_size=8,
+                                     max_size=8), cuts=st.lists(st.integers(0, 4000), max_size=12))
+def test_frames_and_read_frame_agree_on_any_chunking(bodies, noise, cuts):
+    """The server's push parser (Frames, fed in arbitrary chunks) and the clients' pull parser
+    (read_frame) read the same bodies out of the same stream, other header lines included."""
+    stream = b"".join(n + (b"Content-Type: x\r\n" if i % 2 else b"") + frame(body)
+                      for i, (n, body) in enumerate(zip(noise, bodies)))
+    pushed: list[bytes] = []
+    frames = Frames(lambda body: pushed.append(bytes(body)))
+    points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
+    for start, end in zip(points, points[1:]):
+        frames.feed(stream[start:end])
+    pulled = []
+    source = io.BytesIO(stream)
+    while (body := read_frame(source)) is not None:
+        pulled.append(body)
+    assert pushed == pulled == bodies
+
+
+def test_read_frame_ends_inside_a_frame_and_frame_parts_split_large_bodies():
+    assert read_frame(io.BytesIO(b"Content-Length: 10\r\n\r\nshort")) is None
+    assert read_frame(io.BytesIO(b"Content-Length: 0\r\n\r\n")) is None  # no usable header
+    small, large = b"x" * 10, b"y" * (1 << 17)
+    assert frame_parts(small) == (frame(small),)
+    assert b"".join(frame_parts(large)) == frame(large) and len(frame_parts(large)) == 2
