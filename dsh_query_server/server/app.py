@@ -37,9 +37,11 @@ from ..errors import QueryError
 from ..persistence.base import CancelToken
 from ..demo import RuntimeProducer, populate
 from .config import ServerConfig, build_config, merge
+from .envelope import UNDECODABLE, request_id, shallow_members
 from .methods import COMMANDS, INLINE, METHODS, Call
 from .runtime import Runtime
 from .stdio import serve_stdio, tune_malloc
+from .transport import frame_parts
 
 log = logging.getLogger("dsh_query_server")
 
@@ -127,10 +129,12 @@ class QueryProtocol(LanguageServerProtocol):
                 message = _decode(body)
             except Exception:  # noqa: BLE001
                 message = json.loads(body)
-        except Exception as exc:  # noqa: BLE001 - not JSON: -32700
-            log.warning("unparseable message body: %s", str(exc)[:200])
-            self._server.report_server_error(exc, JsonRpcException)
-            return
+        except Exception as exc:  # noqa: BLE001 - not JSON: -32700, unless it has a usable id
+            message = _refused_message(body)
+            if message is None:
+                log.warning("unparseable message body: %s", str(exc)[:200])
+                self._server.report_server_error(exc, JsonRpcException)
+                return
         self.handle_message(message)
 
     def handle_message(self, message: Any) -> None:
@@ -302,6 +306,8 @@ class QueryProtocol(LanguageServerProtocol):
         super()._handle_request(msg_id, method_name, params)
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
+        if not request_id(msg_id):
+            return  # names no request (null, an array, an object): nothing to cancel
         if not self._server.tokens.cancel(msg_id):
             super()._handle_cancel_notification(msg_id)
 
@@ -536,6 +542,8 @@ def _invoke(call: Call, runtime: Runtime, params: Any, token: CancelToken) -> An
     try:
         if params is None:
             params = {}
+        if params is UNDECODABLE:
+            raise QueryError(errors.INVALID_REQUEST, UNDECODABLE_MESSAGE)
         if not isinstance(params, dict):
             raise QueryError(errors.INVALID_REQUEST, "params must be an object")
         return call(runtime, params, token)
@@ -549,6 +557,17 @@ def _invoke(call: Call, runtime: Runtime, params: Any, token: CancelToken) -> An
 
 
 _decode = msgspec.json.decode
+UNDECODABLE_MESSAGE = "params nest deeper than the decoder allows, or hold a number it cannot read"
+
+
+def _refused_message(body: bytes | bytearray) -> dict[str, Any] | None:
+    """A body both decoders refused although it is valid JSON (too deep, a number too long):
+    its top-level members, when its id and method can be read, so the request is answered on its
+    id (its params may be UNDECODABLE); else None, and the body is a parse error."""
+    members = shallow_members(body)
+    if members is None or any(members.get(k) is UNDECODABLE for k in ("jsonrpc", "id", "method")):
+        return None
+    return members
 
 
 def _own_request(message: Any) -> tuple[Any, str, Call, Any] | None:
@@ -569,13 +588,10 @@ _INTERNAL = {"code": INTERNAL_ERROR, "message": "internal error", "data": {"code
 
 # The parts of one frame, written in order under the write lock.
 Frame = tuple[bytes, ...]
-JOIN_BELOW = 1 << 16
 
 
 def _frame(message: Any, msg_id: Any, answer: bool = True) -> Frame:
-    """Header and body: one write for a small body; a large one is written after its header
-    rather than copied behind it (a 10 MB listing would briefly take twice its size). A message
-    that cannot be encoded is a server bug: a response becomes -32603, anything else is dropped
+    """Header and body (transport.frame_parts). A message that cannot be encoded is a server bug: a response becomes -32603, anything else is dropped
     (logged)."""
     try:
         body = jsoncodec.dumps(message)
@@ -584,8 +600,7 @@ def _frame(message: Any, msg_id: Any, answer: bool = True) -> Frame:
         if not answer:
             return ()
         body = jsoncodec.dumps({"jsonrpc": "2.0", "id": msg_id, "error": _INTERNAL})
-    header = b"Content-Length: %d\r\n\r\n" % len(body)
-    return (header + body,) if len(body) < JOIN_BELOW else (header, body)
+    return frame_parts(body)
 
 
 def _valid_id(msg_id: Any) -> bool:
