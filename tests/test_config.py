@@ -33,3 +33,16 @@ def test_every_group_key_overrides_only_itself():
         (7, 3, DEFAULTS.search.snippet_chars)
     assert (built.checkpoint_interval_ms, built.checkpoint_mode) == (9, DEFAULTS.checkpoint_mode)
 
+
+def test_command_line_defaults_come_from_the_struct():
+    from dsh_query_server.cli import build_parser
+    from dsh_query_server.cli.commands import cli_index
+
+    parser = build_parser()
+    assert parser.parse_args(["search", "needle"]).limit == DEFAULTS.search.default_limit
+    for mode in ("auto", "manual"):
+        assert parser.parse_args(["serve", "--checkpoint", mode]).checkpoint == mode
+    # The command line's index is its own, never the one a server with the same store uses.
+    uri = "sqlite:/tmp/store.db"
+    assert cli_index(uri) != default_index(uri)
+    assert cli_index(uri).endswith(default_index(uri).rsplit("index-", 1)[1])

@@ -1,4 +1,5 @@
-"""The server's own dispatch and stdio framing (server/app.py), over the wire.
+"""The server's own dispatch and stdio framing (server/protocol.py,
+dispatch.py, transport.py), over the wire.
 
 stdin is read by a thread that answers some requests itself (methods.INLINE while nothing is in
 flight, params that are not an object) and hands everything else to the event loop in order;
@@ -232,6 +233,20 @@ def test_stdin_a_regular_file(tmp_path):
     assert responses[3].get("result") == [] or responses[3]["error"]["data"]["code"] == ABORTED
     assert responses[4]["result"] is None
     assert list(responses) == [1, 2, 3, 4]
+
+
+def test_notifications_for_our_methods_run_through_the_dispatcher_unanswered():
+    client = start()
+    try:
+        before = len(client.orphans)
+        client.notify("sessionStore/create", {"header": {"id": "by-notification", "createdAt": 1}})
+        client.notify("sessionQuery/readEvent", [1])  # invalid params: still never answered
+        assert wait_until(lambda: [s["header"]["id"] for s in client.request("sessionQuery/listSessions")]
+                          == ["by-notification"], 10)
+        assert client.request(STATUS)["uri"] is None
+        assert client.orphans[before:] == []
+    finally:
+        client.close()
 
 
 # -- transport.py: the one framing implementation -------------------------------------------------

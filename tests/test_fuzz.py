@@ -5,9 +5,10 @@ Every request with an id is answered, with a result or an error whose code is on
 uses (never -32603 INTERNAL, which would be a server bug), and no message or data carries a
 traceback or a server path. Afterwards the server is alive and answers a normal request.
 
-What the server does where JSON-RPC leaves a choice (server/app.py, QueryProtocol):
-- a body that is not JSON (or not UTF-8, nested too deep, or holding an integer Python will not
-  parse) is answered -32700 with id null;
+What the server does where JSON-RPC leaves a choice (server/protocol.py, QueryProtocol):
+- a body that is not JSON (or not UTF-8) is answered -32700 with id null; valid JSON the decoders
+  refuse (nested too deep, an integer Python will not parse) is answered on its id when its id
+  and method can be read (-32602, SESSION_QUERY_INVALID_REQUEST for our methods), else the same;
 - a JSON value that is not a request object, a wrong or missing "jsonrpc", an id that is not a
   string, number or null, or a non-string method is answered -32600 (with the id when it is valid);
 - a batch (array) is not supported: each request in it with an id gets -32600, else one -32600

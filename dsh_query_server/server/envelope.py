@@ -14,6 +14,8 @@ from typing import Any
 
 import msgspec
 
+from .methods import METHODS, Call
+
 OWN_PREFIXES = ("sessionQuery/", "sessionStore/", "sessionPersistence/")
 
 
@@ -139,4 +141,38 @@ def _decode(text: str) -> Any:
         return UNDECODABLE
 
 
-__all__ = ["OWN_PREFIXES", "UNDECODABLE", "request_id", "shallow_members", "valid_id"]
+def own_request(message: Any) -> tuple[Any, str, Call, Any] | None:
+    """(id, method, call, params) of a well-formed request for one of our methods, else None
+    (the protocol's envelope checks and pygls deal with everything else)."""
+    if type(message) is dict and message.get("jsonrpc") == "2.0" and "id" in message:
+        method = message.get("method")
+        call = METHODS.get(method) if isinstance(method, str) else None
+        msg_id = message["id"]
+        if call is not None and isinstance(method, str) and valid_id(msg_id):
+            params = message.get("params")
+            return msg_id, method, call, {} if params is None else params
+    return None
+
+
+def own_notification(message: Any) -> tuple[Call, Any] | None:
+    """(call, params) of a well-formed notification for one of our methods, else None."""
+    if type(message) is dict and message.get("jsonrpc") == "2.0" and "id" not in message:
+        method = message.get("method")
+        call = METHODS.get(method) if type(method) is str else None
+        if call is not None:
+            return call, message.get("params")
+    return None
+
+
+def refused_message(body: bytes | bytearray) -> dict[str, Any] | None:
+    """A body both decoders refused although it is valid JSON (too deep, a number too long):
+    its top-level members, when its id and method can be read, so the request is answered on its
+    id (its params may be UNDECODABLE); else None, and the body is a parse error."""
+    members = shallow_members(body)
+    if members is None or any(members.get(k) is UNDECODABLE for k in ("jsonrpc", "id", "method")):
+        return None
+    return members
+
+
+__all__ = ["OWN_PREFIXES", "UNDECODABLE", "own_notification", "own_request", "refused_message",
+           "request_id", "shallow_members", "valid_id"]

@@ -12,7 +12,8 @@ Imports nothing from the rest of the package, so a client can use it without loa
 from __future__ import annotations
 
 import re
-from typing import BinaryIO, Callable
+from collections.abc import Callable
+from typing import IO
 
 CONTENT_LENGTH = re.compile(rb"Content-Length: (\d+)\r\n")
 LINE_LIMIT = 1 << 20  # no header line is this long: longer lines are skipped unread
@@ -85,7 +86,7 @@ class Frames:
             del buf[:pos]
 
 
-def read_frame(stream: BinaryIO) -> bytes | None:
+def read_frame(stream: IO[bytes]) -> bytes | None:
     """The next frame's body from a blocking stream, or None at end of input (also when the
     stream ends inside a frame)."""
     length = 0
