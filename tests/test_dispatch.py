@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.wire import ServerGone, WireClient, wait_until
+from dsh_query_server.server.envelope import UNDECODABLE, shallow_members
 from dsh_query_server.server.transport import Frames, frame, frame_parts, read_frame
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
@@ -261,11 +262,11 @@ def test_frames_and_read_frame_agree_on_any_chunking(bodies, noise, cuts):
     """The server's push parser (Frames, fed in arbitrary chunks) and the clients' pull parser
     (read_frame) read the same bodies out of the same stream, other header lines included."""
     stream = b"".join(n + (b"Content-Type: x\r\n" if i % 2 else b"") + frame(body)
-                      for i, (n, body) in enumerate(zip(noise, bodies)))
+                      for i, (n, body) in enumerate(zip(noise[: len(bodies)], bodies, strict=True)))
     pushed: list[bytes] = []
     frames = Frames(lambda body: pushed.append(bytes(body)))
     points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
-    for start, end in zip(points, points[1:]):
+    for start, end in zip(points, points[1:], strict=False):
         frames.feed(stream[start:end])
     pulled = []
     source = io.BytesIO(stream)
@@ -280,3 +281,45 @@ def test_read_frame_ends_inside_a_frame_and_frame_parts_split_large_bodies():
     small, large = b"x" * 10, b"y" * (1 << 17)
     assert frame_parts(small) == (frame(small),)
     assert b"".join(frame_parts(large)) == frame(large) and len(frame_parts(large)) == 2
+
+
+# -- envelope.py: the top-level members of bodies the decoders refuse ----------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values)
+def test_shallow_members_read_what_json_loads_reads(value):
+    members = shallow_members(json.dumps(value, ensure_ascii=False).encode())
+    if isinstance(value, dict):
+        assert members == json.loads(json.dumps(value))
+    else:
+        assert members is None
+
+
+@settings(max_examples=500, deadline=None)
+@given(body=st.binary(max_size=30) | st.text(alphabet='{}[]:," 0123456789-.eEtruefalsn\\', max_size=30).map(
+    str.encode))
+def test_shallow_members_accept_exactly_the_json_objects(body):
+    # json.loads also takes NaN and Infinity, and UTF-16/32 bodies (told by NULs up front).
+    try:
+        is_object = isinstance(json.loads(body), dict) and not any(
+            marker in body for marker in (b"NaN", b"Infinity", b"\x00"))
+    except ValueError:
+        is_object = False
+    assert (shallow_members(body) is not None) == is_object, body
+
+
+def test_shallow_members_of_a_body_too_deep_for_the_decoders():
+    depth = 50_000
+    body = (b'{"params":{"a":' + b"[" * depth + b"]" * depth + b'},"id":"x","method":"m",'
+            b'"n":' + b"9" * 5000 + b',"jsonrpc":"2.0"}')
+    members = shallow_members(body)
+    assert members is not None
+    assert (members["id"], members["method"], members["jsonrpc"]) == ("x", "m", "2.0")
+    assert members["params"] is UNDECODABLE and members["n"] is UNDECODABLE
+    assert shallow_members(body[:-1]) is None  # truncated: not JSON
