@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dsh-query {__version__}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--persistence", metavar="URI",
-                        help="backend to mount: jsonl:<root>, sqlite:<file>, or none (default: the embedded sqlite store)")
+                        help="backend to mount: jsonl:<root>, sqlite:<file>, or none "
+                        "(default: the embedded sqlite store)")
     common.add_argument("--json", action="store_true", help="print JSON instead of tables")
     sub = parser.add_subparsers(dest="command", required=True)
     for register in SUBCOMMANDS:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from typing import Any
 
 from ..client import StdioClient
@@ -18,7 +18,7 @@ def print_json(value: Any) -> None:
 def when(ms: Any, fmt: str = "%Y-%m-%d %H:%M") -> str:
     if not isinstance(ms, (int, float)) or isinstance(ms, bool):
         return ""
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime(fmt)
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(fmt)
 
 
 def first_line(text: str, width: int = 70) -> str:

@@ -50,5 +50,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     serve.add_argument("--index", metavar="PATH", help="full-text index path, or :memory:")
     serve.add_argument("--checkpoint", choices=CHECKPOINT_MODES, help="how live events reach persistence")
     serve.add_argument("--demo", action="store_true",
-                       help="preload the demo corpus (live sessions in memory, persisted ones in a temporary store)")
+                       help="preload the demo corpus (live sessions in memory, persisted ones in a "
+                       "temporary store)")
     serve.set_defaults(func=cmd_serve)

@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .. import errors, jsoncodec
-from ..errors import QueryError
 from ..cancel import CancelToken
+from ..errors import QueryError
 from .envelope import UNDECODABLE, request_id
 from .methods import Call
 from .rpcerrors import INTERNAL, error_object, to_rpc_error
