@@ -29,7 +29,7 @@ IDS = ["s-root", "s-child", "s-leaf", "s-side", "s-ghost"]
 
 
 def export_cli(tmp: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dsh_query_server.export_cli", *args],
+    return subprocess.run([sys.executable, "-m", "dsh_query_server.cli", "export", *args],
                           env=private_env(tmp), cwd=str(cwd or tmp), capture_output=True,
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
 
@@ -178,7 +178,7 @@ def test_names_and_default_file(tmp_path: Path) -> None:
         assert z.namelist() == ["session.jsonl", "subagents/team_a_b/session.jsonl",
                                 "subagents/team_a_b~2/session.jsonl"]
     streamed = subprocess.run(
-        [sys.executable, "-m", "dsh_query_server.export_cli", "team/a b", "-o", "-",
+        [sys.executable, "-m", "dsh_query_server.cli", "export", "team/a b", "-o", "-",
          "--persistence", uri], env=private_env(tmp_path), cwd=str(tmp_path),
         capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
     assert streamed.returncode == 0

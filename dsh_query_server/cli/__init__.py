@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import __version__
-from . import commands, demo, serve
+from . import commands, demo, passthrough, serve
 from .connect import fail
 
 # In help order.
@@ -23,6 +23,7 @@ SUBCOMMANDS: list[Callable[[Any, argparse.ArgumentParser], None]] = [
     serve.register,
     demo.register,
     commands.register,
+    passthrough.register,
 ]
 
 
@@ -41,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in passthrough.COMMANDS:
+        run, _ = passthrough.COMMANDS[argv[0]]
+        sys.exit(run(argv[1:]) or 0)
     args = build_parser().parse_args(argv)
     try:
         args.func(args)

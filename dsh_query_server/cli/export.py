@@ -12,7 +12,7 @@ import sys
 import tempfile
 from typing import Any
 
-from .query.export import segment
+from ..query.export import segment
 
 
 def parser() -> argparse.ArgumentParser:
@@ -31,7 +31,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from .client import RpcError, StdioClient
+    from ..client import RpcError, StdioClient
 
     ns = parser().parse_args(argv)
     stream = ns.output == "-"
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
         params["workspaceRoots"] = [os.path.abspath(w) for w in ns.workspace]
     flags: list[str] = []
     if ns.persistence is not None:
-        from .persistence.uri import absolute_uri
+        from ..persistence.uri import absolute_uri
 
         flags = ["--persistence", "none" if ns.persistence == "none"
                  else absolute_uri(ns.persistence)]
@@ -73,6 +73,3 @@ def main(argv: list[str] | None = None) -> None:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
 
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,44 @@
+"""Subcommands that parse their own arguments: ``schema``, ``mcp`` and ``export``.
+
+``main`` hands everything after the name to the command's own ``main(argv)``, so each keeps one
+parser (``python -m dsh_query_server.mcp`` and ``dsh-query mcp`` accept the same flags); here they
+are only listed, for ``dsh-query --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+
+def _schema(argv: list[str]) -> int | None:
+    from ..schema import main
+
+    return main(argv)
+
+
+def _mcp(argv: list[str]) -> int | None:
+    from ..mcp.server import main
+
+    return main(argv)
+
+
+def _export(argv: list[str]) -> int | None:
+    from .export import main
+
+    return main(argv)
+
+
+# name -> (run, one-line help)
+COMMANDS: dict[str, tuple[Callable[[list[str]], int | None], str]] = {
+    "schema": (_schema, "print the JSON Schema of every method's params, result and error data"),
+    "mcp": (_mcp, "serve the history tools to an agent over MCP (stdio); see --help"),
+    "export": (_export, "write a session (and its sub-agents) as a ZIP; see --help"),
+}
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    del common  # these commands parse their own flags
+    for name, (_, text) in COMMANDS.items():
+        sub.add_parser(name, help=text, add_help=False)
