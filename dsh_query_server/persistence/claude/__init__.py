@@ -1,0 +1,1 @@
+"""The read-only ``claude:`` backend: Claude Code transcripts as dsh logical logs (importers.md §1)."""

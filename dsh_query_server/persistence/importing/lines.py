@@ -1,0 +1,202 @@
+"""Native transcript bytes -> records (importers.md §0.1).
+
+Lines split only at 0x0A; NUL padding is stripped; a line is one record, several fused records
+after a damaged stub, or one bad segment. The bytes after the last 0x0A are a record only when
+they decode as one object (else a torn tail, silently ignored).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import zstandard
+
+from ... import jsoncodec
+from ...cancel import CancelToken
+
+CHUNK = 1 << 20
+_JSON_SPACE = b" \t\r\n"
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"invalid JSON constant {name}")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One JSON object read from a transcript. ``size`` is the byte length of its line."""
+
+    line: int
+    offset: int
+    value: dict[str, object]
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class BadSegment:
+    """Bytes of a line that are no record (importers.md §0.1 step 4)."""
+
+    line: int
+    offset: int
+    length: int
+    preview: str
+
+
+Item = Record | BadSegment
+
+
+def _one_object(text: bytes) -> dict[str, object] | None:
+    try:
+        value = jsoncodec.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None  # pyright: ignore[reportUnknownVariableType]
+
+
+def _objects_from(text: str) -> list[dict[str, object]] | None:
+    """The rest of a line as one or more whitespace-separated objects, or None."""
+    out: list[dict[str, object]] = []
+    pos, end = 0, len(text)
+    while True:
+        while pos < end and text[pos] in " \t\r\n":
+            pos += 1
+        if pos == end:
+            return out or None
+        try:
+            value, pos = _DECODER.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(value, dict):
+            return None
+        out.append(value)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _preview(data: bytes) -> str:
+    return data[:800].decode("utf-8", "replace")[:200]
+
+
+def split_line(raw: bytes, line: int, offset: int) -> list[Item]:
+    """§0.1 steps 2–5 for one 0x0A-terminated line (without its 0x0A)."""
+    lead = len(raw) - len(raw.lstrip(b"\0"))
+    body = raw.strip(b"\0")
+    if not body.strip(_JSON_SPACE):
+        return []
+    start = offset + lead
+    value = _one_object(body)
+    if value is not None:
+        return [Record(line, start, value, len(body))]
+    candidates = [0]
+    at = body.find(b'{"', 1)
+    while at >= 0:
+        candidates.append(at)
+        at = body.find(b'{"', at + 1)
+    for o in candidates:
+        objects = _objects_from(body[o:].decode("utf-8", "replace"))
+        if objects is None:
+            continue
+        items: list[Item] = []
+        if o:
+            items.append(BadSegment(line, start, o, _preview(body[:o])))
+        items.extend(Record(line, start + o, v, len(body) - o) for v in objects)
+        return items
+    return [BadSegment(line, start, len(body), _preview(body))]
+
+
+def final_fragment(raw: bytes, line: int, offset: int) -> list[Item]:
+    """§0.1 step 6: the unterminated last bytes are a record or nothing (a torn tail)."""
+    lead = len(raw) - len(raw.lstrip(b"\0"))
+    body = raw.strip(b"\0")
+    value = _one_object(body) if body.strip(_JSON_SPACE) else None
+    return [Record(line, offset + lead, value, len(body))] if value is not None else []
+
+
+def _chunks(stream: BinaryIO, limit: int, token: CancelToken) -> Iterator[bytes]:
+    left = limit
+    while left > 0:
+        token.raise_if_cancelled()
+        data = stream.read(min(CHUNK, left))
+        if not data:
+            return
+        left -= len(data)
+        yield data
+
+
+def _zstd_chunks(stream: BinaryIO, limit: int, token: CancelToken) -> Iterator[bytes]:
+    """Plaintext of a Zstandard file cut at ``limit`` compressed bytes; stops at the first
+    decoding error (§0.1 step 7: the rest is a torn tail)."""
+    reader = zstandard.ZstdDecompressor().stream_reader(
+        _Bounded(stream, limit), read_across_frames=True
+    )
+    while True:
+        token.raise_if_cancelled()
+        try:
+            data = reader.read(CHUNK)
+        except zstandard.ZstdError:
+            raise _TornStream() from None
+        if not data:
+            return
+        yield data
+
+
+class _TornStream(Exception):
+    pass
+
+
+class _Bounded:
+    """A read-only view of the first ``limit`` bytes of a stream."""
+
+    def __init__(self, stream: BinaryIO, limit: int) -> None:
+        self._stream = stream
+        self._left = limit
+
+    def read(self, size: int = -1) -> bytes:
+        if self._left <= 0:
+            return b""
+        size = self._left if size < 0 else min(size, self._left)
+        data = self._stream.read(size)
+        self._left -= len(data)
+        return data
+
+
+def read_items(
+    stream: BinaryIO,
+    limit: int,
+    token: CancelToken,
+    *,
+    compressed: bool = False,
+    max_line_end: int | None = None,
+) -> Iterator[Item]:
+    """Every item of the first ``limit`` stored bytes. With ``max_line_end`` (the header scan)
+    reading stops before a line that would end past that plaintext offset."""
+    source = _zstd_chunks(stream, limit, token) if compressed else _chunks(stream, limit, token)
+    pending = bytearray()
+    base = 0  # plaintext offset of pending[0]
+    line = 0
+    torn = False
+    try:
+        for data in source:
+            pending += data
+            cut = 0
+            while True:
+                nl = pending.find(b"\n", cut)
+                if nl < 0:
+                    break
+                if max_line_end is not None and base + nl + 1 > max_line_end:
+                    return
+                line += 1
+                yield from split_line(bytes(pending[cut:nl]), line, base + cut)
+                cut = nl + 1
+            del pending[:cut]
+            base += cut
+            if max_line_end is not None and base + len(pending) > max_line_end:
+                return
+    except _TornStream:
+        torn = True
+    if pending and not torn:
+        yield from final_fragment(bytes(pending), line + 1, base)
