@@ -236,24 +236,27 @@ class Emitter:
         self.calls[call_id] = Call(seq, self.step)
 
     def tool_result(self, call_id: str, msg_id: str, content: list[object], is_error: bool,
-                    meta: JSONObject | None, *, step: int | None = None,
-                    extra_src: list[int] | None = None) -> int:
-        self.ensure_turn()
+                    meta: JSONObject | None, *, replay: bool = False,
+                    extra_src: list[int] | None = None, span: list[int] | None = None,
+                    markers: list[int] | None = None) -> int:
+        """``replay``: an item of a replacement history (turn = the last opened, step 0)."""
+        if not replay:
+            self.ensure_turn()
         call = self.calls.get(call_id)
         block: JSONObject = {"type": "tool-result", "toolCallId": call_id, "content": content}
         if is_error:
             block["isError"] = True
-        if step is None:
-            step = call.step if call is not None else self.step
+        step = 0 if replay else call.step if call is not None else self.step
         data: JSONObject = {
-            "turn": self.turn, "step": step,
+            "turn": self.turns if replay else self.turn, "step": step,
             "message": {"id": msg_id, "role": "user", "content": [block],
                         "source": {"kind": "tool", "callId": call_id}},
         }
         if meta is not None:
             data["meta"] = meta
         src = [call.seq] if call is not None else []
-        return self.emit_surface("tool/result", data, "tool", extra_src=src + (extra_src or []))
+        return self.emit_surface("tool/result", data, "tool", extra_src=src + (extra_src or []),
+                                 span=span, markers=markers)
 
     # -- titles (§0.7) -----------------------------------------------------------------
 

@@ -66,3 +66,16 @@ def obj(value: object) -> dict[str, object] | None:
 
 def arr(value: object) -> list[object] | None:
     return value if isinstance(value, list) else None  # pyright: ignore[reportUnknownVariableType]
+
+
+def json_equal(a: object, b: object) -> bool:
+    """Deep JSON equality where booleans are never numbers."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(  # pyright: ignore[reportUnknownMemberType]
+            json_equal(a[k], b[k]) for k in a)  # pyright: ignore[reportUnknownArgumentType]
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(  # pyright: ignore[reportUnknownArgumentType]
+            json_equal(x, y) for x, y in zip(a, b))  # pyright: ignore[reportUnknownArgumentType]
+    if type(a) is bool or type(b) is bool:
+        return type(a) is type(b) and a == b
+    return a == b
