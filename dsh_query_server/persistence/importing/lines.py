@@ -18,6 +18,7 @@ from ... import jsoncodec
 from ...cancel import CancelToken
 
 CHUNK = 1 << 20
+ZSTD_PIECE = 1 << 14
 _JSON_SPACE = b" \t\r\n"
 
 
@@ -128,20 +129,28 @@ def _chunks(stream: BinaryIO, limit: int, token: CancelToken) -> Iterator[bytes]
 
 
 def _zstd_chunks(stream: BinaryIO, limit: int, token: CancelToken) -> Iterator[bytes]:
-    """Plaintext of a Zstandard file cut at ``limit`` compressed bytes; stops at the first
-    decoding error (§0.1 step 7: the rest is a torn tail)."""
-    reader = zstandard.ZstdDecompressor().stream_reader(
-        _Bounded(stream, limit), read_across_frames=True
-    )
+    """Plaintext of a Zstandard file cut at ``limit`` compressed bytes, frame after frame; stops
+    at the first decoding error (§0.1 step 7: the rest is a torn tail). Small input pieces keep
+    what decoded before the error."""
+    source = _Bounded(stream, limit)
+    dctx = zstandard.ZstdDecompressor()
+    dobj = dctx.decompressobj()
     while True:
         token.raise_if_cancelled()
-        try:
-            data = reader.read(CHUNK)
-        except zstandard.ZstdError:
-            raise _TornStream() from None
+        data = source.read(ZSTD_PIECE)
         if not data:
             return
-        yield data
+        while data:
+            try:
+                out = dobj.decompress(data)
+            except zstandard.ZstdError:
+                raise _TornStream() from None
+            if out:
+                yield out
+            if dobj.eof:
+                data, dobj = dobj.unused_data, dctx.decompressobj()
+            else:
+                data = b""
 
 
 class _TornStream(Exception):
