@@ -21,7 +21,9 @@ def jl(*records: Any) -> bytes:
     """Records as JSONL lines (strings pass through as raw lines)."""
     out = []
     for r in records:
-        out.append(r.encode() if isinstance(r, str) else json.dumps(r, separators=(",", ":")).encode())
+        out.append(
+            r.encode() if isinstance(r, str) else json.dumps(r, separators=(",", ":")).encode()
+        )
     return b"\n".join(out) + b"\n"
 
 
@@ -41,7 +43,8 @@ def copy_spec(name: str, dest: pathlib.Path) -> pathlib.Path:
 def checked(ins: Inspection, sid: str) -> list[str]:
     """Replay-validate and fold an imported log; the class of every seq."""
     assert replay_error(ins.meta.to_value(), ins.events, sid) is None, replay_error(
-        ins.meta.to_value(), ins.events, sid)
+        ins.meta.to_value(), ins.events, sid
+    )
     return fold_surface(ins.events).classes()
 
 
@@ -73,8 +76,17 @@ def parse_table(text: str, unit_ms: int, created: int) -> list[tuple[Any, ...]]:
         elif op == "-":
             op = None
         src = None if tokens[-2] == "-" else json.loads(tokens[-2])
-        rows.append((int(tokens[0]), tokens[1], line, created + int(tokens[-4]) * unit_ms, op,
-                     src, tokens[-1]))
+        rows.append(
+            (
+                int(tokens[0]),
+                tokens[1],
+                line,
+                created + int(tokens[-4]) * unit_ms,
+                op,
+                src,
+                tokens[-1],
+            )
+        )
     return rows
 
 
@@ -86,17 +98,34 @@ def actual_table(ins: Inspection) -> list[tuple[Any, ...]]:
         line = value["data"]["import"].get("line")
         if value["data"]["import"].get("file"):
             line = None
-        rows.append((e.seq, e.type, line, e.time, value.get("surfaceOp"),
-                     value.get("sourceEventSeqs"), classes[e.seq]))
+        rows.append(
+            (
+                e.seq,
+                e.type,
+                line,
+                e.time,
+                value.get("surfaceOp"),
+                value.get("sourceEventSeqs"),
+                classes[e.seq],
+            )
+        )
     return rows
 
 
 def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
     """A server environment whose every home lies inside ``tmp`` (tests never read a real one)."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("HOME", "DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_STATE_HOME")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("HOME", "DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_STATE_HOME")
+    }
     home = tmp / "user-home"
     home.mkdir(exist_ok=True)
-    env.update(HOME=str(home), DSH_HOME=str(home / ".dsh"), CLAUDE_CONFIG_DIR=str(home / ".claude"),
-               CODEX_HOME=str(home / ".codex"), XDG_STATE_HOME=str(home / ".state"))
+    env.update(
+        HOME=str(home),
+        DSH_HOME=str(home / ".dsh"),
+        CLAUDE_CONFIG_DIR=str(home / ".claude"),
+        CODEX_HOME=str(home / ".codex"),
+        XDG_STATE_HOME=str(home / ".state"),
+    )
     return env

@@ -9,14 +9,20 @@ import pathlib
 
 import pytest
 
-from dsh_query_server.persistence.base import SessionPersistenceReadOnlyError
-from dsh_query_server.persistence.claude.backend import ClaudeBackend
-from dsh_query_server.persistence.importing.backend import ImportError_
-from dsh_query_server.persistence.uri import open_backend, parse_uri
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header
+from dsh_query_server.persistence.base import SessionPersistenceReadOnlyError
+from dsh_query_server.persistence.claude.backend import ClaudeBackend
+from dsh_query_server.persistence.uri import open_backend, parse_uri
 
-from .import_helpers import actual_table, checked, copy_spec, data, jl, parse_table, surface_texts, write_home
+from .import_helpers import (
+    actual_table,
+    checked,
+    copy_spec,
+    data,
+    parse_table,
+    surface_texts,
+)
 
 TRUNK_TABLE = """
 seq type                          L   t  surfaceOp  src                        class
@@ -61,12 +67,92 @@ seq type                          L   t  surfaceOp  src                        c
 """
 
 FULL_EVENTS = {
-    2: {"type":"user/message","seq":2,"time":1767225600000,"data":{"id":"u1","role":"user","content":[{"type":"text","text":"list files"}],"source":{"kind":"user"},"import":{"line":2}},"surfaceOp":"append"},
-    3: {"type":"session/title","seq":3,"time":1767225600000,"data":{"title":"list files","messageSeqs":[2],"source":{"kind":"fallback"},"import":{"line":2,"synthetic":True}}},
-    7: {"type":"tool/call","seq":7,"time":1767225602000,"data":{"turn":1,"step":1,"callId":"t1","name":"Bash","arguments":"{\"command\":\"ls\"}","import":{"line":4,"synthetic":True}}},
-    9: {"type":"tool/result","seq":9,"time":1767225604000,"data":{"turn":1,"step":1,"message":{"id":"r1","role":"user","content":[{"type":"tool-result","toolCallId":"t1","content":[{"type":"text","text":"a.py\nb.py"}]}],"source":{"kind":"tool","callId":"t1"}},"meta":{"toolUseResult":{"stdout":"a.py\nb.py"}},"import":{"line":6}},"surfaceOp":"append","sourceEventSeqs":[7]},
-    14: {"type":"turn/end","seq":14,"time":1767225605000,"data":{"turn":1,"reason":{"kind":"completed"},"import":{"line":8,"synthetic":True}}},
-    29: {"type":"user/message","seq":29,"time":1767225640000,"data":{"id":"s1","role":"user","content":[{"type":"text","text":"Summary: listed files, renamed b.py."}],"source":{"kind":"plugin","plugin":"claude-code","compactSummary":True},"import":{"line":15}},"surfaceOp":{"op":"replace","start":2,"end":26},"sourceEventSeqs":[2,5,6,9,12,22,24,26,28]},
+    2: {
+        "type": "user/message",
+        "seq": 2,
+        "time": 1767225600000,
+        "data": {
+            "id": "u1",
+            "role": "user",
+            "content": [{"type": "text", "text": "list files"}],
+            "source": {"kind": "user"},
+            "import": {"line": 2},
+        },
+        "surfaceOp": "append",
+    },
+    3: {
+        "type": "session/title",
+        "seq": 3,
+        "time": 1767225600000,
+        "data": {
+            "title": "list files",
+            "messageSeqs": [2],
+            "source": {"kind": "fallback"},
+            "import": {"line": 2, "synthetic": True},
+        },
+    },
+    7: {
+        "type": "tool/call",
+        "seq": 7,
+        "time": 1767225602000,
+        "data": {
+            "turn": 1,
+            "step": 1,
+            "callId": "t1",
+            "name": "Bash",
+            "arguments": '{"command":"ls"}',
+            "import": {"line": 4, "synthetic": True},
+        },
+    },
+    9: {
+        "type": "tool/result",
+        "seq": 9,
+        "time": 1767225604000,
+        "data": {
+            "turn": 1,
+            "step": 1,
+            "message": {
+                "id": "r1",
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool-result",
+                        "toolCallId": "t1",
+                        "content": [{"type": "text", "text": "a.py\nb.py"}],
+                    }
+                ],
+                "source": {"kind": "tool", "callId": "t1"},
+            },
+            "meta": {"toolUseResult": {"stdout": "a.py\nb.py"}},
+            "import": {"line": 6},
+        },
+        "surfaceOp": "append",
+        "sourceEventSeqs": [7],
+    },
+    14: {
+        "type": "turn/end",
+        "seq": 14,
+        "time": 1767225605000,
+        "data": {
+            "turn": 1,
+            "reason": {"kind": "completed"},
+            "import": {"line": 8, "synthetic": True},
+        },
+    },
+    29: {
+        "type": "user/message",
+        "seq": 29,
+        "time": 1767225640000,
+        "data": {
+            "id": "s1",
+            "role": "user",
+            "content": [{"type": "text", "text": "Summary: listed files, renamed b.py."}],
+            "source": {"kind": "plugin", "plugin": "claude-code", "compactSummary": True},
+            "import": {"line": 15},
+        },
+        "surfaceOp": {"op": "replace", "start": 2, "end": 26},
+        "sourceEventSeqs": [2, 5, 6, 9, 12, 22, 24, 26, 28],
+    },
 }
 
 CREATED = 1767225600000
@@ -88,10 +174,18 @@ def test_worked_example_trunk_event_by_event(demo):
     assert actual_table(ins) == parse_table(TRUNK_TABLE, 1000, CREATED)
     for seq, value in FULL_EVENTS.items():
         assert ins.events[seq].to_value() == value
-        assert ins.events[seq].raw == json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
-    assert data(ins, 6)["message"] == {"id": "a2", "role": "assistant", "content": [
-        {"type": "tool-call", "id": "t1", "name": "Bash", "arguments": "{\"command\":\"ls\"}"}],
-        "source": {"kind": "model", "provider": "anthropic", "model": "claude-x"}}
+        assert (
+            ins.events[seq].raw
+            == json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+        )
+    assert data(ins, 6)["message"] == {
+        "id": "a2",
+        "role": "assistant",
+        "content": [
+            {"type": "tool-call", "id": "t1", "name": "Bash", "arguments": '{"command":"ls"}'}
+        ],
+        "source": {"kind": "model", "provider": "anthropic", "model": "claude-x"},
+    }
     record14 = json.loads((home / "projects/-w/claude-demo.jsonl").read_text().splitlines()[13])
     assert data(ins, 28) == {"record": record14, "import": {"line": 14, "synthetic": True}}
     assert surface_texts(ins) == ["s1", "u4", "a6"]
@@ -103,14 +197,29 @@ def test_worked_example_headers(demo):
     trunk_path = str(home / "projects/-w/claude-demo.jsonl")
     agent_path = str(home / "projects/-w/claude-demo/subagents/agent-ab12.jsonl")
     assert listed == {
-        "claude-demo": {"version": 0, "id": "claude-demo", "createdAt": 1767225600000, "cwd": "/w",
-                        "source": {"agent": "claude-code", "agentVersion": "2.1.38", "path": trunk_path}},
+        "claude-demo": {
+            "version": 0,
+            "id": "claude-demo",
+            "createdAt": 1767225600000,
+            "cwd": "/w",
+            "source": {"agent": "claude-code", "agentVersion": "2.1.38", "path": trunk_path},
+        },
         "claude-demo/agent-ab12": {
-            "version": 0, "id": "claude-demo/agent-ab12", "createdAt": 1767225622000, "cwd": "/w",
-            "parentSession": "claude-demo", "origin": "subagent", "delegationDepth": 1,
+            "version": 0,
+            "id": "claude-demo/agent-ab12",
+            "createdAt": 1767225622000,
+            "cwd": "/w",
+            "parentSession": "claude-demo",
+            "origin": "subagent",
+            "delegationDepth": 1,
             "agentPreset": "general-purpose",
-            "source": {"agent": "claude-code", "agentVersion": "2.1.38", "path": agent_path,
-                       "lineage": "subagent"}},
+            "source": {
+                "agent": "claude-code",
+                "agentVersion": "2.1.38",
+                "path": agent_path,
+                "lineage": "subagent",
+            },
+        },
     }
     for sid, header in listed.items():
         assert backend.inspect(sid).meta.to_value() == header  # no approximation here
@@ -120,9 +229,24 @@ def test_worked_example_subagent(demo):
     backend, _ = demo
     ins = backend.inspect("claude-demo/agent-ab12")
     classes = checked(ins, "claude-demo/agent-ab12")
-    assert [e.type for e in ins.events] == ["turn/start", "user/message", "session/title", "step/start",
-                                            "assistant/message", "step/end", "turn/end"]
-    assert classes == ["log-only", "current", "log-only", "log-only", "current", "log-only", "log-only"]
+    assert [e.type for e in ins.events] == [
+        "turn/start",
+        "user/message",
+        "session/title",
+        "step/start",
+        "assistant/message",
+        "step/end",
+        "turn/end",
+    ]
+    assert classes == [
+        "log-only",
+        "current",
+        "log-only",
+        "log-only",
+        "current",
+        "log-only",
+        "log-only",
+    ]
     assert data(ins, 2)["title"] == "Rename b.py to c.py" and data(ins, 2)["messageSeqs"] == [1]
 
 
@@ -133,7 +257,8 @@ def test_revisions_follow_the_transcript_and_sidecars(demo):
     assert revs["claude-demo"] == f"claude:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
     meta = os.stat(home / "projects/-w/claude-demo/subagents/agent-ab12.meta.json")
     assert revs["claude-demo/agent-ab12"].endswith(
-        f";meta:{meta.st_dev}:{meta.st_ino}:{meta.st_size}:{meta.st_mtime_ns}")
+        f";meta:{meta.st_dev}:{meta.st_ino}:{meta.st_size}:{meta.st_mtime_ns}"
+    )
     with open(home / "projects/-w/claude-demo.jsonl", "ab") as f:
         f.write(b'{"type":"tag","tag":"x"}\n')
     again = {s.header.id: s for s in backend.list_snapshots()}

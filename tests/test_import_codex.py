@@ -15,7 +15,16 @@ import zstandard
 from dsh_query_server.persistence.codex.backend import CodexBackend
 from dsh_query_server.persistence.uri import open_backend
 
-from .import_helpers import actual_table, checked, copy_spec, data, jl, parse_table, surface_texts, write_home
+from .import_helpers import (
+    actual_table,
+    checked,
+    copy_spec,
+    data,
+    jl,
+    parse_table,
+    surface_texts,
+    write_home,
+)
 
 F = "019b7e26-5500-7000-8000-0000000000f1"
 P = "019b78c9-0a80-7000-8000-0000000000a1"
@@ -76,16 +85,30 @@ def test_worked_example_event_by_event(demo):
     ins = backend.inspect(F)
     checked(ins, F)
     assert actual_table(ins) == parse_table(TABLE, 1, CREATED)
-    ids = [data(ins, s)["id"] if ins.events[s].type == "user/message" else data(ins, s)["message"]["id"]
-           for s in (4, 13, 24, 25, 26, 28, 34)]
+    ids = [
+        data(ins, s)["id"]
+        if ins.events[s].type == "user/message"
+        else data(ins, s)["message"]["id"]
+        for s in (4, 13, 24, 25, 26, 28, 34)
+    ]
     assert ids == ["L5", "L10", "L15", "L15#1", "L15#2", "L17", "placeholder-34"]
     assert data(ins, 26)["turn"] == 2 and data(ins, 26)["step"] == 0
     assert data(ins, 26)["message"]["source"]["replayState"] == {"encrypted_content": "ENC"}
-    assert data(ins, 34) == {"id": "placeholder-34", "role": "user", "content": [], "source": {
-        "kind": "plugin", "plugin": "codex", "placeholder": True}, "import": {"synthetic": True}}
-    assert data(ins, 15)["message"] == {"id": "L11", "role": "assistant", "content": [
-        {"type": "tool-call", "id": "c1", "name": "shell", "arguments": "{\"command\":[\"ls\"]}"}],
-        "source": {"kind": "model", "provider": "openai", "model": "gpt-x"}}
+    assert data(ins, 34) == {
+        "id": "placeholder-34",
+        "role": "user",
+        "content": [],
+        "source": {"kind": "plugin", "plugin": "codex", "placeholder": True},
+        "import": {"synthetic": True},
+    }
+    assert data(ins, 15)["message"] == {
+        "id": "L11",
+        "role": "assistant",
+        "content": [
+            {"type": "tool-call", "id": "c1", "name": "shell", "arguments": '{"command":["ls"]}'}
+        ],
+        "source": {"kind": "model", "provider": "openai", "model": "gpt-x"},
+    }
     assert data(ins, 35)["import"] == {"file": "session_index.jsonl", "line": 1, "synthetic": True}
     assert data(ins, 35)["title"] == "Demo fork" and data(ins, 35)["source"] == {"kind": "user"}
     assert ins.events[35].time == 1767348300000
@@ -94,16 +117,24 @@ def test_worked_example_event_by_event(demo):
 def test_worked_example_headers_and_revision(demo):
     backend, home = demo
     path = str(home / ROLLOUT)
-    listed = {"version": 0, "id": F, "createdAt": CREATED, "cwd": "/w", "parentSession": P,
-              "source": {"agent": "codex", "agentVersion": "0.77.0", "path": path, "lineage": "fork"}}
+    listed = {
+        "version": 0,
+        "id": F,
+        "createdAt": CREATED,
+        "cwd": "/w",
+        "parentSession": P,
+        "source": {"agent": "codex", "agentVersion": "0.77.0", "path": path, "lineage": "fork"},
+    }
     [snap] = backend.list_snapshots()
     assert snap.header.to_value() == listed
     inspected = json.loads(json.dumps(listed))
     inspected["source"]["approximate"] = ["placeholder"]
     assert backend.inspect(F).meta.to_value() == inspected
     st = os.stat(path)
-    entry = json.dumps({"id": F, "thread_name": "Demo fork", "updated_at": "2026-01-02T10:05:00Z"},
-                       separators=(",", ":")).encode()
+    entry = json.dumps(
+        {"id": F, "thread_name": "Demo fork", "updated_at": "2026-01-02T10:05:00Z"},
+        separators=(",", ":"),
+    ).encode()
     h = hashlib.sha256(entry).hexdigest()[:16]
     assert snap.revision == f"codex:{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns};title:{h}"
     with open(home / "session_index.jsonl", "a") as f:
@@ -115,9 +146,17 @@ def test_worked_example_headers_and_revision(demo):
 
 
 def meta(sid: str, **kw: Any) -> dict[str, Any]:
-    return {"timestamp": "2026-01-01T00:00:00.000Z", "type": "session_meta",
-            "payload": {"id": sid, "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w",
-                        "cli_version": "0.9", **kw}}
+    return {
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "type": "session_meta",
+        "payload": {
+            "id": sid,
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "cwd": "/w",
+            "cli_version": "0.9",
+            **kw,
+        },
+    }
 
 
 def item(payload: dict[str, Any], t: str = "2026-01-01T00:00:01.000Z") -> dict[str, Any]:
@@ -136,21 +175,45 @@ def msg(role: str, text: str) -> dict[str, Any]:
 SID = "00000000-0000-7000-8000-000000000001"
 
 
-def rollout(tmp: pathlib.Path, lines: bytes, sid: str = SID, where: str = "sessions/2026/01/01",
-            suffix: str = ".jsonl") -> CodexBackend:
+def rollout(
+    tmp: pathlib.Path,
+    lines: bytes,
+    sid: str = SID,
+    where: str = "sessions/2026/01/01",
+    suffix: str = ".jsonl",
+) -> CodexBackend:
     write_home(tmp / "h", {f"{where}/rollout-2026-01-01T00-00-00-{sid}{suffix}": lines})
     return CodexBackend(str(tmp / "h"), "codex:x")
 
 
 def test_rollback_then_tool_result_gets_a_placeholder_and_second_rollback(tmp_path):
-    b = rollout(tmp_path, jl(
-        meta(SID), item(msg("user", "one")), item(msg("assistant", "A")),
-        item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context>x"}]}),
-        item(msg("user", "two")), item(msg("assistant", "B")),
-        event({"type": "thread_rolled_back", "num_turns": 1}),
-        event({"type": "thread_rolled_back", "num_turns": 1}),
-        item({"type": "function_call_output", "call_id": "c9", "output": {"content": "late", "success": False}}),
-        item(msg("user", "three"))))
+    b = rollout(
+        tmp_path,
+        jl(
+            meta(SID),
+            item(msg("user", "one")),
+            item(msg("assistant", "A")),
+            item(
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "<environment_context>x"}],
+                }
+            ),
+            item(msg("user", "two")),
+            item(msg("assistant", "B")),
+            event({"type": "thread_rolled_back", "num_turns": 1}),
+            event({"type": "thread_rolled_back", "num_turns": 1}),
+            item(
+                {
+                    "type": "function_call_output",
+                    "call_id": "c9",
+                    "output": {"content": "late", "success": False},
+                }
+            ),
+            item(msg("user", "three")),
+        ),
+    )
     ins, classes = b.inspect(SID), None
     classes = checked(ins, SID)
     ids = surface_texts(ins)
@@ -164,11 +227,24 @@ def test_rollback_then_tool_result_gets_a_placeholder_and_second_rollback(tmp_pa
 
 
 def test_empty_and_legacy_compaction(tmp_path):
-    b = rollout(tmp_path, jl(
-        meta(SID), item(msg("user", "one")),
-        {"timestamp": "2026-01-01T00:00:03.000Z", "type": "compacted", "payload": {"message": "", "replacement_history": []}},
-        item(msg("user", "two")),
-        {"timestamp": "2026-01-01T00:00:04.000Z", "type": "compacted", "payload": {"message": "summary text"}}))
+    b = rollout(
+        tmp_path,
+        jl(
+            meta(SID),
+            item(msg("user", "one")),
+            {
+                "timestamp": "2026-01-01T00:00:03.000Z",
+                "type": "compacted",
+                "payload": {"message": "", "replacement_history": []},
+            },
+            item(msg("user", "two")),
+            {
+                "timestamp": "2026-01-01T00:00:04.000Z",
+                "type": "compacted",
+                "payload": {"message": "summary text"},
+            },
+        ),
+    )
     ins = b.inspect(SID)
     checked(ins, SID)
     assert ins.meta.to_value()["source"]["approximate"] == ["placeholder", "legacy-compaction"]
@@ -184,24 +260,59 @@ def fold_last(ins) -> int:
 
 
 def test_item_kinds_and_roles(tmp_path):
-    b = rollout(tmp_path, jl(
-        meta(SID, model_provider="azure", history_mode="paginated"),
-        {"timestamp": "2026-01-01T00:00:00.500Z", "type": "turn_context", "payload": {"model": "g5"}},
-        item({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "dev"}]}),
-        item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "look"},
-                                                             {"type": "input_image", "image_url": "data:x"}]}),
-        item({"type": "reasoning", "summary": [{"type": "summary_text", "text": "s1"}],
-              "content": [{"type": "reasoning_text", "text": "c1"}], "encrypted_content": "E"}),
-        item({"type": "local_shell_call", "call_id": "l1", "action": {"command": ["ls"]}}),
-        item({"type": "custom_tool_call", "call_id": "k1", "name": "apply_patch", "input": "*** patch"}),
-        item({"type": "custom_tool_call_output", "call_id": "k1", "output": "done"}),
-        item({"type": "web_search_call", "action": {"query": "q"}}),
-        item({"type": "ghost_snapshot"}),
-        item({"type": "function_call"}),  # required fields missing: opaque
-        event({"type": "token_count"}),
-        event({"type": "turn_aborted"}),
-        {"record_type": "state"}, "not json at all",
-    ))
+    b = rollout(
+        tmp_path,
+        jl(
+            meta(SID, model_provider="azure", history_mode="paginated"),
+            {
+                "timestamp": "2026-01-01T00:00:00.500Z",
+                "type": "turn_context",
+                "payload": {"model": "g5"},
+            },
+            item(
+                {
+                    "type": "message",
+                    "role": "developer",
+                    "content": [{"type": "input_text", "text": "dev"}],
+                }
+            ),
+            item(
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [
+                        {"type": "input_text", "text": "look"},
+                        {"type": "input_image", "image_url": "data:x"},
+                    ],
+                }
+            ),
+            item(
+                {
+                    "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": "s1"}],
+                    "content": [{"type": "reasoning_text", "text": "c1"}],
+                    "encrypted_content": "E",
+                }
+            ),
+            item({"type": "local_shell_call", "call_id": "l1", "action": {"command": ["ls"]}}),
+            item(
+                {
+                    "type": "custom_tool_call",
+                    "call_id": "k1",
+                    "name": "apply_patch",
+                    "input": "*** patch",
+                }
+            ),
+            item({"type": "custom_tool_call_output", "call_id": "k1", "output": "done"}),
+            item({"type": "web_search_call", "action": {"query": "q"}}),
+            item({"type": "ghost_snapshot"}),
+            item({"type": "function_call"}),  # required fields missing: opaque
+            event({"type": "token_count"}),
+            event({"type": "turn_aborted"}),
+            {"record_type": "state"},
+            "not json at all",
+        ),
+    )
     ins = b.inspect(SID)
     checked(ins, SID)
     types = [e.type for e in ins.events]
@@ -212,9 +323,16 @@ def test_item_kinds_and_roles(tmp_path):
     msgs = [data(ins, e.seq) for e in ins.events if e.type in ("user/message", "assistant/message")]
     assert msgs[0]["source"] == {"kind": "plugin", "plugin": "codex", "role": "developer"}
     assert msgs[1]["content"][1] == {"type": "image", "attachment": {"image_url": "data:x"}}
-    assert msgs[2]["message"]["content"] == [{"type": "reasoning", "text": "s1"}, {"type": "reasoning", "text": "c1"}]
-    assert msgs[2]["message"]["source"] == {"kind": "model", "provider": "azure", "model": "g5",
-                                            "replayState": {"encrypted_content": "E"}}
+    assert msgs[2]["message"]["content"] == [
+        {"type": "reasoning", "text": "s1"},
+        {"type": "reasoning", "text": "c1"},
+    ]
+    assert msgs[2]["message"]["source"] == {
+        "kind": "model",
+        "provider": "azure",
+        "model": "g5",
+        "replayState": {"encrypted_content": "E"},
+    }
     assert msgs[3]["message"]["content"][0]["name"] == "local_shell"
     assert msgs[3]["message"]["content"][0]["arguments"] == '{"command":["ls"]}'
     ends = [data(ins, e.seq)["reason"] for e in ins.events if e.type == "turn/end"]
@@ -223,17 +341,30 @@ def test_item_kinds_and_roles(tmp_path):
 
 def test_ids_zst_archived_and_subagent_headers(tmp_path):
     other = "00000000-0000-7000-8000-000000000002"
-    spawn = {"subagent": {"thread_spawn": {"parent_thread_id": SID, "depth": 2, "agent_role": "explorer"}}}
+    spawn = {
+        "subagent": {
+            "thread_spawn": {"parent_thread_id": SID, "depth": 2, "agent_role": "explorer"}
+        }
+    }
     plain = jl(meta(SID), item(msg("user", "plain")))
-    write_home(tmp_path / "h", {
-        f"sessions/a/rollout-x-{SID}.jsonl": plain,
-        f"sessions/a/rollout-x-{SID}.jsonl.zst": zstandard.ZstdCompressor().compress(b"junk"),
-        f"archived_sessions/rollout-y-{SID}.jsonl": jl(meta(SID), item(msg("user", "archived"))),
-        f"archived_sessions/rollout-y-{other}.jsonl.zst": zstandard.ZstdCompressor().compress(
-            jl(meta(other, source=spawn), item(msg("user", "zipped")))) + b"\x00garbage",
-        "sessions/rollout-bad-00000000-0000-7000-8000-000000000003.jsonl": jl(meta(SID)),  # id mismatch
-        "sessions/notes.jsonl": jl(meta(SID)),
-    })
+    write_home(
+        tmp_path / "h",
+        {
+            f"sessions/a/rollout-x-{SID}.jsonl": plain,
+            f"sessions/a/rollout-x-{SID}.jsonl.zst": zstandard.ZstdCompressor().compress(b"junk"),
+            f"archived_sessions/rollout-y-{SID}.jsonl": jl(
+                meta(SID), item(msg("user", "archived"))
+            ),
+            f"archived_sessions/rollout-y-{other}.jsonl.zst": zstandard.ZstdCompressor().compress(
+                jl(meta(other, source=spawn), item(msg("user", "zipped")))
+            )
+            + b"\x00garbage",
+            "sessions/rollout-bad-00000000-0000-7000-8000-000000000003.jsonl": jl(
+                meta(SID)
+            ),  # id mismatch
+            "sessions/notes.jsonl": jl(meta(SID)),
+        },
+    )
     b = CodexBackend(str(tmp_path / "h"), "codex:x")
     headers = {h.id: h.to_value() for h in b.list()}
     assert set(headers) == {SID, other}
@@ -248,8 +379,15 @@ def test_ids_zst_archived_and_subagent_headers(tmp_path):
 
 
 def test_bare_era_file(tmp_path):
-    b = rollout(tmp_path, jl({"id": SID, "timestamp": "2025-01-01T00:00:00Z", "instructions": "hi"},
-                             msg("user", "bare"), msg("assistant", "ok"), {"record_type": "state"}))
+    b = rollout(
+        tmp_path,
+        jl(
+            {"id": SID, "timestamp": "2025-01-01T00:00:00Z", "instructions": "hi"},
+            msg("user", "bare"),
+            msg("assistant", "ok"),
+            {"record_type": "state"},
+        ),
+    )
     [h] = b.list()
     assert h.created_at == 1735689600000
     ins = b.inspect(SID)

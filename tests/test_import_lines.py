@@ -48,7 +48,10 @@ def test_nul_padding_blank_lines_and_bad_lines():
 def test_zst_decode_error_keeps_the_plaintext_before_it(tmp_path):
     import zstandard
 
-    raw = zstandard.ZstdCompressor().compress(b'{"a":1}\n{"b":2}\n{"c":') + b"\x28\xb5\x2f\xfd garbage"
+    raw = (
+        zstandard.ZstdCompressor().compress(b'{"a":1}\n{"b":2}\n{"c":')
+        + b"\x28\xb5\x2f\xfd garbage"
+    )
     assert [i.value for i in items(raw, compressed=True)] == [{"a": 1}, {"b": 2}]
 
 
@@ -61,10 +64,19 @@ def test_header_scan_stops_within_one_mebibyte():
 SID = "edge"
 
 
-def user(uuid: str, parent: str | None, content: object, n: int = 0, **kw: object) -> dict[str, object]:
-    return {"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": SID,
-            "timestamp": f"2026-01-01T00:00:{n:02d}.000Z", "cwd": "/w",
-            "message": {"role": "user", "content": content}, **kw}
+def user(
+    uuid: str, parent: str | None, content: object, n: int = 0, **kw: object
+) -> dict[str, object]:
+    return {
+        "type": "user",
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": SID,
+        "timestamp": f"2026-01-01T00:00:{n:02d}.000Z",
+        "cwd": "/w",
+        "message": {"role": "user", "content": content},
+        **kw,
+    }
 
 
 def backend(tmp: pathlib.Path, raw: bytes) -> ClaudeBackend:
@@ -73,22 +85,33 @@ def backend(tmp: pathlib.Path, raw: bytes) -> ClaudeBackend:
 
 
 def test_damaged_transcript_stays_readable(tmp_path):
-    raw = (jl(user("u1", None, "first", 0)) + b'{"type":"user","uu' + jl(user("u2", "u1", "second", 1))
-           + b"\0\0\0\0\n" + b"not json\n" + jl(user("u3", "u2", "third\u2028line", 2)) + b'{"type":"us')
+    raw = (
+        jl(user("u1", None, "first", 0))
+        + b'{"type":"user","uu'
+        + jl(user("u2", "u1", "second", 1))
+        + b"\0\0\0\0\n"
+        + b"not json\n"
+        + jl(user("u3", "u2", "third\u2028line", 2))
+        + b'{"type":"us'
+    )
     b = backend(tmp_path, raw)
     ins = b.inspect(SID)
     checked(ins, SID)
     bad = [data(ins, e.seq) for e in ins.events if e.type == "import/bad-line"]
     assert [(d["byteOffset"], d["length"], d["import"]["line"]) for d in bad] == [
-        (len(jl(user("u1", None, "first", 0))), 18, 2), (raw.index(b"not json"), 8, 4)]
+        (len(jl(user("u1", None, "first", 0))), 18, 2),
+        (raw.index(b"not json"), 8, 4),
+    ]
     assert surface_texts(ins) == ["u1", "u2", "u3"]
     assert ins.meta.to_value()["source"]["approximate"] == ["damaged-lines"]
-    assert data(ins, [e.seq for e in ins.events if e.type == "user/message"][-1])["content"][0]["text"] \
+    assert (
+        data(ins, [e.seq for e in ins.events if e.type == "user/message"][-1])["content"][0]["text"]
         == "third\u2028line"
+    )
     # the torn tail completes: the line maps under a new revision
     before = b.list_snapshots()[0].revision
     with open(tmp_path / f"h/projects/-w/{SID}.jsonl", "ab") as f:
-        f.write(jl(user("u4", "u3", "fourth", 3))[len(b'{"type":"us'):])
+        f.write(jl(user("u4", "u3", "fourth", 3))[len(b'{"type":"us') :])
     assert b.list_snapshots()[0].revision != before
     assert surface_texts(b.inspect(SID))[-1] == "u4"
 
@@ -105,8 +128,15 @@ def test_missing_timestamp_takes_the_previous_time(tmp_path):
 def test_a_twenty_megabyte_line(tmp_path):
     big = "y" * (20 * 1024 * 1024)
     huge_opaque = {"type": "progress", "uuid": "p", "sessionId": SID, "blob": {"k": big}, "n": 1}
-    b = backend(tmp_path, jl(user("u0", None, "small", 0), user("u1", "u0", big, 0), huge_opaque,
-                             user("u2", "u1", "after", 1)))
+    b = backend(
+        tmp_path,
+        jl(
+            user("u0", None, "small", 0),
+            user("u1", "u0", big, 0),
+            huge_opaque,
+            user("u2", "u1", "after", 1),
+        ),
+    )
     [h] = b.list()  # the anchor is the first line; the scan never reads the 20 MB one
     ins = b.inspect(SID)
     checked(ins, SID)

@@ -51,6 +51,7 @@ def damage(draw: Any, lines: list[bytes]) -> bytes:
 
 # -- Claude ------------------------------------------------------------------------------
 
+
 @st.composite
 def claude_transcript(draw: Any) -> tuple[list[dict[str, Any]], bytes]:
     records: list[dict[str, Any]] = []
@@ -58,16 +59,42 @@ def claude_transcript(draw: Any) -> tuple[list[dict[str, Any]], bytes]:
     calls: list[str] = []
     message_id = "m0"
     for i in range(draw(st.integers(1, 25))):
-        op = draw(st.sampled_from(["prompt", "prompt", "assistant", "assistant", "result", "progress",
-                                   "compact", "meta", "title", "dup", "interrupt"]))
+        op = draw(
+            st.sampled_from(
+                [
+                    "prompt",
+                    "prompt",
+                    "assistant",
+                    "assistant",
+                    "result",
+                    "progress",
+                    "compact",
+                    "meta",
+                    "title",
+                    "dup",
+                    "interrupt",
+                ]
+            )
+        )
         uuid = f"r{i}"
         last = uuids[-1] if uuids else None
-        base = {"uuid": uuid, "parentUuid": last, "sessionId": SID,
-                "timestamp": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}.000Z", "cwd": "/w"}
+        base = {
+            "uuid": uuid,
+            "parentUuid": last,
+            "sessionId": SID,
+            "timestamp": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}.000Z",
+            "cwd": "/w",
+        }
         if op == "prompt":
             parent = draw(st.sampled_from([last, None, "dangling"] + uuids[-6:]))
-            records.append({**base, "type": "user", "parentUuid": parent,
-                            "message": {"role": "user", "content": f"prompt {i}"}})
+            records.append(
+                {
+                    **base,
+                    "type": "user",
+                    "parentUuid": parent,
+                    "message": {"role": "user", "content": f"prompt {i}"},
+                }
+            )
         elif op == "assistant":
             if draw(st.booleans()):
                 message_id = f"m{i}"
@@ -75,30 +102,65 @@ def claude_transcript(draw: Any) -> tuple[list[dict[str, Any]], bytes]:
             if draw(st.booleans()):
                 calls.append(f"t{i}")
                 blocks.append({"type": "tool_use", "id": f"t{i}", "name": "X", "input": {"i": i}})
-            records.append({**base, "type": "assistant", "message": {
-                "id": message_id, "role": "assistant", "model": "m", "content": blocks}})
+            records.append(
+                {
+                    **base,
+                    "type": "assistant",
+                    "message": {
+                        "id": message_id,
+                        "role": "assistant",
+                        "model": "m",
+                        "content": blocks,
+                    },
+                }
+            )
         elif op == "result":
             call = draw(st.sampled_from(calls + ["unknown"]))
             content: list[Any] = [{"type": "tool_result", "tool_use_id": call, "content": "out"}]
             if draw(st.booleans()):
                 content.append({"type": "text", "text": "extra"})
-            records.append({**base, "type": "user", "message": {"role": "user", "content": content}})
+            records.append(
+                {**base, "type": "user", "message": {"role": "user", "content": content}}
+            )
         elif op == "progress":
             records.append({**base, "type": "progress", "data": {}})
         elif op == "compact":
-            records.append({**base, "type": "system", "subtype": "compact_boundary", "parentUuid": None})
+            records.append(
+                {**base, "type": "system", "subtype": "compact_boundary", "parentUuid": None}
+            )
             uuids.append(uuid)
             if draw(st.booleans()):
                 uuid = f"r{i}s"
-                records.append({**base, "uuid": uuid, "parentUuid": f"r{i}", "type": "user",
-                                "isCompactSummary": True,
-                                "message": {"role": "user", "content": f"summary {i}"}})
+                records.append(
+                    {
+                        **base,
+                        "uuid": uuid,
+                        "parentUuid": f"r{i}",
+                        "type": "user",
+                        "isCompactSummary": True,
+                        "message": {"role": "user", "content": f"summary {i}"},
+                    }
+                )
         elif op == "meta":
-            records.append({**base, "type": "user", "isMeta": True,
-                            "message": {"role": "user", "content": "meta"}})
+            records.append(
+                {
+                    **base,
+                    "type": "user",
+                    "isMeta": True,
+                    "message": {"role": "user", "content": "meta"},
+                }
+            )
         elif op == "interrupt":
-            records.append({**base, "type": "user", "message": {"role": "user", "content": [
-                {"type": "text", "text": "[Request interrupted by user]"}]}})
+            records.append(
+                {
+                    **base,
+                    "type": "user",
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "text", "text": "[Request interrupted by user]"}],
+                    },
+                }
+            )
         elif op == "title":
             records.append({"type": "custom-title", "sessionId": SID, "customTitle": f"t{i}"})
             continue
@@ -125,8 +187,11 @@ def claude_model(records: list[dict[str, Any]]) -> list[str]:
         if r["type"] == "assistant":
             produced = [uuid]
             surface.append(uuid)
-        elif r["type"] == "user" and isinstance(content, list) and any(
-                b.get("type") == "tool_result" for b in content):
+        elif (
+            r["type"] == "user"
+            and isinstance(content, list)
+            and any(b.get("type") == "tool_result" for b in content)
+        ):
             produced = [uuid] + [f"{uuid}#{k}" for k in range(1, len(content))]
             surface.extend(produced)
         elif r["type"] == "user" and r.get("isCompactSummary"):
@@ -176,8 +241,13 @@ def test_claude_imports_replay_and_match_the_brute_force_surface(case):
 
 # -- Codex -------------------------------------------------------------------------------
 
+
 def wrap(kind: str, payload: dict[str, Any], i: int) -> dict[str, Any]:
-    return {"timestamp": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}.000Z", "type": kind, "payload": payload}
+    return {
+        "timestamp": f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}.000Z",
+        "type": kind,
+        "payload": payload,
+    }
 
 
 def message(role: str, text: str) -> dict[str, Any]:
@@ -187,11 +257,29 @@ def message(role: str, text: str) -> dict[str, Any]:
 
 @st.composite
 def codex_rollout(draw: Any) -> tuple[list[dict[str, Any]], bytes]:
-    records = [wrap("session_meta", {"id": CODEX_SID, "timestamp": "2026-01-01T00:00:00Z", "cwd": "/w"}, 0)]
+    records = [
+        wrap("session_meta", {"id": CODEX_SID, "timestamp": "2026-01-01T00:00:00Z", "cwd": "/w"}, 0)
+    ]
     calls: list[str] = []
     for i in range(1, draw(st.integers(1, 25))):
-        op = draw(st.sampled_from(["user", "user", "assistant", "context", "developer", "call", "output",
-                                   "rollback", "compact", "legacy", "task", "event"]))
+        op = draw(
+            st.sampled_from(
+                [
+                    "user",
+                    "user",
+                    "assistant",
+                    "context",
+                    "developer",
+                    "call",
+                    "output",
+                    "rollback",
+                    "compact",
+                    "legacy",
+                    "task",
+                    "event",
+                ]
+            )
+        )
         if op == "user":
             records.append(wrap("response_item", message("user", f"prompt {i}"), i))
         elif op == "assistant":
@@ -202,18 +290,35 @@ def codex_rollout(draw: Any) -> tuple[list[dict[str, Any]], bytes]:
             records.append(wrap("response_item", message("developer", "rules"), i))
         elif op == "call":
             calls.append(f"c{i}")
-            records.append(wrap("response_item", {"type": "function_call", "name": "f",
-                                                  "arguments": "{}", "call_id": f"c{i}"}, i))
+            records.append(
+                wrap(
+                    "response_item",
+                    {"type": "function_call", "name": "f", "arguments": "{}", "call_id": f"c{i}"},
+                    i,
+                )
+            )
         elif op == "output":
             call = draw(st.sampled_from(calls + ["nope"]))
-            records.append(wrap("response_item", {"type": "function_call_output", "call_id": call,
-                                                  "output": "ok"}, i))
+            records.append(
+                wrap(
+                    "response_item",
+                    {"type": "function_call_output", "call_id": call, "output": "ok"},
+                    i,
+                )
+            )
         elif op == "rollback":
-            records.append(wrap("event_msg", {"type": "thread_rolled_back",
-                                              "num_turns": draw(st.integers(0, 3))}, i))
+            records.append(
+                wrap(
+                    "event_msg",
+                    {"type": "thread_rolled_back", "num_turns": draw(st.integers(0, 3))},
+                    i,
+                )
+            )
         elif op == "compact":
-            history = [message(draw(st.sampled_from(["user", "assistant", "developer"])), f"kept {i}.{k}")
-                       for k in range(draw(st.integers(0, 3)))]
+            history = [
+                message(draw(st.sampled_from(["user", "assistant", "developer"])), f"kept {i}.{k}")
+                for k in range(draw(st.integers(0, 3)))
+            ]
             records.append(wrap("compacted", {"message": "", "replacement_history": history}, i))
         elif op == "legacy":
             records.append(wrap("compacted", {"message": f"summary {i}"}, i))
@@ -244,7 +349,9 @@ def codex_model(records: list[dict[str, Any]], lines: dict[int, int]) -> list[st
             t = p["type"]
             if t == "message":
                 if p["role"] == "user":
-                    kind = "context" if p["content"][0]["text"].startswith("<environment") else "user"
+                    kind = (
+                        "context" if p["content"][0]["text"].startswith("<environment") else "user"
+                    )
                 else:
                     kind = "role" if p["role"] == "developer" else "model"
                 take(kind)
@@ -295,8 +402,11 @@ def test_codex_imports_replay_and_match_the_brute_force_surface(case):
         wanted = [line(r) for r in records]
         for number, raw in enumerate(body.split(b"\n"), 1):
             stripped = raw.strip(b"\0")
-            if n < len(wanted) and stripped.endswith(wanted[n]) and (
-                    stripped == wanted[n] or stripped.startswith(b'{"type":"us')):
+            if (
+                n < len(wanted)
+                and stripped.endswith(wanted[n])
+                and (stripped == wanted[n] or stripped.startswith(b'{"type":"us'))
+            ):
                 lines[n] = number
                 n += 1
         assert n == len(records)

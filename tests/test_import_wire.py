@@ -25,10 +25,17 @@ class Server:
     def __init__(self, uri: str, tmp: pathlib.Path) -> None:
         env = isolated_env(tmp)
         env["PYTHONPATH"] = ROOT
-        self.proc = subprocess.Popen([sys.executable, "-m", "dsh_query_server", "--persistence", uri],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=tmp)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "dsh_query_server", "--persistence", uri],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=tmp,
+        )
         self.next_id = 0
-        result = self.call("initialize", {"capabilities": {}, "initializationOptions": {"index": ":memory:"}})
+        result = self.call(
+            "initialize", {"capabilities": {}, "initializationOptions": {"index": ":memory:"}}
+        )
         assert "capabilities" in result
         self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
 
@@ -103,7 +110,9 @@ def exercise(server: Server) -> dict[str, Any]:
         surface = server.call("sessionQuery/readSurface", {"sessionId": sid})
         assert surface
         middle = len(events) // 2
-        window = server.call("sessionQuery/readEvent", {"sessionId": sid, "seq": middle, "before": 3, "after": 3})
+        window = server.call(
+            "sessionQuery/readEvent", {"sessionId": sid, "seq": middle, "before": 3, "after": 3}
+        )
         assert window
         server.call("sessionQuery/readTitle", {"sessionId": sid})
         server.call("sessionQuery/traceSession", {"sessionId": sid})
@@ -126,7 +135,9 @@ def test_real_claude_transcripts_over_stdio(tmp_path, serve):
     page = server.call("sessionQuery/searchSessions", {"query": "hello world"})
     assert any(hit["header"]["id"] == "simonw-sample_session" for hit in page["items"])
     title = server.call("sessionQuery/readTitle", {"sessionId": "simonw-sample_session"})
-    assert title["title"]["title"] == "Create a hello world function"  # the summary's leaf is not in this file
+    assert (
+        title["title"]["title"] == "Create a hello world function"
+    )  # the summary's leaf is not in this file
 
 
 def test_real_codex_rollout_over_stdio(tmp_path, serve):
@@ -137,11 +148,21 @@ def test_real_codex_rollout_over_stdio(tmp_path, serve):
     server = serve(f"codex:{home}")
     headers = exercise(server)
     assert list(headers) == [CODEX_ID]
-    assert headers[CODEX_ID]["source"] == {"agent": "codex", "agentVersion": "0.77.0", "path": str(target)}
+    assert headers[CODEX_ID]["source"] == {
+        "agent": "codex",
+        "agentVersion": "0.77.0",
+        "path": str(target),
+    }
     events = server.call("sessionQuery/listEvents", {"sessionId": CODEX_ID})
-    assert {e["type"] for e in events} >= {"codex/session_meta", "codex/turn_context", "user/message"}
+    assert {e["type"] for e in events} >= {
+        "codex/session_meta",
+        "codex/turn_context",
+        "user/message",
+    }
     title = server.call("sessionQuery/readTitle", {"sessionId": CODEX_ID})["title"]
-    assert title["title"].startswith("can you analyse the MD files")  # the contextual ones are no prompts
+    assert title["title"].startswith(
+        "can you analyse the MD files"
+    )  # the contextual ones are no prompts
     page = server.call("sessionQuery/searchSessions", {"query": "analyse"})
     assert [hit["header"]["id"] for hit in page["items"]] == [CODEX_ID]
 
@@ -163,8 +184,12 @@ def test_worked_examples_trace_shadowed_events_with_provenance(tmp_path, serve):
     title = server.call("sessionQuery/readTitle", {"sessionId": "claude-demo"})
     title = title["title"]
     assert {k: title[k] for k in ("title", "messageSeqs", "source", "eventSeq", "updatedAt")} == {
-        "title": "File cleanup", "messageSeqs": [], "source": {"kind": "user"}, "eventSeq": 27,
-        "updatedAt": 1767225630000}
+        "title": "File cleanup",
+        "messageSeqs": [],
+        "source": {"kind": "user"},
+        "eventSeq": 27,
+        "updatedAt": 1767225630000,
+    }
     status = server.call("sessionPersistence/status", {})
     assert status["writable"] is False and status["uri"].startswith("claude:")
 
@@ -177,8 +202,12 @@ def test_worked_examples_trace_shadowed_events_with_provenance(tmp_path, serve):
     title = server.call("sessionQuery/readTitle", {"sessionId": fid})
     title = title["title"]
     assert {k: title[k] for k in ("title", "messageSeqs", "source", "eventSeq", "updatedAt")} == {
-        "title": "Demo fork", "messageSeqs": [], "source": {"kind": "user"}, "eventSeq": 35,
-        "updatedAt": 1767348300000}
+        "title": "Demo fork",
+        "messageSeqs": [],
+        "source": {"kind": "user"},
+        "eventSeq": 35,
+        "updatedAt": 1767348300000,
+    }
     surface = server.call("sessionQuery/readSurface", {"sessionId": fid})
     assert [e["seq"] for e in surface["events"]] == [24, 25, 26, 34]
     assert surface["session"]["source"]["approximate"] == ["placeholder"]

@@ -176,7 +176,8 @@ class ClaudeBackend(ImportBackend):
             walk = nonempty(parent_meta.get("parentAgentId")) if parent_meta is not None else None
         fields = {
             "parentSession": f"{trunk}/agent-{parent_agent}" if parent_agent else trunk,
-            "origin": "subagent", "delegationDepth": depth,
+            "origin": "subagent",
+            "delegationDepth": depth,
             "lineage": "compaction" if f.agent.startswith("acompact") else "subagent",
         }
         preset = meta.get("agentType") if meta is not None else None
@@ -193,10 +194,19 @@ class ClaudeBackend(ImportBackend):
 
     # -- headers -----------------------------------------------------------------------
 
-    def _header(self, session_id: str, f: _File, anchor: _Anchor, lineage: _Lineage,
-                approximate: list[str] | None) -> Header:
-        value: JSONObject = {"version": 0, "id": session_id,
-                             "createdAt": min(max(anchor.time, 0), MAX_SAFE)}
+    def _header(
+        self,
+        session_id: str,
+        f: _File,
+        anchor: _Anchor,
+        lineage: _Lineage,
+        approximate: list[str] | None,
+    ) -> Header:
+        value: JSONObject = {
+            "version": 0,
+            "id": session_id,
+            "createdAt": min(max(anchor.time, 0), MAX_SAFE),
+        }
         cwd = anchor.cwd
         if isinstance(cwd, str) and cwd.startswith("/"):
             value["cwd"] = cwd
@@ -224,8 +234,13 @@ class ClaudeBackend(ImportBackend):
         if rec is None:
             return None
         v = rec.value
-        anchor = _Anchor(str(v["sessionId"]), parse_time(v.get("timestamp")) or 0, v.get("cwd"),
-                         v.get("version"), v.get("forkedFrom"))
+        anchor = _Anchor(
+            str(v["sessionId"]),
+            parse_time(v.get("timestamp")) or 0,
+            v.get("cwd"),
+            v.get("version"),
+            v.get("forkedFrom"),
+        )
         self._scans.put(f.path, st, anchor)
         return anchor
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ... import jsoncodec
 from ..importing.emitter import Emitter, JSONObject
 from ..importing.lines import BadSegment, Item, Record
-from ..importing.values import arr, nonempty, obj, parse_time, text_of
+from ..importing.values import arr, content_of, nonempty, obj, parse_time, text_of
 
 PLUGIN = "claude-code"
 _INTERRUPTED = "[Request interrupted by user"
@@ -98,8 +98,12 @@ class ClaudeMapper:
     def record(self, rec: Record) -> None:
         v, em = rec.value, self.em
         em.begin(rec.line, parse_time(v.get("timestamp")))
-        if self.copied and not self.seeded and v.get("sessionId") == self.own_id \
-                and "forkedFrom" not in v:
+        if (
+            self.copied
+            and not self.seeded
+            and v.get("sessionId") == self.own_id
+            and "forkedFrom" not in v
+        ):
             self.seeded = True
             em.end_seed()
         uuid = nonempty(v.get("uuid"))
@@ -135,8 +139,8 @@ class ClaudeMapper:
 
     def _user(self, v: JSONObject) -> bool:
         message = obj(v.get("message"))
-        content = message.get("content") if message is not None else None
-        if not isinstance(content, (str, list)):
+        content = content_of(message.get("content")) if message is not None else None
+        if content is None:
             return False
         blocks = map_content(content)
         raw = arr(content)
@@ -154,19 +158,34 @@ class ClaudeMapper:
             self._prompt(v, blocks)
         return True
 
-    def _plugin_message(self, v: JSONObject, blocks: list[object], flags: JSONObject,
-                        *, span: list[int] | None = None, markers: list[int] | None = None) -> int:
+    def _plugin_message(
+        self,
+        v: JSONObject,
+        blocks: list[object],
+        flags: JSONObject,
+        *,
+        span: list[int] | None = None,
+        markers: list[int] | None = None,
+    ) -> int:
         source: JSONObject = {"kind": "plugin", "plugin": PLUGIN, **flags}
-        data: JSONObject = {"id": self.em.message_id(nonempty(v.get("uuid"))), "role": "user",
-                            "content": blocks, "source": source}
+        data: JSONObject = {
+            "id": self.em.message_id(nonempty(v.get("uuid"))),
+            "role": "user",
+            "content": blocks,
+            "source": source,
+        }
         return self.em.emit_surface("user/message", data, "plugin", span=span, markers=markers)
 
     def _prompt(self, v: JSONObject, blocks: list[object]) -> None:
         em = self.em
         span = self._rewind(nonempty(v.get("parentUuid")))
         em.open_turn()
-        data: JSONObject = {"id": em.message_id(nonempty(v.get("uuid"))), "role": "user",
-                            "content": blocks, "source": {"kind": "user"}}
+        data: JSONObject = {
+            "id": em.message_id(nonempty(v.get("uuid"))),
+            "role": "user",
+            "content": blocks,
+            "source": {"kind": "user"},
+        }
         seq = em.emit_surface("user/message", data, "user", span=span)
         em.fallback(seq, _texts(blocks))
 
@@ -204,13 +223,19 @@ class ClaudeMapper:
                 continue
             flush()
             inner = b.get("content")
-            content = map_content(inner) if isinstance(inner, (str, list)) else []
+            inner_content = content_of(inner)
+            content = map_content(inner_content) if inner_content is not None else []
             meta: JSONObject | None = None
             if not meta_done and "toolUseResult" in v:
                 meta = {"toolUseResult": use_result}
             meta_done = True
-            em.tool_result(call_id, em.message_id(nonempty(v.get("uuid"))), content,
-                           b.get("is_error") is True, meta)
+            em.tool_result(
+                call_id,
+                em.message_id(nonempty(v.get("uuid"))),
+                content,
+                b.get("is_error") is True,
+                meta,
+            )
         flush()
 
     # -- compaction (§1.4) -------------------------------------------------------------
@@ -242,7 +267,7 @@ class ClaudeMapper:
         if not isinstance(head, str) or head not in self.order:
             return None
         out: list[str] = []
-        for u in self.order[self.order.index(head):]:
+        for u in self.order[self.order.index(head) :]:
             out.append(u)
             if u == tail:
                 break
@@ -253,10 +278,15 @@ class ClaudeMapper:
         self.boundary = None
         markers = [boundary.marker] if boundary is not None else []
         preserved_uuids = boundary.preserved if boundary is not None else None
-        keep = {s for u in preserved_uuids or [] if u in self.nodes for s in self.nodes[u].seqs
-                if s in em.kinds}
+        keep = {
+            s
+            for u in preserved_uuids or []
+            if u in self.nodes
+            for s in self.nodes[u].seqs
+            if s in em.kinds
+        }
         kept = [s for s in em.nodes if s in keep]
-        suffix = bool(kept) and em.nodes[len(em.nodes) - len(kept):] == kept
+        suffix = bool(kept) and em.nodes[len(em.nodes) - len(kept) :] == kept
         span = em.nodes[: len(em.nodes) - len(kept)] if suffix else list(em.nodes)
         self._plugin_message(v, blocks, {"compactSummary": True}, span=span, markers=markers)
         if kept and not suffix:
@@ -271,16 +301,15 @@ class ClaudeMapper:
         if message is None:
             return
         message["id"] = f"{message.get('id')}#copy"
-        em.emit_surface(str(event.type), data, em.kinds.get(original, "copy"),
-                        extra_src=[original])
+        em.emit_surface(str(event.type), data, em.kinds.get(original, "copy"), extra_src=[original])
 
     # -- assistant records -------------------------------------------------------------
 
     def _assistant(self, v: JSONObject) -> bool:
         em = self.em
         message = obj(v.get("message"))
-        content = message.get("content") if message is not None else None
-        if message is None or not isinstance(content, (str, list)):
+        content = content_of(message.get("content")) if message is not None else None
+        if message is None or content is None:
             return False
         key = nonempty(message.get("id")) or nonempty(v.get("requestId")) or nonempty(v.get("uuid"))
         if not em.step or key != self.step_key:
@@ -289,10 +318,14 @@ class ClaudeMapper:
         blocks = map_content(content)
         model = nonempty(message.get("model")) or "unknown"
         data: JSONObject = {
-            "turn": em.turn, "step": em.step,
-            "message": {"id": em.message_id(nonempty(v.get("uuid"))), "role": "assistant",
-                        "content": blocks,
-                        "source": {"kind": "model", "provider": "anthropic", "model": model}},
+            "turn": em.turn,
+            "step": em.step,
+            "message": {
+                "id": em.message_id(nonempty(v.get("uuid"))),
+                "role": "assistant",
+                "content": blocks,
+                "source": {"kind": "model", "provider": "anthropic", "model": model},
+            },
         }
         if "usage" in message:
             data["usage"] = message["usage"]

@@ -91,15 +91,21 @@ def _anchor_of(v: JSONObject, file_id: str) -> _Anchor | None:
     cwd_dropped = isinstance(cwd, str) and not cwd.startswith("/")
     if cwd_dropped:
         source["cwdDropped"] = True
-    return _Anchor(file_id, min(max(created, 0), MAX_SAFE), fields, source, bare,
-                   forked is not None)
+    return _Anchor(
+        file_id, min(max(created, 0), MAX_SAFE), fields, source, bare, forked is not None
+    )
 
 
 def _rollout_id(name: str) -> str | None:
     if not name.startswith("rollout-"):
         return None
-    stem = name[:-6] if name.endswith(".jsonl") else name[:-10] if name.endswith(".jsonl.zst") \
+    stem = (
+        name[:-6]
+        if name.endswith(".jsonl")
+        else name[:-10]
+        if name.endswith(".jsonl.zst")
         else None
+    )
     return trailing_uuid(stem) if stem is not None else None
 
 
@@ -192,11 +198,21 @@ class CodexBackend(ImportBackend):
             digest = hashlib.sha256(jsoncodec.dumps(entry[1])).hexdigest()[:16] if entry else "-"
             title = None
             if entry is not None and isinstance(entry[1].get("thread_name"), str):
-                title = (entry[0], str(entry[1]["thread_name"]), entry[1],
-                         parse_time(entry[1].get("updated_at")))
+                title = (
+                    entry[0],
+                    str(entry[1]["thread_name"]),
+                    entry[1],
+                    parse_time(entry[1].get("updated_at")),
+                )
             revision = f"codex:{key_text(stat_key(st))};title:{digest}"
-            cand = Candidate(sid, path, self._header(anchor, path, None), revision,
-                             st.st_mtime_ns, _Plan(anchor, title))
+            cand = Candidate(
+                sid,
+                path,
+                self._header(anchor, path, None),
+                revision,
+                st.st_mtime_ns,
+                _Plan(anchor, title),
+            )
             ranks[path] = rank
             pick_winner(found, cand, lambda c: ranks[c.path])
         self._scans.retain(paths)

@@ -8,12 +8,20 @@ from dataclasses import dataclass, field
 from ... import jsoncodec
 from ..importing.emitter import OPAQUE_LIMIT, Emitter, JSONObject, scalar_record
 from ..importing.lines import BadSegment, Item, Record
-from ..importing.values import arr, json_equal, nonempty, obj, parse_time, uuid7_ms
+from ..importing.values import arr, content_of, json_equal, nonempty, obj, parse_time, uuid7_ms
 
 PLUGIN = "codex"
-_CONTEXT = ("<environment_context>", "# agents.md instructions", "<user_instructions>",
-            "<turn_aborted>", "<context_update>", "<skill>", "<skills_instructions>",
-            "<user_shell_command>", "<subagent_notification>")
+_CONTEXT = (
+    "<environment_context>",
+    "# agents.md instructions",
+    "<user_instructions>",
+    "<turn_aborted>",
+    "<context_update>",
+    "<skill>",
+    "<skills_instructions>",
+    "<user_shell_command>",
+    "<subagent_notification>",
+)
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output")
 _MODEL_ITEMS = ("web_search_call", "image_generation_call")
@@ -92,8 +100,13 @@ class CodexMapper:
         if self.in_seed and self._is_boundary(kind, payload):
             self.in_seed = False
             em.end_seed()
-        if self.count == 2 and self.forked and kind == "session_meta" and payload is not None \
-                and payload.get("id") != self.own_id:
+        if (
+            self.count == 2
+            and self.forked
+            and kind == "session_meta"
+            and payload is not None
+            and payload.get("id") != self.own_id
+        ):
             self.in_seed = True
         if self.bare and "type" not in v and "record_type" not in v and self.count == 1:
             em.opaque("codex/session_meta", v, rec.size)
@@ -126,7 +139,9 @@ class CodexMapper:
             return False
         if kind == "session_meta":
             return payload.get("id") == self.own_id
-        if kind == "turn_context" or (kind == "event_msg" and payload.get("type") == "task_started"):
+        if kind == "turn_context" or (
+            kind == "event_msg" and payload.get("type") == "task_started"
+        ):
             ms = uuid7_ms(payload.get("turn_id"))
             return ms is not None and ms >= self.em.created_at
         return False
@@ -171,25 +186,39 @@ class CodexMapper:
                 source["role"], tag = role, "role"
             if self.replay is None:
                 em.close_step()
-        data: JSONObject = {"id": em.message_id(nonempty(p.get("id"))), "role": "user",
-                            "content": blocks, "source": source}
+        data: JSONObject = {
+            "id": em.message_id(nonempty(p.get("id"))),
+            "role": "user",
+            "content": blocks,
+            "source": source,
+        }
         seq = self._surface("user/message", data, tag)
         if tag == "user" and self.replay is None:
             em.fallback(seq, _texts(blocks))
 
-    def _assistant(self, p: JSONObject, blocks: list[object],
-                   replay_state: JSONObject | None = None) -> None:
+    def _assistant(
+        self, p: JSONObject, blocks: list[object], replay_state: JSONObject | None = None
+    ) -> None:
         em = self.em
         if self.replay is None and not em.step:
             em.open_step()
         message: JSONObject = {
-            "id": em.message_id(nonempty(p.get("id"))), "role": "assistant", "content": blocks,
-            "source": {"kind": "model", "provider": self.provider, "model": self.model or "unknown"},
+            "id": em.message_id(nonempty(p.get("id"))),
+            "role": "assistant",
+            "content": blocks,
+            "source": {
+                "kind": "model",
+                "provider": self.provider,
+                "model": self.model or "unknown",
+            },
         }
         if replay_state is not None:
             message["source"] = {**message["source"], "replayState": replay_state}  # type: ignore[dict-item]
-        data: JSONObject = {"turn": em.turns if self.replay else em.turn,
-                            "step": 0 if self.replay else em.step, "message": message}
+        data: JSONObject = {
+            "turn": em.turns if self.replay else em.turn,
+            "step": 0 if self.replay else em.step,
+            "message": message,
+        }
         self._surface("assistant/message", data, "model")
 
     def _item(self, p: JSONObject, rec: Record) -> bool:
@@ -198,7 +227,7 @@ class CodexMapper:
         if kind == "message" and isinstance(p.get("role"), str):
             if p["role"] == "assistant":
                 self._assistant(p, _parts(p.get("content")))
-            elif isinstance(p.get("content"), (str, list)):
+            elif content_of(p.get("content")) is not None:
                 self._user(p)
             else:
                 return False
@@ -247,9 +276,10 @@ class CodexMapper:
         if inner is not None:
             is_error = inner.get("success") is False
             output = inner.get("content")
-        if call_id is None or not isinstance(output, (str, list)):
+        parts = content_of(output)
+        if call_id is None or parts is None:
             return False
-        content = _parts(output)
+        content = _parts(parts)
         msg_id = em.message_id(nonempty(p.get("id")))
         rp = self.replay
         if rp is None:
@@ -257,8 +287,16 @@ class CodexMapper:
             em.tool_result(call_id, msg_id, content, is_error, None)
         elif not rp.started:
             rp.started = True
-            em.tool_result(call_id, msg_id, content, is_error, None, replay=True,
-                           span=rp.span, markers=rp.markers)
+            em.tool_result(
+                call_id,
+                msg_id,
+                content,
+                is_error,
+                None,
+                replay=True,
+                span=rp.span,
+                markers=rp.markers,
+            )
         else:
             block: JSONObject = {"type": "tool-result", "toolCallId": call_id, "content": content}
             if is_error:
@@ -307,15 +345,21 @@ class CodexMapper:
             em.reason("legacy-compaction")
             text = p.get("message")
             data: JSONObject = {
-                "id": em.message_id(None), "role": "user",
+                "id": em.message_id(None),
+                "role": "user",
                 "content": [{"type": "text", "text": text if isinstance(text, str) else ""}],
                 "source": {"kind": "plugin", "plugin": PLUGIN, "compactSummary": True},
             }
             em.emit_surface("user/message", data, "plugin", span=span, markers=markers)
             return
-        replaced = [(s, str(em.events[s].type), _content(str(em.events[s].type),
-                                                        obj(em.events[s].data()) or {}))
-                    for s in span]
+        replaced = [
+            (
+                s,
+                str(em.events[s].type),
+                _content(str(em.events[s].type), obj(em.events[s].data()) or {}),
+            )
+            for s in span
+        ]
         self.replay = _Replay(span, markers, replaced)
         try:
             for item in history:

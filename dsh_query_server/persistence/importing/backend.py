@@ -51,16 +51,21 @@ def unreadable(rel: str, reason: str) -> SessionPersistenceCorruptionError:
     return SessionPersistenceCorruptionError(f'foreign transcript "{rel}" is unreadable: {reason}')
 
 
-def open_items(path: str, limit: int, token: CancelToken, *, head: bool = False
-               ) -> Iterator[Item]:
+def open_items(path: str, limit: int, token: CancelToken, *, head: bool = False) -> Iterator[Item]:
     """The items of a transcript's first ``limit`` bytes (a header scan stops at 1 MiB)."""
     with open(path, "rb") as stream:
-        yield from read_items(stream, limit, token, compressed=path.endswith(".zst"),
-                              max_line_end=HEAD_LIMIT if head else None)
+        yield from read_items(
+            stream,
+            limit,
+            token,
+            compressed=path.endswith(".zst"),
+            max_line_end=HEAD_LIMIT if head else None,
+        )
 
 
-def scan_anchor(path: str, size: int, token: CancelToken,
-                is_anchor: Callable[[dict[str, object]], bool]) -> Record | None:
+def scan_anchor(
+    path: str, size: int, token: CancelToken, is_anchor: Callable[[dict[str, object]], bool]
+) -> Record | None:
     """§3.1's header scan: the first record that ``is_anchor`` accepts, within 1 MiB."""
     for item in open_items(path, size, token, head=True):
         if isinstance(item, Record) and is_anchor(item.value):
@@ -109,19 +114,23 @@ class Candidate:
 
 
 def log_unreadable(path: str, exc: OSError) -> None:
-    print(f"dsh-query: skipping unreadable transcript {path}: {exc.strerror or exc}",
-          file=sys.stderr)
+    print(
+        f"dsh-query: skipping unreadable transcript {path}: {exc.strerror or exc}", file=sys.stderr
+    )
 
 
-def pick_winner(found: dict[str, Candidate], cand: Candidate,
-                rank: Callable[[Candidate], int] = lambda c: 0) -> None:
+def pick_winner(
+    found: dict[str, Candidate], cand: Candidate, rank: Callable[[Candidate], int] = lambda c: 0
+) -> None:
     """The same id twice in one home: lower ``rank``, then larger mtime, then smaller path."""
     old = found.get(cand.session_id)
     if old is None:
         found[cand.session_id] = cand
         return
+
     def order(c: Candidate) -> tuple[int, int, str]:
         return (rank(c), -c.mtime_ns, c.path)
+
     if order(cand) < order(old):
         found[cand.session_id] = cand
 
@@ -177,8 +186,9 @@ class ImportBackend(ABC):
         return [c.header for c in self.candidates(token or NULL_TOKEN).values()]
 
     def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
-        return [Snapshot(c.header, c.revision)
-                for c in self.candidates(token or NULL_TOKEN).values()]
+        return [
+            Snapshot(c.header, c.revision) for c in self.candidates(token or NULL_TOKEN).values()
+        ]
 
     def stored_count(self, session_id: str) -> int | None:
         if session_id not in self.candidates(NULL_TOKEN):

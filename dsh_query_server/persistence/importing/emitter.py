@@ -109,8 +109,15 @@ class Emitter:
         self.last_time = time
         return seq
 
-    def log(self, etype: str, data: JSONObject, *, synthetic: bool = False, before: bool = False,
-            eof: bool = False) -> int:
+    def log(
+        self,
+        etype: str,
+        data: JSONObject,
+        *,
+        synthetic: bool = False,
+        before: bool = False,
+        eof: bool = False,
+    ) -> int:
         """A log-only event; ``before`` (inserted ahead of the record's own events) and ``eof``
         take the preceding event's time."""
         data["import"] = self.provenance(synthetic, eof=eof)
@@ -139,8 +146,9 @@ class Emitter:
             data["record"] = record
         self.log("turn/start", data, synthetic=True)
 
-    def close_turn(self, record: JSONObject | None = None, *, eof: bool = False,
-                   aborted: bool = False) -> None:
+    def close_turn(
+        self, record: JSONObject | None = None, *, eof: bool = False, aborted: bool = False
+    ) -> None:
         if not self.turn:
             return
         self.close_step(eof=eof)
@@ -175,9 +183,17 @@ class Emitter:
         """The mirror's nodes from position ``start`` to the end."""
         return self.nodes[start:]
 
-    def emit_surface(self, etype: str, data: JSONObject, tag: str, *,
-                     span: list[int] | None = None, markers: list[int] | None = None,
-                     extra_src: list[int] | None = None, eof: bool = False) -> int:
+    def emit_surface(
+        self,
+        etype: str,
+        data: JSONObject,
+        tag: str,
+        *,
+        span: list[int] | None = None,
+        markers: list[int] | None = None,
+        extra_src: list[int] | None = None,
+        eof: bool = False,
+    ) -> int:
         """Emit a surface event. ``span`` (a contiguous run of the mirror) is replaced, citing it
         and ``markers``; a pending rollback is taken instead when no span is given."""
         if span is None and markers is None and self.pending is not None:
@@ -215,30 +231,48 @@ class Emitter:
         self.kinds[seq] = tag
         return seq
 
-    def placeholder(self, span: list[int] | None = None, markers: list[int] | None = None,
-                    *, eof: bool = False) -> int:
+    def placeholder(
+        self, span: list[int] | None = None, markers: list[int] | None = None, *, eof: bool = False
+    ) -> int:
         """An empty synthetic message standing where history was removed (§0.5)."""
         if span is None and markers is None and self.pending is not None:
             span, markers = self.pending
             self.pending = None
         self.reason("placeholder")
         data: JSONObject = {
-            "id": f"placeholder-{self.seq}", "role": "user", "content": [],
+            "id": f"placeholder-{self.seq}",
+            "role": "user",
+            "content": [],
             "source": {"kind": "plugin", "plugin": self.plugin, "placeholder": True},
         }
-        return self.emit_surface("user/message", data, "placeholder", span=span or [],
-                                 markers=markers or [], eof=eof)
+        return self.emit_surface(
+            "user/message", data, "placeholder", span=span or [], markers=markers or [], eof=eof
+        )
 
     def tool_call(self, call_id: str, name: str, arguments: str) -> None:
-        data: JSONObject = {"turn": self.turn, "step": self.step, "callId": call_id,
-                            "name": name, "arguments": arguments}
+        data: JSONObject = {
+            "turn": self.turn,
+            "step": self.step,
+            "callId": call_id,
+            "name": name,
+            "arguments": arguments,
+        }
         seq = self.log("tool/call", data, synthetic=True)
         self.calls[call_id] = Call(seq, self.step)
 
-    def tool_result(self, call_id: str, msg_id: str, content: list[object], is_error: bool,
-                    meta: JSONObject | None, *, replay: bool = False,
-                    extra_src: list[int] | None = None, span: list[int] | None = None,
-                    markers: list[int] | None = None) -> int:
+    def tool_result(
+        self,
+        call_id: str,
+        msg_id: str,
+        content: list[object],
+        is_error: bool,
+        meta: JSONObject | None,
+        *,
+        replay: bool = False,
+        extra_src: list[int] | None = None,
+        span: list[int] | None = None,
+        markers: list[int] | None = None,
+    ) -> int:
         """``replay``: an item of a replacement history (turn = the last opened, step 0)."""
         if not replay:
             self.ensure_turn()
@@ -248,20 +282,38 @@ class Emitter:
             block["isError"] = True
         step = 0 if replay else call.step if call is not None else self.step
         data: JSONObject = {
-            "turn": self.turns if replay else self.turn, "step": step,
-            "message": {"id": msg_id, "role": "user", "content": [block],
-                        "source": {"kind": "tool", "callId": call_id}},
+            "turn": self.turns if replay else self.turn,
+            "step": step,
+            "message": {
+                "id": msg_id,
+                "role": "user",
+                "content": [block],
+                "source": {"kind": "tool", "callId": call_id},
+            },
         }
         if meta is not None:
             data["meta"] = meta
         src = [call.seq] if call is not None else []
-        return self.emit_surface("tool/result", data, "tool", extra_src=src + (extra_src or []),
-                                 span=span, markers=markers)
+        return self.emit_surface(
+            "tool/result",
+            data,
+            "tool",
+            extra_src=src + (extra_src or []),
+            span=span,
+            markers=markers,
+        )
 
     # -- titles (§0.7) -----------------------------------------------------------------
 
-    def native_title(self, rank: int, title: str, source: JSONObject, record: JSONObject,
-                     *, time: int | None = None) -> bool:
+    def native_title(
+        self,
+        rank: int,
+        title: str,
+        source: JSONObject,
+        record: JSONObject,
+        *,
+        time: int | None = None,
+    ) -> bool:
         if self.title_rank is not None and rank < self.title_rank:
             return False
         self.title_rank = rank
@@ -277,8 +329,11 @@ class Emitter:
         if not title or title.startswith(_NO_FALLBACK):
             return
         self.title_rank = 0
-        self.log("session/title", {"title": title, "messageSeqs": [prompt_seq],
-                                   "source": {"kind": "fallback"}}, synthetic=True)
+        self.log(
+            "session/title",
+            {"title": title, "messageSeqs": [prompt_seq], "source": {"kind": "fallback"}},
+            synthetic=True,
+        )
 
     def end_seed(self) -> None:
         self.close_turn()

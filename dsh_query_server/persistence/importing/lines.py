@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Protocol, cast
 
-import zstandard
+import zstandard  # pyright: ignore[reportMissingImports]
 
 from ... import jsoncodec
 from ...cancel import CancelToken
@@ -133,7 +133,7 @@ def _zstd_chunks(stream: BinaryIO, limit: int, token: CancelToken) -> Iterator[b
     at the first decoding error (§0.1 step 7: the rest is a torn tail). Small input pieces keep
     what decoded before the error."""
     source = _Bounded(stream, limit)
-    dctx = zstandard.ZstdDecompressor()
+    dctx = cast(_Context, zstandard.ZstdDecompressor())  # pyright: ignore[reportUnknownMemberType]
     dobj = dctx.decompressobj()
     while True:
         token.raise_if_cancelled()
@@ -143,7 +143,7 @@ def _zstd_chunks(stream: BinaryIO, limit: int, token: CancelToken) -> Iterator[b
         while data:
             try:
                 out = dobj.decompress(data)
-            except zstandard.ZstdError:
+            except _ZSTD_ERROR:
                 raise _TornStream() from None
             if out:
                 yield out
@@ -151,6 +151,25 @@ def _zstd_chunks(stream: BinaryIO, limit: int, token: CancelToken) -> Iterator[b
                 data, dobj = dobj.unused_data, dctx.decompressobj()
             else:
                 data = b""
+
+
+class _Decoder(Protocol):
+    """The part of zstandard's decompression object used here (the package ships no types)."""
+
+    @property
+    def eof(self) -> bool: ...
+
+    @property
+    def unused_data(self) -> bytes: ...
+
+    def decompress(self, data: bytes) -> bytes: ...
+
+
+class _Context(Protocol):
+    def decompressobj(self) -> _Decoder: ...
+
+
+_ZSTD_ERROR = cast(type[Exception], zstandard.ZstdError)  # pyright: ignore[reportUnknownMemberType]
 
 
 class _TornStream(Exception):

@@ -13,6 +13,8 @@ def open_importer(scheme: str, home: str, options: dict[str, str], uri: str) -> 
     else:
         from ..codex.backend import CodexBackend
 
-        backend = CodexBackend(home, uri, include_archived=options.get("includeArchived") != "false")
+        backend = CodexBackend(
+            home, uri, include_archived=options.get("includeArchived") != "false"
+        )
     backend.check_home()  # a home that is no readable directory fails the mount
     return backend

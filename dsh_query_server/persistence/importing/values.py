@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 _RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))\Z"
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))\Z"
 )
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_SAFE = 2**53 - 1
 
 
@@ -21,8 +22,15 @@ def parse_time(value: object) -> int | None:
     if m is None:
         return None
     try:
-        base = datetime(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]),
-                        min(int(m[6]), 59), tzinfo=timezone.utc)
+        base = datetime(
+            int(m[1]),
+            int(m[2]),
+            int(m[3]),
+            int(m[4]),
+            int(m[5]),
+            min(int(m[6]), 59),
+            tzinfo=UTC,
+        )
     except ValueError:
         return None
     ms = (base - _EPOCH) // timedelta(milliseconds=1)
@@ -68,14 +76,25 @@ def arr(value: object) -> list[object] | None:
     return value if isinstance(value, list) else None  # pyright: ignore[reportUnknownVariableType]
 
 
+def content_of(value: object) -> str | list[object] | None:
+    """A message's content when it is a string or a list (the shapes both agents write)."""
+    return value if isinstance(value, str) else arr(value)
+
+
 def json_equal(a: object, b: object) -> bool:
     """Deep JSON equality where booleans are never numbers."""
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(  # pyright: ignore[reportUnknownMemberType]
-            json_equal(a[k], b[k]) for k in a)  # pyright: ignore[reportUnknownArgumentType]
-    if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(  # pyright: ignore[reportUnknownArgumentType]
-            json_equal(x, y) for x, y in zip(a, b))  # pyright: ignore[reportUnknownArgumentType]
+    da, db = obj(a), obj(b)
+    if da is not None:
+        return (
+            db is not None and da.keys() == db.keys() and all(json_equal(da[k], db[k]) for k in da)
+        )
+    la, lb = arr(a), arr(b)
+    if la is not None:
+        return (
+            lb is not None
+            and len(la) == len(lb)
+            and all(json_equal(x, y) for x, y in zip(la, lb, strict=True))
+        )
     if type(a) is bool or type(b) is bool:
         return type(a) is type(b) and a == b
     return a == b
