@@ -468,3 +468,21 @@ def test_listing_reuses_scans_while_stat_proves_unchanged(tmp_path, monkeypatch)
     os.replace(fresh, path)  # a new inode: scanned again
     b.list()
     assert len(calls) == 1
+
+
+def test_a_transcript_without_anchor_is_corrupt_for_inspect(tmp_path):
+    from dsh_query_server.persistence.base import SessionPersistenceCorruptionError
+
+    b = home_with(tmp_path, jl(user("u1", None, "x", 0)))
+    assert [h.id for h in b.list()] == [SID]
+    path = tmp_path / f"h/projects/-w/{SID}.jsonl"
+    fresh = path.with_name("tmp")
+    fresh.write_bytes(b"garbage\n")
+    os.replace(fresh, path)  # replaced after listing
+    assert b.list() == []
+    with pytest.raises(SessionPersistenceCorruptionError) as info:
+        b.inspect(SID)
+    assert str(info.value) == (
+        f'foreign transcript "projects/-w/{SID}.jsonl" is unreadable: '
+        "no header record in its first MiB"
+    )

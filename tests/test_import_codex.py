@@ -393,3 +393,17 @@ def test_bare_era_file(tmp_path):
     ins = b.inspect(SID)
     checked(ins, SID)
     assert surface_texts(ins) == ["L2", "L3"]
+
+
+def test_truncated_rollout_is_corrupt_and_vanished_is_not_found(tmp_path):
+    from dsh_query_server.persistence.base import SessionPersistenceCorruptionError
+    from dsh_query_server.persistence.importing.backend import ImportError_
+
+    b = rollout(tmp_path, jl(meta(SID), item(msg("user", "x"))))
+    [path] = list((tmp_path / "h/sessions").rglob("*.jsonl"))
+    path.write_bytes(b"")
+    with pytest.raises(SessionPersistenceCorruptionError, match="is unreadable"):
+        b.inspect(SID)
+    path.unlink()
+    with pytest.raises(ImportError_, match=f'session "{SID}" not found'):
+        b.inspect(SID)

@@ -67,6 +67,21 @@ def _is_anchor(v: dict[str, object]) -> bool:
     return isinstance(v.get("sessionId"), str) and parse_time(v.get("timestamp")) is not None
 
 
+def _scan(path: str, size: int, token: CancelToken) -> _Anchor | None:
+    """§1.2: the header scan's anchor, or None."""
+    rec = scan_anchor(path, size, token, _is_anchor)
+    if rec is None:
+        return None
+    v = rec.value
+    return _Anchor(
+        str(v["sessionId"]),
+        parse_time(v.get("timestamp")) or 0,
+        v.get("cwd"),
+        v.get("version"),
+        v.get("forkedFrom"),
+    )
+
+
 def _scandir(path: str) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(path) as it:
@@ -230,18 +245,9 @@ class ClaudeBackend(ImportBackend):
         hit, cached = self._scans.get(f.path, st)
         if hit:
             return cached
-        rec = scan_anchor(f.path, st.st_size, token, _is_anchor)
-        if rec is None:
-            return None
-        v = rec.value
-        anchor = _Anchor(
-            str(v["sessionId"]),
-            parse_time(v.get("timestamp")) or 0,
-            v.get("cwd"),
-            v.get("version"),
-            v.get("forkedFrom"),
-        )
-        self._scans.put(f.path, st, anchor)
+        anchor = _scan(f.path, st.st_size, token)
+        if anchor is not None:
+            self._scans.put(f.path, st, anchor)
         return anchor
 
     def candidates(self, token: CancelToken) -> dict[str, Candidate]:
@@ -273,11 +279,27 @@ class ClaudeBackend(ImportBackend):
 
     # -- inspect (§3.3) ----------------------------------------------------------------
 
+    def unlisted(self, session_id: str, token: CancelToken) -> str | None:
+        for f in self._files(token):
+            if f.flat:
+                continue  # its id needs the anchor
+            middle = f"/workflows/{f.run}" if f.run is not None else ""
+            sid = f.stem if f.agent is None else f"{f.stem}{middle}/agent-{f.agent}"
+            if sid == session_id and os.path.exists(f.path):
+                return f.path
+        return None
+
     def read(self, cand: Candidate, size: int, token: CancelToken) -> Inspection:
         plan = cand.plan
         if not isinstance(plan, _Plan):
             raise unreadable(self.rel(cand.path), "the transcript has no session record")
-        f, anchor, lineage = plan.file, plan.anchor, plan.lineage
+        f = plan.file
+        # §3.3: the header comes from this read's own scan; a replaced file then shows as a
+        # header that no longer matches the listed one (SOURCE_CONFLICT).
+        anchor = _scan(cand.path, size, token)
+        if anchor is None:
+            raise unreadable(self.rel(cand.path), "no record names a session and a time")
+        lineage = self._lineage(f, anchor)
         em = Emitter(PLUGIN, min(max(anchor.time, 0), MAX_SAFE))
         mapper = ClaudeMapper(em, lineage.trunk, lineage.native_id, lineage.copied)
         for item in open_items(cand.path, size, token):

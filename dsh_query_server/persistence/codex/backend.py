@@ -218,11 +218,26 @@ class CodexBackend(ImportBackend):
         self._scans.retain(paths)
         return found
 
+    def unlisted(self, session_id: str, token: CancelToken) -> str | None:
+        for path, sid, _ in self._files(token):
+            if sid == session_id and os.path.exists(path):
+                return path
+        return None
+
     def read(self, cand: Candidate, size: int, token: CancelToken) -> Inspection:
         plan = cand.plan
         if not isinstance(plan, _Plan):
             raise unreadable(self.rel(cand.path), "the transcript has no session_meta")
-        anchor = plan.anchor
+        # §3.3: the header comes from this read's own scan (a replaced file shows as a mismatch)
+        rec = scan_anchor(cand.path, size, token, _is_anchor)
+        if rec is None:
+            raise unreadable(self.rel(cand.path), "it has no session_meta")
+        anchor = _anchor_of(rec.value, cand.session_id)
+        if anchor is None:
+            raise unreadable(
+                self.rel(cand.path),
+                f'its first session_meta names another id than "{cand.session_id}"',
+            )
         em = Emitter(PLUGIN, anchor.created_at)
         mapper = CodexMapper(em, anchor.session_id, anchor.forked, anchor.bare)
         for item in open_items(cand.path, size, token):

@@ -179,6 +179,11 @@ class ImportBackend(ABC):
     def candidates(self, token: CancelToken) -> dict[str, Candidate]: ...
 
     @abstractmethod
+    def unlisted(self, session_id: str, token: CancelToken) -> str | None:
+        """The path of a transcript whose file name gives ``session_id`` but that listing left
+        out (it has no anchor), or None."""
+
+    @abstractmethod
     def read(self, cand: Candidate, size: int, token: CancelToken) -> Inspection:
         """Map the first ``size`` bytes of the candidate's transcript."""
 
@@ -200,6 +205,9 @@ class ImportBackend(ABC):
         token = token or NULL_TOKEN
         cand = self.candidates(token).get(session_id)
         if cand is None:
+            path = self.unlisted(session_id, token)
+            if path is not None:  # named by its file, but empty, garbage, truncated or replaced
+                raise unreadable(self.rel(path), "no header record in its first MiB")
             raise ImportError_(f'session "{session_id}" not found')
         for _ in range(ATTEMPTS):
             s0 = stat_or_none(cand.path)
