@@ -294,3 +294,21 @@ def test_absent_home_lists_nothing_and_a_file_home_fails(tmp_path):
     with pytest.raises(QueryError) as info:
         open_backend(f"claude:{tmp_path}/file")
     assert info.value.code == "SESSION_QUERY_PERSISTENCE_FAILED"
+
+
+def test_repeated_reads_reuse_the_log_only_while_stat_proves_it_unchanged(demo, monkeypatch):
+    backend, home = demo
+    reads = []
+    real = backend.read
+    monkeypatch.setattr(backend, "read", lambda *a: reads.append(a[0].session_id) or real(*a))
+    first = backend.inspect("claude-demo")
+    assert backend.inspect("claude-demo") is first and reads == ["claude-demo"]
+    sidecar = home / "projects/-w/claude-demo/subagents/agent-ab12.meta.json"
+    backend.inspect("claude-demo/agent-ab12")
+    sidecar.write_text('{"agentType":"other"}')
+    again = backend.inspect("claude-demo/agent-ab12")
+    assert again.meta.to_value()["agentPreset"] == "other" and len(reads) == 3
+    with open(home / "projects/-w/claude-demo.jsonl", "ab") as f:
+        f.write(b'{"type":"tag","tag":"x"}\n')
+    grown = backend.inspect("claude-demo")
+    assert grown.events[-3].type == "claude/tag" and len(grown.events) == len(first.events) + 1

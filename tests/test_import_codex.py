@@ -407,3 +407,15 @@ def test_truncated_rollout_is_corrupt_and_vanished_is_not_found(tmp_path):
     path.unlink()
     with pytest.raises(ImportError_, match=f'session "{SID}" not found'):
         b.inspect(SID)
+
+
+def test_a_renamed_thread_is_read_again(demo):
+    backend, home = demo
+    assert backend.inspect(F).events[-1].data()["title"] == "Demo fork"
+    with open(home / "session_index.jsonl", "a") as f:
+        f.write(
+            json.dumps({"id": F, "thread_name": "Renamed", "updated_at": "2026-01-03T00:00:00Z"})
+            + "\n"
+        )
+    title = backend.inspect(F).events[-1].data()
+    assert title["title"] == "Renamed" and title["import"]["line"] == 2

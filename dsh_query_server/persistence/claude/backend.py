@@ -273,7 +273,8 @@ class ClaudeBackend(ImportBackend):
             header = self._header(sid, f, anchor, lineage, None)
             revision = "claude:" + key_text(stat_key(st)) + lineage.revision
             plan = _Plan(f, anchor, lineage)
-            pick_winner(found, Candidate(sid, f.path, header, revision, st.st_mtime_ns, plan))
+            cand = Candidate(sid, f.path, header, revision, st.st_mtime_ns, plan, lineage.revision)
+            pick_winner(found, cand)
         self._scans.retain(paths)
         return found
 

@@ -212,6 +212,7 @@ class CodexBackend(ImportBackend):
                 revision,
                 st.st_mtime_ns,
                 _Plan(anchor, title),
+                f";title:{digest}",
             )
             ranks[path] = rank
             pick_winner(found, cand, lambda c: ranks[c.path])

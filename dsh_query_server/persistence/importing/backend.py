@@ -8,6 +8,7 @@ import stat as stat_module
 import sys
 import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -111,6 +112,7 @@ class Candidate:
     revision: str
     mtime_ns: int
     plan: object  # the backend's own reading plan for this transcript
+    extra: str = ""  # the revision's part beyond the transcript's stat (sidecars, index title)
 
 
 def log_unreadable(path: str, exc: OSError) -> None:
@@ -135,12 +137,50 @@ def pick_winner(
         found[cand.session_id] = cand
 
 
+MEMO_BUDGET = 64 * 1024 * 1024
+
+MemoKey = tuple[str, str, StatKey, str]
+
+
+class _Memo:
+    """Imported logs by the stat key of the bytes they were read from (plus the revision's other
+    parts): a stat proves the transcript unchanged, so a repeated read costs a listing and a
+    stat. Least recently used logs go first once the raw events pass the budget."""
+
+    def __init__(self, budget: int = MEMO_BUDGET) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[MemoKey, tuple[Inspection, int]] = OrderedDict()
+        self._size = 0
+        self._budget = budget
+
+    def get(self, key: MemoKey) -> Inspection | None:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None:
+                return None
+            self._entries.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: MemoKey, value: Inspection) -> None:
+        size = sum(len(e.raw) for e in value.events)
+        if size > self._budget // 2:
+            return
+        with self._lock:
+            for old in [k for k in self._entries if k[:2] == key[:2]]:  # one revision per id
+                self._size -= self._entries.pop(old)[1]
+            self._entries[key] = (value, size)
+            self._size += size
+            while self._size > self._budget:
+                self._size -= self._entries.popitem(last=False)[1][1]
+
+
 class ImportBackend(ABC):
     """A read-only foreign home. Subclasses enumerate candidates and map one transcript."""
 
     def __init__(self, home: str, uri: str) -> None:
         self.home = home
         self._uri = uri
+        self._memo = _Memo()
 
     @property
     def uri(self) -> str:
@@ -213,6 +253,10 @@ class ImportBackend(ABC):
             s0 = stat_or_none(cand.path)
             if s0 is None:
                 raise ImportError_(f'session "{session_id}" not found')
+            key = (session_id, cand.path, stat_key(s0), cand.extra)
+            hit = self._memo.get(key)
+            if hit is not None:
+                return hit
             try:
                 result = self.read(cand, s0.st_size, token)
             except FileNotFoundError:
@@ -222,5 +266,6 @@ class ImportBackend(ABC):
                 raise ImportError_(f'session "{session_id}" not found')
             same = (s1.st_dev, s1.st_ino) == (s0.st_dev, s0.st_ino)
             if same and (stat_key(s1) == stat_key(s0) or s1.st_size > s0.st_size):
+                self._memo.put(key, result)
                 return result
         raise ImportError_("transcript changed while being read")
