@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from dsh_query_server.model.event import Header, make_event
 from dsh_query_server.persistence.base import SessionPersistenceReadOnlyError
 from dsh_query_server.persistence.composite import (
     CompositeBackend,
@@ -16,7 +17,6 @@ from dsh_query_server.persistence.composite import (
     open_composite,
 )
 from dsh_query_server.persistence.uri import open_backend
-from dsh_query_server.model.event import Header, make_event
 
 from .import_helpers import SPEC, jl, write_home
 
