@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header, make_event
 from dsh_query_server.persistence.base import SessionPersistenceReadOnlyError
 from dsh_query_server.persistence.composite import (
@@ -80,9 +81,9 @@ def test_read_only_composite_refuses_writes_and_mounting_is_atomic(homes, tmp_pa
         backend.close = lambda: (closed.append(uri), original())[1]
         return backend
 
-    with pytest.raises(Exception):
+    with pytest.raises(QueryError) as info:
         open_composite([homes[1], f"codex:{tmp_path}/plain"], "x", opener)
-    assert closed == [homes[1]]
+    assert info.value.code == "SESSION_QUERY_PERSISTENCE_FAILED" and closed == [homes[1]]
     with pytest.raises(ValueError):
         CompositeBackend([], "x")
 
