@@ -375,7 +375,11 @@ def codex_model(records: list[dict[str, Any]], lines: dict[int, int]) -> list[st
             cut = None
             if "replacement_history" in p:
                 items = p["replacement_history"]
-                history = [(f"L{ln}" + (f"#{k}" if k else ""), "x") for k in range(len(items))]
+                roles = {"user": "user", "developer": "role", "assistant": "model"}
+                history = [
+                    (f"L{ln}" + (f"#{k}" if k else ""), roles[item["role"]])
+                    for k, item in enumerate(items)
+                ]
                 history = history or [("P", "placeholder")]
             else:
                 history = [(f"L{ln}", "summary")]

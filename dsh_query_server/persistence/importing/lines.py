@@ -209,10 +209,11 @@ def read_items(
     torn = False
     try:
         for data in source:
+            fresh = len(pending)  # bytes before this are known to hold no 0x0A
             pending += data
             cut = 0
             while True:
-                nl = pending.find(b"\n", cut)
+                nl = pending.find(b"\n", max(cut, fresh))
                 if nl < 0:
                     break
                 if max_line_end is not None and base + nl + 1 > max_line_end:
