@@ -108,6 +108,8 @@ class ClaudeBackend(ImportBackend):
         super().__init__(home, uri)
         self._scans: ScanCache[_Anchor] = ScanCache()
         self._sidecars: dict[str, tuple[StatKey, JSONObject | None]] = {}
+        # the candidate built from a transcript's stat key (a listing rebuilds only what changed)
+        self._listed: dict[str, tuple[StatKey, Candidate]] = {}
 
     # -- layout (§1.1) -----------------------------------------------------------------
 
@@ -259,6 +261,12 @@ class ClaudeBackend(ImportBackend):
             token.raise_if_cancelled()
             try:
                 st = os.stat(f.path)
+                key = stat_key(st)
+                prev = self._listed.get(f.path)
+                if prev is not None and prev[0] == key and f.agent is None:
+                    paths.add(f.path)  # an unchanged trunk: its header depends on nothing else
+                    pick_winner(found, prev[1])
+                    continue
                 anchor = self._anchor(f, st, token)
             except FileNotFoundError:
                 continue
@@ -268,14 +276,20 @@ class ClaudeBackend(ImportBackend):
             paths.add(f.path)
             if anchor is None:
                 continue
-            sid = self._session_id(f, anchor)
             lineage = self._lineage(f, anchor)
+            if prev is not None and prev[0] == key and prev[1].extra == lineage.revision:
+                pick_winner(found, prev[1])
+                continue
+            sid = self._session_id(f, anchor)
             header = self._header(sid, f, anchor, lineage, None)
-            revision = "claude:" + key_text(stat_key(st)) + lineage.revision
+            revision = "claude:" + key_text(key) + lineage.revision
             plan = _Plan(f, anchor, lineage)
             cand = Candidate(sid, f.path, header, revision, st.st_mtime_ns, plan, lineage.revision)
+            self._listed[f.path] = (key, cand)
             pick_winner(found, cand)
         self._scans.retain(paths)
+        for gone in [p for p in self._listed if p not in paths]:
+            self._listed.pop(gone, None)
         return found
 
     # -- inspect (§3.3) ----------------------------------------------------------------

@@ -114,7 +114,8 @@ class CodexBackend(ImportBackend):
         super().__init__(home, uri)
         self.include_archived = include_archived
         self._scans: ScanCache[_Anchor] = ScanCache()
-        self._index: tuple[StatKey | None, dict[str, tuple[int, JSONObject]]] = (None, {})
+        self._index: tuple[StatKey | None, dict[str, tuple[int, JSONObject, str]]] = (None, {})
+        self._listed: dict[str, tuple[StatKey, Candidate]] = {}
 
     def _files(self, token: CancelToken) -> list[tuple[str, str, int]]:
         """(path, id, rank) per candidate: rank 0 under sessions/, 1 archived (§2.1)."""
@@ -135,7 +136,7 @@ class CodexBackend(ImportBackend):
                     out.append((os.path.join(folder, name), sid, rank))
         return out
 
-    def _titles(self) -> dict[str, tuple[int, JSONObject]]:
+    def _titles(self) -> dict[str, tuple[int, JSONObject, str]]:
         """The last index entry per id with its line, reused while the index's stat holds."""
         path = os.path.join(self.home, INDEX)
         try:
@@ -145,11 +146,12 @@ class CodexBackend(ImportBackend):
         key = stat_key(st)
         if self._index[0] == key:
             return self._index[1]
-        entries: dict[str, tuple[int, JSONObject]] = {}
+        entries: dict[str, tuple[int, JSONObject, str]] = {}
         try:
             for item in open_items(path, st.st_size, NULL_TOKEN):
                 if isinstance(item, Record) and isinstance(item.value.get("id"), str):
-                    entries[str(item.value["id"])] = (item.line, item.value)
+                    digest = hashlib.sha256(jsoncodec.dumps(item.value)).hexdigest()[:16]
+                    entries[str(item.value["id"])] = (item.line, item.value, digest)
         except OSError:
             return {}
         self._index = (key, entries)
@@ -195,29 +197,38 @@ class CodexBackend(ImportBackend):
             if anchor is None:
                 continue
             entry = titles.get(sid)
-            digest = hashlib.sha256(jsoncodec.dumps(entry[1])).hexdigest()[:16] if entry else "-"
-            title = None
-            if entry is not None and isinstance(entry[1].get("thread_name"), str):
-                title = (
-                    entry[0],
-                    str(entry[1]["thread_name"]),
-                    entry[1],
-                    parse_time(entry[1].get("updated_at")),
-                )
-            revision = f"codex:{key_text(stat_key(st))};title:{digest}"
-            cand = Candidate(
-                sid,
-                path,
-                self._header(anchor, path, None),
-                revision,
-                st.st_mtime_ns,
-                _Plan(anchor, title),
-                f";title:{digest}",
-            )
+            digest = entry[2] if entry is not None else "-"
+            key = stat_key(st)
+            prev = self._listed.get(path)
+            if prev is not None and prev[0] == key and prev[1].extra == f";title:{digest}":
+                cand = prev[1]
+            else:
+                cand = self._candidate(sid, path, st, anchor, entry)
+                self._listed[path] = (key, cand)
             ranks[path] = rank
             pick_winner(found, cand, lambda c: ranks[c.path])
         self._scans.retain(paths)
+        for gone in [p for p in self._listed if p not in paths]:
+            self._listed.pop(gone, None)
         return found
+
+    def _candidate(
+        self,
+        sid: str,
+        path: str,
+        st: os.stat_result,
+        anchor: _Anchor,
+        entry: tuple[int, JSONObject, str] | None,
+    ) -> Candidate:
+        digest = entry[2] if entry is not None else "-"
+        title = None
+        if entry is not None and isinstance(entry[1].get("thread_name"), str):
+            name = str(entry[1]["thread_name"])
+            title = (entry[0], name, entry[1], parse_time(entry[1].get("updated_at")))
+        revision = f"codex:{key_text(stat_key(st))};title:{digest}"
+        header = self._header(anchor, path, None)
+        plan = _Plan(anchor, title)
+        return Candidate(sid, path, header, revision, st.st_mtime_ns, plan, f";title:{digest}")
 
     def unlisted(self, session_id: str, token: CancelToken) -> str | None:
         for path, sid, _ in self._files(token):
