@@ -154,3 +154,11 @@ def test_anchor_beyond_one_mebibyte_is_not_listed(tmp_path):
     assert b.list() == []
     b = backend(tmp_path / "again", jl(user("u1", None, "z" * 2_000_000)))
     assert b.list() == []  # a huge first record is no anchor within 1 MiB
+
+
+def test_fused_line_with_a_huge_stub_is_read_in_one_decode():
+    stub = b'{"type":"assistant","message":{"content":[' + b'{"type":"text","text":"\xff"},' * 60_000
+    record = b'{"type":"user","uuid":"u9"}'
+    got = items(stub + record + b"\n")
+    assert isinstance(got[0], BadSegment) and got[0].length == len(stub)
+    assert got[1].value == {"type": "user", "uuid": "u9"} and got[1].offset == len(stub)

@@ -8,8 +8,9 @@ they decode as one object (else a torn tail, silently ignored).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from json.scanner import make_scanner
 from typing import BinaryIO, Protocol, cast
 
 import zstandard  # pyright: ignore[reportMissingImports]
@@ -27,6 +28,9 @@ def _reject_constant(name: str) -> object:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+# typeshed types make_scanner as a class taking itself; at runtime it takes the decoder
+_SCANNER = make_scanner(_DECODER)  # pyright: ignore[reportArgumentType]
+_SCAN = cast(Callable[[str, int], tuple[dict[str, object], int]], _SCANNER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,22 +64,24 @@ def _one_object(text: bytes) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None  # pyright: ignore[reportUnknownVariableType]
 
 
-def _objects_from(text: str) -> list[dict[str, object]] | None:
-    """The rest of a line as one or more whitespace-separated objects, or None."""
+def _objects_from(text: str, pos: int) -> list[dict[str, object]] | None:
+    """The line from ``pos`` as one or more whitespace-separated objects, or None. Uses the
+    scanner directly: a failed candidate then costs its own parse, not a JSONDecodeError whose
+    line and column count every character before it."""
     out: list[dict[str, object]] = []
-    pos, end = 0, len(text)
+    end = len(text)
     while True:
         while pos < end and text[pos] in " \t\r\n":
             pos += 1
         if pos == end:
             return out or None
+        if text[pos] != "{":
+            return None
         try:
-            value, pos = _DECODER.raw_decode(text, pos)
-        except (ValueError, RecursionError):
+            value, pos = _SCAN(text, pos)
+        except (StopIteration, ValueError, RecursionError):
             return None
-        if not isinstance(value, dict):
-            return None
-        out.append(value)  # pyright: ignore[reportUnknownArgumentType]
+        out.append(value)  # an object: it started with "{"
 
 
 def _preview(data: bytes) -> str:
@@ -92,13 +98,15 @@ def split_line(raw: bytes, line: int, offset: int) -> list[Item]:
     value = _one_object(body)
     if value is not None:
         return [Record(line, start, value, len(body))]
-    candidates = [0]
-    at = body.find(b'{"', 1)
-    while at >= 0:
-        candidates.append(at)
-        at = body.find(b'{"', at + 1)
-    for o in candidates:
-        objects = _objects_from(body[o:].decode("utf-8", "replace"))
+    # Decode once: '{"' is ASCII, so the k-th one in the bytes is the k-th one in the text.
+    text = body.decode("utf-8", "replace")
+    at, at_text = body.find(b'{"', 1), text.find('{"', 1)
+    candidates = [(0, 0)]
+    while at >= 0 and at_text >= 0:
+        candidates.append((at, at_text))
+        at, at_text = body.find(b'{"', at + 1), text.find('{"', at_text + 1)
+    for o, o_text in candidates:
+        objects = _objects_from(text, o_text)
         if objects is None:
             continue
         items: list[Item] = []
