@@ -28,9 +28,13 @@ def _reject_constant(name: str) -> object:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-# typeshed types make_scanner as a class taking itself; at runtime it takes the decoder
-_SCANNER = make_scanner(_DECODER)  # pyright: ignore[reportArgumentType]
-_SCAN = cast(Callable[[str, int], tuple[dict[str, object], int]], _SCANNER)
+Scan = Callable[[str, int], tuple[dict[str, object], int]]
+
+
+def _scanner() -> Scan:
+    """A fresh scanner per damaged line: scanners keep a key memo, so threads do not share one.
+    (typeshed types make_scanner as a class taking itself; at runtime it takes the decoder.)"""
+    return cast(Scan, make_scanner(_DECODER))  # pyright: ignore[reportArgumentType]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +68,7 @@ def _one_object(text: bytes) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None  # pyright: ignore[reportUnknownVariableType]
 
 
-def _objects_from(text: str, pos: int) -> list[dict[str, object]] | None:
+def _objects_from(scan: Scan, text: str, pos: int) -> list[dict[str, object]] | None:
     """The line from ``pos`` as one or more whitespace-separated objects, or None. Uses the
     scanner directly: a failed candidate then costs its own parse, not a JSONDecodeError whose
     line and column count every character before it."""
@@ -78,7 +82,7 @@ def _objects_from(text: str, pos: int) -> list[dict[str, object]] | None:
         if text[pos] != "{":
             return None
         try:
-            value, pos = _SCAN(text, pos)
+            value, pos = scan(text, pos)
         except (StopIteration, ValueError, RecursionError):
             return None
         out.append(value)  # an object: it started with "{"
@@ -102,11 +106,12 @@ def split_line(raw: bytes, line: int, offset: int) -> list[Item]:
     text = body.decode("utf-8", "replace")
     at, at_text = body.find(b'{"', 1), text.find('{"', 1)
     candidates = [(0, 0)]
+    scan = _scanner()
     while at >= 0 and at_text >= 0:
         candidates.append((at, at_text))
         at, at_text = body.find(b'{"', at + 1), text.find('{"', at_text + 1)
     for o, o_text in candidates:
-        objects = _objects_from(text, o_text)
+        objects = _objects_from(scan, text, o_text)
         if objects is None:
             continue
         items: list[Item] = []
