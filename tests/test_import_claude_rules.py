@@ -486,3 +486,60 @@ def test_a_transcript_without_anchor_is_corrupt_for_inspect(tmp_path):
         f'foreign transcript "projects/-w/{SID}.jsonl" is unreadable: '
         "no header record in its first MiB"
     )
+
+
+def test_sidecar_cycle_ends_the_depth_walk_and_forked_from_seeds(tmp_path):
+    forked = {"sessionId": "old", "messageUuid": "x"}
+    write_home(
+        tmp_path / "h",
+        {
+            "projects/-w/t.jsonl": jl(
+                user("p1", None, "copied", 0, sid="old", forkedFrom=forked),
+                user("c1", "p1", "mine", 1, sid="t"),
+            ),
+            "projects/-w/self.jsonl": jl(
+                user("s1", None, "x", 0, sid="self", forkedFrom={"sessionId": "self"})
+            ),
+            "projects/-w/t/subagents/agent-a.jsonl": jl(user("a1", None, "sub", 2, sid="t")),
+            "projects/-w/t/subagents/agent-a.meta.json": '{"parentAgentId":"b"}',
+            "projects/-w/t/subagents/agent-b.meta.json": '{"parentAgentId":"a"}',
+        },
+    )
+    b = ClaudeBackend(str(tmp_path / "h"), "claude:x")
+    headers = {h.id: h.to_value() for h in b.list()}
+    assert headers["t"]["parentSession"] == "old" and headers["t"]["source"]["lineage"] == "fork"
+    assert "parentSession" not in headers["self"]  # a header never names its own id
+    assert headers["t/agent-a"]["parentSession"] == "t/agent-b"
+    assert headers["t/agent-a"]["delegationDepth"] == 2
+    ins, _ = one(b, "t")
+    types = [e.type for e in ins.events]
+    assert types[types.index("session/end-seed") + 1] == "turn/start"
+    assert types.count("session/end-seed") == 1
+    seed_prompt = data(ins, types.index("user/message"))
+    assert seed_prompt["id"] == "p1"
+
+
+def test_system_records_and_unknown_types_are_named(tmp_path):
+    b = home_with(
+        tmp_path,
+        jl(
+            user("u1", None, "x", 0),
+            {"type": "system", "subtype": "local_command", "uuid": "s", "sessionId": SID},
+            {"type": "system", "uuid": "s2", "sessionId": SID},
+            {"type": "queue-operation", "sessionId": SID},
+            {"type": 7},
+            {"type": "user", "uuid": "bad", "sessionId": SID, "message": {"content": 5}},
+            {"type": "content-replacement", "sessionId": SID},
+        ),
+    )
+    ins, _ = one(b)
+    types = [e.type for e in ins.events]
+    assert types[3:9] == [
+        "claude/system/local_command",
+        "claude/system",
+        "claude/queue-operation",
+        "claude/record",
+        "claude/user",
+        "claude/content-replacement",
+    ]
+    assert reasons(ins) == ["content-replacement"]

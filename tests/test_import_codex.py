@@ -419,3 +419,30 @@ def test_a_renamed_thread_is_read_again(demo):
         )
     title = backend.inspect(F).events[-1].data()
     assert title["title"] == "Renamed" and title["import"]["line"] == 2
+
+
+def test_fork_boundaries_and_compact_subagents(tmp_path):
+    parent = "00000000-0000-7000-8000-0000000000aa"
+    own = meta(SID, forked_from_id=parent)
+    b = rollout(
+        tmp_path,
+        jl(
+            own,
+            meta(parent),
+            item(msg("user", "copied")),
+            meta(SID),  # the replay ends where the fork's own meta repeats
+            item(msg("user", "mine")),
+        ),
+    )
+    ins = b.inspect(SID)
+    checked(ins, SID)
+    types = [e.type for e in ins.events]
+    assert types.index("session/end-seed") + 1 == types.index("codex/session_meta", 2)
+    unseeded = rollout(tmp_path / "b", jl(own, item(msg("user", "no copy"))))
+    assert "session/end-seed" not in [e.type for e in unseeded.inspect(SID).events]
+    compact = rollout(tmp_path / "c", jl(meta(SID, source={"subagent": "compact"})))
+    header = compact.list()[0].to_value()
+    assert header["origin"] == "subagent" and header["source"]["lineage"] == "compaction"
+    assert "parentSession" not in header
+    self_fork = rollout(tmp_path / "d", jl(meta(SID, forked_from_id=SID)))
+    assert "parentSession" not in self_fork.list()[0].to_value()

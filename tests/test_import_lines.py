@@ -157,7 +157,9 @@ def test_anchor_beyond_one_mebibyte_is_not_listed(tmp_path):
 
 
 def test_fused_line_with_a_huge_stub_is_read_in_one_decode():
-    stub = b'{"type":"assistant","message":{"content":[' + b'{"type":"text","text":"\xff"},' * 60_000
+    stub = (
+        b'{"type":"assistant","message":{"content":[' + b'{"type":"text","text":"\xff"},' * 60_000
+    )
     record = b'{"type":"user","uuid":"u9"}'
     got = items(stub + record + b"\n")
     assert isinstance(got[0], BadSegment) and got[0].length == len(stub)
