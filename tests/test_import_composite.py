@@ -3,6 +3,7 @@ members: an SQLite store, a claude: home and a codex: home."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -121,3 +122,29 @@ def test_auto_finds_the_homes_that_exist(tmp_path):
     ]
     for uri in auto_uris("sqlite:/s.db", env)[1:]:
         open_backend(uri).close()
+
+
+def test_persistence_values(homes, tmp_path):
+    from dsh_query_server.persistence.composite import open_persistence, persistence_members
+
+    env = {"HOME": str(tmp_path / "nobody")}
+    assert persistence_members("auto", homes[0], env) == [homes[0]]
+    single = open_persistence(homes[1], homes[0], env)
+    assert not isinstance(single, CompositeBackend) and single.uri == homes[1]
+    both = open_persistence(homes[1:], homes[0], env)
+    assert isinstance(both, CompositeBackend) and [m.uri for m in both.members] == homes[1:]
+    assert both.uri == json.dumps(homes[1:], separators=(",", ":"))
+    auto = open_persistence("auto", homes[0], env)
+    assert auto.uri == "auto" and auto.writable
+    for bad in (
+        [],
+        ["auto"],
+        [homes[1], homes[1]],
+        [1],
+        list(homes) * 3,
+        "nope:x",
+        [f"claude:{tmp_path}?readOnly=false"],
+    ):
+        with pytest.raises(QueryError) as info:
+            persistence_members(bad, homes[0], env)
+        assert info.value.code == "SESSION_QUERY_INVALID_CONFIG", bad

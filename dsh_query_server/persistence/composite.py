@@ -7,8 +7,11 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
+from .. import errors, jsoncodec
 from ..cancel import NULL_TOKEN, CancelToken
+from ..errors import QueryError
 from ..model.event import Event, Header
 from .base import (
     Inspection,
@@ -16,6 +19,7 @@ from .base import (
     SessionPersistenceReadOnlyError,
     Snapshot,
 )
+from .uri import open_backend, parse_uri
 
 MAX_MEMBERS = 8
 
@@ -171,3 +175,39 @@ def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
             seen.add(real)
         out.append(uri)
     return out
+
+
+def _invalid(detail: str) -> QueryError:
+    return QueryError(errors.INVALID_CONFIG, f"session-query: {detail}")
+
+
+def persistence_members(value: object, embedded: str, env: Mapping[str, str]) -> list[str]:
+    """§4.3: the member URIs of a ``persistence`` value (``"auto"``, one URI or an array of 1-8
+    distinct URIs without ``"auto"``); a bad shape or member is INVALID_CONFIG."""
+    if value == "auto":
+        return auto_uris(embedded, env)
+    if isinstance(value, str):
+        parse_uri(value)
+        return [value]
+    members = value if isinstance(value, list) else None  # pyright: ignore[reportUnknownVariableType]
+    if members is None or not 1 <= len(members) <= MAX_MEMBERS:
+        raise _invalid(f'persistence must be "auto", a URI or an array of 1 to {MAX_MEMBERS} URIs')
+    uris: list[str] = []
+    for member in cast(list[object], members):
+        if not isinstance(member, str) or member == "auto":
+            raise _invalid('persistence array members must be URIs (not "auto")')
+        if member in uris:
+            raise _invalid(f'persistence array repeats "{member}"')
+        parse_uri(member)
+        uris.append(member)
+    return uris
+
+
+def open_persistence(value: object, embedded: str, env: Mapping[str, str]) -> PersistenceBackend:
+    """Mount a ``persistence`` value: one URI as itself, ``"auto"`` or an array as a composite
+    whose ``uri`` is ``"auto"`` or the array's compact JSON (what the default index hashes)."""
+    uris = persistence_members(value, embedded, env)
+    if isinstance(value, str) and value != "auto":
+        return open_backend(value)
+    text = "auto" if value == "auto" else jsoncodec.dumps(uris).decode("utf-8")
+    return open_composite(uris, text, open_backend)
