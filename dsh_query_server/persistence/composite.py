@@ -189,11 +189,11 @@ def persistence_members(value: object, embedded: str, env: Mapping[str, str]) ->
     if isinstance(value, str):
         parse_uri(value)
         return [value]
-    members = value if isinstance(value, list) else None  # pyright: ignore[reportUnknownVariableType]
+    members = cast(list[object], value) if isinstance(value, list) else None
     if members is None or not 1 <= len(members) <= MAX_MEMBERS:
         raise _invalid(f'persistence must be "auto", a URI or an array of 1 to {MAX_MEMBERS} URIs')
     uris: list[str] = []
-    for member in cast(list[object], members):
+    for member in members:
         if not isinstance(member, str) or member == "auto":
             raise _invalid('persistence array members must be URIs (not "auto")')
         if member in uris:
