@@ -69,13 +69,13 @@ class CompositeBackend:
         with self._lock:
             self._owner = owner
 
-    def list(self, token: CancelToken | None = None) -> list[Header]:
-        token = token or NULL_TOKEN
+    def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
+        token = token or NULL_TOKEN  # callers of the older contract pass None
         pairs = self._each(token, lambda m: m.list(token))
         self._record([(i, str(h.id)) for i, h in pairs])
         return [h for _, h in pairs]
 
-    def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
         token = token or NULL_TOKEN
         out: list[tuple[int, Snapshot]] = []
         for i, member in enumerate(self.members):
@@ -93,7 +93,7 @@ class CompositeBackend:
                 owner = self._owner.get(session_id)
         return owner
 
-    def inspect(self, session_id: str, token: CancelToken | None = None) -> Inspection:
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         token = token or NULL_TOKEN
         owner = self._owner_of(session_id, token)
         if owner is None:
@@ -203,7 +203,9 @@ def persistence_members(value: object, embedded: str, env: Mapping[str, str]) ->
     return uris
 
 
-def open_persistence(value: object, embedded: str, env: Mapping[str, str]) -> PersistenceBackend:
+def open_persistence(
+    value: object, embedded: str, env: Mapping[str, str]
+) -> PersistenceBackend | CompositeBackend:
     """Mount a ``persistence`` value: one URI as itself, ``"auto"`` or an array as a composite
     whose ``uri`` is ``"auto"`` or the array's compact JSON (what the default index hashes)."""
     uris = persistence_members(value, embedded, env)

@@ -227,10 +227,10 @@ class ImportBackend(ABC):
     def read(self, cand: Candidate, size: int, token: CancelToken) -> Inspection:
         """Map the first ``size`` bytes of the candidate's transcript."""
 
-    def list(self, token: CancelToken | None = None) -> list[Header]:
+    def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
         return [c.header for c in self.candidates(token or NULL_TOKEN).values()]
 
-    def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
         return [
             Snapshot(c.header, c.revision) for c in self.candidates(token or NULL_TOKEN).values()
         ]
@@ -240,9 +240,9 @@ class ImportBackend(ABC):
             return None
         return len(self.inspect(session_id).events)
 
-    def inspect(self, session_id: str, token: CancelToken | None = None) -> Inspection:
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile."""
-        token = token or NULL_TOKEN
+        token = token or NULL_TOKEN  # callers of the older contract pass None
         cand = self.candidates(token).get(session_id)
         if cand is None:
             path = self.unlisted(session_id, token)
