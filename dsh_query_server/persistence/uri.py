@@ -21,7 +21,24 @@ from ..errors import QueryError, inner_message
 _OPTIONS = {
     "jsonl": {"compression": ("auto", "zstd", "none"), "packChunks": ("true", "false"), "readOnly": ("true", "false")},
     "sqlite": {"journalMode": ("wal", "delete", "truncate", "persist"), "busyTimeoutMs": None, "readOnly": ("true", "false")},
+    # importers.md §1.1, §2.1: read-only foreign homes
+    "claude": {"readOnly": ("true",)},
+    "codex": {"readOnly": ("true",), "includeArchived": ("true", "false")},
 }
+_HOME_DEFAULTS = {"claude": ("CLAUDE_CONFIG_DIR", "~/.claude"), "codex": ("CODEX_HOME", "~/.codex")}
+
+
+def _importer_home(scheme: str, location: str) -> str:
+    """importers.md §1.1: empty means the agent's env variable or default; ``~`` is $HOME."""
+    if not location:
+        env, default = _HOME_DEFAULTS[scheme]
+        location = os.environ.get(env) or default
+    if location == "~" or location.startswith("~/"):
+        home = os.environ.get("HOME", "")
+        if not home:
+            raise _invalid(f"{scheme} URI uses ~ but HOME is not set")
+        location = home + location[1:]
+    return location
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +73,8 @@ def parse_uri(uri: Any) -> MountSpec:
         raise _invalid(f'unknown persistence URI scheme in "{uri}"')
     location_text, _, query = rest.partition("?")
     location = _decode_location(location_text)
+    if scheme in _HOME_DEFAULTS:
+        location = _importer_home(scheme, location)
     if not location:
         raise _invalid(f'persistence URI "{uri}" has no location')
     if "\0" in location:
@@ -82,6 +101,8 @@ def parse_uri(uri: Any) -> MountSpec:
 def absolute_uri(uri: str) -> str:
     """Resolve a relative location against the working directory (command-line convenience)."""
     scheme, sep, rest = uri.partition(":")
+    if scheme in _HOME_DEFAULTS and (rest.startswith(("~", "?")) or not rest):
+        return uri
     if sep and scheme in _OPTIONS and rest and not rest.startswith("/") and not rest.startswith(":memory:"):
         location, q, query = rest.partition("?")
         return f"{scheme}:{os.path.abspath(location).replace('%', '%25')}{q}{query}"
@@ -112,6 +133,10 @@ def open_backend(uri: str) -> Any:
         return backend
     spec = parse_uri(uri)
     try:
+        if spec.scheme in _HOME_DEFAULTS:
+            from .importing.mount import open_importer
+
+            return open_importer(spec.scheme, spec.location, dict(spec.options), uri)
         if spec.scheme == "jsonl":
             from .jsonl import JsonlBackend
 

@@ -1,0 +1,2 @@
+"""The read-only ``claude:`` backend: Claude Code transcripts as dsh logical logs
+(importers.md §1)."""

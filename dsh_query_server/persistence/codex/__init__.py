@@ -1,0 +1,1 @@
+"""The read-only ``codex:`` backend: Codex rollouts as dsh logical logs (importers.md §2)."""

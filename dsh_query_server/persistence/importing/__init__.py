@@ -1,0 +1,1 @@
+"""Shared machinery of the read-only importers (importers.md §0, §3)."""

@@ -1,0 +1,271 @@
+"""What the two importers share as backends (importers.md §3): read-only mounts, stat-keyed
+header-scan reuse, revisions, and ``inspect``'s consistent read of an append-only file."""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+import sys
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from ...cancel import NULL_TOKEN, CancelToken
+from ...model.event import Event, Header
+from ..base import (
+    Inspection,
+    SessionPersistenceCorruptionError,
+    SessionPersistenceReadOnlyError,
+    Snapshot,
+)
+from .lines import Item, Record, read_items
+
+HEAD_LIMIT = 1_048_576
+ATTEMPTS = 3
+
+StatKey = tuple[int, int, int, int]
+
+
+class ImportError_(Exception):
+    """A plain persistence failure of an importer (PERSISTENCE_FAILED on the wire)."""
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def key_text(key: StatKey | None) -> str:
+    return "-" if key is None else ":".join(map(str, key))
+
+
+def stat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+def unreadable(rel: str, reason: str) -> SessionPersistenceCorruptionError:
+    return SessionPersistenceCorruptionError(f'foreign transcript "{rel}" is unreadable: {reason}')
+
+
+def open_items(path: str, limit: int, token: CancelToken, *, head: bool = False) -> Iterator[Item]:
+    """The items of a transcript's first ``limit`` bytes (a header scan stops at 1 MiB)."""
+    with open(path, "rb") as stream:
+        yield from read_items(
+            stream,
+            limit,
+            token,
+            compressed=path.endswith(".zst"),
+            max_line_end=HEAD_LIMIT if head else None,
+        )
+
+
+def scan_anchor(
+    path: str, size: int, token: CancelToken, is_anchor: Callable[[dict[str, object]], bool]
+) -> Record | None:
+    """§3.1's header scan: the first record that ``is_anchor`` accepts, within 1 MiB."""
+    for item in open_items(path, size, token, head=True):
+        if isinstance(item, Record) and is_anchor(item.value):
+            return item
+    return None
+
+
+T = TypeVar("T")
+
+
+class ScanCache(Generic[T]):
+    """Header scans per path, reused while ``(dev, ino)`` match and the file has not shrunk
+    (transcripts are append-only and headers come only from the anchor)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[int, int, int, T]] = {}
+
+    def get(self, path: str, st: os.stat_result) -> tuple[bool, T | None]:
+        with self._lock:
+            hit = self._entries.get(path)
+        if hit is not None and hit[0] == st.st_dev and hit[1] == st.st_ino and st.st_size >= hit[2]:
+            return True, hit[3]
+        return False, None
+
+    def put(self, path: str, st: os.stat_result, value: T) -> None:
+        with self._lock:
+            self._entries[path] = (st.st_dev, st.st_ino, st.st_size, value)
+
+    def retain(self, paths: set[str]) -> None:
+        with self._lock:
+            for gone in [p for p in self._entries if p not in paths]:
+                del self._entries[gone]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One listed transcript: its header, revision and what the mapper needs to read it."""
+
+    session_id: str
+    path: str
+    header: Header
+    revision: str
+    mtime_ns: int
+    plan: object  # the backend's own reading plan for this transcript
+    extra: str = ""  # the revision's part beyond the transcript's stat (sidecars, index title)
+
+
+def log_unreadable(path: str, exc: OSError) -> None:
+    print(
+        f"dsh-query: skipping unreadable transcript {path}: {exc.strerror or exc}", file=sys.stderr
+    )
+
+
+def pick_winner(
+    found: dict[str, Candidate], cand: Candidate, rank: Callable[[Candidate], int] = lambda c: 0
+) -> None:
+    """The same id twice in one home: lower ``rank``, then larger mtime, then smaller path."""
+    old = found.get(cand.session_id)
+    if old is None:
+        found[cand.session_id] = cand
+        return
+
+    def order(c: Candidate) -> tuple[int, int, str]:
+        return (rank(c), -c.mtime_ns, c.path)
+
+    if order(cand) < order(old):
+        found[cand.session_id] = cand
+
+
+MEMO_BUDGET = 64 * 1024 * 1024
+
+MemoKey = tuple[str, str, StatKey, str]
+
+
+class _Memo:
+    """Imported logs by the stat key of the bytes they were read from (plus the revision's other
+    parts): a stat proves the transcript unchanged, so a repeated read costs a listing and a
+    stat. Least recently used logs go first once the raw events pass the budget."""
+
+    def __init__(self, budget: int = MEMO_BUDGET) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[MemoKey, tuple[Inspection, int]] = OrderedDict()
+        self._size = 0
+        self._budget = budget
+
+    def get(self, key: MemoKey) -> Inspection | None:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None:
+                return None
+            self._entries.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: MemoKey, value: Inspection) -> None:
+        size = sum(len(e.raw) for e in value.events)
+        if size > self._budget // 2:
+            return
+        with self._lock:
+            for old in [k for k in self._entries if k[:2] == key[:2]]:  # one revision per id
+                self._size -= self._entries.pop(old)[1]
+            self._entries[key] = (value, size)
+            self._size += size
+            while self._size > self._budget:
+                self._size -= self._entries.popitem(last=False)[1][1]
+
+
+class ImportBackend(ABC):
+    """A read-only foreign home. Subclasses enumerate candidates and map one transcript."""
+
+    def __init__(self, home: str, uri: str) -> None:
+        self.home = home
+        self._uri = uri
+        self._memo = _Memo()
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def writable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        return None
+
+    def create(self, header: Header) -> None:
+        raise SessionPersistenceReadOnlyError(f'persistence backend "{self.uri}" is read-only')
+
+    def append(self, session_id: str, events: list[Event]) -> None:
+        raise SessionPersistenceReadOnlyError(f'persistence backend "{self.uri}" is read-only')
+
+    def rel(self, path: str) -> str:
+        return os.path.relpath(path, self.home)
+
+    def check_home(self) -> bool:
+        """False for an absent home; a home that is no readable directory fails (§3.1)."""
+        try:
+            st = os.stat(self.home)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise ImportError_(f'home "{self.home}" is not readable: {exc.strerror}') from None
+
+        if not stat_module.S_ISDIR(st.st_mode) or not os.access(self.home, os.R_OK | os.X_OK):
+            raise ImportError_(f'home "{self.home}" is not a readable directory')
+        return True
+
+    @abstractmethod
+    def candidates(self, token: CancelToken) -> dict[str, Candidate]: ...
+
+    @abstractmethod
+    def unlisted(self, session_id: str, token: CancelToken) -> str | None:
+        """The path of a transcript whose file name gives ``session_id`` but that listing left
+        out (it has no anchor), or None."""
+
+    @abstractmethod
+    def read(self, cand: Candidate, size: int, token: CancelToken) -> Inspection:
+        """Map the first ``size`` bytes of the candidate's transcript."""
+
+    def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
+        return [c.header for c in self.candidates(token or NULL_TOKEN).values()]
+
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
+        return [
+            Snapshot(c.header, c.revision) for c in self.candidates(token or NULL_TOKEN).values()
+        ]
+
+    def stored_count(self, session_id: str) -> int | None:
+        if session_id not in self.candidates(NULL_TOKEN):
+            return None
+        return len(self.inspect(session_id).events)
+
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
+        """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile."""
+        token = token or NULL_TOKEN  # callers of the older contract pass None
+        cand = self.candidates(token).get(session_id)
+        if cand is None:
+            path = self.unlisted(session_id, token)
+            if path is not None:  # named by its file, but empty, garbage, truncated or replaced
+                raise unreadable(self.rel(path), "no header record in its first MiB")
+            raise ImportError_(f'session "{session_id}" not found')
+        for _ in range(ATTEMPTS):
+            s0 = stat_or_none(cand.path)
+            if s0 is None:
+                raise ImportError_(f'session "{session_id}" not found')
+            key = (session_id, cand.path, stat_key(s0), cand.extra)
+            hit = self._memo.get(key)
+            if hit is not None:
+                return hit
+            try:
+                result = self.read(cand, s0.st_size, token)
+            except FileNotFoundError:
+                raise ImportError_(f'session "{session_id}" not found') from None
+            s1 = stat_or_none(cand.path)
+            if s1 is None:
+                raise ImportError_(f'session "{session_id}" not found')
+            same = (s1.st_dev, s1.st_ino) == (s0.st_dev, s0.st_ino)
+            if same and (stat_key(s1) == stat_key(s0) or s1.st_size > s0.st_size):
+                self._memo.put(key, result)
+                return result
+        raise ImportError_("transcript changed while being read")

@@ -1,0 +1,131 @@
+"""Shared by the importer tests: homes built from files, replay checks, the spec's tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+from typing import Any
+
+from dsh_query_server.persistence.base import Inspection
+from dsh_query_server.session.fold import fold_surface
+from dsh_query_server.session.validate import replay_error
+
+FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
+SPEC = FIXTURES / "spec"
+REAL = FIXTURES / "real"
+
+
+def jl(*records: Any) -> bytes:
+    """Records as JSONL lines (strings pass through as raw lines)."""
+    out = []
+    for r in records:
+        out.append(
+            r.encode() if isinstance(r, str) else json.dumps(r, separators=(",", ":")).encode()
+        )
+    return b"\n".join(out) + b"\n"
+
+
+def write_home(root: pathlib.Path, files: dict[str, bytes | str]) -> pathlib.Path:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+    return root
+
+
+def copy_spec(name: str, dest: pathlib.Path) -> pathlib.Path:
+    shutil.copytree(SPEC / name, dest)
+    return dest
+
+
+def checked(ins: Inspection, sid: str) -> list[str]:
+    """Replay-validate and fold an imported log; the class of every seq."""
+    assert replay_error(ins.meta.to_value(), ins.events, sid) is None, replay_error(
+        ins.meta.to_value(), ins.events, sid
+    )
+    return fold_surface(ins.events).classes()
+
+
+def data(ins: Inspection, seq: int) -> dict[str, Any]:
+    return ins.events[seq].data()
+
+
+def surface_texts(ins: Inspection) -> list[str]:
+    """The current surface as text (the ids and texts a model would be sent)."""
+    fold = fold_surface(ins.events)
+    out = []
+    for seq in fold.nodes:
+        d = ins.events[seq].data()
+        message = d if ins.events[seq].type == "user/message" else d["message"]
+        out.append(message["id"])
+    return out
+
+
+def parse_table(text: str, unit_ms: int, created: int) -> list[tuple[Any, ...]]:
+    """Rows of a worked example's event table: (seq, type, line, time, op, src, class)."""
+    rows = []
+    for row in text.strip().splitlines()[1:]:
+        tokens = row.split()
+        line = None if tokens[-5] == "-" else int(tokens[-5])
+        op: Any = tokens[-3]
+        if op.startswith("R("):
+            start, end = op[2:-1].split("..")
+            op = {"op": "replace", "start": int(start), "end": int(end)}
+        elif op == "-":
+            op = None
+        src = None if tokens[-2] == "-" else json.loads(tokens[-2])
+        rows.append(
+            (
+                int(tokens[0]),
+                tokens[1],
+                line,
+                created + int(tokens[-4]) * unit_ms,
+                op,
+                src,
+                tokens[-1],
+            )
+        )
+    return rows
+
+
+def actual_table(ins: Inspection) -> list[tuple[Any, ...]]:
+    classes = fold_surface(ins.events).classes()
+    rows = []
+    for e in ins.events:
+        value = e.to_value()
+        line = value["data"]["import"].get("line")
+        if value["data"]["import"].get("file"):
+            line = None
+        rows.append(
+            (
+                e.seq,
+                e.type,
+                line,
+                e.time,
+                value.get("surfaceOp"),
+                value.get("sourceEventSeqs"),
+                classes[e.seq],
+            )
+        )
+    return rows
+
+
+def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
+    """A server environment whose every home lies inside ``tmp`` (tests never read a real one)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("HOME", "DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_STATE_HOME")
+    }
+    home = tmp / "user-home"
+    home.mkdir(exist_ok=True)
+    env.update(
+        HOME=str(home),
+        DSH_HOME=str(home / ".dsh"),
+        CLAUDE_CONFIG_DIR=str(home / ".claude"),
+        CODEX_HOME=str(home / ".codex"),
+        XDG_STATE_HOME=str(home / ".state"),
+    )
+    return env
