@@ -330,19 +330,23 @@ def test_inconsistent_listing_details(server):
     server.request("sessionPersistence/unmount")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "SPEC/DESIGN ISSUE (semantics.md §6.5 step 2.3, search/reconcile.py _listing_changed): a search "
-    "retries when ANY listed revision changed between its two listings, including revisions of "
-    "sessions that are live, which it never inspects and whose persisted rows the live overlay "
-    "shadows. A writer that checkpoints live sessions while a producer appends (simulated here by the "
-    "backend; our own auto checkpointer now waits while a search observes) makes searches fail with "
-    "PERSISTENCE_FAILED 'did not stabilize'. Proposal: ignore revision changes of ids that are live "
-    "at both observations."))
 def test_checkpoint_churn_of_a_live_session_does_not_fail_searches(server):
+    """semantics.md §6.5 step 2.3: a writer checkpointing a live session (its revision moves on
+    every listing) never fails a search; the live copy is what it finds."""
     mount(server, "test:inconsistent:churn-live")
-    result = outcome(server, "sessionQuery/searchSessions", {"query": "needle"})
-    server.request("sessionPersistence/unmount")
-    assert result[0] == "ok", result
+    for _ in range(3):
+        result = outcome(server, "sessionQuery/searchSessions", {"query": "needle"})
+        assert result[0] == "ok", result
+        hits = {h["header"]["id"]: (h["live"], h["persisted"]) for h in result[1]["items"]}
+        assert hits["live"] == (True, True)
+    # The same churn on an id that is not live still retries, and then fails.
+    server.request("sessionStore/remove", {"sessionId": "live"})
+    try:
+        assert code_of(outcome(server, "sessionQuery/searchSessions", {"query": "needle"})) == \
+            PERSISTENCE_FAILED
+    finally:
+        create_live(server)
+        server.request("sessionPersistence/unmount")
 
 
 # -- spec conformance over the wire ----------------------------------------------------------

@@ -133,17 +133,24 @@ def _lists_again(result: Any, known: Listing) -> bool:
     )
 
 
-def _listing_changed(before: Listing, after: Listing) -> bool:
+def _listing_changed(before: Listing, after: Listing, live_ids: frozenset[str],
+                     store: SessionStore) -> bool:
+    """Step 2.3: did the listing move between the two calls? A new revision or header of an id
+    live at both observations does not count: it is never inspected and its persisted row stays
+    hidden under the live overlay, so a writer checkpointing live sessions cannot fail searches."""
     if before is after:
         return False
     if before.by_id.keys() != after.by_id.keys():
         return True
     for sid, old in before.by_id.items():
         new = after.by_id[sid]
-        if old.revision != new.revision:
-            return True
         # Backends that reuse unchanged headers hand back the very same immutable object.
-        if old.header is not new.header and not headers_compatible(old.header, new.header, include_preset=True):
+        same_header = old.header is new.header or headers_compatible(
+            old.header, new.header, include_preset=True
+        )
+        if old.revision == new.revision and same_header:
+            continue
+        if sid not in live_ids or not store.is_live(sid):
             return True
     return False
 
@@ -324,7 +331,9 @@ class SearchIndex:
         check(token)
         again = list_snapshots(backend, token, listing)
         check(token)
-        if _listing_changed(listing, again) or self.binding.current() is not binding:
+        if _listing_changed(listing, again, live_ids, self.store):
+            raise _Unstable
+        if self.binding.current() is not binding:
             raise _Unstable
         return listing, unindexed
 
