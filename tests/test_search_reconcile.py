@@ -214,9 +214,13 @@ def test_a_log_growing_between_windows_is_indexed_at_its_new_revision(tmp_path, 
 
 def trace(service):
     statements = []
-    service._index.conn.set_trace_callback(
-        lambda sql: statements.append(sql.split()[0].upper()) if sql.split()[0].upper() in
-        ("BEGIN", "COMMIT", "ROLLBACK") else None)
+
+    def tracer(_cursor, sql, _bindings):
+        if sql.split()[0].upper() in ("BEGIN", "COMMIT", "ROLLBACK"):
+            statements.append(sql.split()[0].upper())
+        return True
+
+    service._index.conn.exec_trace = tracer
     return statements
 
 

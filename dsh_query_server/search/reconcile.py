@@ -13,7 +13,6 @@ asked for both listings, so its failures and changes are seen exactly as before.
 from __future__ import annotations
 
 import operator
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +27,7 @@ from ..query.service import as_header, conflict
 from ..session.store import SessionStore
 from .documents import Moved, live_documents, read_persisted
 from .plan import LIVE, PERSISTED, Row, WritePlan
-from .schema import open_failed, open_index, sql_text
+from .schema import Connection, Error, open_failed, open_index, scalar, sql_text
 from .wire import header_raw
 
 _FIRST = -1  # the binding changes "seen" before this instance's first reconcile
@@ -181,11 +180,11 @@ class SearchIndex:
     """The open index and this instance's reconcile state. Used only from inside the search
     queue, so nothing here needs a lock."""
 
-    def __init__(self, conn: sqlite3.Connection, store: SessionStore, binding: PersistenceBinding) -> None:
+    def __init__(self, conn: Connection, store: SessionStore, binding: PersistenceBinding) -> None:
         self.conn = conn
         self.store = store
         self.binding = binding
-        stored = conn.execute("SELECT global_generation FROM search_state").fetchone()[0]
+        stored = scalar(conn, "SELECT global_generation FROM search_state") or 0
         self.persisted_generation = stored
         self.local_generation = stored
         self.cross_generation = stored
@@ -207,7 +206,7 @@ class SearchIndex:
             )
         }
         self.live: dict[str, Row] = {}
-        top = conn.execute("SELECT max(rowid) FROM persisted_docs").fetchone()[0]
+        top = scalar(conn, "SELECT max(rowid) FROM persisted_docs")
         self.next_rowid = {PERSISTED.docs: (top or 0) + 1, LIVE.docs: 1}
 
     @classmethod
@@ -215,7 +214,7 @@ class SearchIndex:
         conn = open_index(path, journal_mode)
         try:
             return cls(conn, store, binding)
-        except sqlite3.Error as exc:
+        except Error as exc:
             conn.close()
             raise open_failed(str(exc)) from None
 
@@ -410,6 +409,8 @@ class SearchIndex:
             f"agent_preset FROM {table} WHERE id = ?",
             (key,),
         ).fetchone()
+        if columns is None:
+            return None  # the mirror and the table are written together; never reached
         return Target(generation, header_raw(columns))
 
 
