@@ -26,8 +26,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import apsw
 import msgspec
 
+from dsh_query_server.search import schema
 from dsh_query_server.search.schema import INDEX_CACHE_KIB
 
 from .build import Progress, ensure
@@ -76,6 +78,24 @@ def measure(fn: Callable[[int], Any], n: int, *, budget: float | None = None, wa
         t = time.perf_counter()
         fn(i)
         stats.samples.append((time.perf_counter() - t) * 1000)
+        if budget is not None and i + 1 >= minimum and time.perf_counter() - started > budget:
+            break
+    return stats
+
+
+def measure_interleaved(fns: list[Callable[[], Any]], n: int, *, budget: float | None = None,
+                        minimum: int = 3) -> list[Stats]:
+    """Like ``measure`` for several calls sampled in turn (one warmup each), so that their
+    ratios are not skewed by load that comes and goes."""
+    for fn in fns:
+        fn()
+    stats = [Stats() for _ in fns]
+    started = time.perf_counter()
+    for i in range(n):
+        for fn, into in zip(fns, stats, strict=True):
+            t = time.perf_counter()
+            fn()
+            into.samples.append((time.perf_counter() - t) * 1000)
         if budget is not None and i + 1 >= minimum and time.perf_counter() - started > budget:
             break
     return stats
@@ -201,6 +221,14 @@ b AS (SELECT *, row_number() OVER (PARTITION BY session_id
       FROM c)
 SELECT session_id, seq FROM b WHERE rk = 1
 ORDER BY match_count DESC, codepoint_length ASC, time DESC, session_id ASC LIMIT ?"""
+
+# The same statement with the span count the server ranks by: the FTS5 auxiliary function
+# match_spans (search/schema.py, registered on an APSW connection) instead of highlight(). The
+# fastest single statement we know, so the search targets are measured against it.
+RAW_SEARCH_SPANS = RAW_SEARCH.replace(
+    "length(highlight(persisted_docs, 0, char(64976), '')) - codepoint_length",
+    "match_spans(persisted_docs)")
+assert RAW_SEARCH_SPANS != RAW_SEARCH
 
 
 # -- the run -----------------------------------------------------------------------------------------
@@ -388,33 +416,63 @@ class Bench:
         rg = ensure_rg()
         conn = sqlite3.connect(f"file:{self.index}?mode=ro", uri=True)
         conn.execute(f"PRAGMA cache_size = {-INDEX_CACHE_KIB}")  # the server's page cache, to be fair
+        spans = apsw.Connection(self.index, flags=apsw.SQLITE_OPEN_READONLY)
+        spans.register_fts5_function("match_spans", schema.match_spans)
+        spans.execute(f"PRAGMA cache_size = {-INDEX_CACHE_KIB}").fetchall()
         try:
             for label in ("rare", "medium", "common"):
-                phrase = phrases[label]
-                quoted = '"' + phrase.replace('"', '""') + '"'
-                hits = server.request("sessionQuery/searchSessions", {"query": phrase, "limit": 20})
-                wire = measure(lambda i: server.request("sessionQuery/searchSessions", {"query": phrase, "limit": 20}),
-                               self.n(30), budget=60)
-                raw = measure(lambda i: conn.execute(RAW_SEARCH, (quoted, 21)).fetchall(), self.n(30), budget=60)
-                matching = conn.execute(
-                    "SELECT count(DISTINCT session_id), count(*) FROM persisted_docs WHERE persisted_docs MATCH ?",
-                    (quoted,)).fetchone()
-                note = (f"{matching[0]:,} persisted sessions / {matching[1]:,} documents match;"
-                        f" {len(hits['items'])} hits returned")
-                self.add(Row(f"searchSessions '{phrase}' ({label})", wire, baseline=raw,
-                             baseline_name="raw FTS5 same ranking", ratio=wire.p50 / raw.p50,
-                             target="<= 1.5x raw FTS5", ok=wire.p50 <= 1.5 * raw.p50, note=note))
-                if rg:
-                    grep = measure(lambda i: subprocess.run(
-                        [rg, "-i", "-F", "-l", "--no-messages", phrase, self.jsonl],
-                        stdout=subprocess.DEVNULL, check=False), self.n(5), budget=60, warmup=1)
-                    speedup = grep.p50 / wire.p50
-                    self.add(Row(f"  vs rg -i -F -l over the JSONL root ({label})", grep, baseline=wire,
-                                 baseline_name="searchSessions", ratio=speedup,
-                                 target=">= 50x faster than rg", ok=speedup >= 50))
+                self.search_phrase(server, conn, spans, rg, label, phrases[label])
         finally:
             conn.close()
+            spans.close()
         self.info["peakRssAfterSearchMiB"] = server.peak_rss_kib() / 1024
+
+    def search_phrase(self, server: WireClient, conn: sqlite3.Connection, spans: apsw.Connection,
+                      rg: str | None, label: str, phrase: str) -> None:
+        """One phrase against issue 12's targets. The search over stdio, both raw statements and
+        a trivial round trip are sampled in turn, so a load spike on a shared machine hits them
+        alike. Against the faster raw statement (match_spans): rare and medium may cost at most
+        the raw statement + one trivial round trip + 0.5 ms; the common phrase at most 1.2x."""
+        quoted = '"' + phrase.replace('"', '""') + '"'
+        request = {"query": phrase, "limit": 20}
+        hits = server.request("sessionQuery/searchSessions", request)
+        wire, raw, highlighted, trivial = measure_interleaved([
+            lambda: server.request("sessionQuery/searchSessions", request),
+            lambda: spans.execute(RAW_SEARCH_SPANS, (quoted, 21)).fetchall(),
+            lambda: conn.execute(RAW_SEARCH, (quoted, 21)).fetchall(),
+            lambda: server.request("sessionPersistence/status", {}),
+        ], self.n(60), budget=90)
+        matching = conn.execute(
+            "SELECT count(DISTINCT session_id), count(*) FROM persisted_docs"
+            " WHERE persisted_docs MATCH ?", (quoted,)).fetchone()
+        note = (f"{matching[0]:,} persisted sessions / {matching[1]:,} documents match;"
+                f" {len(hits['items'])} hits returned; a trivial round trip took"
+                f" {trivial.p50:.2f} ms; min {min(wire.samples):.2f} ms against raw"
+                f" {min(raw.samples):.2f} ms")
+        self.info.setdefault("search", {})[label] = {
+            "wire": wire.to_json(), "raw": raw.to_json(), "rawHighlight": highlighted.to_json(),
+            "trivial": trivial.to_json()}
+        if label == "common":
+            target, ok = "<= 1.2x raw FTS5", wire.p50 <= 1.2 * raw.p50
+        else:
+            allowed = raw.p50 + trivial.p50 + 0.5
+            target = f"<= raw + trivial + 0.5 ms ({allowed:.2f})"
+            ok = wire.p50 <= allowed
+        self.add(Row(f"searchSessions '{phrase}' ({label})", wire, baseline=raw,
+                     baseline_name="raw FTS5, match_spans", ratio=wire.p50 / raw.p50,
+                     target=target, ok=ok, note=note))
+        self.add(Row(f"  raw FTS5 with highlight() ({label})", highlighted, baseline=raw,
+                     baseline_name="raw FTS5, match_spans", ratio=highlighted.p50 / raw.p50,
+                     note="the statement Python's sqlite3 can run: spans counted by highlight()"))
+        if rg:
+            grep = measure(lambda i: subprocess.run(
+                [rg, "-i", "-F", "-l", "--no-messages", phrase, self.jsonl],
+                stdout=subprocess.DEVNULL, check=False), self.n(5), budget=60, warmup=1)
+            speedup = grep.p50 / wire.p50
+            factor = 20 if label == "common" else 50
+            self.add(Row(f"  vs rg -i -F -l over the JSONL root ({label})", grep, baseline=wire,
+                         baseline_name="searchSessions", ratio=speedup,
+                         target=f">= {factor}x faster than rg", ok=speedup >= factor))
 
     def jsonl_reads(self, server: WireClient) -> None:
         log("jsonl: remount the JSONL root read-only")

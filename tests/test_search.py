@@ -22,6 +22,7 @@ from dsh_query_server.persistence.base import (
 )
 from dsh_query_server.search.cursor import encode_cursor, sessions_fingerprint
 from dsh_query_server.search.reconcile import SearchIndex
+from dsh_query_server.search import schema
 from dsh_query_server.search.schema import APPLICATION_ID
 from dsh_query_server.search.snippet import END, START, snippet
 
@@ -186,9 +187,9 @@ def test_first_search_open_failure_is_final(tmp_path, monkeypatch):
 
 def test_open_failure_without_a_message(monkeypatch):
     def refuse(*args, **kwargs):
-        raise sqlite3.OperationalError()
+        raise schema.Error()
 
-    monkeypatch.setattr(sqlite3, "connect", refuse)
+    monkeypatch.setattr(schema, "connect", refuse)
     _, _, service = make()
     assert code(service.open) == (
         errors.INDEX_FAILED,

@@ -113,8 +113,9 @@ class SessionStore:
         """Create a live session; with a seed (even []), end it with ``session/end-seed``."""
         if not isinstance(header_value, dict):
             raise QueryError(errors.STORE_INVALID_HEADER, "session header is not a plain JSON record")
+        # createdAt is required (semantics.md §1.2): a stamped time would make two servers that
+        # create the same session disagree on its header.
         header_value = {"version": 0, **header_value}
-        header_value.setdefault("createdAt", now_ms())
         session_id = header_value.get("id")
         if not isinstance(session_id, str):
             raise QueryError(errors.STORE_INVALID_HEADER, "session header id must be a string")
