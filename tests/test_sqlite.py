@@ -21,12 +21,11 @@ from msgspec import UNSET
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.sqlite import backend as sqlite_backend
 from dsh_query_server.persistence.sqlite import codec as sqlite_codec
+from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.persistence.base import (
-    CancelToken,
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
-    SessionQueryCancelled,
 )
 from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
 from dsh_query_server.persistence.sqlite import (
