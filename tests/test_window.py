@@ -465,6 +465,7 @@ class WindowBackend:
 
     uri = "test:window"
     writable = False
+    cheap_windows = False  # a WindowReader (base.py) whose windows are not cheap
 
     def __init__(self, cancel_during: str | None = None) -> None:
         self.cancel_during = cancel_during

@@ -12,6 +12,7 @@ import secrets
 import stat
 import threading
 import weakref
+from typing import TYPE_CHECKING
 
 from msgspec import UNSET
 
@@ -20,7 +21,15 @@ from ...files import fsync_dir, make_private_dirs
 from ...model.event import Event, Header, is_valid_seq_at
 from ...values import is_nonneg_safe_integer
 from .. import logical
-from ..base import Inspection, SessionPersistenceReadOnlyError, Snapshot, StoredLog, Window
+from ..base import (
+    Inspection,
+    PersistenceBackend,
+    SessionPersistenceReadOnlyError,
+    Snapshot,
+    StoredLog,
+    Window,
+    WindowReader,
+)
 from ..legacy import render_json
 from ..memo import VerificationMemo
 from ..records import pack
@@ -439,3 +448,8 @@ class JsonlBackend:
         fsync_dir(session_dir)
         remove_quietly(temp)
         return Located(path, encoding)
+
+
+if TYPE_CHECKING:  # the contract (base.py), checked by pyright
+    _backend: type[PersistenceBackend] = JsonlBackend
+    _windows: type[WindowReader] = JsonlBackend

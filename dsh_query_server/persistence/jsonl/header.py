@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Any, cast
 
 import zstandard
@@ -153,7 +153,7 @@ def listed_header(line: bytes) -> Header | None:
 # reading a transcript's first line only (listing)
 
 
-def _pieces(path: str, token: CancelToken) -> Iterator[bytes]:
+def _pieces(path: str, token: CancelToken) -> Generator[bytes]:
     """A file's bytes in pieces growing from 1 KiB (headers are short, but may be long)."""
     with open(path, "rb") as file:
         size = HEADER_READ_FIRST

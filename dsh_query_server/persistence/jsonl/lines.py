@@ -4,6 +4,7 @@ that accepts events up to the first defect and then looks for a commit that prov
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from msgspec import UNSET
 
@@ -47,7 +48,7 @@ def record_events(line: bytes) -> list[Event] | None:
         return None
     if isinstance(event.type, str) and event.type in PACKED_TAGS:
         try:
-            return unpack_row(jsoncodec.loads(line))
+            return cast(list[Event], unpack_row(jsoncodec.loads(line)))  # not an outline read
         except MalformedRow:
             raise Unparsable from None
     return [event]

@@ -7,7 +7,7 @@ import os
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import zstandard
 
@@ -16,7 +16,7 @@ from ...model.event import Event, Header
 from ..base import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
 from ..legacy import NeedsHistory, StaleShape
 from ..logical import StreamedLog
-from ..windows import Verification
+from ..windows import Verification, WindowSource
 from .decode import Decoded, decode_raw, decode_zstd
 from .frames import decode_frame, decode_torn_frame, frame_end, is_one_line
 from .header import stored_header
@@ -180,3 +180,7 @@ class TranscriptWindows:
         decoded = self._decode(self._content, None)
         self._content = b""
         return self._verification(decoded, self._revision), decoded.events
+
+
+if TYPE_CHECKING:  # windows.WindowSource, checked by pyright
+    _source: type[WindowSource[TranscriptHints]] = TranscriptWindows

@@ -25,21 +25,24 @@ import uuid
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
 from .. import legacy, logical
 from ..base import (
     Inspection,
+    OutlineReader,
+    PersistenceBackend,
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
     Snapshot,
     StoredLog,
     Window,
+    WindowReader,
 )
 from ..memo import VerificationMemo
-from ..windows import Verification, Verified, read_window
+from ..windows import Verification, Verified, WindowSource, read_window
 from .codec import ROW_DEFECTS, Text, to_text
 from .location import birth_ns, check_location, create_private_file
 from .queries import discover_tail, not_found, select_rows, select_session, select_span, span_events
@@ -320,25 +323,26 @@ class SqliteBackend:
         st = os.stat(self._path)
         return (data_version, self._commits, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
-    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> tuple[Snapshot, ...]:
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
         with self._locked(token) as store:
             if store is None:
                 return []
             with transaction(store.conn, "BEGIN"):
                 changed = self._change_token(store)
                 if self._listing is None or self._listing[0] != changed:
-                    sessions = []
+                    sessions: list[SessionRow] = []
                     cursor = store.conn.execute(f"{SESSION_SELECT} ORDER BY id")
                     while chunk := cursor.fetchmany(FETCH_ROWS):
                         token.raise_if_cancelled()
                         sessions.extend(map(session_row, chunk))
-                    snapshots = tuple(Snapshot(session.header, store.revision(session)) for session in sessions)
+                    snapshots = tuple(
+                        Snapshot(session.header, store.revision(session)) for session in sessions)
                     self._listing = (changed, snapshots)
                 snapshots = self._listing[1]
         token.raise_if_cancelled()
-        # Snapshots and the tuple are immutable, so sharing them is handing out fresh values;
-        # the same object back tells search's reconcile "unchanged" without a pass over it.
-        return snapshots
+        # Snapshots are immutable, so sharing them is handing out fresh values; the very same
+        # snapshots back tell search's reconcile "unchanged" without validating each again.
+        return list(snapshots)
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
         return [snapshot.header for snapshot in self.list_snapshots(token)]
@@ -425,3 +429,10 @@ class SqliteBackend:
                 self._store.conn.close()
                 self._store = None
 
+
+
+if TYPE_CHECKING:  # the contract (base.py), checked by pyright
+    _backend: type[PersistenceBackend] = SqliteBackend
+    _windows: type[WindowReader] = SqliteBackend
+    _outline: type[OutlineReader] = SqliteBackend
+    _source: type[WindowSource[RowHints]] = _RowWindows

@@ -4,7 +4,7 @@ side: each row's columns checked, decoded to events, and the committed-prefix ru
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from msgspec import UNSET
 
@@ -46,7 +46,8 @@ def _scalar_problem(event: Event) -> str | None:
         return "data is missing"
     sources = event.source_seqs
     if sources is not UNSET and not (
-            isinstance(sources, list) and all(map(is_nonneg_safe_integer, sources))):
+            isinstance(sources, list)
+            and all(map(is_nonneg_safe_integer, cast(list[Any], sources)))):
         return "sourceEventSeqs must be an array of non-negative safe integers"
     if event.ignorable is not UNSET and event.ignorable is not True:
         return "ignorable must be true when present"
@@ -157,18 +158,19 @@ def event_row(values: tuple[Any, ...]) -> Row:
         if name is not None:
             return Row(seq, name, time_, data, sources, surface_op, ignorable)
     problem = _event_row_problem(values)
+    name = ""
     if problem is None:
         try:
-            kind = from_text(values[1])
+            name = from_text(values[1])
         except UnicodeDecodeError:
             problem = "type is not valid text"
         else:
             if len(_TYPE_NAMES) < _TYPE_NAMES_MAX:
-                _TYPE_NAMES[bytes(values[1])] = kind
+                _TYPE_NAMES[bytes(values[1])] = name
     if problem is not None:
         raise SessionPersistenceCorruptionError(
             f"corrupt session log: invalid events row at seq {values[0]}: {problem}")
-    return Row(values[0], kind, *values[2:])
+    return Row(values[0], name, *values[2:])
 
 
 def _decode_scalar(row: Row) -> Event:
@@ -206,11 +208,17 @@ def _decode_packed(row: Row, outline: bool = False) -> list[Event]:
     if outline:
         members = records.outline_members(row.type, row.seq, row.time, text, sqlite=True)
         if members is not None:
-            return members
+            return _as_events(members)
     data = parse_json(text, "data")
-    return records.unpack_row(
+    return _as_events(records.unpack_row(
         {"type": row.type, "seq0": row.seq, "time0": row.time, "data": data}, sqlite=True,
-        outline=outline)
+        outline=outline))
+
+
+def _as_events(members: list[Event] | list[records.ChunkOutline]) -> list[Event]:
+    # An outline read's ChunkOutlines stand in for member events (records.ChunkOutline): they
+    # carry everything listEvents and traceEvent read.
+    return cast(list[Event], members)
 
 
 def decode_row(row: Row, outline: bool = False) -> list[Event]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ def _null_or_count(value: Any) -> bool:
     return value is None or (is_int(value) and value >= 0)
 
 
-_HEADER_RULES = {
+_HEADER_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "id": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
     "version": (is_int, "a safe integer"),
     "created_at": (lambda v: is_int(v) and v >= 0, "a non-negative safe integer"),
@@ -60,7 +60,7 @@ _HEADER_RULES = {
 
 def _header_problem(values: Sequence[Any]) -> str | None:
     """The first header column that breaks its rule, as text; None when every column holds."""
-    for (column, _), value in zip(_HEADER_COLUMNS, values):
+    for (column, _), value in zip(_HEADER_COLUMNS, values, strict=True):
         rule, expectation = _HEADER_RULES[column]
         if not rule(value):
             return f"{column} must be {expectation}"
@@ -74,7 +74,7 @@ def _integral(value: Any) -> Any:
 
 def header_columns(header: Header) -> tuple[Any, ...]:
     """The header's values in session-column order; ValueError when a row could not hold them."""
-    values = []
+    values: list[Any] = []
     for _, wire in _HEADER_COLUMNS:
         value = header.get(wire)
         if value is None:
@@ -112,6 +112,7 @@ def _session_problem(values: Sequence[Any]) -> str | None:
 
 def session_row(raw: tuple[Any, ...]) -> SessionRow:
     """Step 2 of §5.6 for a sessions row; any failure is corruption."""
+    values: list[Any]
     try:
         values = [from_text(v) if isinstance(v, Text) else v for v in raw]
         problem = _session_problem(values)
@@ -121,7 +122,8 @@ def session_row(raw: tuple[Any, ...]) -> SessionRow:
         raise SessionPersistenceCorruptionError(
             f"corrupt session log: invalid sessions row for session {values[0]!r}: {problem}")
     header = Header.build(**{
-        wire: value for (_, wire), value in zip(_HEADER_COLUMNS, values) if value is not None})
+        wire: value for (_, wire), value in zip(_HEADER_COLUMNS, values[:9], strict=True)
+        if value is not None})
     return SessionRow(header, values[9], values[10])
 
 
