@@ -53,7 +53,8 @@ from .errors import (
 from .frames import zstd_frame
 from .header import header_line, listed_header, read_raw_header, read_zstd_header
 from .paths import COMPRESSIONS, OPPOSITE, TRANSCRIPT, escape_segment, project_dir, transcript_path
-from .survey import ListedHeader, SessionDir, Survey, revision_of, revision_of_key, survey_root
+from .proofs import RootSurveyor
+from .survey import ListedHeader, SessionDir, Survey, revision_of, revision_of_key
 from .window import Located, TranscriptHints, TranscriptWindows
 
 
@@ -113,6 +114,8 @@ class JsonlBackend:
         # Transcripts verified whole per revision, so window reads at that revision seek to
         # their lines or frames (memo.py explains why this is not a cache).
         self._memo: VerificationMemo[Verified[TranscriptHints]] = VerificationMemo()
+        # Directory reads kept as proofs between surveys (proofs.py).
+        self._surveyor = RootSurveyor(self.root)
         self._check_root()
 
     @property
@@ -162,8 +165,9 @@ class JsonlBackend:
         return found
 
     def _survey(self, token: CancelToken) -> list[SessionDir]:
-        """Every session directory holding a transcript; flat artifacts fail the survey."""
-        return survey_root(self.root, token)
+        """Every session directory holding a transcript; flat artifacts fail the survey. The
+        same result and errors as survey.survey_root, proven unchanged where it can be."""
+        return self._surveyor.survey(token)
 
     def _root_encoding(self, token: CancelToken) -> tuple[list[SessionDir], str | None]:
         """Survey the root and determine or verify its encoding (None: still undetermined)."""
@@ -220,6 +224,7 @@ class JsonlBackend:
         if encoding is None:
             return []
         read_header = read_zstd_header if encoding == "zstd" else read_raw_header
+        safe_before = self._surveyor.safe_before()
         listed: list[tuple[Header, str]] = []
         seen: set[str] = set()
         known_headers = self._headers
@@ -230,10 +235,11 @@ class JsonlBackend:
             # transcript only grows: while its inode, size and times are unchanged, so is its
             # first line, and the header parsed last time is reused instead of read again, and
             # with it the path identity check when that was an exact match (a pure function of
-            # the header, the root and the encoding).
+            # the header, the root and the encoding). As for directories (proofs.py), a stat
+            # proves the header only when the transcript's mtime was safely older than its read.
             key = session.keys[0]
             known = known_headers.get(path)
-            if known is not None and known.key == key:
+            if known is not None and known.key == key and known.safe:
                 header, revision, exact = known.header, known.revision, known.exact
             else:
                 try:
@@ -246,7 +252,7 @@ class JsonlBackend:
                 header, revision, exact = parsed, revision_of_key(key), False
             if not exact:
                 exact = self._check_path_identity(header, path, encoding)
-            headers[path] = ListedHeader(key, revision, header, exact)
+            headers[path] = ListedHeader(key, revision, header, exact, key[3] < safe_before)
             if header.id in seen:
                 raise duplicate(header.id)
             seen.add(header.id)

@@ -52,6 +52,7 @@ class ListedHeader(NamedTuple):
     revision: str
     header: Header
     exact: bool  # the header names exactly this path (§4.8 step 4.6 passed without realpath)
+    safe: bool  # the transcript's mtime was safely older than the read (proofs.py): reusable
 
 
 class Survey:
