@@ -230,7 +230,6 @@ class JsonlBackend:
         known_headers = self._headers
         headers: dict[str, ListedHeader] = {}
         for session in sessions:
-            path = session.transcript(encoding)
             # The survey verified the encoding: every session's one kind is this one. A
             # transcript only grows: while its inode, size and times are unchanged, so is its
             # first line, and the header parsed last time is reused instead of read again, and
@@ -238,25 +237,31 @@ class JsonlBackend:
             # the header, the root and the encoding). As for directories (proofs.py), a stat
             # proves the header only when the transcript's mtime was safely older than its read.
             key = session.keys[0]
-            known = known_headers.get(path)
-            if known is not None and known.key == key and known.safe:
-                header, revision, exact = known.header, known.revision, known.exact
+            known = known_headers.get(session.path)
+            if known is not None and known.key is key and known.exact and known.safe:
+                entry = known  # the very stat it was proven by (proofs.py returns it unchanged)
             else:
-                try:
-                    line = read_header(path, token)
-                except FileNotFoundError:
-                    continue
-                parsed = None if line is None else listed_header(line)
-                if parsed is None:
-                    continue
-                header, revision, exact = parsed, revision_of_key(key), False
-            if not exact:
-                exact = self._check_path_identity(header, path, encoding)
-            headers[path] = ListedHeader(key, revision, header, exact, key[3] < safe_before)
-            if header.id in seen:
-                raise duplicate(header.id)
-            seen.add(header.id)
-            listed.append((header, revision))
+                path = session.transcript(encoding)
+                if known is not None and known.key == key and known.safe:
+                    header, revision, exact = known.header, known.revision, known.exact
+                else:
+                    try:
+                        line = read_header(path, token)
+                    except FileNotFoundError:
+                        continue
+                    parsed = None if line is None else listed_header(line)
+                    if parsed is None:
+                        continue
+                    header, revision, exact = parsed, revision_of_key(key), False
+                if not exact:
+                    exact = self._check_path_identity(header, path, encoding)
+                entry = ListedHeader(key, revision, header, exact, key[3] < safe_before)
+            headers[session.path] = entry
+            header_id = entry.header.id
+            if header_id in seen:
+                raise duplicate(header_id)
+            seen.add(header_id)
+            listed.append((entry.header, entry.revision))
         self._headers = headers
         return listed
 

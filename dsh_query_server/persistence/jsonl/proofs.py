@@ -87,9 +87,28 @@ class RootSurveyor:
         projects: dict[str, _Candidates] = {}
         sessions: dict[str, _Kinds] = {}
         found: list[SessionDir] = []
+        known_sessions = self._sessions
+        probe = os.stat
         for project in self._project_paths(token, safe_before):
             for candidate in self._candidates(project, token, safe_before, projects):
                 token.raise_if_cancelled()
+                # The common case inline (a proven directory, one transcript, unchanged): this
+                # loop runs over every session on every request. Anything else: _session.
+                known = known_sessions.get(candidate.path)
+                last = None if known is None else known.session
+                if last is not None and len(last.kinds) == 1:
+                    try:
+                        st = probe(candidate.path)
+                        same = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns) == known.key
+                        if same:  # the same inode: still a directory
+                            st = probe(candidate.path + os.sep + TRANSCRIPT[last.kinds[0]])
+                            same = stat_key(st) == last.keys[0]
+                    except OSError:
+                        same = False
+                    if same:
+                        sessions[candidate.path] = known
+                        found.append(last)
+                        continue
                 session = self._session(candidate, safe_before, sessions)
                 if session is not None:
                     found.append(session)
