@@ -235,3 +235,17 @@ def test_listing_a_proven_root_reads_no_header(tmp_path: Path, compression: str,
     assert reader.list_snapshots() == listed
     assert opened == []
     assert reader._surveyor.survey(NULL_TOKEN) == survey_root(str(tmp_path), NULL_TOKEN)
+
+
+def test_a_growing_transcript_is_compared_with_its_latest_stat(tmp_path: Path) -> None:
+    write_session(tmp_path, "s0", CWDS[0])
+    age(tmp_path)
+    surveyor = RootSurveyor(str(tmp_path))
+    [first] = surveyor.survey(NULL_TOKEN)
+    with open(session_dir(tmp_path, "s0", CWDS[0]) / "session.jsonl", "ab") as file:
+        file.write(event(1))  # an append: the directory is unchanged, the transcript's stat moves
+    [grown] = surveyor.survey(NULL_TOKEN)
+    assert grown.keys != first.keys and grown == survey_root(str(tmp_path), NULL_TOKEN)[0]
+    [again] = surveyor.survey(NULL_TOKEN)
+    assert again is grown  # kept with its new stat, so unchanged since is the same record
+    assert surveyor.reads == 3

@@ -186,7 +186,9 @@ class RootSurveyor:
                 return self._probe(candidate, key, safe_before, kept)
         if keys == session.keys:
             return session
-        return SessionDir(path, candidate.name, session.kinds, keys)
+        session = SessionDir(path, candidate.name, session.kinds, keys)
+        kept[path] = _Kinds(key, session)  # the next survey compares with these stats
+        return session
 
     def _probe(self, candidate: _Candidate, key: DirKey | None, safe_before: int,
                kept: dict[str, _Kinds]) -> SessionDir | None:
