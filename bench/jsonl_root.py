@@ -88,7 +88,7 @@ def full_survey(backend: JsonlBackend) -> JsonlBackend:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="In-process timing of a JSONL root")
     parser.add_argument("--sessions", type=int, default=2000)
     parser.add_argument("--events", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=15)

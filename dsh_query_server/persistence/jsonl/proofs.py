@@ -96,7 +96,7 @@ class RootSurveyor:
                 # loop runs over every session on every request. Anything else: _session.
                 known = known_sessions.get(candidate.path)
                 last = None if known is None else known.session
-                if last is not None and len(last.kinds) == 1:
+                if known is not None and last is not None and len(last.kinds) == 1:
                     try:
                         st = probe(candidate.path)
                         same = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns) == known.key
