@@ -7,6 +7,7 @@
 - ``decode``: whole-transcript decoding with seek hints (§4.5, §4.6);
 - ``durable``: record encoding and durable writes (§4.11);
 - ``survey``: the root survey and revisions (§4.7, §4.10);
+- ``proofs``: the same survey, skipping directories whose stat proves them unchanged;
 - ``window``: window reads of a verified transcript (the shared algorithm is ../windows.py);
 - ``backend``: ``JsonlBackend`` itself.
 """
