@@ -544,6 +544,7 @@ class Bench:
 
     def reconcile_in_process(self) -> None:
         """The no-change reconcile, timed inside one process on the index the server built."""
+        from dsh_query_server.cancel import NULL_TOKEN
         from dsh_query_server.persistence.binding import PersistenceBinding
         from dsh_query_server.persistence.sqlite import SqliteBackend
         from dsh_query_server.search.reconcile import SearchIndex
@@ -564,9 +565,9 @@ class Bench:
         index = SearchIndex.open(self.sqlite_index, "wal", store, binding)
         try:
             started = time.perf_counter()
-            index.reconcile(None)  # indexes the live overlay (TEMP tables are per connection)
+            index.reconcile(NULL_TOKEN)  # indexes the live overlay (TEMP tables are per connection)
             first = time.perf_counter() - started
-            stats = measure(lambda i: index.reconcile(None), self.n(50), budget=60)
+            stats = measure(lambda i: index.reconcile(NULL_TOKEN), self.n(50), budget=60)
         finally:
             index.close()
         self.add(Row(f"no-change reconcile ({len(store.ids()):,} live + {len(self.sessions):,} sessions listed)",
