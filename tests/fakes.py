@@ -5,13 +5,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from dsh_query_server.cancel import CancelToken, check
 from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.base import (
-    CancelToken,
     Inspection,
     SessionPersistenceCorruptionError,
     Snapshot,
-    check,
 )
 
 

@@ -7,9 +7,9 @@ import threading
 import pytest
 
 from dsh_query_server import errors
+from dsh_query_server.cancel import CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
-from dsh_query_server.persistence.base import CancelToken
 from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore

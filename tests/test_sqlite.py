@@ -20,12 +20,11 @@ from msgspec import UNSET
 
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence import sqlite as sqlite_backend
+from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.persistence.base import (
-    CancelToken,
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
-    SessionQueryCancelled,
 )
 from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
 from dsh_query_server.persistence.sqlite import (

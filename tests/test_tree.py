@@ -415,7 +415,7 @@ async def test_lineage_paging_long_chain_and_many_children(client):
 
 def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     """Past the time budget, persisted sessions keep their id as label instead of stalling."""
-    from dsh_query_server.persistence.base import CancelToken
+    from dsh_query_server.cancel import CancelToken
     from dsh_query_server.server import tree
     from dsh_query_server.server.config import build_config
     from dsh_query_server.server.runtime import Runtime

@@ -22,7 +22,8 @@ from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence import jsonl as jsonl_backend
 from dsh_query_server.persistence import closers, logical, records
 from dsh_query_server.persistence import sqlite as sqlite_backend
-from dsh_query_server.persistence.base import CancelToken, Inspection, Window
+from dsh_query_server.cancel import CancelToken
+from dsh_query_server.persistence.base import Inspection, Window
 from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.memo import VerificationMemo

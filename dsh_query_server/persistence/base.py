@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-# Re-exported for callers that still import them from here (moving to ..cancel).
-from ..cancel import CancelToken as CancelToken, SessionQueryCancelled as SessionQueryCancelled, check as check
+from ..cancel import NULL_TOKEN, CancelToken
 from ..model.event import Event, Header
 
 
@@ -81,11 +80,11 @@ class PersistenceBackend(Protocol):
     @property
     def writable(self) -> bool: ...
 
-    def list(self, token: CancelToken | None = None) -> list[Header]: ...
+    def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]: ...
 
-    def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]: ...
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]: ...
 
-    def inspect(self, session_id: str, token: CancelToken | None = None) -> Inspection: ...
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection: ...
 
     def create(self, header: Header) -> None: ...
 
@@ -110,7 +109,7 @@ class WindowReader(Protocol):
     def cheap_windows(self) -> bool: ...
 
     def inspect_window(
-        self, session_id: str, first: int, last: int, token: CancelToken | None = None
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
     ) -> Window: ...
 
 
@@ -119,7 +118,7 @@ class OutlineReader(Protocol):
     """Optional: ``inspect`` whose packed chunk members are ``records.ChunkOutline``s (seq and time
     only), for reads that need no chunk payloads (listEvents, traceEvent)."""
 
-    def inspect_outline(self, session_id: str, token: CancelToken | None = None) -> Inspection: ...
+    def inspect_outline(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,8 +28,8 @@ from .. import jsoncodec
 from ..files import fsync_dir, make_private_dirs
 from ..model.event import HEADER_FIELDS, Event, Header, is_valid_seq_at
 from ..values import is_nonneg_safe_integer, is_number, json_number
+from ..cancel import CancelToken, check
 from .base import (
-    CancelToken,
     Inspection,
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
@@ -37,7 +37,6 @@ from .base import (
     Snapshot,
     StoredLog,
     Window,
-    check,
 )
 from .memo import VerificationMemo
 from .legacy import NeedsHistory, StaleShape, render_json

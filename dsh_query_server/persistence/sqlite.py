@@ -38,8 +38,8 @@ from ..files import make_private_dirs
 from ..model.event import Event, Header, is_valid_seq_at
 from ..values import MAX_SAFE_INTEGER, collapse_whitespace, is_nonneg_safe_integer, is_safe_integer
 from . import legacy, logical, records
+from ..cancel import CancelToken, check
 from .base import (
-    CancelToken,
     Inspection,
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
@@ -47,7 +47,6 @@ from .base import (
     Snapshot,
     StoredLog,
     Window,
-    check,
 )
 from .memo import VerificationMemo
 

@@ -16,15 +16,11 @@ from typing import Any, Callable, Sequence
 from msgspec import UNSET
 
 from .. import errors
+from ..cancel import CancelToken
 from ..errors import QueryError, cancelled, inner_message
 from ..model import wire
 from ..model.event import Event, Header, headers_compatible
-from ..persistence.base import (
-    CancelToken,
-    Inspection,
-    SessionPersistenceCorruptionError,
-    Window,
-)
+from ..persistence.base import Inspection, SessionPersistenceCorruptionError, Window
 from ..persistence.binding import PersistenceBinding
 from ..session.fold import Fold, FoldError, fold_surface
 from ..session.store import LiveSnapshot, SessionStore

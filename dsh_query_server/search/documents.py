@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Sequence
 
 from .. import errors
+from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
-from ..persistence.base import CancelToken
 from ..query.service import as_inspection, as_window
 from ..query.text import documents
 from ..session.fold import Fold, FoldError, fold_events

@@ -22,7 +22,8 @@ from msgspec import Raw
 from .. import errors
 from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_message
 from ..model.event import Header, headers_compatible
-from ..persistence.base import CancelToken, Snapshot
+from ..cancel import CancelToken
+from ..persistence.base import Snapshot
 from ..persistence.binding import Binding, PersistenceBinding
 from ..query.service import as_header, conflict
 from ..session.store import SessionStore

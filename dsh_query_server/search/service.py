@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from .. import errors
 from ..errors import QueryError, cancelled
-from ..persistence.base import CancelToken
+from ..cancel import CancelToken
 from ..persistence.binding import PersistenceBinding
 from ..session.store import SessionStore
 from .config import SearchConfig

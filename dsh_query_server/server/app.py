@@ -34,7 +34,7 @@ from pygls.protocol.language_server import lsp_method
 
 from .. import __version__, errors, jsoncodec
 from ..errors import QueryError
-from ..persistence.base import CancelToken
+from ..cancel import CancelToken
 from ..demo import RuntimeProducer, populate
 from .config import ServerConfig, build_config, merge
 from .methods import COMMANDS, INLINE, METHODS, Call

@@ -12,7 +12,7 @@ from msgspec import UNSET
 
 from .. import errors
 from ..errors import QueryError
-from ..persistence.base import CancelToken
+from ..cancel import CancelToken
 from .runtime import Runtime
 from .tree import tree_children, tree_parent
 

@@ -43,7 +43,8 @@ from msgspec import UNSET, UnsetType
 from .. import errors, jsoncodec
 from ..errors import QueryError
 from ..model.event import Event, Header
-from ..persistence.base import CancelToken, Window
+from ..cancel import CancelToken
+from ..persistence.base import Window
 from ..query import lineage, trace
 from ..query.service import (
     Loaded, Record, as_inspection, check_cancelled, last_title_event, target_index, title_from,
