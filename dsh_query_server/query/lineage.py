@@ -7,7 +7,8 @@ to JSON iteratively too (a recursive encoder would hit Python's recursion limit)
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 from msgspec import UNSET
@@ -15,9 +16,7 @@ from msgspec import UNSET
 from .. import errors, jsoncodec
 from ..errors import QueryError
 from ..model import wire
-
-if TYPE_CHECKING:
-    from .service import Record
+from .loaded import Record
 
 
 def trace(records: Sequence[Record], session_id: str) -> wire.SessionLineageTrace:

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..model import wire
-
-if TYPE_CHECKING:
-    from .service import Loaded
+from .loaded import Loaded
 
 
 def trace_event(loaded: Loaded, seq: int) -> wire.SessionEventTraceObservation:

@@ -9,7 +9,7 @@ from typing import Any, Callable
 from .. import errors
 from ..errors import QueryError
 from ..persistence.binding import PersistenceBinding
-from ..persistence.checkpoint import Checkpointer
+from .checkpoint import Checkpointer
 from ..persistence.uri import open_backend
 from ..query.service import SessionQueryService
 from ..search.service import SearchService

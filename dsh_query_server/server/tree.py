@@ -46,10 +46,8 @@ from ..model.event import Event, Header
 from ..cancel import CancelToken
 from ..persistence.base import Window
 from ..query import lineage, trace
-from ..query.service import (
-    Loaded, Record, as_inspection, check_cancelled, last_title_event, target_index, title_from,
-    title_window,
-)
+from ..query.loaded import Loaded, Record, check_cancelled, target_index
+from ..query.titlefold import last_title_event, title_from, title_window
 from ..query.text import extract_text
 from ..values import collapse_whitespace, is_nonneg_safe_integer, is_number
 from .runtime import Runtime
@@ -410,7 +408,7 @@ class Ctx:
                     if window is not None:
                         out[sid] = project_windows(sid, lambda a, b: window(sid, a, b, token))
                         continue
-                    inspection = as_inspection(backend.inspect(sid, token))
+                    inspection = backend.inspect(sid, token)
                     out[sid] = project(sid, inspection.meta, inspection.events,
                                        last_title_event(inspection.events))
                 except Exception:  # noqa: BLE001 - the label falls back to the id
