@@ -8,7 +8,7 @@ request's own thread is the one making it. Cancellation reaches a backend throug
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Sequence, runtime_checkable
 
 from ..cancel import NULL_TOKEN, CancelToken
 from ..model.event import Event, Header
@@ -37,7 +37,7 @@ class Inspection:
     """The logical log: stored valid prefix, normalized, plus in-memory closers."""
 
     meta: Header
-    events: list[Event] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list[Event])
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ class Window:
     meta: Header
     length: int
     start: int
-    events: list[Event] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list[Event])
     title: int | None = None  # seq of the log's last session/title event (title reads), if any
 
 
@@ -82,7 +82,7 @@ class PersistenceBackend(Protocol):
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]: ...
 
-    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]: ...
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> Sequence[Snapshot]: ...
 
     def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection: ...
 
@@ -101,16 +101,21 @@ class PersistenceBackend(Protocol):
 @runtime_checkable
 class WindowReader(Protocol):
     """Optional: the logical events first..last (first >= 0) of ``inspect``'s log, clipped, with
-    exactly the errors of ``inspect``. ``cheap_windows`` is true when, once a log is verified at a
+    exactly the errors of ``inspect``."""
+
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window: ...
+
+
+@runtime_checkable
+class CheapWindows(Protocol):
+    """Optional, with WindowReader: ``cheap_windows`` is true when, once a log is verified at a
     revision, a window reads only its own rows (the search index then reads long logs window by
     window)."""
 
     @property
     def cheap_windows(self) -> bool: ...
-
-    def inspect_window(
-        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
-    ) -> Window: ...
 
 
 @runtime_checkable
@@ -127,14 +132,14 @@ class Capabilities:
 
     windows: WindowReader | None
     outline: OutlineReader | None
+    cheap_windows: bool
 
     @staticmethod
     def of(backend: PersistenceBackend) -> Capabilities:
+        windows = backend if isinstance(backend, WindowReader) else None
         return Capabilities(
-            windows=backend if isinstance(backend, WindowReader) else None,
+            windows=windows,
             outline=backend if isinstance(backend, OutlineReader) else None,
+            cheap_windows=(windows is not None and isinstance(backend, CheapWindows)
+                           and backend.cheap_windows),
         )
-
-    @property
-    def cheap_windows(self) -> bool:
-        return self.windows is not None and self.windows.cheap_windows

@@ -3,7 +3,7 @@ session or an event of it. Lineage and traces work on these; the loader makes th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,7 @@ class Loaded:
 
     session_id: str
     header: Header
-    events: list[Event]
+    events: Sequence[Event]
     live: bool
     known_fold: Fold | None = None
 
@@ -57,7 +57,7 @@ class LoadedWindow:
     header: Header
     length: int
     start: int
-    events: list[Event]
+    events: Sequence[Event]
 
     @classmethod
     def of(cls, loaded: Loaded, first: int, last: int) -> LoadedWindow:

@@ -95,7 +95,7 @@ class Read:
 def read_persisted(binding: Binding, session_id: Any, token: CancelToken) -> Read:
     """The stored log's documents, as ``inspect`` gives the log (the same events and errors)."""
     reader = binding.capabilities.windows
-    if reader is None or not reader.cheap_windows:
+    if reader is None or not binding.capabilities.cheap_windows:
         inspection = binding.backend.inspect(session_id, token)
         return Read(inspection.meta, persisted_documents(session_id, inspection.events))
     first = checked_window(reader.inspect_window(session_id, 0, WINDOW - 1, token), 0, WINDOW - 1)
