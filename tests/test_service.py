@@ -475,3 +475,110 @@ def test_error_precedence_table(env):
     assert code_of(service.trace_session, "missing")[0] == errors.SOURCE_CONFLICT
     # A live target never reaches the persisted conflict.
     assert j(service.read_surface("shared"))["events"] == []
+
+
+# -- the sidebar's reads through the service (labels, lag counts) and its one worker pool ------
+
+
+def test_session_labels_live_from_memory_persisted_on_the_pool(env):
+    store, binding, service = env
+
+    def title(seq, text):
+        data = {"title": text, "messageSeqs": [0], "source": {"kind": "user"}}
+        return log_only("session/title", seq, data)
+
+    store.create(hdr("live", 3))
+    store.append("live", [U(0, "live question").to_value()])
+    backend = MemoryBackend()
+    backend.put(hdr("titled", 2), [U(0, "persisted question"), title(1, "Named")])
+    backend.put(hdr("plain", 1), [U(0, "just a question")])
+    backend.put(hdr("bad", 0), [U(0)])
+    backend.corrupt.add("bad")
+    binding.mount(backend)
+    records = service.corpus()
+    labels = service.session_labels(records)
+    assert set(labels) == {"live", "titled", "plain"}  # a failed read only loses its label
+    assert (labels["live"].title, labels["live"].first_message) == (None, "live question")
+    assert (labels["titled"].title, labels["titled"].first_message, labels["titled"].events) == (
+        "Named", "persisted question", 2)
+    assert labels["plain"].title is None and labels["plain"].first_message == "just a question"
+    assert sorted(arg for op, arg in backend.calls if op == "inspect") == ["bad", "plain", "titled"]
+    token = CancelToken()
+    token.cancel()
+    backend.calls.clear()
+    with pytest.raises(QueryError) as info:
+        service.session_labels(records, token)
+    assert info.value.code == errors.ABORTED and ops(backend) == []
+
+
+def test_session_labels_past_the_budget_keep_no_label(env):
+    _, binding, service = env
+    backend = MemoryBackend()
+    for sid in ("a", "b", "c"):
+        backend.put(hdr(sid), [U(0, sid)])
+    binding.mount(backend)
+    records = service.corpus()
+    assert service.session_labels(records, budget_seconds=0) == {}
+    assert ops(backend) == ["list"]  # the corpus listing only: no log was read
+
+
+def test_stored_counts_report_unknown_as_none(env):
+    _, binding, service = env
+    assert service.stored_counts(["s"]) == {"s": None}  # nothing mounted
+    backend = MemoryBackend()
+    backend.put(hdr("s"), [U(0), U(1, "again")])
+    binding.mount(backend)
+    assert service.stored_counts(["s", "missing"]) == {"s": 2, "missing": None}
+    backend.stored_count = lambda sid: (_ for _ in ()).throw(OSError("gone"))
+    assert service.stored_counts(["s"]) == {"s": None}
+
+
+def test_titles_and_labels_share_one_bounded_pool():
+    store, binding = SessionStore(), PersistenceBinding()
+    service = SessionQueryService(store, binding, inspect_concurrency=2)
+    backend = MemoryBackend()
+    for i in range(6):
+        backend.put(hdr(f"s{i}", i), [U(0, f"q{i}")])
+    running, peak, lock = [0], [0], threading.Lock()
+    inspect = backend.inspect
+
+    def counting(session_id, token=None):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        try:
+            threading.Event().wait(0.02)
+            return inspect(session_id, token)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    backend.inspect = counting
+    binding.mount(backend)
+    ids = [f"s{i}" for i in range(6)]
+    records = service.corpus()
+    threads = [threading.Thread(target=service.read_titles, args=(ids,)),
+               threading.Thread(target=service.session_labels, args=(records,))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert peak[0] <= 2  # two requests at once still share the service's two workers
+    assert ops(backend).count("inspect") == 12
+
+
+def test_capabilities_are_resolved_once_at_mount():
+    class Windowed(MemoryBackend):
+        def inspect_window(self, session_id, first, last, token=None):
+            raise AssertionError("not called at mount")
+
+    class Cheap(Windowed):
+        cheap_windows = True
+
+    binding = PersistenceBinding()
+    plain = binding.mount(MemoryBackend()).capabilities
+    assert (plain.windows, plain.outline, plain.cheap_windows) == (None, None, False)
+    windowed = Windowed()
+    caps = binding.mount(windowed).capabilities
+    assert caps.windows is windowed and not caps.cheap_windows  # no cheap_windows: not cheap
+    assert binding.mount(Cheap()).capabilities.cheap_windows
