@@ -128,7 +128,7 @@ class Event:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Event) and self.to_value() == other.to_value()
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # pyright: ignore[reportAssignmentType] - mutable-equality objects are unhashable
 
     def __repr__(self) -> str:
         return f"Event({self.raw[:120]!r})"
@@ -230,7 +230,7 @@ class Header:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Header) and self.to_value() == other.to_value()
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # pyright: ignore[reportAssignmentType] - mutable-equality objects are unhashable
 
     def __repr__(self) -> str:
         return f"Header({self.raw[:160]!r})"

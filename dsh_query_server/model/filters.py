@@ -6,7 +6,7 @@ range clause keeps only its present bounds, a text clause is ``{kind, text}``.
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -64,8 +64,8 @@ class TextFilter(msgspec.Struct, frozen=True, tag_field="kind", tag="text"):
     text: str
 
 
-SessionFilter = Union[IdFilter, CwdFilter, ParentFilter, AvailabilityFilter, CreatedAtFilter]
-EventFilter = Union[SeqFilter, TimeFilter, TypeFilter, SurfaceFilter, TextFilter]
+SessionFilter = IdFilter | CwdFilter | ParentFilter | AvailabilityFilter | CreatedAtFilter
+EventFilter = SeqFilter | TimeFilter | TypeFilter | SurfaceFilter | TextFilter
 
 SESSION_KINDS: dict[str, type] = {
     "id": IdFilter,

@@ -16,8 +16,9 @@ def checked_window(window: Window, first: int, last: int) -> Window:
     return window
 
 
-def read_log(binding: Binding, session_id: str, token: CancelToken = NULL_TOKEN, *,
-             outline: bool = False) -> Inspection:
+def read_log(
+    binding: Binding, session_id: str, token: CancelToken = NULL_TOKEN, *, outline: bool = False
+) -> Inspection:
     """``inspect``; with ``outline``, the outline read when the backend has one (no payloads)."""
     reader = binding.capabilities.outline if outline else None
     if reader is not None:
@@ -25,8 +26,9 @@ def read_log(binding: Binding, session_id: str, token: CancelToken = NULL_TOKEN,
     return binding.backend.inspect(session_id, token)
 
 
-def read_window(binding: Binding, session_id: str, first: int, last: int,
-                token: CancelToken = NULL_TOKEN) -> Window:
+def read_window(
+    binding: Binding, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+) -> Window:
     """The logical events first..last (first >= 0): a window read when the backend has one,
     otherwise the whole log inspected and sliced (the same events and errors)."""
     reader = binding.capabilities.windows
@@ -34,4 +36,4 @@ def read_window(binding: Binding, session_id: str, first: int, last: int,
         return checked_window(reader.inspect_window(session_id, first, last, token), first, last)
     inspection = binding.backend.inspect(session_id, token)
     events = inspection.events
-    return Window(inspection.meta, len(events), first, list(events[first:last + 1]))
+    return Window(inspection.meta, len(events), first, list(events[first : last + 1]))

@@ -7,8 +7,9 @@ request's own thread is the one making it. Cancellation reaches a backend throug
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from ..cancel import NULL_TOKEN, CancelToken
 from ..model.event import Event, Header

@@ -4,7 +4,8 @@ event shapes into current ones, in log order, shared by both backends.
 
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Callable
+from collections.abc import Callable, Set
+from typing import Any
 
 import msgspec
 from msgspec import UNSET
@@ -139,7 +140,7 @@ class NeedsHistory(Exception):
 
 
 # Rewrite 4 applies only when these predicates hold on the data's top-level keys.
-_IDENTITY_REWRITE: dict[str, Callable[[AbstractSet[str]], bool]] = {
+_IDENTITY_REWRITE: dict[str, Callable[[Set[str]], bool]] = {
     "user/message":
         lambda keys: not keys & {"id", "role", "message"} and {"content", "source"} <= keys,
     "assistant/message": lambda keys: "message" not in keys and {"content", "provenance"} <= keys,
@@ -148,7 +149,7 @@ _IDENTITY_REWRITE: dict[str, Callable[[AbstractSet[str]], bool]] = {
 _KEYS_DECODER = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
-def _data_keys(event: Event) -> AbstractSet[str] | None:
+def _data_keys(event: Event) -> Set[str] | None:
     """The top-level keys of ``data`` without decoding the values (an empty set when ``data`` is
     not an object); None when only the full decoder can tell (absent data, surrogates, …)."""
     try:

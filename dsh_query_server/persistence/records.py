@@ -159,7 +159,7 @@ def _row(run: list[_Member]) -> PackedRow:
         "turn": first.turn,
         "step": first.step,
         "index": first.index,
-        "dt": [b.time - a.time for a, b in zip(run, run[1:])],
+        "dt": [b.time - a.time for a, b in zip(run, run[1:], strict=False)],
     }
     payloads = [m.payload for m in run]
     if first.kind == "tool-call-delta":

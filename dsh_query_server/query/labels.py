@@ -42,7 +42,7 @@ def first_user_text(header: Header, events: Sequence[Event]) -> str | None:
     # A forked or sub-agent log starts with its seed (the parent's history), whose first message
     # is the parent's; the first message after the seed is what this session was about.
     seed = _seed(header)
-    for start in ((seed, 0) if seed else (0,)):
+    for start in (seed, 0) if seed else (0,):
         # by index: a live log builds only the events it reads
         text = _first_text(events[index] for index in range(start, len(events)))
         if text:
@@ -60,10 +60,12 @@ def _title_text(session_id: str, title_event: Event | None) -> str | None:
     return snapshot.title or None
 
 
-def project(session_id: str, header: Header, events: Sequence[Event],
-            title_event: Event | None) -> SessionLabel:
-    return SessionLabel(_title_text(session_id, title_event), first_user_text(header, events),
-                        len(events))
+def project(
+    session_id: str, header: Header, events: Sequence[Event], title_event: Event | None
+) -> SessionLabel:
+    return SessionLabel(
+        _title_text(session_id, title_event), first_user_text(header, events), len(events)
+    )
 
 
 def project_windows(session_id: str, read: Callable[[int, int], Window]) -> SessionLabel:
@@ -73,8 +75,9 @@ def project_windows(session_id: str, read: Callable[[int, int], Window]) -> Sess
     LABEL_EVENTS events after the seed (then of the log), not further."""
     head = read(0, LABEL_EVENTS - 1)
     seed = _seed(head.meta)
-    after_seed = (head.events[seed:] if seed < LABEL_EVENTS
-                  else read(seed, seed + LABEL_EVENTS - 1).events)
+    after_seed = (
+        head.events[seed:] if seed < LABEL_EVENTS else read(seed, seed + LABEL_EVENTS - 1).events
+    )
     first = _first_text(after_seed) or (_first_text(head.events) if seed else None)
     found = None if head.title is None else title_window(read, head.title)
     title_event = None if found is None else found.events[0]

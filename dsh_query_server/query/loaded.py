@@ -25,8 +25,9 @@ class Record:
     persisted: bool
 
     def to_wire(self) -> wire.SessionRecord:
-        return wire.SessionRecord(header=wire.raw(self.header), live=self.live,
-                                  persisted=self.persisted)
+        return wire.SessionRecord(
+            header=wire.raw(self.header), live=self.live, persisted=self.persisted
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +46,11 @@ class Loaded:
         try:
             return fold_surface(self.events)
         except FoldError as exc:
-            raise QueryError(errors.INVALID_SURFACE, f"invalid session surface: {exc.message}",
-                             session_id=self.session_id) from None
+            raise QueryError(
+                errors.INVALID_SURFACE,
+                f"invalid session surface: {exc.message}",
+                session_id=self.session_id,
+            ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +65,13 @@ class LoadedWindow:
 
     @classmethod
     def of(cls, loaded: Loaded, first: int, last: int) -> LoadedWindow:
-        return cls(loaded.session_id, loaded.header, len(loaded.events), first,
-                   loaded.events[first:last + 1])
+        return cls(
+            loaded.session_id,
+            loaded.header,
+            len(loaded.events),
+            first,
+            loaded.events[first : last + 1],
+        )
 
 
 def check_cancelled(token: CancelToken) -> None:
@@ -84,8 +93,9 @@ def require_number(value: Any, field: str) -> Any:
 
 
 def not_found(session_id: str) -> QueryError:
-    return QueryError(errors.SESSION_NOT_FOUND, f'session "{session_id}" not found',
-                      session_id=session_id)
+    return QueryError(
+        errors.SESSION_NOT_FOUND, f'session "{session_id}" not found', session_id=session_id
+    )
 
 
 def conflict(session_id: Any) -> QueryError:

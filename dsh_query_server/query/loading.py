@@ -58,28 +58,32 @@ class Loader:
             records[header.id] = Record(header, True, stored is not None)
         return sorted(records.values(), key=_newest_first)
 
-    def load(self, session_id: str, token: CancelToken = NULL_TOKEN, *,
-             outline: bool = False) -> Loaded:
+    def load(
+        self, session_id: str, token: CancelToken = NULL_TOKEN, *, outline: bool = False
+    ) -> Loaded:
         """§3.0.5 single-target load. ``outline``: the caller reads no chunk payloads, so a
         backend that can may return packed chunk members as ``records.ChunkOutline``s."""
         live = self.live(session_id, token)
         if live is not None:
             return live
         found = self._load_persisted(
-            session_id, token, lambda b: read_log(b, session_id, token, outline=outline))
+            session_id, token, lambda b: read_log(b, session_id, token, outline=outline)
+        )
         if isinstance(found, Loaded):
             return found
         return Loaded(session_id, found.meta, list(found.events), False)
 
-    def load_window(self, session_id: str, first: int, last: int,
-                    token: CancelToken = NULL_TOKEN) -> LoadedWindow:
+    def load_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> LoadedWindow:
         """§3.0.5 for the logical events ``first..last`` (first >= 0) only: a backend that reads
         windows reads just those; any other is inspected whole (same result)."""
         live = self.live(session_id, token)
         if live is not None:
             return LoadedWindow.of(live, first, last)
         found = self._load_persisted(
-            session_id, token, lambda b: read_window(b, session_id, first, last, token))
+            session_id, token, lambda b: read_window(b, session_id, first, last, token)
+        )
         if isinstance(found, Loaded):
             return LoadedWindow.of(found, first, last)
         return LoadedWindow(session_id, found.meta, found.length, found.start, found.events)
@@ -93,8 +97,9 @@ class Loader:
         check_cancelled(token)
         return Loaded(session_id, live.header, live.events, True, live.fold)
 
-    def _load_persisted(self, session_id: str, token: CancelToken,
-                        read: Callable[[Binding], Observed]) -> Observed | Loaded:
+    def _load_persisted(
+        self, session_id: str, token: CancelToken, read: Callable[[Binding], Observed]
+    ) -> Observed | Loaded:
         """Steps 3–8 around one inspecting call ``read(binding)``. When the id became live
         meanwhile, that live ``Loaded`` is returned instead."""
         binding = self.binding.current()

@@ -72,12 +72,14 @@ class SessionQueryService:
     def corpus(self, token: CancelToken = NULL_TOKEN) -> list[Record]:
         return self.loader.corpus(token)
 
-    def load(self, session_id: str, token: CancelToken = NULL_TOKEN, *,
-             outline: bool = False) -> Loaded:
+    def load(
+        self, session_id: str, token: CancelToken = NULL_TOKEN, *, outline: bool = False
+    ) -> Loaded:
         return self.loader.load(session_id, token, outline=outline)
 
-    def load_window(self, session_id: str, first: int, last: int,
-                    token: CancelToken = NULL_TOKEN) -> LoadedWindow:
+    def load_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> LoadedWindow:
         return self.loader.load_window(session_id, first, last, token)
 
     # -- listing (§3.1, §3.2) ----------------------------------------------------------------
@@ -85,7 +87,9 @@ class SessionQueryService:
     def list_sessions(self, token: CancelToken = NULL_TOKEN) -> list[wire.SessionRecord]:
         return [r.to_wire() for r in self.corpus(token)]
 
-    def filter_sessions(self, filters: Any, token: CancelToken = NULL_TOKEN) -> list[wire.SessionRecord]:
+    def filter_sessions(
+        self, filters: Any, token: CancelToken = NULL_TOKEN
+    ) -> list[wire.SessionRecord]:
         clauses = validate_session_filters(filters)
         return [
             r.to_wire()
@@ -95,13 +99,17 @@ class SessionQueryService:
 
     # -- one session (§3.3–§3.7) ---------------------------------------------------------------
 
-    def list_events(self, session_id: Any, token: CancelToken = NULL_TOKEN) -> list[wire.SessionEventRecord]:
+    def list_events(
+        self, session_id: Any, token: CancelToken = NULL_TOKEN
+    ) -> list[wire.SessionEventRecord]:
         session_id = require_string(session_id, "sessionId")
         loaded = self.load(session_id, token, outline=True)  # records carry no payloads
         classes = loaded.fold().classes()
         record = wire.SessionEventRecord  # positional: sessionId, seq, type, time, surface
-        return [record(session_id, i, e.type, e.time, surface)
-                for i, (e, surface) in enumerate(zip(loaded.events, classes, strict=False))]
+        return [
+            record(session_id, i, e.type, e.time, surface)
+            for i, (e, surface) in enumerate(zip(loaded.events, classes, strict=False))
+        ]
 
     def filter_events(
         self, session_id: Any, filters: Any, token: CancelToken = NULL_TOKEN
@@ -118,8 +126,12 @@ class SessionQueryService:
             if predicate(seq, event.type, event.time, surface, text):
                 out.append(
                     wire.SessionEventSearchDocument(
-                        sessionId=session_id, seq=seq, type=event.type, time=event.time,
-                        surface=surface, text=text,
+                        sessionId=session_id,
+                        seq=seq,
+                        type=event.type,
+                        time=event.time,
+                        surface=surface,
+                        text=text,
                     )
                 )
         return out
@@ -168,7 +180,9 @@ class SessionQueryService:
             endSeq=end,
         )
 
-    def read_surface(self, session_id: Any, token: CancelToken = NULL_TOKEN) -> wire.SessionSurfaceSnapshot:
+    def read_surface(
+        self, session_id: Any, token: CancelToken = NULL_TOKEN
+    ) -> wire.SessionSurfaceSnapshot:
         session_id = require_string(session_id, "sessionId")
         loaded = self.load(session_id, token)
         fold = loaded.fold()
@@ -182,7 +196,9 @@ class SessionQueryService:
             events=[wire.raw(e) for e in surface],
         )
 
-    def read_session(self, session_id: Any, token: CancelToken = NULL_TOKEN) -> wire.SessionLogSnapshot:
+    def read_session(
+        self, session_id: Any, token: CancelToken = NULL_TOKEN
+    ) -> wire.SessionLogSnapshot:
         session_id = require_string(session_id, "sessionId")
         loaded = self.load(session_id, token)
         problem = replay_error(loaded.header.to_value(), loaded.events, session_id)
@@ -194,33 +210,45 @@ class SessionQueryService:
 
     # -- titles (§3.8), sidebar labels and lag counts ------------------------------------------
 
-    def read_titles(self, session_ids: Any,
-                    token: CancelToken = NULL_TOKEN) -> list[wire.SessionTitleObservationResult]:
+    def read_titles(
+        self, session_ids: Any, token: CancelToken = NULL_TOKEN
+    ) -> list[wire.SessionTitleObservationResult]:
         return self.titles.read_titles(session_ids, token)
 
-    def read_title(self, session_id: Any,
-                   token: CancelToken = NULL_TOKEN) -> wire.SessionTitleObservation:
+    def read_title(
+        self, session_id: Any, token: CancelToken = NULL_TOKEN
+    ) -> wire.SessionTitleObservation:
         return self.titles.read_title(session_id, token)
 
-    def session_labels(self, records: Sequence[Record], token: CancelToken = NULL_TOKEN, *,
-                       budget_seconds: float | None = None) -> dict[str, SessionLabel]:
+    def session_labels(
+        self,
+        records: Sequence[Record],
+        token: CancelToken = NULL_TOKEN,
+        *,
+        budget_seconds: float | None = None,
+    ) -> dict[str, SessionLabel]:
         """Sidebar labels by session id, read on the service's worker pool (``Titles``)."""
         return self.titles.session_labels(records, token, budget_seconds=budget_seconds)
 
-    def stored_counts(self, session_ids: Sequence[str],
-                      token: CancelToken = NULL_TOKEN) -> dict[str, int | None]:
+    def stored_counts(
+        self, session_ids: Sequence[str], token: CancelToken = NULL_TOKEN
+    ) -> dict[str, int | None]:
         """Events the mounted backend holds per id (None: unknown), for lag badges."""
         return self.titles.stored_counts(session_ids, token)
 
     # -- lineage and traces (§3.9, §3.10, §5) --------------------------------------------
 
-    def trace_session(self, session_id: Any, token: CancelToken = NULL_TOKEN) -> wire.SessionLineageTrace:
+    def trace_session(
+        self, session_id: Any, token: CancelToken = NULL_TOKEN
+    ) -> wire.SessionLineageTrace:
         session_id = require_string(session_id, "sessionId")
         records = self.corpus(token)
         check_cancelled(token)
         return lineage.trace(records, session_id)
 
-    def trace_event(self, session_id: Any, seq: Any, token: CancelToken = NULL_TOKEN) -> wire.SessionEventTraceObservation:
+    def trace_event(
+        self, session_id: Any, seq: Any, token: CancelToken = NULL_TOKEN
+    ) -> wire.SessionEventTraceObservation:
         session_id = require_string(session_id, "sessionId")
         require_number(seq, "seq")
         loaded = self.load(session_id, token, outline=True)  # relationships need no payloads

@@ -57,6 +57,9 @@ def title_from(sid: str, event: Event | None) -> wire.SessionTitleSnapshot | Non
     else:
         raise malformed
     return wire.SessionTitleSnapshot(
-        title=data["title"], messageSeqs=seqs, source=copied, eventSeq=event.seq,
+        title=data["title"],
+        messageSeqs=seqs,
+        source=copied,
+        eventSeq=event.seq,
         updatedAt=event.time,
     )

@@ -61,8 +61,9 @@ class Titles:
             self._resolve_persisted(pending, results, token)
         return [results[sid] for sid in unique]
 
-    def read_title(self, session_id: Any,
-                   token: CancelToken = NULL_TOKEN) -> wire.SessionTitleObservation:
+    def read_title(
+        self, session_id: Any, token: CancelToken = NULL_TOKEN
+    ) -> wire.SessionTitleObservation:
         session_id = require_string(session_id, "sessionId")
         result = self.read_titles([session_id], token)[0]
         if result.status == "fulfilled" and isinstance(result.value, wire.SessionTitleObservation):
@@ -70,13 +71,15 @@ class Titles:
         reason = result.reason
         assert isinstance(reason, wire.RejectionReason)
         raise QueryError(
-            reason.code, reason.message,
+            reason.code,
+            reason.message,
             cause=None if reason.cause is UNSET else reason.cause,
             session_id=session_id,
         )
 
-    def _resolve_persisted(self, pending: list[str], results: dict[str, TitleResult],
-                           token: CancelToken) -> None:
+    def _resolve_persisted(
+        self, pending: list[str], results: dict[str, TitleResult], token: CancelToken
+    ) -> None:
         binding = self.loader.binding.current()
         if binding is None:
             for sid in pending:
@@ -99,8 +102,9 @@ class Titles:
         self.pool.run(worker, min(self.concurrency, len(pending)))
         check_cancelled(token)
 
-    def _persisted_title(self, binding: Binding, sid: str, listed: Header | None,
-                         token: CancelToken) -> TitleResult:
+    def _persisted_title(
+        self, binding: Binding, sid: str, listed: Header | None, token: CancelToken
+    ) -> TitleResult:
         store = self.loader.store
         try:
             if listed is None:
@@ -120,8 +124,13 @@ class Titles:
 
     # -- sidebar labels and lag counts ----------------------------------------------------
 
-    def session_labels(self, records: Sequence[Record], token: CancelToken = NULL_TOKEN, *,
-                       budget_seconds: float | None = None) -> dict[str, SessionLabel]:
+    def session_labels(
+        self,
+        records: Sequence[Record],
+        token: CancelToken = NULL_TOKEN,
+        *,
+        budget_seconds: float | None = None,
+    ) -> dict[str, SessionLabel]:
         """Labels for the given corpus records, by session id. Live logs come from memory (no
         I/O); each persisted-only log is read once on the pool. A failure only loses that label
         (the id is missing from the result), and so does a log not reached within
@@ -154,8 +163,9 @@ class Titles:
         check_cancelled(token)
         return out
 
-    def stored_counts(self, session_ids: Sequence[str],
-                      token: CancelToken = NULL_TOKEN) -> dict[str, int | None]:
+    def stored_counts(
+        self, session_ids: Sequence[str], token: CancelToken = NULL_TOKEN
+    ) -> dict[str, int | None]:
         """How many events the mounted backend holds for each id (``stored_count``); None when
         nothing is stored, nothing is mounted or the backend fails (the lag is then unknown)."""
         binding = self.loader.binding.current()
@@ -169,8 +179,9 @@ class Titles:
         return out
 
 
-def _claims(ids: Sequence[str], token: CancelToken,
-            deadline: float | None = None) -> Callable[[], str | None]:
+def _claims(
+    ids: Sequence[str], token: CancelToken, deadline: float | None = None
+) -> Callable[[], str | None]:
     """Ids in input order, one per call, shared by a batch's workers; None once the token fired
     or the deadline passed."""
     items: Iterator[str] = iter(ids)
@@ -193,8 +204,9 @@ def _window_reader(binding: Binding, sid: str, token: CancelToken) -> Callable[[
     return window
 
 
-def _persisted_title_event(binding: Binding, sid: str,
-                           token: CancelToken) -> tuple[Header, Event | None]:
+def _persisted_title_event(
+    binding: Binding, sid: str, token: CancelToken
+) -> tuple[Header, Event | None]:
     """The header and last ``session/title`` event of a persisted log, with the errors of
     ``inspect``. A backend that reads windows verifies the log (once per revision) and says where
     the title is, so only that event is read; if the log moved between the two reads, it is

@@ -9,8 +9,9 @@ candidate never touches the state.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence, overload
+from typing import Any, overload
 
 from msgspec import UNSET
 
@@ -28,6 +29,7 @@ class FoldError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+        self.index: int | None = None  # set by SurfaceManager.admit: the failing batch position
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,7 +320,7 @@ class SurfaceManager:
         except FoldError as exc:
             for step in reversed(applied):
                 undo_step(self.state, step)
-            exc.index = len(applied)  # type: ignore[attr-defined]
+            exc.index = len(applied)
             raise
 
     def fold(self) -> Fold:

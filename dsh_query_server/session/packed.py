@@ -22,7 +22,8 @@ from __future__ import annotations
 import bisect
 import threading
 from array import array
-from typing import Iterator, Sequence, overload
+from collections.abc import Iterator, Sequence
+from typing import overload
 
 import zstandard
 

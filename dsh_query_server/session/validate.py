@@ -6,7 +6,8 @@ the error code (CORRUPT_SESSION on reads, SESSION_STORE_* for producers).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from msgspec import UNSET
 
