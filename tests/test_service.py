@@ -14,13 +14,8 @@ from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore
 
-from .builders import A, R, U, chunk, ev, log_only, user_data
+from .builders import A, R, U, chunk, ev, example_a, example_c, hdr, log_only, user_data
 from .fakes import MemoryBackend, ops
-from .test_fold import example_a, example_c
-
-
-def hdr(sid, created=0, **kw):
-    return {"version": 0, "id": sid, "createdAt": created, **kw}
 
 
 @pytest.fixture
