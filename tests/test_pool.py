@@ -83,3 +83,15 @@ def test_a_failure_is_raised_after_every_copy_finished():
     with pytest.raises(ValueError, match="boom"):
         pool.run(work, 2)
     assert done == ["started", "started", "second"]  # the slow copy was awaited
+
+
+def test_an_idle_pool_holds_no_thread():
+    pool = WorkerPool(3)
+    pool.run(lambda: time.sleep(0.01), 3)
+    end = time.monotonic() + 5
+    while any(t.name == "query-pool" for t in threading.enumerate()) and time.monotonic() < end:
+        time.sleep(0.01)
+    assert not any(t.name == "query-pool" for t in threading.enumerate())
+    ran: list[int] = []
+    pool.run(lambda: ran.append(1), 1)  # and it starts workers again when work comes
+    assert ran == [1]

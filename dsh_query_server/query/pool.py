@@ -1,17 +1,17 @@
 """The service's one worker pool for reads of persisted logs that fan out over many sessions
 (readTitles, sidebar labels): at most ``size`` such reads run at once, whoever asked.
 
-Threads are daemons started on first use: a backend call that never returns must not keep the
-process from exiting. A batch waits for every copy of its work that started (a started backend
-call is always awaited, semantics.md §3.0.6); a copy still queued at the batch's deadline is
-dropped without running.
+Threads are daemons started while there is work and gone when the queue is empty: a backend call
+that never returns must not keep the process from exiting, and an idle service holds no thread.
+A batch waits for every copy of its work that started (a started backend call is always
+awaited, semantics.md §3.0.6); a copy still queued at the batch's deadline is dropped unrun.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 
 _QUEUED, _RUNNING, _DONE = 0, 1, 2
@@ -59,17 +59,20 @@ class _Task:
 class WorkerPool:
     def __init__(self, size: int) -> None:
         self.size = max(1, size)
-        self._queue: queue.SimpleQueue[_Task] = queue.SimpleQueue()
+        self._queue: deque[_Task] = deque()
         self._lock = threading.Lock()
-        self._started = False
+        self._workers = 0
 
     def run(self, work: Callable[[], None], copies: int, deadline: float | None = None) -> None:
         """Run ``work`` on up to ``copies`` workers at once and wait for them. Each copy claims
         its own items, so a copy that never starts loses nothing but parallelism."""
-        self._start()
         tasks = [_Task(work) for _ in range(max(0, min(copies, self.size)))]
-        for task in tasks:
-            self._queue.put(task)
+        with self._lock:
+            self._queue.extend(tasks)
+            # Workers exist only while there is work: an idle pool holds no thread.
+            while self._workers < min(self.size, len(self._queue)):
+                self._workers += 1
+                threading.Thread(target=self._loop, name="query-pool", daemon=True).start()
         errors: list[BaseException] = []
         for task in tasks:
             try:
@@ -79,14 +82,11 @@ class WorkerPool:
         if errors:
             raise errors[0]
 
-    def _start(self) -> None:
-        with self._lock:
-            if self._started:
-                return
-            self._started = True
-            for i in range(self.size):
-                threading.Thread(target=self._loop, name=f"query-pool-{i}", daemon=True).start()
-
     def _loop(self) -> None:
         while True:
-            self._queue.get().run()
+            with self._lock:
+                if not self._queue:
+                    self._workers -= 1
+                    return
+                task = self._queue.popleft()
+            task.run()
