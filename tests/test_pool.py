@@ -1,4 +1,4 @@
-"""The query service's worker pool (query/pool.py): bounded, started work always awaited, queued
+"""The query service's worker pool (query/workers.py): bounded, started work always awaited, queued
 work dropped at a deadline, failures re-raised in the waiting thread."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_query_server.query.pool import WorkerPool
+from dsh_query_server.query.workers import WorkerPool
 
 
 @settings(max_examples=40, deadline=None)

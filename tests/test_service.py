@@ -7,10 +7,11 @@ import threading
 import pytest
 
 from dsh_query_server import errors
-from dsh_query_server.cancel import CancelToken
+from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.persistence.binding import PersistenceBinding
+from dsh_query_server.query import labels
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore
 
@@ -125,8 +126,8 @@ def test_attach_during_inspect_returns_live_copy(env):
     binding.mount(backend)
     original = backend.inspect
 
-    def inspect(sid, token=None):
-        result = original(sid, token)
+    def inspect(session_id, token=NULL_TOKEN):
+        result = original(session_id, token)
         store.create(hdr("s", 99), seed=seed_values([U(0, "live")]))  # incompatible, but live wins
         return result
 
@@ -472,60 +473,7 @@ def test_error_precedence_table(env):
     assert j(service.read_surface("shared"))["events"] == []
 
 
-# -- the sidebar's reads through the service (labels, lag counts) and its one worker pool ------
-
-
-def test_session_labels_live_from_memory_persisted_on_the_pool(env):
-    store, binding, service = env
-
-    def title(seq, text):
-        data = {"title": text, "messageSeqs": [0], "source": {"kind": "user"}}
-        return log_only("session/title", seq, data)
-
-    store.create(hdr("live", 3))
-    store.append("live", [U(0, "live question").to_value()])
-    backend = MemoryBackend()
-    backend.put(hdr("titled", 2), [U(0, "persisted question"), title(1, "Named")])
-    backend.put(hdr("plain", 1), [U(0, "just a question")])
-    backend.put(hdr("bad", 0), [U(0)])
-    backend.corrupt.add("bad")
-    binding.mount(backend)
-    records = service.corpus()
-    labels = service.session_labels(records)
-    assert set(labels) == {"live", "titled", "plain"}  # a failed read only loses its label
-    assert (labels["live"].title, labels["live"].first_message) == (None, "live question")
-    assert (labels["titled"].title, labels["titled"].first_message, labels["titled"].events) == (
-        "Named", "persisted question", 2)
-    assert labels["plain"].title is None and labels["plain"].first_message == "just a question"
-    assert sorted(arg for op, arg in backend.calls if op == "inspect") == ["bad", "plain", "titled"]
-    token = CancelToken()
-    token.cancel()
-    backend.calls.clear()
-    with pytest.raises(QueryError) as info:
-        service.session_labels(records, token)
-    assert info.value.code == errors.ABORTED and ops(backend) == []
-
-
-def test_session_labels_past_the_budget_keep_no_label(env):
-    _, binding, service = env
-    backend = MemoryBackend()
-    for sid in ("a", "b", "c"):
-        backend.put(hdr(sid), [U(0, sid)])
-    binding.mount(backend)
-    records = service.corpus()
-    assert service.session_labels(records, budget_seconds=0) == {}
-    assert ops(backend) == ["list"]  # the corpus listing only: no log was read
-
-
-def test_stored_counts_report_unknown_as_none(env):
-    _, binding, service = env
-    assert service.stored_counts(["s"]) == {"s": None}  # nothing mounted
-    backend = MemoryBackend()
-    backend.put(hdr("s"), [U(0), U(1, "again")])
-    binding.mount(backend)
-    assert service.stored_counts(["s", "missing"]) == {"s": 2, "missing": None}
-    backend.stored_count = lambda sid: (_ for _ in ()).throw(OSError("gone"))
-    assert service.stored_counts(["s"]) == {"s": None}
+# -- the service's one worker pool (titles and the tree's labels), capabilities at mount -------
 
 
 def test_titles_and_labels_share_one_bounded_pool():
@@ -537,7 +485,7 @@ def test_titles_and_labels_share_one_bounded_pool():
     running, peak, lock = [0], [0], threading.Lock()
     inspect = backend.inspect
 
-    def counting(session_id, token=None):
+    def counting(session_id, token=NULL_TOKEN):
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
@@ -553,7 +501,7 @@ def test_titles_and_labels_share_one_bounded_pool():
     ids = [f"s{i}" for i in range(6)]
     records = service.corpus()
     threads = [threading.Thread(target=service.read_titles, args=(ids,)),
-               threading.Thread(target=service.session_labels, args=(records,))]
+               threading.Thread(target=labels.read_labels, args=(service, records))]
     for t in threads:
         t.start()
     for t in threads:

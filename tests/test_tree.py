@@ -419,6 +419,7 @@ def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     from dsh_query_server.server import tree
     from dsh_query_server.server.config import build_config
     from dsh_query_server.server.runtime import Runtime
+    from dsh_query_server.server.tree import context
 
     from .builders import log_only
     from .fakes import MemoryBackend
@@ -431,8 +432,40 @@ def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     runtime.binding.mount(backend)
     labels = lambda: [n.label for n in tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]]
     assert labels() == ["A stored title"]
-    monkeypatch.setattr(tree, "LABEL_BUDGET_SECONDS", -1)
+    monkeypatch.setattr(context, "LABEL_BUDGET_SECONDS", -1)
     assert labels() == ["stored"]
+
+
+def test_persisted_labels_pass_the_checks_titles_pass():
+    """A label is read the way readTitles reads a title: through the service's failure mapping
+    and its listed-versus-inspected header check. Where readTitles rejects a session (corrupt
+    log, conflicting headers, failing backend read), its label is the id; the others keep theirs."""
+    from dsh_query_server.model.event import Header
+    from dsh_query_server.cancel import CancelToken
+    from dsh_query_server.server import tree
+    from dsh_query_server.server.config import build_config
+    from dsh_query_server.server.runtime import Runtime
+
+    from .builders import log_only
+    from .fakes import MemoryBackend
+
+    runtime = Runtime(build_config({"persistence": None, "index": ":memory:", "search": {"openAt": "never"}}),
+                      lambda ids, corpus: None)
+    backend = MemoryBackend()
+    for i, sid in enumerate(["good", "clash", "broken"]):
+        backend.put({"version": 0, "id": sid, "createdAt": 10 - i, "cwd": "/w"}, [
+            log_only("session/title", 0, {"title": f"title of {sid}", "messageSeqs": [], "source": {"kind": "user"}})])
+    backend.inspect_meta["clash"] = Header.from_value({"version": 0, "id": "clash", "createdAt": 9, "cwd": "/elsewhere"})
+    backend.corrupt.add("broken")
+    runtime.binding.mount(backend)
+    nodes = tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]
+    labels = {n.resource.sessionId: n.label for n in nodes}
+    assert labels == {"good": "title of good", "clash": "clash", "broken": "broken"}
+    titles = runtime.service.read_titles(["good", "clash", "broken"], CancelToken())
+    assert [t.status for t in titles] == ["fulfilled", "rejected", "rejected"]
+    backend.fail["inspect"] = OSError("disk gone")
+    nodes = tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]
+    assert [n.label for n in nodes] == ["good", "clash", "broken"]
 
 
 @pytest.mark.parametrize("case", ["plain", "seeded", "seed-past-window", "titled", "bad-title", "late-user"])
@@ -441,8 +474,8 @@ def test_persisted_labels_from_windows_equal_labels_from_whole_logs(tmp_path, ca
     log gives, as long as the first message sits within LABEL_EVENTS of the start or the seed."""
     from dsh_query_server.model.event import Header
     from dsh_query_server.persistence.sqlite import SqliteBackend
+    from dsh_query_server.query import labels
     from dsh_query_server.query.titlefold import last_title_event
-    from dsh_query_server.server import tree
 
     from .builders import T
 
@@ -463,11 +496,201 @@ def test_persisted_labels_from_windows_equal_labels_from_whole_logs(tmp_path, ca
     backend.create(Header.from_value(header))
     backend.append("s", events)
     inspection = backend.inspect("s")
-    whole = tree.project("s", inspection.meta, inspection.events, last_title_event(inspection.events))
-    windows = tree.project_windows("s", lambda a, b: backend.inspect_window("s", a, b))
+    whole = labels.project("s", inspection.meta, inspection.events, last_title_event(inspection.events))
+    windows = labels.project_windows("s", lambda a, b: backend.inspect_window("s", a, b))
     if case == "late-user":  # past LABEL_EVENTS: the window label gives up on the first message
         assert windows.first_message is None and whole.first_message == "what this session is about"
-        windows = tree.SessionInfo(windows.title, whole.first_message, windows.events)
+        windows = labels.SessionInfo(windows.title, whole.first_message, windows.events)
     assert windows == whole
     assert whole.title == {"titled": "The last title"}.get(case)
     backend.close()
+
+
+# -- node ids, the worker pool and the shared command ids (in process) -------------------------
+
+
+def _key_strategy():
+    """Keys of every registered kind of every view, with parameters drawn from each kind's
+    parameter types (and some that a kind does not accept)."""
+    from hypothesis import strategies as st
+
+    from dsh_query_server.server.tree import VIEWS
+
+    values = st.one_of(st.text(max_size=8), st.integers(min_value=-3, max_value=2**53 + 1),
+                       st.sampled_from(["chain", "sources", "derived", "nope"]), st.none(),
+                       st.booleans(), st.floats(allow_nan=False))
+    return st.tuples(
+        st.sampled_from(sorted(VIEWS)),
+        st.sampled_from(sorted({k for v in VIEWS.values() for k in v.kinds})),
+        st.lists(values, max_size=5),
+    )
+
+
+def test_node_ids_round_trip_exactly_the_keys_a_view_declares():
+    """Every id decodes to the key it was encoded from when that key is one of the view's kinds
+    with acceptable params; any other array or string is INVALID_REQUEST, never another error."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from dsh_query_server import errors
+    from dsh_query_server.errors import QueryError
+    from dsh_query_server.server.tree import VIEWS
+    from dsh_query_server.server.tree.ids import decode_id, encode_id
+
+    @settings(max_examples=400, deadline=None)
+    @given(_key_strategy(), st.sampled_from(sorted(VIEWS)))
+    def check(drawn, asked):
+        view, kind, params = drawn
+        key = (view, kind, *params)
+        spec = VIEWS[view].kinds.get(kind)
+        ok = view == asked and spec is not None and spec.accepts(params)
+        try:
+            decoded = decode_id(VIEWS[asked], encode_id(key))
+        except QueryError as exc:
+            assert exc.code == errors.INVALID_REQUEST and not ok
+        else:
+            assert ok and decoded == key
+
+    check()
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.text(max_size=40))
+    def garbage(text):
+        try:
+            decode_id(VIEWS["sessions"], text)
+        except QueryError as exc:
+            assert exc.code == errors.INVALID_REQUEST
+
+    garbage()
+
+
+def test_pager_ids_accept_only_page_boundaries():
+    from dsh_query_server.errors import QueryError
+    from dsh_query_server.server.tree import PAGE, VIEWS
+    from dsh_query_server.server.tree.ids import LINK_PAGE, decode_id, encode_id
+
+    sessions = VIEWS["sessions"]
+    assert decode_id(sessions, encode_id(("sessions", "more", PAGE))) == ("sessions", "more", PAGE)
+    assert decode_id(sessions, encode_id(("sessions", "cmore", "s", LINK_PAGE)))
+    for bad in [("sessions", "more", 0), ("sessions", "more", PAGE + 1),
+                ("sessions", "cmore", "s", PAGE), ("sessions", "emore", "s", LINK_PAGE),
+                ("lineage", "amore", "s", 0), ("sessions", "more", True)]:
+        view = VIEWS[bad[0]]
+        with pytest.raises(QueryError):
+            decode_id(view, encode_id(bad))
+
+
+def test_worker_pool_runs_each_item_once_within_its_bound():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from dsh_query_server.cancel import CancelToken
+    from dsh_query_server.query.workers import run_claims
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.integers(), max_size=30, unique=True), st.integers(min_value=0, max_value=5))
+    def check(items, concurrency):
+        import threading
+
+        seen: list[int] = []
+        lock = threading.Lock()
+        running = [0, 0]  # now, most at once
+
+        def work(item):
+            with lock:
+                running[0] += 1
+                running[1] = max(running)
+            time.sleep(0.0005)
+            with lock:
+                running[0] -= 1
+                seen.append(item)
+
+        run_claims(items, work, concurrency, CancelToken())
+        assert sorted(seen) == sorted(items)
+        assert running[1] <= max(1, concurrency)
+
+    check()
+
+
+def test_worker_pool_claims_nothing_after_cancel_or_past_the_deadline():
+    from dsh_query_server.cancel import CancelToken
+    from dsh_query_server.query.workers import run_claims
+
+    token, seen = CancelToken(), []
+
+    def work(item):
+        seen.append(item)
+        token.cancel()  # the first item cancels the request: no further claim
+
+    run_claims(range(10), work, 1, token)
+    assert seen == [0]
+    late: list[int] = []
+    run_claims(range(10), late.append, 2, CancelToken(), deadline=time.monotonic() - 1)
+    assert late == []
+
+
+def test_generated_command_modules_match_their_source():
+    """The Lua and TypeScript copies of the shared command ids are what gen_commands writes
+    from server/tree/commands.py (regenerate: `python -m dsh_query_server.devtools.gen_commands`)."""
+    from dsh_query_server.devtools import gen_commands
+
+    assert gen_commands.drifted() == []
+    assert gen_commands.main(["--check"]) == 0
+
+
+def test_command_drift_check_fails_on_a_stale_copy(tmp_path, monkeypatch):
+    from dsh_query_server.devtools import gen_commands
+
+    lua, ts = tmp_path / "commands.lua", tmp_path / "commandIds.ts"
+    monkeypatch.setattr(gen_commands, "ROOT", tmp_path)
+    monkeypatch.setattr(gen_commands, "LUA", lua)
+    monkeypatch.setattr(gen_commands, "TS", ts)
+    assert gen_commands.main(["--check"]) == 1  # missing
+    assert gen_commands.main([]) == 0 and gen_commands.main(["--check"]) == 0
+    lua.write_text(lua.read_text().replace("dshQuery.openEvent", "dshQuery.openEvnt"))
+    assert gen_commands.main(["--check"]) == 1
+    assert gen_commands.drifted() == [lua]
+
+
+def test_command_ids_have_one_source():
+    """The server registers exactly the shared server commands, and no editor source spells a
+    shared id itself: each takes it from its generated module."""
+    import re
+    from pathlib import Path
+
+    from dsh_query_server.server import methods
+    from dsh_query_server.server.tree import commands
+
+    assert sorted(methods.COMMANDS) == sorted(commands.SERVER_COMMANDS)
+    root = Path(__file__).resolve().parents[1]
+    sources = [*(root / "editor" / "nvim" / "lua").rglob("*.lua"),
+               *(root / "vscode-extension" / "src").glob("*.ts")]
+    generated = {root / "editor/nvim/lua/dsh_query/commands.lua",
+                 root / "vscode-extension/src/commandIds.ts",
+                 # the protocol types generated from the schema (devtools/tsgen.py) name them too
+                 root / "vscode-extension/src/protocol.gen.ts"}
+    spelled = re.compile("|".join(re.escape(f'"{v}') for v in commands.SHARED.values()))
+    copies = [str(p.relative_to(root)) for p in sources
+              if p not in generated and spelled.search(p.read_text(encoding="utf-8"))]
+    assert copies == []
+    assert len([p for p in sources if p in generated]) == 3
+
+
+def test_the_lua_command_module_loads_in_neovim():
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    from dsh_query_server.server.tree import commands
+
+    nvim = shutil.which("nvim")
+    if nvim is None:
+        pytest.skip("nvim is not installed (make test installs it: mk/nvim.mk)")
+    plugin = Path(__file__).resolve().parents[1] / "editor" / "nvim"
+    script = ("lua vim.opt.runtimepath:append(vim.env.DSH_PLUGIN); "
+              "io.stdout:write(vim.fn.json_encode(require('dsh_query.commands')))")
+    out = subprocess.run([nvim, "--headless", "--clean", "-u", "NONE", "-c", script, "-c", "qa!"],
+                         capture_output=True, text=True, timeout=30,
+                         env={**os.environ, "DSH_PLUGIN": str(plugin)}, check=True)
+    assert json.loads(out.stdout) == commands.SHARED

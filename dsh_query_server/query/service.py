@@ -4,13 +4,13 @@ persistence binding, re-read on every call.
 Every operation is synchronous and runs in a worker thread; a started backend call is therefore
 always awaited until it settles, and cancellation is observed at the checkpoints the spec names.
 The service keeps no cache, no listener and no persisted state between calls. Loading is in
-``loading``, titles and sidebar labels (on the service's one worker pool) in ``titles``.
+``loading``, titles in ``titles``; both titles and the tree's labels (``labels``) run on the
+service's one worker pool, ``self.pool``.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 from msgspec import UNSET
@@ -31,7 +31,6 @@ from .filters import (
     validate_event_filters,
     validate_session_filters,
 )
-from .labels import SessionLabel
 from .loaded import (
     Loaded,
     LoadedWindow,
@@ -43,9 +42,9 @@ from .loaded import (
     target_index,
 )
 from .loading import Loader
-from .pool import WorkerPool
 from .text import documents
 from .titles import Titles
+from .workers import WorkerPool
 
 
 class SessionQueryService:
@@ -208,7 +207,7 @@ class SessionQueryService:
             session=wire.raw(loaded.header), events=[wire.raw(e) for e in loaded.events]
         )
 
-    # -- titles (§3.8), sidebar labels and lag counts ------------------------------------------
+    # -- titles (§3.8) ------------------------------------------
 
     def read_titles(
         self, session_ids: Any, token: CancelToken = NULL_TOKEN
@@ -219,22 +218,6 @@ class SessionQueryService:
         self, session_id: Any, token: CancelToken = NULL_TOKEN
     ) -> wire.SessionTitleObservation:
         return self.titles.read_title(session_id, token)
-
-    def session_labels(
-        self,
-        records: Sequence[Record],
-        token: CancelToken = NULL_TOKEN,
-        *,
-        budget_seconds: float | None = None,
-    ) -> dict[str, SessionLabel]:
-        """Sidebar labels by session id, read on the service's worker pool (``Titles``)."""
-        return self.titles.session_labels(records, token, budget_seconds=budget_seconds)
-
-    def stored_counts(
-        self, session_ids: Sequence[str], token: CancelToken = NULL_TOKEN
-    ) -> dict[str, int | None]:
-        """Events the mounted backend holds per id (None: unknown), for lag badges."""
-        return self.titles.stored_counts(session_ids, token)
 
     # -- lineage and traces (§3.9, §3.10, §5) --------------------------------------------
 

@@ -1,17 +1,15 @@
-"""Titles (semantics.md §3.8) and the sidebar's labels and lag counts: reads that fan out over
-many sessions, run on the service's one worker pool.
+"""Titles (semantics.md §3.8): reads that fan out over many sessions, on the service's one
+worker pool (shared with the tree's labels, ``labels.py``).
 
 Live sessions come from memory. Each persisted log is read by a pool worker that projects it to
 its small result before claiming the next id, so a batch never holds more than the pool's size of
 full logs. A backend that reads windows has verified the log once per revision and knows where its
-last title is, so a title or label costs a few small window reads.
+last title is, so a title costs a few small window reads.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from msgspec import UNSET
@@ -25,11 +23,10 @@ from ..persistence.adapters import read_window
 from ..persistence.base import Window
 from ..persistence.binding import Binding
 from ..session.store import LiveSnapshot
-from .labels import SessionLabel, project, project_windows
-from .loaded import Record, check_cancelled, conflict, not_found, require_string
+from .loaded import check_cancelled, conflict, not_found, require_string
 from .loading import Loader, inspect_call
-from .pool import WorkerPool
 from .titlefold import last_title_event, title_from, title_window
+from .workers import WorkerPool, run_claims
 
 TitleResult = wire.SessionTitleObservationResult
 
@@ -93,13 +90,10 @@ class Titles:
             for sid in pending:
                 results[sid] = _rejected(sid, exc)
             return
-        claim = _claims(pending, token)
+        def work(sid: str) -> None:
+            results[sid] = self._persisted_title(binding, sid, listed.get(sid), token)
 
-        def worker() -> None:
-            while (sid := claim()) is not None:
-                results[sid] = self._persisted_title(binding, sid, listed.get(sid), token)
-
-        self.pool.run(worker, min(self.concurrency, len(pending)))
+        run_claims(pending, work, self.concurrency, token, pool=self.pool)
         check_cancelled(token)
 
     def _persisted_title(
@@ -121,79 +115,6 @@ class Titles:
             return _title_result(sid, meta, title)
         except QueryError as exc:
             return _rejected(sid, exc)
-
-    # -- sidebar labels and lag counts ----------------------------------------------------
-
-    def session_labels(
-        self,
-        records: Sequence[Record],
-        token: CancelToken = NULL_TOKEN,
-        *,
-        budget_seconds: float | None = None,
-    ) -> dict[str, SessionLabel]:
-        """Labels for the given corpus records, by session id. Live logs come from memory (no
-        I/O); each persisted-only log is read once on the pool. A failure only loses that label
-        (the id is missing from the result), and so does a log not reached within
-        ``budget_seconds``. A fired token claims no further log and raises ABORTED once the
-        started reads are over."""
-        out: dict[str, SessionLabel] = {}
-        pending: list[str] = []
-        for record in records:
-            sid = record.header.id
-            snapshot = self.loader.store.snapshot(sid) if record.live else None
-            if snapshot is not None:
-                title = None if snapshot.title_seq is None else snapshot.events[snapshot.title_seq]
-                out[sid] = project(sid, snapshot.header, snapshot.events, title)
-            elif record.persisted and isinstance(sid, str):
-                pending.append(sid)
-        binding = self.loader.binding.current()
-        if not pending or binding is None:
-            return out
-        deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
-        claim = _claims(pending, token, deadline)
-
-        def worker() -> None:
-            while (sid := claim()) is not None:
-                try:
-                    out[sid] = _persisted_label(binding, sid, token)
-                except Exception:  # noqa: BLE001 - the label falls back to the id
-                    continue
-
-        self.pool.run(worker, min(self.concurrency, len(pending)), deadline)
-        check_cancelled(token)
-        return out
-
-    def stored_counts(
-        self, session_ids: Sequence[str], token: CancelToken = NULL_TOKEN
-    ) -> dict[str, int | None]:
-        """How many events the mounted backend holds for each id (``stored_count``); None when
-        nothing is stored, nothing is mounted or the backend fails (the lag is then unknown)."""
-        binding = self.loader.binding.current()
-        out: dict[str, int | None] = {}
-        for sid in session_ids:
-            check_cancelled(token)
-            try:
-                out[sid] = None if binding is None else binding.backend.stored_count(sid)
-            except Exception:  # noqa: BLE001 - unknown
-                out[sid] = None
-        return out
-
-
-def _claims(
-    ids: Sequence[str], token: CancelToken, deadline: float | None = None
-) -> Callable[[], str | None]:
-    """Ids in input order, one per call, shared by a batch's workers; None once the token fired
-    or the deadline passed."""
-    items: Iterator[str] = iter(ids)
-    lock = threading.Lock()
-
-    def claim() -> str | None:
-        with lock:
-            if token.cancelled or (deadline is not None and time.monotonic() > deadline):
-                return None
-            return next(items, None)
-
-    return claim
 
 
 def _window_reader(binding: Binding, sid: str, token: CancelToken) -> Callable[[int, int], Window]:
@@ -222,13 +143,6 @@ def _persisted_title_event(
         check_cancelled(token)
     inspection = inspect_call(sid, token, lambda: binding.backend.inspect(sid, token))
     return inspection.meta, last_title_event(inspection.events)
-
-
-def _persisted_label(binding: Binding, sid: str, token: CancelToken) -> SessionLabel:
-    if binding.capabilities.windows is not None:
-        return project_windows(sid, lambda a, b: read_window(binding, sid, a, b, token))
-    inspection = binding.backend.inspect(sid, token)
-    return project(sid, inspection.meta, inspection.events, last_title_event(inspection.events))
 
 
 def _rejected(sid: str, exc: QueryError) -> TitleResult:

@@ -14,7 +14,7 @@ from .. import errors
 from ..errors import QueryError
 from ..cancel import CancelToken
 from .runtime import Runtime
-from .tree import tree_children, tree_parent
+from .tree import commands, tree_children, tree_parent
 
 Call = Callable[[Runtime, dict[str, Any], CancelToken], Any]
 
@@ -84,8 +84,8 @@ METHODS: dict[str, Call] = {
 INLINE: frozenset[str] = frozenset({"sessionPersistence/status"})
 
 COMMANDS: dict[str, Call] = {
-    "dshQuery.server.mount": METHODS["sessionPersistence/mount"],
-    "dshQuery.server.unmount": METHODS["sessionPersistence/unmount"],
-    "dshQuery.server.checkpoint": METHODS["sessionStore/checkpoint"],
-    "dshQuery.server.status": METHODS["sessionPersistence/status"],
+    commands.SERVER_MOUNT: METHODS["sessionPersistence/mount"],
+    commands.SERVER_UNMOUNT: METHODS["sessionPersistence/unmount"],
+    commands.SERVER_CHECKPOINT: METHODS["sessionStore/checkpoint"],
+    commands.SERVER_STATUS: METHODS["sessionPersistence/status"],
 }

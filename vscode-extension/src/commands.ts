@@ -11,7 +11,6 @@ import {
   type SessionEventSearchHit,
   type SessionEventSearchPage,
   type SessionRecord,
-  type SessionSearchHit,
   type SessionSearchPage,
 } from "./protocol";
 import { formatTime } from "./render";
@@ -251,7 +250,7 @@ async function searchSessions(ctx: Ctx): Promise<void> {
       if (cursor) {
         params.cursor = cursor;
       }
-      const page = await ctx.server.request<SessionSearchPage<SessionSearchHit>>(Methods.searchSessions, params);
+      const page = await ctx.server.request<SessionSearchPage>(Methods.searchSessions, params);
       return {
         items: page.items.map((h) => {
           const item = hitItem(`$(comment-discussion) ${h.header.id}`, h.bestMatch);

@@ -5,7 +5,7 @@
 // Events:    current shadowed log-only surface:a,b type:user/message,tool/result seq:3..9 text:"a b"
 //            and bare words, which become one literal text clause.
 
-import type { EventFilter, SessionFilter } from "./protocol";
+import type { Availability, EventFilter, SessionFilter, Surface } from "./protocol";
 
 export const SESSION_FILTER_HELP =
   'live persisted cwd:/path cwd:- created:2024-05-01..2024-05-31 parent:ID root id:ID (dates UTC or epoch ms; quote values with spaces)';
@@ -123,7 +123,7 @@ function list(value: string): string[] {
 
 export function parseSessionFilters(input: string): Parsed<SessionFilter> {
   try {
-    const availability = new Set<string>();
+    const availability = new Set<Availability>();
     const cwd: (string | null)[] = [];
     const parent: (string | null)[] = [];
     const ids: string[] = [];
@@ -189,17 +189,21 @@ export function parseSessionFilters(input: string): Parsed<SessionFilter> {
   }
 }
 
-const SURFACES = new Set(["current", "shadowed", "log-only"]);
+const SURFACES: ReadonlySet<string> = new Set<Surface>(["current", "shadowed", "log-only"]);
+
+function isSurface(value: string): value is Surface {
+  return SURFACES.has(value);
+}
 
 export function parseEventFilters(input: string): Parsed<EventFilter> {
   try {
-    const surfaces = new Set<string>();
+    const surfaces = new Set<Surface>();
     const types: string[] = [];
     const words: string[] = [];
     const filters: EventFilter[] = [];
     for (const token of tokenize(input)) {
       const lower = token.toLowerCase();
-      if (SURFACES.has(lower)) {
+      if (isSurface(lower)) {
         surfaces.add(lower);
         continue;
       }
@@ -207,7 +211,7 @@ export function parseEventFilters(input: string): Parsed<EventFilter> {
       const key = kv?.[0];
       if (kv && key === "surface") {
         for (const v of list(kv[1].toLowerCase())) {
-          if (!SURFACES.has(v)) {
+          if (!isSurface(v)) {
             throw new Error(`surface is current, shadowed or log-only, not "${v}"`);
           }
           surfaces.add(v);

@@ -1,4 +1,7 @@
 // Command and view ids: the contract between package.json, the server's node commands and the code.
+// The ids the server and the Neovim client share come from the generated commandIds.ts.
+
+import { OPEN_EVENT, SERVER_PREFIX } from "./commandIds";
 
 export const COMMANDS = {
   refresh: "dshQuery.refresh",
@@ -8,7 +11,7 @@ export const COMMANDS = {
   filterEvents: "dshQuery.filterEvents",
   traceSession: "dshQuery.traceSession",
   traceEvent: "dshQuery.traceEvent",
-  openEvent: "dshQuery.openEvent",
+  openEvent: OPEN_EVENT,
   openSurface: "dshQuery.openSurface",
   openRawLog: "dshQuery.openRawLog",
   copySessionId: "dshQuery.copySessionId",
@@ -24,7 +27,7 @@ const CLIENT_COMMANDS = new Set<string>(Object.values(COMMANDS));
 
 /** Commands a server node may name: ours, and the server's own (registered by the client library). */
 export function knownCommand(id: string): boolean {
-  return CLIENT_COMMANDS.has(id) || id.startsWith("dshQuery.server.");
+  return CLIENT_COMMANDS.has(id) || id.startsWith(SERVER_PREFIX);
 }
 
 export const VIEW_IDS = {

@@ -1,132 +1,42 @@
-// Wire shapes of dsh-query-server that the extension uses (protocol.md, semantics.md §1.8).
-// Everything here is data: no `vscode` import, so unit tests load it directly.
+// Wire shapes of dsh-query-server that the extension uses (docs/protocol.md, docs/semantics.md
+// §1.8). The shapes themselves are generated from the server's JSON Schema into protocol.gen.ts
+// (`dsh-query schema`; tests/test_schema.py checks that file for drift); this module names the
+// ones the extension imports and adds what is the client's own. Everything here is data: no
+// `vscode` import, so unit tests load it directly.
 
-export type ServerView = "sessions" | "lineage" | "events" | "eventTrace";
+import type { NotificationMap, RequestMap, TreeCommand, TreeResource } from "./protocol.gen";
 
-export interface NodeResource {
-  sessionId: string;
-  seq?: number;
-}
+export type {
+  Availability,
+  DidChangeParams,
+  ErrorCode,
+  ErrorData,
+  EventFilter,
+  NotificationMap,
+  RequestMap,
+  ServerView,
+  SessionEvent,
+  SessionEventRecord,
+  SessionEventSearchDocument,
+  SessionEventSearchHit,
+  SessionEventSearchPage,
+  SessionEventWindow,
+  SessionFilter,
+  SessionHeader,
+  SessionLogSnapshot,
+  SessionRecord,
+  SessionSearchHit,
+  SessionSearchPage,
+  SessionSurfaceSnapshot,
+  Surface,
+  TreeChildrenResult,
+  TreeNode,
+  TreeParentResult,
+} from "./protocol.gen";
+export { ERROR_RPC_CODES, SERVER_COMMANDS } from "./protocol.gen";
 
-export interface NodeCommand {
-  title: string;
-  command: string;
-  arguments?: unknown[];
-}
-
-export interface TreeNode {
-  id: string;
-  label: string;
-  description?: string;
-  tooltip?: string;
-  icon?: string;
-  collapsible: "none" | "collapsed" | "expanded";
-  contextValue?: string;
-  resource?: NodeResource;
-  command?: NodeCommand;
-}
-
-export interface TreeChildrenResult {
-  nodes: TreeNode[];
-}
-
-export interface TreeParentResult {
-  nodeId?: string;
-}
-
-export interface SessionHeader {
-  version: number;
-  id: string;
-  createdAt: number;
-  cwd?: string;
-  parentSession?: string;
-  seedLength?: number;
-  origin?: string;
-  delegationDepth?: number;
-  agentPreset?: string;
-  [key: string]: unknown;
-}
-
-export interface SessionEvent {
-  type: string;
-  seq: number;
-  time: number;
-  data: unknown;
-  surfaceOp?: unknown;
-  sourceEventSeqs?: number[];
-  [key: string]: unknown;
-}
-
-export type Surface = "current" | "shadowed" | "log-only";
-
-export interface SessionRecord {
-  header: SessionHeader;
-  live: boolean;
-  persisted: boolean;
-}
-
-export interface SessionEventRecord {
-  sessionId: string;
-  seq: number;
-  type: string;
-  time: number;
-  surface: Surface;
-}
-
-export interface SessionEventSearchDocument extends SessionEventRecord {
-  text: string;
-}
-
-export interface SessionEventWindow {
-  session: SessionHeader;
-  target: SessionEvent;
-  events: SessionEvent[];
-  startSeq: number;
-  endSeq: number;
-}
-
-export interface SessionSurfaceSnapshot {
-  session: SessionHeader;
-  capturedThroughSeq: number | null;
-  events: SessionEvent[];
-}
-
-export interface SessionLogSnapshot {
-  session: SessionHeader;
-  events: SessionEvent[];
-}
-
-export interface SessionEventSearchHit extends SessionEventRecord {
-  snippet: string;
-}
-
-export interface SessionSearchHit extends SessionRecord {
-  bestMatch: SessionEventSearchHit;
-}
-
-export interface SessionSearchPage<T> {
-  items: T[];
-  nextCursor?: string;
-}
-
-export interface SessionEventSearchPage extends SessionSearchPage<SessionEventSearchHit> {
-  session: SessionHeader;
-}
-
-export type SessionFilter =
-  | { kind: "id" | "availability"; values: string[] }
-  | { kind: "cwd" | "parent"; values: (string | null)[] }
-  | { kind: "created-at"; from?: number; to?: number };
-
-export type EventFilter =
-  | { kind: "type" | "surface"; values: string[] }
-  | { kind: "seq" | "time"; from?: number; to?: number }
-  | { kind: "text"; text: string };
-
-export interface DidChangeParams {
-  sessionIds?: string[];
-  corpus?: boolean;
-}
+export type NodeResource = TreeResource;
+export type NodeCommand = TreeCommand;
 
 export const Methods = {
   listSessions: "sessionQuery/listSessions",
@@ -148,7 +58,7 @@ export const Methods = {
   unmount: "sessionPersistence/unmount",
   status: "sessionPersistence/status",
   didChange: "sessionQuery/didChange",
-} as const;
+} as const satisfies Record<string, keyof RequestMap | keyof NotificationMap>;
 
 /** The one thing the data layer needs from a running server. */
 export interface Rpc {

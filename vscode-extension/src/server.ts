@@ -31,6 +31,25 @@ class QuietLanguageClient extends LanguageClient {
   }
 }
 
+/** What this module reads of the Python extension's API. Every member is optional: the API
+ * belongs to another extension and may change, so each one is checked before use. */
+interface PythonEnvironmentPath {
+  path?: string;
+}
+
+interface PythonExtensionApi {
+  environments?: {
+    onDidChangeActiveEnvironmentPath?: (listener: () => void) => vscode.Disposable;
+    getActiveEnvironmentPath?: (resource?: vscode.Uri) => PythonEnvironmentPath | undefined;
+    resolveEnvironment?: (
+      env: PythonEnvironmentPath,
+    ) => Promise<{ executable?: { uri?: { fsPath?: string } } } | undefined>;
+  };
+  settings?: {
+    getExecutionDetails?: (resource?: vscode.Uri) => { execCommand?: unknown } | undefined;
+  };
+}
+
 /** The Python extension's active interpreter, if that extension is installed. */
 async function pythonExtensionInterpreter(onChange: () => void): Promise<string[]> {
   const ext = vscode.extensions.getExtension("ms-python.python");
@@ -38,23 +57,24 @@ async function pythonExtensionInterpreter(onChange: () => void): Promise<string[
     return [];
   }
   try {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const api: any = ext.isActive ? ext.exports : await ext.activate();
-    if (!pythonWatch && typeof api?.environments?.onDidChangeActiveEnvironmentPath === "function") {
-      pythonWatch = api.environments.onDidChangeActiveEnvironmentPath(onChange);
+    const api = (ext.isActive ? ext.exports : await ext.activate()) as PythonExtensionApi | undefined;
+    const onEnvChange = api?.environments?.onDidChangeActiveEnvironmentPath;
+    if (!pythonWatch && typeof onEnvChange === "function") {
+      pythonWatch = onEnvChange.call(api?.environments, onChange);
     }
     const resource = vscode.workspace.workspaceFolders?.[0]?.uri;
     const active = api?.environments?.getActiveEnvironmentPath?.(resource);
     if (active?.path) {
-      const resolved = await api.environments.resolveEnvironment?.(active);
+      const resolved = await api?.environments?.resolveEnvironment?.(active);
       const exe: string | undefined = resolved?.executable?.uri?.fsPath ?? active.path;
       if (exe) {
         return [exe];
       }
     }
     const details = api?.settings?.getExecutionDetails?.(resource);
-    if (Array.isArray(details?.execCommand) && details.execCommand.length > 0) {
-      return details.execCommand as string[];
+    const command = details?.execCommand;
+    if (Array.isArray(command) && command.length > 0 && command.every((c) => typeof c === "string")) {
+      return command;
     }
   } catch {
     // no usable Python extension API: fall back to python3
@@ -101,9 +121,12 @@ export class ServerManager implements vscode.Disposable {
 
   /** The server's experimental capability block, once running. */
   capabilities(): Record<string, unknown> | undefined {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    const exp: any = this.client?.initializeResult?.capabilities?.experimental;
-    return exp && typeof exp === "object" ? exp.sessionQuery : undefined;
+    const exp: unknown = this.client?.initializeResult?.capabilities?.experimental;
+    if (!exp || typeof exp !== "object" || !("sessionQuery" in exp)) {
+      return undefined;
+    }
+    const block = exp.sessionQuery;
+    return block && typeof block === "object" ? (block as Record<string, unknown>) : undefined;
   }
 
   rpc(): Rpc | undefined {

@@ -1,7 +1,8 @@
 // A fake of the server's tree methods for unit tests: sessions (paged with a "more" node),
 // events of a session, node ids that encode what they need, and a request log.
 
-import type { Rpc, TreeNode } from "../src/protocol";
+import type { Rpc, TreeNode, TreeParentResult } from "../src/protocol";
+import type { TreeChildrenParams, TreeParentParams } from "../src/protocol.gen";
 
 export interface FakeSession {
   id: string;
@@ -20,7 +21,7 @@ export class RpcError extends Error {
 }
 
 export class FakeTreeServer implements Rpc {
-  readonly log: { method: string; params: any }[] = [];
+  readonly log: { method: string; params: unknown }[] = [];
   failWith: Error | undefined;
   pageSize = 100;
 
@@ -59,22 +60,22 @@ export class FakeTreeServer implements Rpc {
     return nodes;
   }
 
-  async request<R>(method: string, params: any): Promise<R> {
+  async request<R>(method: string, params: object): Promise<R> {
     this.log.push({ method, params: JSON.parse(JSON.stringify(params)) });
     await Promise.resolve();
     if (this.failWith) {
       throw this.failWith;
     }
     if (method === "sessionQuery/treeChildren") {
-      return { nodes: this.children(params) } as R;
+      return { nodes: this.children(params as TreeChildrenParams) } as R;
     }
     if (method === "sessionQuery/treeParent") {
-      return this.parent(params) as R;
+      return this.parent(params as TreeParentParams) as R;
     }
     throw new RpcError(-32601, `unknown method ${method}`);
   }
 
-  private children(params: { view: string; nodeId?: string; args?: { sessionId?: string } }): TreeNode[] {
+  private children(params: TreeChildrenParams): TreeNode[] {
     if (params.view === "sessions") {
       if (params.nodeId === undefined) {
         return this.page(0);
@@ -99,7 +100,7 @@ export class FakeTreeServer implements Rpc {
     return [];
   }
 
-  private parent(params: { view: string; nodeId: string }): { nodeId?: string } {
+  private parent(params: TreeParentParams): TreeParentResult {
     if (params.view === "sessions" && params.nodeId.startsWith("e:")) {
       const [id] = JSON.parse(params.nodeId.slice(2));
       return { nodeId: `s:${JSON.stringify(id)}` };

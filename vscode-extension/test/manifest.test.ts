@@ -8,8 +8,28 @@ import { test } from "node:test";
 import { COMMANDS, VIEW_IDS } from "../src/ids";
 import { RESTART_KEYS } from "../src/settings";
 
-const pkg = JSON.parse(readFileSync(join(__dirname, "..", "package.json"), "utf8"));
-const contributed = new Map<string, any>(pkg.contributes.commands.map((c: any) => [c.command, c]));
+/** The parts of package.json these tests read. */
+interface Manifest {
+  engines: { vscode: string };
+  license: string;
+  publisher?: string;
+  repository?: unknown;
+  main: string;
+  activationEvents: string[];
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+  contributes: {
+    commands: { command: string; title: string; category: string }[];
+    menus: Record<string, { command: string }[]>;
+    viewsContainers: { activitybar: unknown[] };
+    views: { dshQuery: { id: string; name: string }[] };
+    viewsWelcome: { view: string; contents: string; when: string }[];
+    configuration: { properties: Record<string, { type?: unknown; enum?: string[] }> };
+  };
+}
+
+const pkg = JSON.parse(readFileSync(join(__dirname, "..", "package.json"), "utf8")) as Manifest;
+const contributed = new Map(pkg.contributes.commands.map((c) => [c.command, c]));
 
 test("every client command is contributed with category Session Query", () => {
   for (const id of Object.values(COMMANDS)) {
@@ -46,7 +66,7 @@ test("no contributed or menu command collides with the server's executeCommand i
   for (const id of contributed.keys()) {
     assert.ok(!id.startsWith("dshQuery.server."), id);
   }
-  for (const items of Object.values(pkg.contributes.menus) as any[][]) {
+  for (const items of Object.values(pkg.contributes.menus)) {
     for (const item of items) {
       assert.ok(contributed.has(item.command), `menu names ${item.command}`);
     }
@@ -57,7 +77,7 @@ test("the view container, its views and welcome content", () => {
   assert.deepEqual(pkg.contributes.viewsContainers.activitybar, [
     { id: "dshQuery", title: "Session Query", icon: "media/session-query.svg" },
   ]);
-  const views = pkg.contributes.views.dshQuery.map((v: any) => [v.id, v.name]);
+  const views = pkg.contributes.views.dshQuery.map((v) => [v.id, v.name]);
   assert.deepEqual(views, [
     [VIEW_IDS.sessions, "Sessions"],
     [VIEW_IDS.events, "Events"],
@@ -66,9 +86,9 @@ test("the view container, its views and welcome content", () => {
   for (const id of Object.values(VIEW_IDS)) {
     assert.ok(pkg.activationEvents.includes(`onView:${id}`));
   }
-  const welcome = pkg.contributes.viewsWelcome.filter((w: any) => w.view === VIEW_IDS.sessions);
-  assert.ok(welcome.some((w: any) => /not running/.test(w.contents) && /dshQuery.restartServer/.test(w.contents)));
-  assert.ok(welcome.some((w: any) => /corpusEmpty/.test(w.when)));
+  const welcome = pkg.contributes.viewsWelcome.filter((w) => w.view === VIEW_IDS.sessions);
+  assert.ok(welcome.some((w) => /not running/.test(w.contents) && /dshQuery.restartServer/.test(w.contents)));
+  assert.ok(welcome.some((w) => /corpusEmpty/.test(w.when)));
 });
 
 test("settings the code reads are declared", () => {

@@ -10,7 +10,17 @@ function ev(seq: number, type = "user/message"): SessionEvent {
 }
 
 /** JSONC → JSON: drop whole-line comments (the renderer writes no others). */
-function parseJsonc(text: string): any {
+/** The keys the renderers write into a document's JSON. */
+interface RenderedJson {
+  session?: SessionHeader;
+  events: SessionEvent[];
+  targetSeq?: number;
+  startSeq?: number;
+  endSeq?: number;
+  capturedThroughSeq?: number | null;
+}
+
+function parseJsonc(text: string): RenderedJson {
   return JSON.parse(
     text
       .split("\n")

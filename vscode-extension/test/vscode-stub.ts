@@ -1,7 +1,6 @@
 // A small stand-in for the `vscode` module, enough for the pure and data-layer modules under
 // `node --test` (the test bundles alias `vscode` to this file). Records what was called.
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
 
 export const calls: { method: string; args: unknown[] }[] = [];
 
@@ -147,5 +146,5 @@ export const commands = {
 };
 
 export const env = { clipboard: { writeText: async (_: string) => undefined } };
-export const extensions = { getExtension: (_: string): any => undefined };
+export const extensions = { getExtension: (_: string): undefined => undefined };
 export const version = "1.90.0";

@@ -1,5 +1,6 @@
 -- dsh-query: browse AI-agent session histories from Neovim (0.7.2 .. 0.11) through
 -- dsh_query_server's tree views and query methods. See editor/README.md and :help dsh-query.
+local commands = require("dsh_query.commands")
 local config = require("dsh_query.config")
 local rpc = require("dsh_query.rpc")
 local tree = require("dsh_query.tree")
@@ -110,7 +111,7 @@ local function hit_node(hit, index)
     collapsible = "none",
     contextValue = "search.hit",
     resource = { sessionId = sid, seq = match.seq },
-    command = { title = "Open Event", command = "dshQuery.openEvent", arguments = { { sessionId = sid, seq = match.seq } } },
+    command = { title = "Open Event", command = commands.OPEN_EVENT, arguments = { { sessionId = sid, seq = match.seq } } },
   }
 end
 
@@ -145,7 +146,7 @@ function M.search(query)
                      view = "search", loader = loader, empty_text = "(no matches)" })
 end
 
---- Run a server command (workspace/executeCommand), e.g. "dshQuery.server.status".
+--- Run a server command (workspace/executeCommand), e.g. commands.SERVER_STATUS.
 function M.execute(command, arguments, cb)
   ensure_setup()
   rpc.request("workspace/executeCommand", { command = command, arguments = arguments or { vim.empty_dict() } },
@@ -177,7 +178,7 @@ end
 
 function M.restart()
   rpc.stop()
-  M.execute("dshQuery.server.status")
+  M.execute(commands.SERVER_STATUS)
 end
 
 --- Session ids for command completion (only when the server is already running).
@@ -240,13 +241,13 @@ function M.create_commands()
     if vim.trim(o.args) == "" then return usage(":DshSearch {query}") end
     M.search(o.args)
   end, { nargs = "+", desc = "dsh-query: full-text search" })
-  cmd("DshStatus", function() M.execute("dshQuery.server.status") end, { nargs = 0, desc = "dsh-query: persistence status" })
-  cmd("DshMount", function(o) M.execute("dshQuery.server.mount", { { uri = o.args } }) end,
+  cmd("DshStatus", function() M.execute(commands.SERVER_STATUS) end, { nargs = 0, desc = "dsh-query: persistence status" })
+  cmd("DshMount", function(o) M.execute(commands.SERVER_MOUNT, { { uri = o.args } }) end,
     { nargs = 1, desc = "dsh-query: mount jsonl:/root or sqlite:/file.db" })
-  cmd("DshUnmount", function() M.execute("dshQuery.server.unmount") end, { nargs = 0 })
+  cmd("DshUnmount", function() M.execute(commands.SERVER_UNMOUNT) end, { nargs = 0 })
   cmd("DshCheckpoint", function(o)
     local args = vim.trim(o.args) == "" and vim.empty_dict() or { sessionId = vim.trim(o.args) }
-    M.execute("dshQuery.server.checkpoint", { args })
+    M.execute(commands.SERVER_CHECKPOINT, { args })
   end, { nargs = "?", complete = complete, desc = "dsh-query: checkpoint live sessions" })
   cmd("DshRestart", function() M.restart() end, { nargs = 0, desc = "dsh-query: restart the server" })
 end

@@ -9,6 +9,7 @@
 -- fetched right away. Expansion is remembered by node id (ids are stable), so `R` (refresh) keeps
 -- what was open. An expanded node's line ends with a `{{{N` fold marker and the last line of its
 -- subtree with `}}}N` (both concealed by the dshquery syntax), so zc / zo / zM / zR fold subtrees.
+local commands = require("dsh_query.commands")
 local config = require("dsh_query.config")
 local icons = require("dsh_query.icons")
 local rpc = require("dsh_query.rpc")
@@ -19,7 +20,7 @@ M.buffers = {} -- bufnr -> tree state
 local HEADER = 2 -- lines above the first node
 local ns = vim.api.nvim_create_namespace("dsh_query_tree")
 
-local OPEN_EVENT = "dshQuery.openEvent"
+local OPEN_EVENT = commands.OPEN_EVENT
 
 local ICON_HL = {
   ["circle-filled"] = "DshQueryLive",

@@ -1,5 +1,5 @@
-"""The service's one worker pool for reads of persisted logs that fan out over many sessions
-(readTitles, sidebar labels): at most ``size`` such reads run at once, whoever asked.
+"""The query service's one worker pool for per-session persisted reads (readTitles,
+semantics.md §3.8, and the tree's labels): at most ``size`` such reads run at once, whoever asked.
 
 Threads are daemons started while there is work and gone when the queue is empty: a backend call
 that never returns must not keep the process from exiting, and an idle service holds no thread.
@@ -12,8 +12,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
+from ..cancel import NULL_TOKEN, CancelToken
+
+T = TypeVar("T")
 _QUEUED, _RUNNING, _DONE = 0, 1, 2
 
 
@@ -90,3 +94,39 @@ class WorkerPool:
                     return
                 task = self._queue.popleft()
             task.run()
+
+
+def run_claims(
+    items: Iterable[T],
+    work: Callable[[T], None],
+    concurrency: int,
+    token: CancelToken = NULL_TOKEN,
+    deadline: float | None = None,
+    *,
+    pool: WorkerPool | None = None,
+) -> None:
+    """Call ``work(item)`` for the items, claimed in order by at most ``concurrency`` workers of
+    ``pool`` (a pool of that size for this call when none is given). No item is claimed once the
+    token fired or past ``deadline`` (a ``time.monotonic()`` value). ``work`` handles its own
+    failures; the caller checks the token afterwards."""
+    pending = list(items)
+    if not pending:
+        return
+    claims = iter(pending)
+    lock = threading.Lock()
+
+    def claim() -> tuple[T] | None:
+        with lock:
+            if token.cancelled or (deadline is not None and time.monotonic() > deadline):
+                return None
+            try:
+                return (next(claims),)
+            except StopIteration:
+                return None
+
+    def worker() -> None:
+        while (claimed := claim()) is not None:
+            work(claimed[0])
+
+    copies = min(max(1, concurrency), len(pending))
+    (pool or WorkerPool(copies)).run(worker, copies, deadline)

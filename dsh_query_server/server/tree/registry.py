@@ -1,0 +1,88 @@
+"""The registry of tree views and the two requests that read it, ``sessionQuery/treeChildren``
+and ``sessionQuery/treeParent`` (protocol.md §6)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+
+from ... import errors
+from ...cancel import CancelToken
+from ...errors import QueryError
+from ...values import is_number
+from ..runtime import Runtime
+from . import event_trace, events, lineage, sessions
+from .context import Ctx
+from .ids import ERR, Args, Key, View, decode_id, encode_id, invalid
+from .nodes import TreeNode, error_node
+
+log = logging.getLogger(__name__)
+
+VIEWS: Mapping[str, View] = {
+    view.name: view for view in (sessions.VIEW, lineage.VIEW, events.VIEW, event_trace.VIEW)
+}
+
+Params = Mapping[str, object]
+
+
+def _view_of(params: Params) -> View:
+    name = params.get("view")
+    view = VIEWS.get(name) if isinstance(name, str) else None
+    if view is None:
+        raise invalid(f"view must be one of {', '.join(VIEWS)}")
+    return view
+
+
+def require_args(args: object, fields: Sequence[str]) -> Args:
+    if not isinstance(args, dict):
+        raise invalid("args must be an object")
+    checked: Args = args  # a JSON object: string keys
+    for name in fields:
+        if name == "seq":
+            if not is_number(checked.get("seq")):
+                raise invalid("args.seq must be a number")
+        elif not isinstance(checked.get(name), str):
+            raise invalid(f"args.{name} must be a string")
+    return checked
+
+
+def _guarded(ctx: Ctx, parent: Key | None, root_args: list[object],
+             compute: Callable[[], list[TreeNode]]) -> list[TreeNode]:
+    """Failures inside a view become one error node; cancellation stays a cancelled request."""
+    try:
+        return compute()
+    except QueryError as exc:
+        if exc.code == errors.ABORTED:
+            raise
+        return [error_node(ctx.view, exc, parent, root_args)]
+    except Exception:  # a server bug: logged with its traceback, shown as a node
+        log.exception("tree view %s failed", ctx.view)
+        internal = QueryError(errors.INTERNAL, "internal server error (see the server log)")
+        return [error_node(ctx.view, internal, parent, root_args)]
+
+
+def tree_children(rt: Runtime, params: Params, token: CancelToken) -> dict[str, list[TreeNode]]:
+    view = _view_of(params)
+    ctx = Ctx(rt, token, view.name)
+    node_id = params.get("nodeId")
+    if node_id is None:
+        # Args are read only for roots: a node id carries its own (it is self-describing).
+        args = require_args(params.get("args", {}) if view.args else {}, view.args)
+        return {"nodes": _guarded(ctx, None, view.root_args(args), lambda: view.roots(ctx, args))}
+    key = decode_id(view, node_id)
+    kind = view.kinds.get(str(key[1]))
+    if kind is None or kind.children is None:  # an error node, or a leaf
+        return {"nodes": []}
+    children = kind.children
+    return {"nodes": _guarded(ctx, key, [], lambda: children(ctx, *key[2:]))}
+
+
+def tree_parent(rt: Runtime, params: Params, token: CancelToken) -> dict[str, str]:
+    view = _view_of(params)
+    key = decode_id(view, params.get("nodeId"))
+    if key[1] == ERR:
+        parent = key[2]
+        found = None if not isinstance(parent, list) else tuple(parent)
+    else:
+        found = view.kinds[str(key[1])].parent(Ctx(rt, token, view.name), *key[2:])
+    return {} if found is None else {"nodeId": encode_id(found)}

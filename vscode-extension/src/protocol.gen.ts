@@ -1,0 +1,499 @@
+// Generated from the protocol's JSON Schema (dsh_query_server/schema.py) by
+// `python -m dsh_query_server.devtools.tsgen`. Do not edit: change the schema and regenerate
+// (tests/test_schema.py fails while this file differs from what the generator writes).
+
+/** The server assigns ``seq``, and ``time`` (now, epoch ms) when it is absent. */
+export interface AppendEvent {
+  type: string;
+  data: unknown;
+  time?: number;
+  surfaceOp?: "append" | SurfaceReplace;
+  sourceEventSeqs?: number[];
+}
+
+export interface AppendParams {
+  sessionId: string;
+  events: AppendEvent[];
+}
+
+export interface AppendResult {
+  firstSeq: number;
+  lastSeq: number;
+}
+
+export type Availability = "live" | "persisted";
+
+export interface AvailabilityFilter {
+  kind: "availability";
+  values: Availability[];
+}
+
+export interface CheckpointParams {
+  sessionId?: string;
+}
+
+/** Per targeted live session with events: the last seq the backend now holds. */
+export interface CheckpointResult {
+  flushed: { [key: string]: number };
+}
+
+export type Collapsible = "collapsed" | "expanded" | "none";
+
+export interface CreateParams {
+  header: SessionHeader;
+  seed?: SessionEvent[];
+}
+
+export interface CreateResult {
+  header: SessionHeader;
+}
+
+export interface CreatedAtFilter {
+  kind: "created-at";
+  from?: number;
+  to?: number;
+}
+
+export interface CwdFilter {
+  kind: "cwd";
+  values: (string | null)[];
+}
+
+export interface DidChangeParams {
+  sessionIds?: string[];
+  corpus?: true;
+}
+
+export type EmptyResult = Record<string, never>;
+
+export type ErrorCode =
+  | "SESSION_QUERY_ABORTED"
+  | "SESSION_QUERY_CORRUPT_SESSION"
+  | "SESSION_QUERY_EVENT_NOT_FOUND"
+  | "SESSION_QUERY_INDEX_FAILED"
+  | "SESSION_QUERY_INTERNAL"
+  | "SESSION_QUERY_INVALID_CONFIG"
+  | "SESSION_QUERY_INVALID_CURSOR"
+  | "SESSION_QUERY_INVALID_FILTER"
+  | "SESSION_QUERY_INVALID_LIMIT"
+  | "SESSION_QUERY_INVALID_LINEAGE"
+  | "SESSION_QUERY_INVALID_QUERY"
+  | "SESSION_QUERY_INVALID_REQUEST"
+  | "SESSION_QUERY_INVALID_SURFACE"
+  | "SESSION_QUERY_INVALID_WINDOW"
+  | "SESSION_QUERY_PERSISTENCE_FAILED"
+  | "SESSION_QUERY_SEARCH_DISABLED"
+  | "SESSION_QUERY_SESSION_NOT_FOUND"
+  | "SESSION_QUERY_SOURCE_CONFLICT"
+  | "SESSION_QUERY_STALE_CURSOR"
+  | "SESSION_STORE_DUPLICATE_SESSION"
+  | "SESSION_STORE_INVALID_EVENT"
+  | "SESSION_STORE_INVALID_HEADER"
+  | "SESSION_STORE_PERSISTENCE_FAILED"
+  | "SESSION_STORE_READ_ONLY"
+  | "SESSION_STORE_SESSION_NOT_FOUND";
+
+/** ``data`` of every coded JSON-RPC error (protocol.md §2). */
+export interface ErrorData {
+  code: ErrorCode;
+  sessionId?: string;
+  seq?: number;
+  cause?: string;
+}
+
+export type EventFilter = SeqFilter | TimeFilter | TypeFilter | SurfaceFilter | TextFilter;
+
+export interface FallbackTitleSource {
+  kind: "fallback";
+}
+
+export interface FilterEventsParams {
+  sessionId: string;
+  filters: EventFilter[];
+}
+
+export interface FilterSessionsParams {
+  filters: SessionFilter[];
+}
+
+export interface IdFilter {
+  kind: "id";
+  values: string[];
+}
+
+export interface MountParams {
+  uri: string;
+}
+
+export interface MountResult {
+  uri: string;
+  writable: boolean;
+}
+
+export type NoParams = Record<string, never>;
+
+export interface ParentFilter {
+  kind: "parent";
+  values: (string | null)[];
+}
+
+export interface ProviderTitleSource {
+  kind: "provider";
+  provider: string;
+  model?: { [key: string]: unknown };
+}
+
+/** ``seq`` is any number: one that names no event is EVENT_NOT_FOUND (semantics.md §3.0.2). */
+export interface ReadEventParams {
+  sessionId: string;
+  seq: number;
+  before?: number;
+  after?: number;
+}
+
+export interface ReadTitlesParams {
+  sessionIds: string[];
+}
+
+export interface RejectionReason {
+  code: ErrorCode;
+  message: string;
+  cause?: string;
+}
+
+export type SearchEventFilter = SeqFilter | TimeFilter | TypeFilter | SurfaceFilter;
+
+export interface SeqFilter {
+  kind: "seq";
+  from?: number;
+  to?: number;
+}
+
+export type ServerView = "eventTrace" | "events" | "lineage" | "sessions";
+
+/** semantics.md §1.3; ``data`` is any JSON value, ``null`` included. */
+export interface SessionEvent {
+  type: string;
+  seq: number;
+  time: number;
+  data: unknown;
+  surfaceOp?: "append" | SurfaceReplace;
+  sourceEventSeqs?: number[];
+  ignorable?: true;
+  [key: string]: unknown;
+}
+
+export interface SessionEventRecord {
+  sessionId: string;
+  seq: number;
+  type: string;
+  time: number;
+  surface: Surface;
+}
+
+export interface SessionEventSearchDocument {
+  sessionId: string;
+  seq: number;
+  type: string;
+  time: number;
+  surface: Surface;
+  text: string;
+}
+
+export interface SessionEventSearchHit {
+  sessionId: string;
+  seq: number;
+  type: string;
+  time: number;
+  surface: Surface;
+  snippet: string;
+}
+
+export interface SessionEventSearchPage {
+  session: SessionHeader;
+  items: SessionEventSearchHit[];
+  nextCursor?: string;
+}
+
+export interface SessionEventSearchRequest {
+  sessionId: string;
+  query: string;
+  filters?: SearchEventFilter[];
+  limit?: number;
+  cursor?: string;
+}
+
+export interface SessionEventTraceObservation {
+  target: SessionEventRecord;
+  replacementChain: number[];
+  replacedEventSeqs: number[];
+  sourceEventSeqs: number[];
+  derivedEventSeqs: number[];
+  session: SessionHeader;
+  replacedBy?: number;
+}
+
+export interface SessionEventWindow {
+  session: SessionHeader;
+  target: SessionEvent;
+  events: SessionEvent[];
+  startSeq: number;
+  endSeq: number;
+}
+
+export type SessionFilter = IdFilter | CwdFilter | ParentFilter | AvailabilityFilter | CreatedAtFilter;
+
+/** semantics.md §1.2; unknown extra keys are kept and returned unchanged. */
+export interface SessionHeader {
+  version: number;
+  id: string;
+  createdAt: number;
+  cwd?: string;
+  parentSession?: string;
+  seedLength?: number;
+  origin?: "subagent";
+  delegationDepth?: number;
+  agentPreset?: string;
+  [key: string]: unknown;
+}
+
+export interface SessionIdParams {
+  sessionId: string;
+}
+
+export interface SessionLineageNode {
+  session: SessionRecord;
+  descendants: SessionLineageNode[];
+}
+
+export interface SessionLineageTrace {
+  target: SessionRecord;
+  ancestors: SessionRecord[];
+  descendants: SessionLineageNode[];
+  complete: boolean;
+  root?: SessionRecord;
+  unresolvedParentId?: string;
+}
+
+export interface SessionLogSnapshot {
+  session: SessionHeader;
+  events: SessionEvent[];
+}
+
+export interface SessionRecord {
+  header: SessionHeader;
+  live: boolean;
+  persisted: boolean;
+}
+
+export interface SessionSearchHit {
+  header: SessionHeader;
+  live: boolean;
+  persisted: boolean;
+  bestMatch: SessionEventSearchHit;
+}
+
+export interface SessionSearchPage {
+  items: SessionSearchHit[];
+  nextCursor?: string;
+}
+
+export interface SessionSearchRequest {
+  query: string;
+  sessionFilters?: SessionFilter[];
+  eventFilters?: SearchEventFilter[];
+  limit?: number;
+  cursor?: string;
+}
+
+export interface SessionSurfaceSnapshot {
+  session: SessionHeader;
+  capturedThroughSeq: number | null;
+  events: SessionEvent[];
+}
+
+export interface SessionTitleObservation {
+  session: SessionHeader;
+  title?: SessionTitleSnapshot;
+}
+
+export interface SessionTitleObservationResult {
+  sessionId: string;
+  status: TitleStatus;
+  value?: SessionTitleObservation;
+  reason?: RejectionReason;
+}
+
+export interface SessionTitleSnapshot {
+  title: string;
+  messageSeqs: number[];
+  source: TitleSource;
+  eventSeq: number;
+  updatedAt: number;
+}
+
+export interface StatusResult {
+  uri: string | null;
+  writable: boolean;
+  pendingEvents: number;
+}
+
+export type Surface = "current" | "log-only" | "shadowed";
+
+export interface SurfaceFilter {
+  kind: "surface";
+  values: Surface[];
+}
+
+export interface SurfaceReplace {
+  op: "replace";
+  start: number;
+  end: number;
+}
+
+export interface TextFilter {
+  kind: "text";
+  text: string;
+}
+
+export interface TimeFilter {
+  kind: "time";
+  from?: number;
+  to?: number;
+}
+
+export type TitleSource = FallbackTitleSource | UserTitleSource | ProviderTitleSource;
+
+export type TitleStatus = "fulfilled" | "rejected";
+
+export interface TraceEventParams {
+  sessionId: string;
+  seq: number;
+}
+
+export interface TreeArgs {
+  sessionId?: string;
+  seq?: number;
+}
+
+export interface TreeChildrenParams {
+  view: ServerView;
+  nodeId?: string;
+  args?: TreeArgs;
+}
+
+export interface TreeChildrenResult {
+  nodes: TreeNode[];
+}
+
+export interface TreeCommand {
+  title: string;
+  command: string;
+  arguments?: TreeResource[];
+}
+
+/** protocol.md §6 ``TreeNode``; absent optional keys are omitted. ``collapsible`` has no default so it is always sent. */
+export interface TreeNode {
+  id: string;
+  label: string;
+  collapsible: Collapsible;
+  description?: string;
+  tooltip?: string;
+  icon?: string;
+  contextValue?: string;
+  resource?: TreeResource;
+  command?: TreeCommand;
+}
+
+export interface TreeParentParams {
+  view: ServerView;
+  nodeId: string;
+}
+
+export interface TreeParentResult {
+  nodeId?: string;
+}
+
+export interface TreeResource {
+  sessionId: string;
+  seq?: number;
+}
+
+export interface TypeFilter {
+  kind: "type";
+  values: string[];
+}
+
+export interface UserTitleSource {
+  kind: "user";
+}
+
+/** Params and result of every request, by method name. */
+export interface RequestMap {
+  "sessionQuery/listSessions": { params: NoParams; result: SessionRecord[] };
+  "sessionQuery/filterSessions": { params: FilterSessionsParams; result: SessionRecord[] };
+  "sessionQuery/listEvents": { params: SessionIdParams; result: SessionEventRecord[] };
+  "sessionQuery/filterEvents": { params: FilterEventsParams; result: SessionEventSearchDocument[] };
+  "sessionQuery/readEvent": { params: ReadEventParams; result: SessionEventWindow };
+  "sessionQuery/readSurface": { params: SessionIdParams; result: SessionSurfaceSnapshot };
+  "sessionQuery/readSession": { params: SessionIdParams; result: SessionLogSnapshot };
+  "sessionQuery/readTitle": { params: SessionIdParams; result: SessionTitleObservation };
+  "sessionQuery/readTitles": { params: ReadTitlesParams; result: SessionTitleObservationResult[] };
+  "sessionQuery/traceSession": { params: SessionIdParams; result: SessionLineageTrace };
+  "sessionQuery/traceEvent": { params: TraceEventParams; result: SessionEventTraceObservation };
+  "sessionQuery/searchSessions": { params: SessionSearchRequest; result: SessionSearchPage };
+  "sessionQuery/searchEvents": { params: SessionEventSearchRequest; result: SessionEventSearchPage };
+  "sessionQuery/treeChildren": { params: TreeChildrenParams; result: TreeChildrenResult };
+  "sessionQuery/treeParent": { params: TreeParentParams; result: TreeParentResult };
+  "sessionStore/create": { params: CreateParams; result: CreateResult };
+  "sessionStore/append": { params: AppendParams; result: AppendResult };
+  "sessionStore/remove": { params: SessionIdParams; result: EmptyResult };
+  "sessionStore/checkpoint": { params: CheckpointParams; result: CheckpointResult };
+  "sessionPersistence/mount": { params: MountParams; result: MountResult };
+  "sessionPersistence/unmount": { params: NoParams; result: EmptyResult };
+  "sessionPersistence/status": { params: NoParams; result: StatusResult };
+}
+
+/** Params of every notification, by method name. */
+export interface NotificationMap {
+  "sessionQuery/didChange": DidChangeParams;
+}
+
+export type ErrorDataShape = ErrorData;
+
+/** The JSON-RPC error number each coded failure is answered with. */
+export const ERROR_RPC_CODES: Readonly<Record<ErrorCode, number>> = {
+  SESSION_QUERY_ABORTED: -32800,
+  SESSION_QUERY_CORRUPT_SESSION: -32803,
+  SESSION_QUERY_EVENT_NOT_FOUND: -32803,
+  SESSION_QUERY_INDEX_FAILED: -32803,
+  SESSION_QUERY_INTERNAL: -32603,
+  SESSION_QUERY_INVALID_CONFIG: -32602,
+  SESSION_QUERY_INVALID_CURSOR: -32602,
+  SESSION_QUERY_INVALID_FILTER: -32602,
+  SESSION_QUERY_INVALID_LIMIT: -32602,
+  SESSION_QUERY_INVALID_LINEAGE: -32803,
+  SESSION_QUERY_INVALID_QUERY: -32602,
+  SESSION_QUERY_INVALID_REQUEST: -32602,
+  SESSION_QUERY_INVALID_SURFACE: -32803,
+  SESSION_QUERY_INVALID_WINDOW: -32602,
+  SESSION_QUERY_PERSISTENCE_FAILED: -32803,
+  SESSION_QUERY_SEARCH_DISABLED: -32803,
+  SESSION_QUERY_SESSION_NOT_FOUND: -32803,
+  SESSION_QUERY_SOURCE_CONFLICT: -32803,
+  SESSION_QUERY_STALE_CURSOR: -32803,
+  SESSION_STORE_DUPLICATE_SESSION: -32803,
+  SESSION_STORE_INVALID_EVENT: -32602,
+  SESSION_STORE_INVALID_HEADER: -32602,
+  SESSION_STORE_PERSISTENCE_FAILED: -32803,
+  SESSION_STORE_READ_ONLY: -32803,
+  SESSION_STORE_SESSION_NOT_FOUND: -32803,
+};
+
+/** Server-side `workspace/executeCommand` ids and the request each one runs. */
+export const SERVER_COMMANDS = {
+  "dshQuery.server.mount": "sessionPersistence/mount",
+  "dshQuery.server.unmount": "sessionPersistence/unmount",
+  "dshQuery.server.checkpoint": "sessionStore/checkpoint",
+  "dshQuery.server.status": "sessionPersistence/status",
+} as const;
