@@ -209,7 +209,7 @@ def read_lags(
     known: Callable[[Binding], Mapping[str, int]],
     token: CancelToken = NULL_TOKEN,
 ) -> dict[str, Lag]:
-    """"lagging" = live and persisted, and the persisted copy holds fewer events than the live
+    """ "lagging" = live and persisted, and the persisted copy holds fewer events than the live
     log. ``known(binding)`` is what the checkpointer already knows it holds under that binding
     (every live session in auto mode); only a session it has not met (manual mode, read-only
     mount, first 200 ms) costs one ``stored_count`` (cached by the JSONL backend). A failure

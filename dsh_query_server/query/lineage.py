@@ -23,7 +23,9 @@ def trace(records: Sequence[Record], session_id: str) -> wire.SessionLineageTrac
     by_id = {r.header.id: r for r in records}
     target = by_id.get(session_id)
     if target is None:
-        raise QueryError(errors.SESSION_NOT_FOUND, f'session "{session_id}" not found', session_id=session_id)
+        raise QueryError(
+            errors.SESSION_NOT_FOUND, f'session "{session_id}" not found', session_id=session_id
+        )
     ancestors: list[Record] = []
     seen = {session_id}
     unresolved: Any = UNSET

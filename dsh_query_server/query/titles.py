@@ -90,6 +90,7 @@ class Titles:
             for sid in pending:
                 results[sid] = _rejected(sid, exc)
             return
+
         def work(sid: str) -> None:
             results[sid] = self._persisted_title(binding, sid, listed.get(sid), token)
 

@@ -20,7 +20,8 @@ def trace_event(loaded: Loaded, seq: int) -> wire.SessionEventTraceObservation:
     derived = [
         e.seq
         for e in events[seq + 1 :]
-        if isinstance(e.source_seqs, list) and any(s == seq and type(s) is not bool for s in e.source_seqs)
+        if isinstance(e.source_seqs, list)
+        and any(s == seq and type(s) is not bool for s in e.source_seqs)
     ]
     result = wire.SessionEventTraceObservation(
         target=wire.SessionEventRecord(
