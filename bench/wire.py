@@ -3,7 +3,8 @@
 Unlike ``dsh_query_server.client.StdioClient`` (one request at a time), this client multiplexes:
 any number of threads may have requests in flight on the one connection; a reader thread matches
 responses to requests by id. It can also write raw bytes (malformed frames), send cancellations,
-and read the server's memory from ``/proc``. Frames are parsed strictly (LSP base protocol).
+and read the server's memory from ``/proc``. Frames are read by the
+server's own transport module (dsh_query_server/server/transport.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import msgspec
 
 from dsh_query_server import jsoncodec
+from dsh_query_server.server.transport import frame, read_frame
 
 SERVER = [sys.executable, "-m", "dsh_query_server"]
 
@@ -40,10 +42,6 @@ class RpcError(Exception):
 
 class ServerGone(ConnectionError):
     pass
-
-
-def frame(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 def encode(message: Any) -> bytes:
@@ -157,25 +155,7 @@ class WireClient:
         stdout = self.process.stdout
         assert stdout is not None
         try:
-            while True:
-                length = None
-                while True:
-                    line = stdout.readline()
-                    if not line:
-                        return
-                    if line in (b"\r\n", b"\n"):
-                        if length is not None:
-                            break
-                        continue
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value.strip())
-                body = b""
-                while len(body) < length:
-                    piece = stdout.read(length - len(body))
-                    if not piece:
-                        return
-                    body += piece
+            while (body := read_frame(stdout)) is not None:
                 self._dispatch(body)
         finally:
             self.closed.set()

@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from . import jsoncodec
+from .server.transport import frame, read_frame
 
 
 class RpcError(Exception):
@@ -53,28 +54,16 @@ class StdioClient:
         self.notify("initialized", {})
 
     def _write(self, message: dict[str, Any]) -> None:
-        body = jsoncodec.dumps(message)
         assert self.process.stdin is not None
-        self.process.stdin.write(f"Content-Length: {len(body)}\r\n\r\n".encode("ascii") + body)
+        self.process.stdin.write(frame(jsoncodec.dumps(message)))
         self.process.stdin.flush()
 
     def _read(self) -> dict[str, Any]:
-        stdout = self.process.stdout
-        assert stdout is not None
-        length = None
-        while True:
-            line = stdout.readline()
-            if not line:
-                raise ConnectionError("the server closed its output")
-            line = line.strip()
-            if not line:
-                if length is not None:
-                    break
-                continue
-            name, _, value = line.partition(b":")
-            if name.lower() == b"content-length":
-                length = int(value)
-        return jsoncodec.loads(stdout.read(length))
+        assert self.process.stdout is not None
+        body = read_frame(self.process.stdout)
+        if body is None:
+            raise ConnectionError("the server closed its output")
+        return jsoncodec.loads(body)
 
     def notify(self, method: str, params: Any) -> None:
         with self._lock:

@@ -1,4 +1,5 @@
-"""The server's own dispatch and stdio framing (server/app.py), over the wire.
+"""The server's own dispatch and stdio framing (server/protocol.py,
+dispatch.py, transport.py), over the wire.
 
 stdin is read by a thread that answers some requests itself (methods.INLINE while nothing is in
 flight, params that are not an object) and hands everything else to the event loop in order;
@@ -10,6 +11,7 @@ a regular file.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pathlib
@@ -17,8 +19,12 @@ import subprocess
 import sys
 
 import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from bench.wire import ServerGone, WireClient, frame, wait_until
+from bench.wire import ServerGone, WireClient, wait_until
+from dsh_query_server.server.envelope import UNDECODABLE, shallow_members
+from dsh_query_server.server.transport import Frames, frame, frame_parts, read_frame
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 TEST_ENV = {**os.environ, "PYTHONPATH": ROOT, "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make"}
@@ -219,15 +225,101 @@ def test_stdin_a_regular_file(tmp_path):
         done = subprocess.run([sys.executable, "-m", "dsh_query_server", "--persistence", "none"], stdin=stdin,
                               capture_output=True, env=TEST_ENV, timeout=60, check=False)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
-    out, responses = done.stdout, {}
-    while out:
-        header, _, rest = out.partition(b"\r\n\r\n")
-        length = int(header.split(b":")[1])
-        message = json.loads(rest[:length])
+    out, responses = io.BytesIO(done.stdout), {}
+    while (body := read_frame(out)) is not None:
+        message = json.loads(body)
         responses[message.get("id")] = message
-        out = rest[length:]
     assert responses[2]["result"]["uri"] is None
     # Pipelined right behind its request, shutdown answers it first (result or coded -32800).
     assert responses[3].get("result") == [] or responses[3]["error"]["data"]["code"] == ABORTED
     assert responses[4]["result"] is None
     assert list(responses) == [1, 2, 3, 4]
+
+
+def test_notifications_for_our_methods_run_through_the_dispatcher_unanswered():
+    client = start()
+    try:
+        before = len(client.orphans)
+        client.notify("sessionStore/create", {"header": {"id": "by-notification", "createdAt": 1}})
+        client.notify("sessionQuery/readEvent", [1])  # invalid params: still never answered
+        assert wait_until(lambda: [s["header"]["id"] for s in client.request("sessionQuery/listSessions")]
+                          == ["by-notification"], 10)
+        assert client.request(STATUS)["uri"] is None
+        assert client.orphans[before:] == []
+    finally:
+        client.close()
+
+
+# -- transport.py: the one framing implementation -------------------------------------------------
+
+bodies = st.lists(st.binary(min_size=1, max_size=300), max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(bodies=bodies, noise=st.lists(st.sampled_from([b"", b"X-Other: 1\r\n", b"garbage\n"]), min_size=8,
+                                     max_size=8), cuts=st.lists(st.integers(0, 4000), max_size=12))
+def test_frames_and_read_frame_agree_on_any_chunking(bodies, noise, cuts):
+    """The server's push parser (Frames, fed in arbitrary chunks) and the clients' pull parser
+    (read_frame) read the same bodies out of the same stream, other header lines included."""
+    stream = b"".join(n + (b"Content-Type: x\r\n" if i % 2 else b"") + frame(body)
+                      for i, (n, body) in enumerate(zip(noise[: len(bodies)], bodies, strict=True)))
+    pushed: list[bytes] = []
+    frames = Frames(lambda body: pushed.append(bytes(body)))
+    points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
+    for start, end in zip(points, points[1:], strict=False):
+        frames.feed(stream[start:end])
+    pulled = []
+    source = io.BytesIO(stream)
+    while (body := read_frame(source)) is not None:
+        pulled.append(body)
+    assert pushed == pulled == bodies
+
+
+def test_read_frame_ends_inside_a_frame_and_frame_parts_split_large_bodies():
+    assert read_frame(io.BytesIO(b"Content-Length: 10\r\n\r\nshort")) is None
+    assert read_frame(io.BytesIO(b"Content-Length: 0\r\n\r\n")) is None  # no usable header
+    small, large = b"x" * 10, b"y" * (1 << 17)
+    assert frame_parts(small) == (frame(small),)
+    assert b"".join(frame_parts(large)) == frame(large) and len(frame_parts(large)) == 2
+
+
+# -- envelope.py: the top-level members of bodies the decoders refuse ----------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values)
+def test_shallow_members_read_what_json_loads_reads(value):
+    members = shallow_members(json.dumps(value, ensure_ascii=False).encode())
+    if isinstance(value, dict):
+        assert members == json.loads(json.dumps(value))
+    else:
+        assert members is None
+
+
+@settings(max_examples=500, deadline=None)
+@given(body=st.binary(max_size=30) | st.text(alphabet='{}[]:," 0123456789-.eEtruefalsn\\', max_size=30).map(
+    str.encode))
+def test_shallow_members_accept_exactly_the_json_objects(body):
+    # json.loads also takes NaN and Infinity, and UTF-16/32 bodies (told by NULs up front).
+    try:
+        is_object = isinstance(json.loads(body), dict) and not any(
+            marker in body for marker in (b"NaN", b"Infinity", b"\x00"))
+    except ValueError:
+        is_object = False
+    assert (shallow_members(body) is not None) == is_object, body
+
+
+def test_shallow_members_of_a_body_too_deep_for_the_decoders():
+    depth = 50_000
+    body = (b'{"params":{"a":' + b"[" * depth + b"]" * depth + b'},"id":"x","method":"m",'
+            b'"n":' + b"9" * 5000 + b',"jsonrpc":"2.0"}')
+    members = shallow_members(body)
+    assert members is not None
+    assert (members["id"], members["method"], members["jsonrpc"]) == ("x", "m", "2.0")
+    assert members["params"] is UNDECODABLE and members["n"] is UNDECODABLE
+    assert shallow_members(body[:-1]) is None  # truncated: not JSON

@@ -5,9 +5,10 @@ Every request with an id is answered, with a result or an error whose code is on
 uses (never -32603 INTERNAL, which would be a server bug), and no message or data carries a
 traceback or a server path. Afterwards the server is alive and answers a normal request.
 
-What the server does where JSON-RPC leaves a choice (server/app.py, QueryProtocol):
-- a body that is not JSON (or not UTF-8, nested too deep, or holding an integer Python will not
-  parse) is answered -32700 with id null;
+What the server does where JSON-RPC leaves a choice (server/protocol.py, QueryProtocol):
+- a body that is not JSON (or not UTF-8) is answered -32700 with id null; valid JSON the decoders
+  refuse (nested too deep, an integer Python will not parse) is answered on its id when its id
+  and method can be read (-32602, SESSION_QUERY_INVALID_REQUEST for our methods), else the same;
 - a JSON value that is not a request object, a wrong or missing "jsonrpc", an id that is not a
   string, number or null, or a non-string method is answered -32600 (with the id when it is valid);
 - a batch (array) is not supported: each request in it with an id gets -32600, else one -32600
@@ -29,7 +30,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.wire import WireClient, frame
+from bench.wire import WireClient
+from dsh_query_server.server.transport import frame
 
 from .builders import U
 
@@ -143,8 +145,21 @@ def ping(client: WireClient, timeout: float = 10) -> None:
 
 
 @pytest.fixture(scope="module")
-def server():
-    client = WireClient(["--persistence", "none"], env=TEST_ENV, timeout=60,
+def server_stderr(tmp_path_factory):
+    with open(tmp_path_factory.mktemp("fuzz") / "stderr", "w+b") as stream:
+        yield stream
+
+
+def tracebacks(stream) -> str:
+    stream.flush()
+    stream.seek(0)
+    text = stream.read().decode("utf-8", "replace")
+    return text if "Traceback" in text else ""
+
+
+@pytest.fixture(scope="module")
+def server(server_stderr):
+    client = WireClient(["--persistence", "none"], env=TEST_ENV, timeout=60, stderr=server_stderr,
                         initialization_options={"index": ":memory:", "checkpoint": {"mode": "manual"}})
     client.request("sessionStore/create", {"header": {"id": "live", "createdAt": 5, "cwd": "/p"},
                                            "seed": [U(0, "needle").to_value()]})
@@ -153,6 +168,7 @@ def server():
     assert client.alive(), "the server died"
     ping(client)
     client.close()
+    assert not tracebacks(server_stderr), tracebacks(server_stderr)[-3000:]
 
 
 # make test runs a fixed, derandomized set; DSH_QUERY_FUZZ_EXAMPLES=5000 explores fresh inputs.
@@ -168,6 +184,81 @@ def test_generated_params_for_every_method(server, request):
     method, params = request
     response = server.call(method, params, timeout=30)
     check_response(response, method)
+
+
+# -- hostile frames (issue 12 §5): deep params and odd ids, written as raw bytes ---------------
+
+DEPTHS = [3, 200, 900, 1_100, 5_000, 40_000]
+good_ids = (st.text(max_size=12) | st.integers(-(2**63), 2**64 - 1) | st.sampled_from([0, -0.0, 1.5, 1e300, "", "1"])
+            | st.floats(allow_nan=False, allow_infinity=False))
+BAD_IDS = [b"true", b"false", b"[1]", b"{}", b'{"id":1}', b"[" * 3000 + b"]" * 3000, b"9" * 5000]
+
+
+@st.composite
+def nested(draw) -> bytes:
+    """A value nested ``depth`` levels deep, arrays and objects mixed, around a scalar."""
+    depth = draw(st.sampled_from(DEPTHS))
+    kinds = draw(st.lists(st.booleans(), min_size=1, max_size=7))
+    opens = b"".join(b"[" if kinds[i % len(kinds)] else b'{"k":' for i in range(depth))
+    closes = b"".join(b"]" if kinds[i % len(kinds)] else b"}" for i in reversed(range(depth)))
+    leaf = json.dumps(draw(scalars)).encode()
+    return opens + leaf + closes
+
+
+@st.composite
+def hostile_requests(draw):
+    method = draw(st.sampled_from(sorted(METHODS) + ["initialize", "shutdown"]))
+    deep = draw(nested())
+    keys = METHODS.get(method) or ["x"]
+    if draw(st.booleans()):
+        params = deep  # the whole params value
+    else:
+        fields = [b'"%s":%s' % (k.encode(), json.dumps(draw(FIELDS.get(k, json_values))).encode())
+                  for k in keys if draw(st.booleans())]
+        fields.insert(draw(st.integers(0, len(fields))), b'"%s":%s' % (draw(st.sampled_from(keys)).encode(), deep))
+        params = b"{" + b",".join(fields) + b"}"
+    return method, params
+
+
+def hostile_frame(method: str, params: bytes, raw_id: bytes, id_first: bool) -> bytes:
+    head = b'"jsonrpc":"2.0","method":%s' % json.dumps(method).encode()
+    members = [b'"id":' + raw_id, head, b'"params":' + params]
+    return frame(b"{" + b",".join(members if id_first else members[::-1]) + b"}")
+
+
+@settings(FUZZ, max_examples=int(os.environ.get("DSH_QUERY_FUZZ_EXAMPLES", "150")))
+@given(request=hostile_requests(), msg_id=good_ids, id_first=st.booleans())
+def test_deep_params_are_answered_on_their_id(server, request, msg_id, id_first):
+    """Every method, params nested past the decoder's limit (or not), any usable id: the answer
+    comes on that id (issue 12 §5), with a result or a coded error."""
+    method, params = request
+    if method == "shutdown":  # a shutdown that decodes would end the fuzzing server
+        method = "sessionQuery/noSuchMethod"
+    raw_id = json.dumps(msg_id).encode()
+    future = server.expect(json.loads(raw_id))
+    before = len(server.orphans)
+    server.send_raw(hostile_frame(method, params, raw_id, id_first))
+    response = future.result(30)
+    check_response(response, method)
+    assert not [o for o in server.orphans[before:] if isinstance(o, dict) and "error" in o], server.orphans[before:]
+
+
+@settings(FUZZ, max_examples=int(os.environ.get("DSH_QUERY_FUZZ_EXAMPLES", "60")))
+@given(method=st.sampled_from(sorted(METHODS)), params=nested() | st.just(b"{}"), raw_id=st.sampled_from(BAD_IDS),
+       id_first=st.booleans())
+def test_ids_that_cannot_name_a_request_get_one_null_answer(server, method, params, raw_id, id_first):
+    before = len(server.orphans)
+    server.send_raw(hostile_frame(method, params, raw_id, id_first))
+    ping(server)
+    answers = [o for o in server.orphans[before:] if isinstance(o, dict)]
+    assert [(o.get("id"), o["error"]["code"]) for o in answers] in ([(None, -32600)], [(None, -32700)]), answers
+
+
+@settings(FUZZ, max_examples=int(os.environ.get("DSH_QUERY_FUZZ_EXAMPLES", "60")))
+@given(cancel_id=json_values | st.sampled_from([[1], {"x": 1}, [[]], None, True]))
+def test_cancel_with_any_id_is_quiet(server, cancel_id):
+    server.cancel(cancel_id)
+    ping(server)
 
 
 @FUZZ
@@ -211,20 +302,19 @@ def test_huge_and_deep_inputs(server):
     # The 10 MB message was appended (it is a valid event) and reads back whole.
     window = server.request("sessionQuery/readEvent", {"sessionId": "huge-target", "seq": big_seq})
     assert len(window["target"]["data"]["content"][0]["text"]) == len(big)
-    # Nesting: 50 levels is an ordinary invalid value; 100,000 levels cannot be parsed (-32700).
-    for depth, expected in ((50, -32602), (100_000, -32700)):
+    # Nesting: 50 levels is an ordinary invalid value; 100,000 levels are valid JSON the decoder
+    # cannot read: answered on its id all the same (issue 12 §5), never as an id-null -32700.
+    for depth, data_code in ((50, "SESSION_QUERY_INVALID_FILTER"), (100_000, "SESSION_QUERY_INVALID_REQUEST")):
         body = (b'{"jsonrpc":"2.0","id":"deep-%d","method":"sessionQuery/filterSessions","params":{"filters":'
                 % depth + b"[" * depth + b"]" * depth + b"}}")
-        future = server.expect(f"deep-{depth}") if expected != -32700 else None
+        future = server.expect(f"deep-{depth}")
         before = len(server.orphans)
         server.send_raw(frame(body))
-        if future is not None:
-            response = future.result(30)
-            check_response(response, "sessionQuery/filterSessions")
-            assert response["error"]["code"] == expected
-        else:
-            ping(server)
-            assert any(o.get("id") is None and o.get("error", {}).get("code") == -32700 for o in server.orphans[before:])
+        response = future.result(30)
+        check_response(response, "sessionQuery/filterSessions")
+        assert (response["error"]["code"], response["error"]["data"]["code"]) == (-32602, data_code)
+        ping(server)
+        assert not [o for o in server.orphans[before:] if isinstance(o, dict) and "error" in o]
     ping(server)
 
 
@@ -258,12 +348,17 @@ MALFORMED = [
                                                           "method": "sessionQuery/filterSessions", "params": {
                                                               "filters": [{"jsonrpc": "2.0", "method": "x", "id": 1}]}}).encode()),
      {"nest": -32602}, None),
+    # Valid JSON the decoders refuse still has a usable id: answered on it (issue 12 §5).
     ("integer beyond Python's parser", frame(b'{"jsonrpc":"2.0","id":"bi","method":"sessionQuery/readEvent",'
-                                             b'"params":{"sessionId":"live","seq":' + b"9" * 5000 + b"}}"), {}, -32700),
+                                             b'"params":{"sessionId":"live","seq":' + b"9" * 5000 + b"}}"),
+     {"bi": -32602}, None),
+    ("id beyond Python's parser", frame(b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"x"}'), {}, -32700),
     ("NaN and Infinity", frame(b'{"jsonrpc":"2.0","id":"nan","method":"sessionQuery/readEvent",'
                                b'"params":{"sessionId":"live","seq":NaN,"before":Infinity}}'), {"nan": -32602}, None),
     ("unknown notification", frame(b'{"jsonrpc":"2.0","method":"x/notify","params":{}}'), {}, None),
     ("cancel with an odd id", frame(b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":{"x":1}}}'), {}, None),
+    ("cancel with an array id", frame(b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":[1]}}'), {}, None),
+    ("cancel with a null id", frame(b'{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":null}}'), {}, None),
     ("response nobody asked for", frame(b'{"jsonrpc":"2.0","id":"r","result":1}'), {}, None),
     # Framing errors: nothing to answer; the bytes are skipped up to the next valid header.
     ("bad content-length", b"Content-Length: abc\r\n\r\n" + raw_request("bcl") + b"\r\n", {}, None),
@@ -334,3 +429,9 @@ def test_tree_view_of_the_wrong_kind_is_invalid_request(server, method, view):
     response = server.call(method, {"view": view, "nodeId": "x"})
     assert response["error"]["code"] == -32602, response
     assert response["error"]["data"]["code"] == "SESSION_QUERY_INVALID_REQUEST"
+
+
+def test_stderr_has_no_traceback(server, server_stderr):
+    """Last in this module: nothing the fuzzing above sent made the server log a traceback."""
+    ping(server)
+    assert not tracebacks(server_stderr), tracebacks(server_stderr)[-3000:]

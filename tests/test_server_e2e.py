@@ -18,6 +18,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from dsh_query_server.persistence.jsonl import escape_segment, project_dir
+from dsh_query_server.server.transport import frame, read_frame
 
 from .builders import A, R, U, chunk, log_only, user_data
 from .lsp_client import config, init_params
@@ -54,12 +55,9 @@ def test_request_before_initialize_is_refused():
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def exchange(message):
-        body = json.dumps(message).encode()
-        server.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        server.stdin.write(frame(json.dumps(message).encode()))
         server.stdin.flush()
-        length = int(server.stdout.readline().split(b":")[1])
-        server.stdout.readline()
-        return json.loads(server.stdout.read(length))
+        return json.loads(read_frame(server.stdout))
 
     try:
         early = exchange({"jsonrpc": "2.0", "id": 1, "method": "sessionQuery/listSessions", "params": {}})
@@ -367,13 +365,10 @@ def test_serves_over_loopback_tcp(unused_tcp_port):
         stream = sock.makefile("rwb")
 
         def exchange(message):
-            body = json.dumps(message).encode()
-            stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            stream.write(frame(json.dumps(message).encode()))
             stream.flush()
             while True:  # skip didChange notifications
-                length = int(stream.readline().split(b":")[1])
-                stream.readline()
-                reply = json.loads(stream.read(length))
+                reply = json.loads(read_frame(stream))
                 if reply.get("id") == message["id"]:
                     return reply
 

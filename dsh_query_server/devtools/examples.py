@@ -79,6 +79,8 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("sessionQuery/readTitles", {"sessionIds": ["s1", "nope"]}),
     ("sessionQuery/traceSession", {"sessionId": "s2"}),
     ("sessionQuery/traceEvent", {"sessionId": "s1", "seq": 0}),
+    ("sessionQuery/exportSession", {"sessionId": "s1", "outputPath": f"{DATA}/s1.zip",
+                                    "includeDescendants": True}),
     ("sessionQuery/searchSessions", {"query": "retry budget", "limit": 5}),
     ("sessionQuery/searchEvents", {"sessionId": "s1", "query": "budget", "limit": 5}),
     ("sessionQuery/treeChildren", {"view": "sessions"}),

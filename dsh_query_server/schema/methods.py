@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .. import errors
 from ..model import wire
+from ..query import export
 from ..search import wire as search_wire
 from .shapes import (
     AppendParams,
@@ -98,6 +99,10 @@ METHOD_SHAPES: dict[str, Method] = {
         (E.INVALID_REQUEST, E.ABORTED, *_LOAD, E.EVENT_NOT_FOUND, E.INVALID_SURFACE),
         "What replaced an event, what it replaced, its sources and derived events "
         "(semantics.md §3.10, §5.2)."),
+    "sessionQuery/exportSession": Method(
+        export.ExportParams, export.ExportResult,
+        (E.INVALID_REQUEST, E.ABORTED, *_LOAD, E.INVALID_LINEAGE, E.EXPORT_FAILED),
+        "Write a session (and its descendants) as the tools.md §2.4 ZIP to a server-side path."),
     "sessionQuery/searchSessions": Method(
         SessionSearchRequest, search_wire.SessionSearchPage, _SEARCH,
         "Full-text search over the corpus, one hit per session (semantics.md §6)."),

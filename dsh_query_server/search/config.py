@@ -1,18 +1,8 @@
-"""Search configuration (semantics.md §6.1), validated by the server's configuration loader."""
+"""Search configuration (semantics.md §6.1): the ``search`` group of the one configuration
+struct (dsh_query_server/config.py), validated by the server's configuration loader."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..config import JOURNAL_MODES, OPEN_AT, SearchConfig
 
-OPEN_AT = ("startup", "first-search", "never")
-JOURNAL_MODES = ("wal", "delete", "truncate", "persist")
-
-
-@dataclass(frozen=True, slots=True)
-class SearchConfig:
-    path: str = ":memory:"  # the `index` key; protocol.md gives the server's default
-    open_at: str = "startup"
-    journal_mode: str = "wal"
-    default_limit: int = 20
-    max_limit: int = 100
-    snippet_chars: int = 240
+__all__ = ["JOURNAL_MODES", "OPEN_AT", "SearchConfig"]

@@ -3,47 +3,28 @@ client's ``initializationOptions``, validated in the order of semantics.md §6.1
 
 from __future__ import annotations
 
-import hashlib
-import os
-from dataclasses import dataclass, field
 from typing import Any
 
 from .. import errors
+from ..config import (
+    CHECKPOINT_MODES,
+    DEFAULTS,
+    JOURNAL_MODES,
+    MAX_CHECKPOINT_INTERVAL_MS,
+    OPEN_AT,
+    SearchConfig,
+    ServerConfig,
+    cache_dir,
+    default_index,
+    default_persistence,
+    state_dir,
+)
 from ..errors import QueryError
 from ..persistence.uri import parse_uri
-from ..search.config import JOURNAL_MODES, OPEN_AT, SearchConfig
-from ..values import MAX_SAFE_INTEGER, is_integer, is_safe_integer, is_blank
+from ..values import MAX_SAFE_INTEGER, is_blank, is_integer, is_safe_integer
 
-CHECKPOINT_MODES = ("auto", "manual")
 _UNSET = object()
-
-
-def state_dir() -> str:
-    return os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-
-
-def cache_dir() -> str:
-    return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-
-
-def default_persistence() -> str:
-    return "sqlite:" + os.path.join(state_dir(), "dsh-query", "sessions.db").replace("%", "%25")
-
-
-def default_index(persistence: str | None) -> str:
-    digest = hashlib.sha256((persistence or "none").encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return os.path.join(cache_dir(), "dsh-query", f"index-{digest}.sqlite")
-
-
-@dataclass(frozen=True, slots=True)
-class ServerConfig:
-    persistence: str | None
-    search: SearchConfig
-    read_window_max: int = 50
-    persisted_inspect_concurrency: int = 4
-    checkpoint_mode: str = "auto"
-    checkpoint_interval_ms: int = 200
-    raw: dict[str, Any] = field(default_factory=dict)
+_SEARCH = DEFAULTS.search
 
 
 def merge(base: dict[str, Any], override: Any) -> dict[str, Any]:
@@ -86,7 +67,7 @@ def build_config(options: dict[str, Any]) -> ServerConfig:
         search = {}
     if not isinstance(search, dict):
         raise _search_error("search must be an object")
-    open_at = _get(search, "openAt", "startup")
+    open_at = _get(search, "openAt", _SEARCH.open_at)
     err = _query_error if open_at == "never" else _search_error
 
     path = _get(options, "index", None)
@@ -97,24 +78,24 @@ def build_config(options: dict[str, Any]) -> ServerConfig:
     if open_at not in OPEN_AT:
         raise _search_error('openAt must be "startup", "first-search" or "never"')
     limit_rule = lambda v: is_safe_integer(v) and 1 <= v <= MAX_SAFE_INTEGER - 1  # noqa: E731
-    default_limit = _get(search, "defaultLimit", 20)
+    default_limit = _get(search, "defaultLimit", _SEARCH.default_limit)
     if not limit_rule(default_limit):
         raise _search_error("defaultLimit must be an integer between 1 and 9007199254740990")
-    max_limit = _get(search, "maxLimit", 100)
+    max_limit = _get(search, "maxLimit", _SEARCH.max_limit)
     if not limit_rule(max_limit):
         raise _search_error("maxLimit must be an integer between 1 and 9007199254740990")
-    snippet_chars = _get(search, "snippetChars", 240)
+    snippet_chars = _get(search, "snippetChars", _SEARCH.snippet_chars)
     if not (is_integer(snippet_chars) and snippet_chars >= 1):
         raise _search_error("snippetChars must be an integer >= 1")
-    read_window_max = _get(options, "readWindowMax", 50)
+    read_window_max = _get(options, "readWindowMax", DEFAULTS.read_window_max)
     if not (is_integer(read_window_max) and read_window_max >= 0):
         raise err("readWindowMax must be an integer >= 0")
-    concurrency = _get(options, "persistedInspectConcurrency", 4)
+    concurrency = _get(options, "persistedInspectConcurrency", DEFAULTS.persisted_inspect_concurrency)
     if not (is_safe_integer(concurrency) and concurrency >= 1):
         raise err("persistedInspectConcurrency must be a safe integer >= 1")
     if default_limit > max_limit:
         raise _search_error("defaultLimit must be less than or equal to maxLimit")
-    journal_mode = _get(search, "journalMode", "wal")
+    journal_mode = _get(search, "journalMode", _SEARCH.journal_mode)
     if journal_mode not in JOURNAL_MODES:
         raise _search_error('journalMode must be "wal", "delete", "truncate" or "persist"')
 
@@ -123,11 +104,11 @@ def build_config(options: dict[str, Any]) -> ServerConfig:
         checkpoint = {}
     if not isinstance(checkpoint, dict):
         raise _query_error("checkpoint must be an object")
-    mode = _get(checkpoint, "mode", "auto")
+    mode = _get(checkpoint, "mode", DEFAULTS.checkpoint_mode)
     if mode not in CHECKPOINT_MODES:
         raise _query_error('checkpoint.mode must be "auto" or "manual"')
-    interval = _get(checkpoint, "intervalMs", 200)
-    if not (is_safe_integer(interval) and 0 <= interval <= 3_600_000):
+    interval = _get(checkpoint, "intervalMs", DEFAULTS.checkpoint_interval_ms)
+    if not (is_safe_integer(interval) and 0 <= interval <= MAX_CHECKPOINT_INTERVAL_MS):
         raise _query_error("checkpoint.intervalMs must be an integer between 0 and 3600000")
 
     return ServerConfig(
@@ -146,3 +127,7 @@ def build_config(options: dict[str, Any]) -> ServerConfig:
         checkpoint_interval_ms=int(interval),
         raw=options,
     )
+
+
+__all__ = ["ServerConfig", "build_config", "cache_dir", "default_index", "default_persistence", "merge",
+           "state_dir"]

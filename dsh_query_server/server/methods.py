@@ -13,6 +13,7 @@ from msgspec import UNSET
 from .. import errors
 from ..errors import QueryError
 from ..cancel import CancelToken
+from ..query.export import export_method, export_options
 from .runtime import Runtime
 from .tree import commands, tree_children, tree_parent
 
@@ -29,7 +30,8 @@ def _append(rt: Runtime, p: dict[str, Any], t: CancelToken) -> Any:
     session_id = p.get("sessionId")
     if not isinstance(session_id, str):
         raise QueryError(errors.STORE_INVALID_EVENT, "sessionId must be a string")
-    first, last = rt.store.append(session_id, p.get("events"))
+    events: Any = p.get("events")  # any JSON value: the store validates it
+    first, last = rt.store.append(session_id, events)
     return {"firstSeq": first, "lastSeq": last}
 
 
@@ -67,6 +69,8 @@ METHODS: dict[str, Call] = {
     ),
     "sessionQuery/searchSessions": lambda rt, p, t: rt.search.search_sessions(p, t),
     "sessionQuery/searchEvents": lambda rt, p, t: rt.search.search_events(p, t),
+    "sessionQuery/exportSession": lambda rt, p, t: export_method(
+        rt.service, p, t, export_options(rt.config.raw)),
     "sessionQuery/treeChildren": tree_children,
     "sessionQuery/treeParent": tree_parent,
     "sessionStore/create": _create,

@@ -1,6 +1,6 @@
-"""The stdio transport: frames read by a thread with blocking reads and handed to the protocol
-(``QueryProtocol.take``), answers written by whoever produced them under the protocol's write
-lock; plus the process-level tuning that serving large answers needs (pipe size, malloc).
+"""Serving stdio: frames (transport.py) read by a thread with blocking reads and handed to the
+protocol (``QueryProtocol.take``), answers written by whoever produced them under the protocol's
+write lock; plus the process-level tuning that serving large answers needs (pipe size, malloc).
 """
 
 from __future__ import annotations
@@ -9,64 +9,15 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 import sys
 import threading
-from typing import Any, Callable
+from typing import Any
 
 from pygls.io_ import StdoutWriter
 
+from .transport import Frames
+
 log = logging.getLogger("dsh_query_server")
-
-_CONTENT_LENGTH = re.compile(rb"Content-Length: (\d+)\r\n")
-_LINE_LIMIT = 1 << 20
-
-
-class Frames:
-    """LSP frames out of a byte stream, with pygls' rules (``run_async``): headers are lines; the
-    first exact ``Content-Length: N`` line (N > 0) counts, other lines are skipped; a blank line
-    after it starts a body of N bytes. Bytes without a usable header are skipped up to the next
-    one, and a huge N only holds the bytes that actually arrive."""
-
-    def __init__(self, on_body: Callable[[bytearray], None]) -> None:
-        self._on_body = on_body
-        self._buf = bytearray()
-        self._length = 0  # Content-Length of the frame being read; 0 while none was seen
-        self._in_body = False
-        self._skipping = False  # inside an over-long line: drop it up to its newline
-
-    def feed(self, data: bytes) -> None:
-        buf = self._buf
-        buf += data
-        pos = 0
-        try:
-            while True:
-                if self._in_body:
-                    end = pos + self._length
-                    if len(buf) < end:
-                        return
-                    body = buf[pos:end]
-                    pos = end
-                    self._in_body, self._length = False, 0
-                    self._on_body(body)
-                    continue
-                newline = buf.find(b"\n", pos)
-                if newline < 0:
-                    if len(buf) - pos > _LINE_LIMIT:  # no header is this long
-                        pos, self._skipping = len(buf), True
-                    return
-                line = buf[pos:newline + 1]
-                pos = newline + 1
-                if self._skipping:
-                    self._skipping = False
-                elif not self._length:
-                    match = _CONTENT_LENGTH.fullmatch(line)
-                    if match:
-                        self._length = int(match.group(1))
-                elif not line.strip():
-                    self._in_body = True
-        finally:
-            del buf[:pos]
 
 
 def _read_stdin(protocol: Any, loop: asyncio.AbstractEventLoop, done: asyncio.Future[None]) -> None:

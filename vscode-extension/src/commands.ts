@@ -424,6 +424,40 @@ async function unmountPersistence(ctx: Ctx): Promise<void> {
   }
 }
 
+/** The file-name segment of an id (tools.md §2.3): each UTF-16 code unit outside [A-Za-z0-9_-]
+ *  becomes "_". */
+export function exportSegment(sessionId: string): string {
+  return sessionId.replace(/[^A-Za-z0-9_-]/g, "_");
+}
+
+async function exportSession(ctx: Ctx, args: unknown[]): Promise<void> {
+  const id = await sessionFor(ctx, args, "Export Session");
+  if (id === undefined) {
+    return;
+  }
+  const name = `dsh-session-${exportSegment(id)}.zip`;
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+  const target = await vscode.window.showSaveDialog({
+    title: "Export Session",
+    saveLabel: "Export",
+    defaultUri: folder ? vscode.Uri.joinPath(folder, name) : vscode.Uri.file(name),
+    filters: { "ZIP archive": ["zip"] },
+  });
+  if (!target) {
+    return;
+  }
+  // The save dialog has already asked before replacing a file.
+  const result = await ctx.server.request<{ path: string; entries: unknown[] }>("sessionQuery/exportSession", {
+    sessionId: id,
+    outputPath: target.fsPath,
+    includeDescendants: true,
+    overwrite: true,
+  });
+  void vscode.window.showInformationMessage(
+    `Session Query: exported ${result.entries.length} entries to ${result.path}.`,
+  );
+}
+
 async function checkpointNow(ctx: Ctx, args: unknown[]): Promise<void> {
   const ref = refFromArgs(args);
   try {
@@ -510,6 +544,7 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
         await ctx.showSession(id, { focus: true, trace: true });
       }
     }),
+    reg(COMMANDS.exportSession, "Export Session", (...a) => exportSession(ctx, a)),
     reg(COMMANDS.mountPersistence, "Mount Persistence", (...a) => mountPersistence(ctx, a)),
     reg(COMMANDS.unmountPersistence, "Unmount Persistence", () => unmountPersistence(ctx)),
     reg(COMMANDS.checkpointNow, "Checkpoint", (...a) => checkpointNow(ctx, a)),

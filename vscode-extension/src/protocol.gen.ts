@@ -70,6 +70,7 @@ export type ErrorCode =
   | "SESSION_QUERY_ABORTED"
   | "SESSION_QUERY_CORRUPT_SESSION"
   | "SESSION_QUERY_EVENT_NOT_FOUND"
+  | "SESSION_QUERY_EXPORT_FAILED"
   | "SESSION_QUERY_INDEX_FAILED"
   | "SESSION_QUERY_INTERNAL"
   | "SESSION_QUERY_INVALID_CONFIG"
@@ -102,6 +103,28 @@ export interface ErrorData {
 }
 
 export type EventFilter = SeqFilter | TimeFilter | TypeFilter | SurfaceFilter | TextFilter;
+
+export interface ExportEntry {
+  name: string;
+  bytes: number;
+  sessionId?: string | null;
+  attachmentId?: string | null;
+}
+
+export interface ExportParams {
+  sessionId: string;
+  outputPath: string;
+  includeDescendants?: boolean;
+  includeMedia?: boolean;
+  overwrite?: boolean;
+  workspaceRoots?: string[] | null;
+}
+
+export interface ExportResult {
+  path: string;
+  bytes: number;
+  entries: ExportEntry[];
+}
 
 export interface FallbackTitleSource {
   kind: "fallback";
@@ -441,6 +464,7 @@ export interface RequestMap {
   "sessionQuery/readTitles": { params: ReadTitlesParams; result: SessionTitleObservationResult[] };
   "sessionQuery/traceSession": { params: SessionIdParams; result: SessionLineageTrace };
   "sessionQuery/traceEvent": { params: TraceEventParams; result: SessionEventTraceObservation };
+  "sessionQuery/exportSession": { params: ExportParams; result: ExportResult };
   "sessionQuery/searchSessions": { params: SessionSearchRequest; result: SessionSearchPage };
   "sessionQuery/searchEvents": { params: SessionEventSearchRequest; result: SessionEventSearchPage };
   "sessionQuery/treeChildren": { params: TreeChildrenParams; result: TreeChildrenResult };
@@ -466,6 +490,7 @@ export const ERROR_RPC_CODES: Readonly<Record<ErrorCode, number>> = {
   SESSION_QUERY_ABORTED: -32800,
   SESSION_QUERY_CORRUPT_SESSION: -32803,
   SESSION_QUERY_EVENT_NOT_FOUND: -32803,
+  SESSION_QUERY_EXPORT_FAILED: -32803,
   SESSION_QUERY_INDEX_FAILED: -32803,
   SESSION_QUERY_INTERNAL: -32603,
   SESSION_QUERY_INVALID_CONFIG: -32602,

@@ -52,6 +52,7 @@ test("every client command is contributed with category Session Query", () => {
     "Open Surface",
     "Open Raw Log",
     "Copy Session Id",
+    "Export Session…",
     "Mount Persistence…",
     "Unmount Persistence",
     "Checkpoint Now",

@@ -91,6 +91,35 @@ function M.read(session_id, seq)
   return read.open(session_id, seq)
 end
 
+--- The file-name segment of an id (tools.md §2.3): each UTF-16 code unit outside
+--- [A-Za-z0-9_-] becomes "_" (a character beyond the BMP is two units).
+function M.export_segment(session_id)
+  local out = {}
+  for ch in session_id:gmatch("[%z\1-\127\194-\244][\128-\191]*") do
+    if ch:match("^[A-Za-z0-9_-]$") then
+      out[#out + 1] = ch
+    else
+      out[#out + 1] = ch:byte(1) >= 240 and "__" or "_"
+    end
+  end
+  return table.concat(out)
+end
+
+--- :DshExport {id} [path]: the session and its sub-agents as a ZIP (sessionQuery/exportSession,
+--- includeDescendants); the path defaults to ./dsh-session-<seg>.zip.
+function M.export(session_id, path)
+  ensure_setup()
+  path = path or ("dsh-session-" .. M.export_segment(session_id) .. ".zip")
+  local absolute = vim.fn.fnamemodify(path, ":p")
+  local params = { sessionId = session_id, outputPath = absolute, includeDescendants = true }
+  rpc.request("sessionQuery/exportSession", params, function(err, result)
+    if err then
+      return rpc.notify_error(err, "export")
+    end
+    vim.notify(("dsh-query: exported %d entries to %s"):format(#result.entries, result.path))
+  end)
+end
+
 local SURFACE_ICON = { current = "circle-filled", shadowed = "circle-slash", ["log-only"] = "circle-outline" }
 
 local function hit_node(hit, index)
@@ -237,6 +266,13 @@ function M.create_commands()
     if id == "" or seq == nil then return usage(":DshRead {session-id} {seq}") end
     M.read(id, seq)
   end, { nargs = "+", complete = complete, desc = "dsh-query: event window" })
+  cmd("DshExport", function(o)
+    local args = vim.trim(o.args)
+    local id, path = args:match("^(.-)%s+(%S+%.zip)$")
+    if not id or id == "" then id, path = args, nil end
+    if id == "" then return usage(":DshExport {session-id} [path.zip]") end
+    M.export(id, path)
+  end, { nargs = "+", complete = complete, desc = "dsh-query: export a session as a ZIP" })
   cmd("DshSearch", function(o)
     if vim.trim(o.args) == "" then return usage(":DshSearch {query}") end
     M.search(o.args)

@@ -1,4 +1,5 @@
-"""A realistic demo corpus, built only through the producer methods (protocol.md §4).
+"""``dsh-query demo`` and ``dsh-query serve --demo``: a realistic demo corpus, built only through
+the producer methods (protocol.md §4), by a producer over JSON-RPC or inside the server.
 
 Three projects; live sessions with a compaction that replaces earlier surface nodes, a tool-result
 rewrite, a fork seeded from its parent, sub-agents two levels deep and titles; some sessions are
@@ -7,8 +8,19 @@ checkpointed, one persisted copy lags its live log, and one session is persisted
 
 from __future__ import annotations
 
+import argparse
 import itertools
-from typing import Any, Protocol
+import os
+import tempfile
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..client import StdioClient
+from .connect import connect
+from .render import safe, show_event_trace, show_events, show_lineage, show_sessions
+
+if TYPE_CHECKING:
+    from ..server.runtime import Runtime
 
 BASE_TIME = 1_764_460_800_000  # 2025-11-30T00:00:00Z, so the demo looks the same every run
 
@@ -209,10 +221,33 @@ def populate(producer: Producer) -> dict[str, str]:
     return {"main": "fix-flaky-tests", "compaction_seq": str(summary), "rewritten_seq": str(result)}
 
 
+def serve_demo(config_options: dict[str, Any]) -> Callable[[Runtime], None]:
+    """``dsh-query serve --demo``: the demo's persisted side lives in a private temporary store
+    (without a named store that is also the store the server keeps mounted); returns the preload
+    that fills it once the runtime is up."""
+    demo_store = "sqlite:" + os.path.join(tempfile.mkdtemp(prefix="dsh-query-demo-"), "sessions.db")
+    config_options.setdefault("persistence", demo_store)
+    config_options.setdefault("index", ":memory:")
+    config_options.setdefault("checkpoint", {"mode": "manual"})
+
+    def preload(runtime: Runtime) -> None:
+        # The demo writes its persisted side only into its own store, so a named store is never
+        # touched and restarting the demo always works; the named store is mounted back
+        # afterwards (the demo's live sessions stay live).
+        configured = runtime.binding.current()
+        if configured is None or configured.backend.uri != demo_store:
+            runtime.mount(demo_store)
+        populate(RuntimeProducer(runtime))
+        if configured is not None and configured.backend.uri != demo_store:
+            runtime.binding.mount(configured.backend)
+
+    return preload
+
+
 class RuntimeProducer:
     """The demo's producer inside a server process (``dsh-query serve --demo``)."""
 
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
 
     def create(self, header: dict[str, Any], seed: list[dict[str, Any]] | None = None) -> None:
@@ -226,3 +261,57 @@ class RuntimeProducer:
 
     def remove(self, session_id: str) -> None:
         self.runtime.remove(session_id)
+
+
+class RpcProducer:
+    """The demo's producer over JSON-RPC."""
+
+    def __init__(self, client: StdioClient) -> None:
+        self.client = client
+
+    def create(self, header: dict[str, Any], seed: list[dict[str, Any]] | None = None) -> None:
+        params: dict[str, Any] = {"header": header}
+        if seed is not None:
+            params["seed"] = seed
+        self.client.request("sessionStore/create", params)
+
+    def append(self, session_id: str, events: list[dict[str, Any]]) -> None:
+        self.client.request("sessionStore/append", {"sessionId": session_id, "events": events})
+
+    def checkpoint(self, session_id: str) -> None:
+        self.client.request("sessionStore/checkpoint", {"sessionId": session_id})
+
+    def remove(self, session_id: str) -> None:
+        self.client.request("sessionStore/remove", {"sessionId": session_id})
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    """Build the demo corpus under a temporary embedded default and show what the service sees."""
+    from rich.console import Console
+
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="dsh-query-demo-") as home:
+        env = {**os.environ, "XDG_STATE_HOME": os.path.join(home, "state"),
+               "XDG_CACHE_HOME": os.path.join(home, "cache")}
+        args.persistence = None  # the embedded default, inside the temporary state dir
+        with connect(args, env=env, checkpoint={"mode": "manual"}, index=":memory:") as client:
+            with console.status("building the demo corpus through sessionStore/*…"):
+                ids = populate(RpcProducer(client))
+            status = client.request("sessionPersistence/status")
+            console.rule("[bold]dsh-query demo")
+            console.print(f"persistence: [bold]{safe(status['uri'])}[/bold] "
+                          f"({status['pendingEvents']} live events not yet checkpointed)")
+            show_sessions(client, False)
+            console.print("[dim]fix-flaky-tests is live and persisted, and its persisted copy lags: "
+                          "turn 3 was appended after the last checkpoint.[/dim]\n")
+            show_events(client, ids["main"], False)
+            show_lineage(client, ids["main"], False)
+            show_event_trace(client, ids["main"], int(ids["rewritten_seq"]), False)
+            hits = client.request("sessionQuery/searchSessions", {"query": "fake clock", "limit": 5})
+            console.print('\nsearch "fake clock": ' + ", ".join(
+                f"{h['header']['id']}#{h['bestMatch']['seq']}" for h in hits["items"]))
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    sub.add_parser("demo", parents=[common], help="build a demo corpus and show what the service sees").set_defaults(
+        func=cmd_demo)

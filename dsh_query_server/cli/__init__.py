@@ -1,0 +1,53 @@
+"""The ``dsh-query`` command line: ``serve``, ``demo``, and client commands that script a server
+over stdio. Output is a table or tree by default and JSON with ``--json``.
+
+Each module that owns subcommands has ``register(sub, common)``, which adds its parsers to the
+``sub`` subparsers (``common`` holds ``--persistence`` and ``--json``) and sets ``func`` on each;
+a new subcommand is one more entry in ``SUBCOMMANDS``. Modules import heavy dependencies (the
+server, rich) inside their commands, so ``dsh-query --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .. import __version__
+from . import commands, demo, serve
+from .connect import fail
+
+# In help order.
+SUBCOMMANDS: list[Callable[[Any, argparse.ArgumentParser], None]] = [
+    serve.register,
+    demo.register,
+    commands.register,
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dsh-query", description="Exact inspection of agent session histories.")
+    parser.add_argument("--version", action="version", version=f"dsh-query {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--persistence", metavar="URI",
+                        help="backend to mount: jsonl:<root>, sqlite:<file>, or none "
+                        "(default: the embedded sqlite store)")
+    common.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for register in SUBCOMMANDS:
+        register(sub, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - client errors print one line, not a traceback
+        fail(exc)
+
+
+__all__ = ["SUBCOMMANDS", "build_parser", "main"]

@@ -1,0 +1,1 @@
+"""``dsh-query mcp``: the history tools over the Model Context Protocol (tools.md §1)."""

@@ -1,0 +1,289 @@
+"""``dsh-query mcp``: the five history tools over MCP stdio (tools.md §1), on the SDK's low-level
+server, with the query service in this process.
+
+Each tool call: schema check, a place in the FIFO scheduler (searches exclusive), the deadline,
+the scope step (roots/list, cached until roots/list_changed), then the tool in a worker thread
+with its own CancelToken. Nothing but protocol messages reaches stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+from collections import deque
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+from .. import __version__
+from ..cancel import CancelToken
+from ..query.workspace import Workspace
+from ..server.runtime import Runtime
+from . import config as mcp_config
+from .args import TOOL_BY_NAME, TOOLS, ToolError, check_schema
+from .scope import roots_from_uris, working_directory
+from .tools import RUN, TOOL_FAILED, TOOL_TIMEOUT, Call, Interrupted, pre_scope
+
+log = logging.getLogger("dsh_query_server.mcp")
+
+INSTRUCTIONS = (
+    "Use session_search to find relevant work from prior sessions, or session_event_search to "
+    "search earlier events in one session. Search results are cursor-free and workspace-scoped. "
+    "Follow a useful hit with session_trace, session_event_trace, or session_event_read when you "
+    "need lineage, relationships, or exact data."
+)
+ROOTS_TIMEOUT_S = 5.0
+STRUCTURED_SINCE = "2025-06-18"
+INVALID_PARAMS = -32602
+
+
+class Scheduler:
+    """Calls start in arrival order; a search runs alone, reads and traces run together."""
+
+    def __init__(self) -> None:
+        self._waiting: deque[tuple[bool, anyio.Event]] = deque()
+        self._shared = 0
+        self._exclusive = False
+
+    def _pump(self) -> None:
+        while self._waiting:
+            exclusive, event = self._waiting[0]
+            if self._exclusive or (exclusive and self._shared):
+                return
+            self._waiting.popleft()
+            if exclusive:
+                self._exclusive = True
+            else:
+                self._shared += 1
+            event.set()
+
+    @contextlib.asynccontextmanager
+    async def slot(self, exclusive: bool) -> AsyncIterator[None]:
+        entry = (exclusive, anyio.Event())
+        self._waiting.append(entry)
+        self._pump()
+        try:
+            await entry[1].wait()
+        except BaseException:  # cancelled while queued: leave the queue (or give the slot back)
+            self._release(entry)
+            raise
+        try:
+            yield
+        finally:
+            self._release(entry)
+
+    def _release(self, entry: tuple[bool, anyio.Event]) -> None:
+        if not entry[1].is_set():
+            self._waiting.remove(entry)
+        elif entry[0]:
+            self._exclusive = False
+        else:
+            self._shared -= 1
+        self._pump()
+
+
+class McpApp:
+    def __init__(self, cfg: mcp_config.McpConfig, runtime: Runtime) -> None:
+        self.cfg = cfg
+        self.runtime = runtime
+        self.base = working_directory()
+        self.scheduler = Scheduler()
+        self.executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dsh-mcp")
+        self._roots: list[str] | None = None
+        self._roots_generation = 0
+        self.server: Server[Any] = Server(
+            "dsh-query", version=__version__, instructions=INSTRUCTIONS,
+            on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+        )
+        self.server.add_notification_handler(
+            "notifications/roots/list_changed", types.NotificationParams, self.roots_changed
+        )
+
+    async def list_tools(self, ctx: ServerRequestContext[Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        annotations = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+        return types.ListToolsResult(tools=[
+            types.Tool(name=t.name, description=t.description, input_schema=t.input_schema(),
+                       annotations=annotations)
+            for t in TOOLS
+        ])
+
+    async def roots_changed(self, ctx: ServerRequestContext[Any],
+                            params: types.NotificationParams | None) -> None:
+        self._roots = None
+        self._roots_generation += 1
+
+    async def workspace(self, ctx: ServerRequestContext[Any]) -> Workspace:
+        """§1.2: the client's roots, else --workspace, else the working directory."""
+        caps = ctx.session.client_capabilities
+        if caps is not None and caps.roots is not None:
+            roots = self._roots
+            if roots is None:
+                generation = self._roots_generation
+                try:
+                    with anyio.fail_after(ROOTS_TIMEOUT_S):
+                        result = await ctx.session.list_roots()
+                except Exception:  # noqa: BLE001 - a failed or slow roots/list fails the call
+                    log.warning("roots/list failed", exc_info=True)
+                    raise ToolError(TOOL_FAILED, "session query operation failed") from None
+                roots = roots_from_uris([str(r.uri) for r in result.roots])
+                if generation == self._roots_generation:
+                    self._roots = roots
+            return Workspace(roots, self.base)
+        if self.cfg.workspace:
+            return Workspace(self.cfg.workspace, self.base)
+        return Workspace([self.base], self.base)
+
+    async def call_tool(self, ctx: ServerRequestContext[Any],
+                        params: types.CallToolRequestParams) -> types.CallToolResult:
+        spec = TOOL_BY_NAME.get(params.name)
+        if spec is None:
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
+        structured = ctx.protocol_version >= STRUCTURED_SINCE
+        arguments: dict[str, Any] = dict(params.arguments or {})
+        try:
+            check_schema(spec, arguments)
+            pre_scope(spec.name, arguments)
+        except ToolError as exc:
+            return _error(exc.code, exc.message, structured)
+        token = CancelToken()
+        timed_out = False
+        async with self.scheduler.slot(spec.search):
+            handle = None
+            if spec.search:
+                def expire() -> None:
+                    nonlocal timed_out
+                    timed_out = True
+                    token.cancel()
+
+                handle = asyncio.get_running_loop().call_later(
+                    self.cfg.search_timeout_ms / 1000, expire)
+            try:
+                try:
+                    workspace = await self.workspace(ctx)
+                except ToolError as exc:
+                    return _error(exc.code, exc.message, structured)
+                call = Call(self.runtime, token, workspace, self.cfg.caller,
+                            self.cfg.max_search_results)
+                outcome = await self._in_thread(lambda: _run(spec.name, call, arguments), token)
+            finally:
+                if handle is not None:
+                    handle.cancel()
+        if isinstance(outcome, Interrupted) or (token.cancelled and timed_out):
+            if timed_out:
+                message = f"tool call timed out after {self.cfg.search_timeout_ms}ms"
+                return _error(TOOL_TIMEOUT, message, structured)
+            return _error(TOOL_FAILED, "session query operation failed", structured)
+        if isinstance(outcome, ToolError):
+            return _error(outcome.code, outcome.message, structured)
+        text, content = outcome
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=_wire_text(text))],
+            structured_content=_wire_safe(content) if structured else None,
+            is_error=False,
+        )
+
+    async def _in_thread(self, fn: Any, token: CancelToken) -> Any:
+        """Run ``fn`` in a worker; a cancellation fires the token and waits for the work to settle
+        (semantics.md §3.0.6) before it propagates."""
+        future = asyncio.get_running_loop().run_in_executor(self.executor, fn)
+        try:
+            return await asyncio.shield(future)
+        except BaseException:
+            token.cancel()
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(BaseException):
+                    await future
+            raise
+
+
+def _run(name: str, call: Call, arguments: dict[str, Any]) -> Any:
+    """The tool's outcome: (text, structured), a ToolError, or Interrupted. Never raises."""
+    try:
+        result = RUN[name](call, arguments)
+        return result.text, result.structured
+    except (ToolError, Interrupted) as exc:
+        return exc
+    except BaseException:  # noqa: BLE001 - a bug: logged, answered as a tool failure
+        log.exception("tool %s failed unexpectedly", name)
+        return ToolError(TOOL_FAILED, "session query operation failed")
+
+
+def _wire_text(text: str) -> str:
+    """Lone UTF-16 surrogates (JavaScript-written logs hold them) have no UTF-8 form, and the SDK
+    encodes UTF-8: each becomes U+FFFD, so the answer is still sent."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _wire_safe(value: Any) -> Any:
+    """``_wire_text`` over every string (keys too) of a JSON value, iteratively."""
+    if isinstance(value, str):
+        return _wire_text(value)
+    if not isinstance(value, (dict, list)):
+        return value
+    root: list[Any] = [value]
+    stack: list[tuple[Any, Any, Any]] = [(root, 0, value)]
+    while stack:
+        parent, key, node = stack.pop()
+        if isinstance(node, dict):
+            copy: dict[str, Any] = {}
+            for k, v in node.items():
+                copy[_wire_text(k)] = v
+            parent[key] = copy
+            stack.extend((copy, k, v) for k, v in copy.items() if isinstance(v, (dict, list, str)))
+        elif isinstance(node, list):
+            items = list(node)
+            parent[key] = items
+            stack.extend((items, i, v) for i, v in enumerate(items)
+                         if isinstance(v, (dict, list, str)))
+        else:
+            parent[key] = _wire_text(node)
+    return root[0]
+
+
+def _error(code: str, message: str, structured: bool) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"Error: {message}")],
+        structured_content={"error": {"code": code, "message": message}} if structured else None,
+        is_error=True,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    cfg = mcp_config.load(list(sys.argv[1:] if argv is None else argv))
+    runtime = Runtime(cfg.server, lambda ids, structural: None)
+    runtime.start()
+    app = McpApp(cfg, runtime)
+
+    async def serve() -> None:
+        async with stdio_server() as (read, write):
+            await app.server.run(read, write, app.server.create_initialization_options())
+
+    code = 0
+    try:
+        anyio.run(serve)
+    except KeyboardInterrupt:
+        code = 130
+    finally:
+        runtime.close()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        # Worker threads may sit in a hung backend call: leave without waiting for them.
+        os._exit(code)

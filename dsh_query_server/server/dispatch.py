@@ -1,0 +1,159 @@
+"""The one dispatch path for the method table (methods.py): a call runs with the request's own
+cancellation token, in a worker thread or (methods.INLINE) on the thread that read it, and its
+result or coded failure is encoded into a frame with msgspec. Requests over the wire, LSP
+``workspace/executeCommand`` and notifications for our methods all go through ``Dispatcher``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .. import errors, jsoncodec
+from ..cancel import CancelToken
+from ..errors import QueryError
+from .envelope import UNDECODABLE, request_id
+from .methods import Call
+from .rpcerrors import INTERNAL, error_object, to_rpc_error
+from .runtime import Runtime
+from .transport import frame_parts
+
+log = logging.getLogger("dsh_query_server")
+
+# The parts of one frame, written in order under the protocol's write lock.
+Frame = tuple[bytes, ...]
+UNDECODABLE_MESSAGE = "params nest deeper than the decoder allows, or hold a number it cannot read"
+
+
+class Tokens:
+    """Cancellation tokens of requests in flight, by JSON-RPC id."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tokens: dict[Any, CancelToken] = {}
+
+    def register(self, msg_id: Any) -> CancelToken:
+        token = CancelToken()
+        with self._lock:
+            self._tokens[msg_id] = token
+        return token
+
+    def release(self, msg_id: Any) -> None:
+        with self._lock:
+            self._tokens.pop(msg_id, None)
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            tokens = list(self._tokens.values())
+        for token in tokens:
+            token.cancel()
+
+    def cancel(self, msg_id: Any) -> bool:
+        """Fire the token of ``msg_id``; False when no request in flight has that id. An id
+        that cannot name a request (null, an array, an object) names none."""
+        if not request_id(msg_id):
+            return False
+        with self._lock:
+            token = self._tokens.get(msg_id)
+        if token is None:
+            return False
+        token.cancel()
+        return True
+
+
+def invoke(call: Call, runtime: Runtime, params: Any, token: CancelToken) -> Any:
+    """Run one call: params checked for being an object, bugs logged and answered INTERNAL."""
+    try:
+        if params is None:
+            params = {}
+        if params is UNDECODABLE:
+            raise QueryError(errors.INVALID_REQUEST, UNDECODABLE_MESSAGE)
+        if not isinstance(params, dict):
+            raise QueryError(errors.INVALID_REQUEST, "params must be an object")
+        return call(runtime, params, token)
+    except QueryError:
+        raise
+    except BaseException:  # noqa: BLE001 - a bug: log it with its traceback, answer INTERNAL
+        # BaseException too: a backend raising SystemExit or another non-Exception in this worker
+        # thread would otherwise escape and leave the request unanswered.
+        log.exception("unexpected failure")
+        raise QueryError(errors.INTERNAL, "internal server error") from None
+
+
+def encode_frame(message: Any, msg_id: Any, answer: bool = True) -> Frame:
+    """A message as a frame. One that cannot be encoded is a server bug: a response becomes
+    -32603, anything else is dropped (logged)."""
+    try:
+        body = jsoncodec.dumps(message)
+    except Exception:  # noqa: BLE001
+        log.exception("could not encode an outgoing message")
+        if not answer:
+            return ()
+        body = jsoncodec.dumps({"jsonrpc": "2.0", "id": msg_id, "error": INTERNAL})
+    return frame_parts(body)
+
+
+class Dispatcher:
+    """Runs calls of the method table with a token each and answers them."""
+
+    def __init__(self) -> None:
+        self.tokens = Tokens()
+        # Threads are made on demand and reused; the ceiling is high because a backend call that
+        # ignores its token must be awaited, and such calls must never starve live reads.
+        self.executor = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="query")
+
+    def answer(self, msg_id: Any, call: Call, runtime: Runtime, params: Any, token: CancelToken) -> Frame:
+        """Run the call on this thread and encode its answer."""
+        try:
+            message = {"jsonrpc": "2.0", "id": msg_id, "result": invoke(call, runtime, params, token)}
+        except QueryError as exc:
+            message = {"jsonrpc": "2.0", "id": msg_id, "error": error_object(exc)}
+        return encode_frame(message, msg_id)
+
+    def answer_inline(self, msg_id: Any, call: Call, runtime: Runtime, params: Any) -> Frame:
+        """Answer on this thread with a token of its own, never registered, so nothing fires it:
+        a token names one request (the jsonl backend shares a root survey among one request's
+        calls)."""
+        return self.answer(msg_id, call, runtime, params, CancelToken())
+
+    def submit(self, msg_id: Any, call: Call, runtime: Runtime, params: Any,
+               deliver: Callable[[Frame], None]) -> None:
+        """Run the call in a worker thread under a token registered for ``msg_id`` and hand its
+        encoded answer to ``deliver`` (in that thread)."""
+        token = self.tokens.register(msg_id)
+
+        def work() -> None:
+            try:
+                frame = self.answer(msg_id, call, runtime, params, token)
+            finally:
+                self.tokens.release(msg_id)
+            deliver(frame)
+
+        self.executor.submit(work)
+
+    def notify(self, call: Call, runtime: Runtime, params: Any) -> None:
+        """A notification for one of our methods: run, never answered."""
+
+        def work() -> None:
+            try:
+                invoke(call, runtime, params, CancelToken())
+            except QueryError:
+                pass
+
+        self.executor.submit(work)
+
+    async def run(self, msg_id: Any, call: Call, runtime: Runtime, params: Any) -> Any:
+        """For pygls handlers (``workspace/executeCommand``): the result, or the coded failure as
+        the JsonRpcException pygls answers with."""
+        token = self.tokens.register(msg_id)
+        try:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self.executor, invoke, call, runtime, params, token)
+        except QueryError as exc:
+            raise to_rpc_error(exc) from None
+        finally:
+            self.tokens.release(msg_id)
