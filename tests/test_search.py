@@ -14,10 +14,9 @@ import pytest
 
 from dsh_query_server import errors
 from dsh_query_server.errors import QueryError
+from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.persistence.base import (
-    CancelToken,
     SessionPersistenceCorruptionError,
-    SessionQueryCancelled,
     Snapshot,
 )
 from dsh_query_server.search.cursor import encode_cursor, sessions_fingerprint

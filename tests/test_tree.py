@@ -415,7 +415,7 @@ async def test_lineage_paging_long_chain_and_many_children(client):
 
 def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     """Past the time budget, persisted sessions keep their id as label instead of stalling."""
-    from dsh_query_server.persistence.base import CancelToken
+    from dsh_query_server.cancel import CancelToken
     from dsh_query_server.server import tree
     from dsh_query_server.server.config import build_config
     from dsh_query_server.server.runtime import Runtime
@@ -441,7 +441,7 @@ def test_persisted_labels_pass_the_checks_titles_pass():
     and its listed-versus-inspected header check. Where readTitles rejects a session (corrupt
     log, conflicting headers, failing backend read), its label is the id; the others keep theirs."""
     from dsh_query_server.model.event import Header
-    from dsh_query_server.persistence.base import CancelToken
+    from dsh_query_server.cancel import CancelToken
     from dsh_query_server.server import tree
     from dsh_query_server.server.config import build_config
     from dsh_query_server.server.runtime import Runtime
@@ -475,7 +475,7 @@ def test_persisted_labels_from_windows_equal_labels_from_whole_logs(tmp_path, ca
     from dsh_query_server.model.event import Header
     from dsh_query_server.persistence.sqlite import SqliteBackend
     from dsh_query_server.query import labels
-    from dsh_query_server.query.service import last_title_event
+    from dsh_query_server.query.titlefold import last_title_event
 
     from .builders import T
 

@@ -719,7 +719,7 @@ from dsh_query_server.search import documents as search_documents  # noqa: E402
 def read_outcome(backend: Any) -> Any:
     """What the index would write for the log, or the error it would meet."""
     try:
-        read = search_documents.read_persisted(backend, SID, CancelToken())
+        read = search_documents.read_persisted(PersistenceBinding().mount(backend), SID, CancelToken())
         docs = list(read)
         read.raise_error()
         return ("ok", read.meta.raw, docs)
@@ -757,7 +757,7 @@ def test_a_log_that_grows_between_windows_is_retried(tmp_path, monkeypatch) -> N
     events = build_log([("turn", 0), ("user", 0), ("chunks", 20), ("end", 0)])
     path = write_sqlite(str(tmp_path), events, [])
     backend = SqliteBackend(path)
-    read = search_documents.read_persisted(backend, SID, CancelToken())  # the fold pass is done
+    read = search_documents.read_persisted(PersistenceBinding().mount(backend), SID, CancelToken())  # the fold pass is done
     writer = SqliteBackend(path)
     writer.append(SID, [make_event("turn/start", len(events), 0, {"turn": 2})])
     writer.close()

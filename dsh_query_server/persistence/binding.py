@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from .base import PersistenceBackend
+from .base import Capabilities, PersistenceBackend
 
 _identities = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Binding:
+    """One mount: the backend, its optional read paths (resolved once, here) and an identity."""
+
     backend: PersistenceBackend
     identity: int
+    capabilities: Capabilities
 
 
 class PersistenceBinding:
@@ -49,7 +52,7 @@ class PersistenceBinding:
             return self._current, self._changes
 
     def mount(self, backend: PersistenceBackend) -> Binding:
-        binding = Binding(backend, next(_identities))
+        binding = Binding(backend, next(_identities), Capabilities.of(backend))
         with self._lock:
             self._current = binding
             self._changes += 1

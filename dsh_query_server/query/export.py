@@ -29,7 +29,8 @@ from ..persistence.base import SessionPersistenceCorruptionError
 from ..persistence.records import PackedRow, pack
 from ..values import is_integer
 from . import lineage
-from .service import Record, SessionQueryService, check_cancelled, not_found
+from .loaded import Record, check_cancelled, not_found
+from .service import SessionQueryService
 from .workspace import Workspace
 
 EXPORT_FAILED = errors.EXPORT_FAILED

@@ -21,9 +21,10 @@ from msgspec import Raw
 from .. import errors
 from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_message
 from ..model.event import Header, headers_compatible
-from ..persistence.base import CancelToken, Snapshot
+from ..cancel import CancelToken
+from ..persistence.base import Snapshot
 from ..persistence.binding import Binding, PersistenceBinding
-from ..query.service import as_header, conflict
+from ..query.loaded import conflict
 from ..session.store import SessionStore
 from .documents import Moved, live_documents, read_persisted
 from .plan import LIVE, PERSISTED, Row, WritePlan
@@ -91,7 +92,11 @@ def _snapshot(item: Any) -> Snapshot:
         raise TypeError("persistence snapshot must be an object with header and revision")
     if not isinstance(revision, str):
         raise TypeError("persistence snapshot revision must be a string")
-    return Snapshot(as_header(header), revision)
+    if isinstance(header, dict):
+        header = Header.from_value(header)
+    if not isinstance(header, Header):
+        raise TypeError("persistence returned a header that is not a JSON object")
+    return Snapshot(header, revision)
 
 
 def validate_listing(result: Any) -> Listing:
@@ -356,7 +361,7 @@ class SearchIndex:
                 continue  # a log with a live owner is never inspected
             check(token)
             try:
-                read = read_persisted(backend, sid, token)
+                read = read_persisted(binding, sid, token)
                 check(token)
                 if not headers_compatible(snapshot.header, read.meta):
                     raise conflict(sid)

@@ -4,16 +4,17 @@ binding, the checkpointer, the exact query service and the search service."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import errors
 from ..errors import QueryError
 from ..persistence.binding import PersistenceBinding
-from ..persistence.checkpoint import Checkpointer
 from ..persistence.uri import open_backend
 from ..query.service import SessionQueryService
 from ..search.service import SearchService
 from ..session.store import SessionStore
+from .checkpoint import Checkpointer
 from .config import ServerConfig
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from ...cancel import CancelToken
 from ...errors import QueryError
 from ...persistence.binding import Binding
 from ...query.labels import Lag, SessionInfo, read_labels, read_lags
-from ...query.service import Loaded, Record
+from ...query.loaded import Loaded, Record
 from ..runtime import Runtime
 from .ids import Key, encode_id
 
@@ -19,7 +19,7 @@ LABEL_BUDGET_SECONDS = 2.0  # time a level may spend reading persisted logs for 
 
 
 class Ctx:
-    def __init__(self, rt: Runtime, token: CancelToken | None, view: str) -> None:
+    def __init__(self, rt: Runtime, token: CancelToken, view: str) -> None:
         self.rt = rt
         self.token = token
         self.view = view

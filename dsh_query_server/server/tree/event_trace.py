@@ -11,7 +11,7 @@ from msgspec import UNSET
 
 from ...model.wire import SessionEventTraceObservation
 from ...query import trace
-from ...query.service import Loaded, check_cancelled, target_index
+from ...query.loaded import Loaded, check_cancelled, target_index
 from .context import Ctx
 from .ids import (
     INDEX,

@@ -13,7 +13,7 @@ from ... import errors
 from ...errors import QueryError
 from ...query import lineage
 from ...query.labels import Lag, SessionInfo
-from ...query.service import Record, check_cancelled
+from ...query.loaded import Record, check_cancelled
 from .context import Ctx
 from .ids import (
     ANCESTOR_BLOCK,

@@ -14,7 +14,7 @@ from ... import jsoncodec
 from ...errors import QueryError
 from ...model.event import Event
 from ...query.labels import Lag, SessionInfo
-from ...query.service import Record
+from ...query.loaded import Record
 from ...query.text import extract_text
 from ...values import collapse_whitespace, is_number
 from .commands import OPEN_EVENT

@@ -11,7 +11,7 @@ from ... import errors
 from ...errors import QueryError
 from ...query import lineage
 from ...query.labels import Lag, SessionInfo
-from ...query.service import Record
+from ...query.loaded import Record
 from .context import Ctx
 from .events import event_page, page_holder
 from .ids import (
