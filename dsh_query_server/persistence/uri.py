@@ -51,6 +51,11 @@ def _decode_location(text: str) -> str:
 def parse_uri(uri: Any) -> MountSpec:
     if not isinstance(uri, str):
         raise _invalid("persistence URI must be a string")
+    if uri.startswith(("postgres://", "postgresql://")):  # libpq URIs (postgres.md §1.1)
+        from .postgres.conninfo import parse_postgres_uri
+
+        mount = parse_postgres_uri(uri)
+        return MountSpec("postgres", mount.redacted, {"readOnly": str(mount.read_only).lower()})
     scheme, sep, rest = uri.partition(":")
     if not sep or scheme not in _OPTIONS:
         raise _invalid(f'unknown persistence URI scheme in "{uri}"')
@@ -112,6 +117,10 @@ def open_backend(uri: str) -> Any:
         return backend
     spec = parse_uri(uri)
     try:
+        if spec.scheme == "postgres":
+            from .postgres import open_postgres
+
+            return open_postgres(uri)
         if spec.scheme == "jsonl":
             from .jsonl import JsonlBackend
 
