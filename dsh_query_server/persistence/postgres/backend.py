@@ -369,7 +369,6 @@ class PostgresBackend:
                 lambda conn: self._append(conn, identity, session_id, first, count, records),
                 in_doubt=f'postgres commit of session "{session_id}" append at seq {first} is in'
                          " doubt")
-            self._created.pop(session_id, None)
 
     def _append(self, conn: Conn, identity: StoreIdentity, session_id: str, first: int,
                 count: int, records: list[rows.Record]) -> None:
