@@ -211,6 +211,7 @@ def test_a_sql_ascii_database_is_refused(pg_server: Any) -> None:
 
 
 def _role(db: PgDatabase, name: str, password: str, *grants: str) -> None:
+    sql(db, f"DROP ROLE IF EXISTS {name}")
     sql(db, f"CREATE ROLE {name} LOGIN PASSWORD '{password}'")
     for grant in grants:
         sql(db, grant.replace("ROLE", name))
