@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
+from psycopg import sql
 
 BINDIR = Path(os.environ.get("DSH_QUERY_PG_BINDIR", "/usr/lib/postgresql/15/bin"))
 SKIP_ENV = "DSH_QUERY_SKIP_POSTGRES"
@@ -110,14 +111,15 @@ def _start() -> PgServer:
                    f"unix_socket_directories = '{socket_dir}'\nmax_connections = 100\n")
     started = server.pg_ctl("start", "-w", "-l", str(base / "server.log"), check=False)
     if started.returncode != 0:
-        log = (base / "server.log").read_text(errors="replace") if (base / "server.log").exists() else ""
+        log_file = base / "server.log"
+        log = log_file.read_text(errors="replace") if log_file.exists() else ""
         shutil.rmtree(base, ignore_errors=True)
         raise RuntimeError(f"pg_ctl start failed: {started.stderr}\n{log}")
     return server
 
 
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
+@pytest.fixture(scope="session", name="pg_server")
+def pg_server_fixture() -> Iterator[PgServer]:
     server = _start()
     try:
         yield server
@@ -126,11 +128,13 @@ def pg_server() -> Iterator[PgServer]:
         shutil.rmtree(server.base, ignore_errors=True)
 
 
-@pytest.fixture
-def pg_database(pg_server: PgServer) -> Iterator[PgDatabase]:
+@pytest.fixture(name="pg_database")
+def pg_database_fixture(pg_server: PgServer) -> Iterator[PgDatabase]:
     name = f"t_{uuid.uuid4().hex[:16]}"
     with pg_server.admin() as conn:
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING \'UTF8\'')
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
+            sql.Identifier(name)))
     yield PgDatabase(pg_server, name)
     with pg_server.admin() as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            sql.Identifier(name)))

@@ -28,9 +28,10 @@ from dsh_query_server.persistence.postgres import (
 )
 from dsh_query_server.persistence.uri import open_backend
 
-from .pg_server import PgDatabase, pg_database, pg_server  # noqa: F401 - fixtures
+from .pg_server import PgDatabase, pg_database_fixture, pg_server_fixture  # noqa: F401
 
 MAX_SAFE = 2**53 - 1
+_SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
 
 
 def header(session_id: str = "s", **fields: Any) -> Header:
@@ -126,7 +127,8 @@ def test_create_refusals(backend: PostgresBackend, pg_database: PgDatabase) -> N
         with pytest.raises(ValueError, match="createdAt"):
             backend.create(Header.build(version=0, id="t", createdAt=created_at))
     for bad, reason in (("", "it is empty"), ("\ud800", "it contains a lone surrogate"),
-                        ("a\0b", "it contains U+0000"), ("x" * 1025, "it is longer than 1024 bytes")):
+                        ("a\0b", "it contains U+0000"),
+                        ("x" * 1025, "it is longer than 1024 bytes")):
         with pytest.raises(ValueError, match=re.escape("cannot be stored in postgres: " + reason)):
             backend.create(header(bad))
 
@@ -222,7 +224,7 @@ def logs(draw: st.DrawFn) -> list[Event]:
     return out
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=12, deadline=None, suppress_health_check=_SLOW)
 @given(events=logs(), split=st.integers(min_value=0, max_value=5000))
 def test_logs_read_back_as_the_exact_bytes(pg_database: PgDatabase, events: list[Event],
                                            split: int) -> None:
@@ -271,7 +273,8 @@ def test_legacy_shapes_are_normalized(backend: PostgresBackend) -> None:
 
 
 def test_an_open_turn_gets_in_memory_closers(backend: PostgresBackend) -> None:
-    stored(backend, [turn_start(0), user(1), make_event("step/start", 2, 2, {"turn": 1, "step": 1})])
+    stored(backend, [turn_start(0), user(1),
+                     make_event("step/start", 2, 2, {"turn": 1, "step": 1})])
     tail = [event.to_value() for event in backend.inspect("s").events[3:]]
     assert [event["type"] for event in tail] == ["step/end", "turn/end"]
     assert tail[1]["data"] == {"turn": 1, "reason": {"kind": "interrupted"}}
@@ -287,7 +290,7 @@ def _window_log() -> list[Event]:
     return events
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, suppress_health_check=_SLOW)
 @given(ranges=st.lists(st.tuples(st.integers(0, 1510), st.integers(0, 40)), min_size=1,
                        max_size=4))
 def test_windows_equal_inspect_sliced(pg_database: PgDatabase,

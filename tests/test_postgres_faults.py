@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import psycopg
 import pytest
 
 from dsh_query_server import errors
@@ -26,7 +25,7 @@ from dsh_query_server.persistence.postgres import (
 )
 from dsh_query_server.persistence.uri import open_backend
 
-from .pg_server import PgDatabase, pg_database, pg_server  # noqa: F401 - fixtures
+from .pg_server import PgDatabase, pg_database_fixture, pg_server_fixture  # noqa: F401
 
 
 def header(session_id: str) -> Header:
@@ -140,8 +139,9 @@ def _initialized(db: PgDatabase) -> None:
         backend.close()
 
 
-_REFUSALS: list[tuple[str, Callable[[PgDatabase], None], str]] = [
-    ("unrelated table", lambda db: sql(db, "CREATE SCHEMA dsh_query; CREATE TABLE dsh_query.t (x int)"),
+_REFUSALS: list[tuple[str, Callable[[PgDatabase], object], str]] = [
+    ("unrelated table",
+     lambda db: sql(db, "CREATE SCHEMA dsh_query; CREATE TABLE dsh_query.t (x int)"),
      'postgres schema "dsh_query" is not a dsh-query store: it holds other objects'),
     ("another application", lambda db: (_initialized(db), sql(
         db, "UPDATE dsh_query.store SET application = 'other-app'")),
@@ -163,7 +163,7 @@ _REFUSALS: list[tuple[str, Callable[[PgDatabase], None], str]] = [
 
 @pytest.mark.parametrize(("case", "prepare", "message"), _REFUSALS, ids=[r[0] for r in _REFUSALS])
 def test_foreign_or_newer_schemas_are_refused_untouched(
-        pg_database: PgDatabase, case: str, prepare: Callable[[PgDatabase], None],
+        pg_database: PgDatabase, case: str, prepare: Callable[[PgDatabase], object],
         message: str) -> None:
     prepare(pg_database)
     before = sql(pg_database, _CATALOG), sql(pg_database, "SELECT * FROM pg_namespace"
@@ -173,13 +173,14 @@ def test_foreign_or_newer_schemas_are_refused_untouched(
     for read_only in ("false", "true"):
         backend = open_postgres(pg_database.socket_uri(readOnly=read_only))
         try:
-            reads: list[Callable[[], object]] = [backend.list, lambda: backend.inspect("s")]
+            reads: list[Callable[[PostgresBackend], object]] = [
+                lambda b: b.list(), lambda b: b.inspect("s")]
             if read_only == "false":
-                reads.append(lambda: backend.create(header("new")))
-                reads.append(lambda: backend.append("new", [note(0, "w")]))
+                reads.append(lambda b: b.create(header("new")))
+                reads.append(lambda b: b.append("new", [note(0, "w")]))
             for read in reads:
                 with pytest.raises(PostgresUnavailableError) as info:
-                    read()
+                    read(backend)
                 assert str(info.value) == message, case
         finally:
             backend.close()
@@ -317,8 +318,9 @@ def test_a_database_that_is_down_mounts_and_fails_operations(pg_database: PgData
 
 def test_passwords_never_appear(pg_database: PgDatabase, caplog: pytest.LogCaptureFixture) -> None:
     password = "Pw-" + secrets.token_hex(10)
-    _role(pg_database, "secret_role", password, "GRANT ALL ON DATABASE {} TO ROLE".format(
-        pg_database.name), "GRANT CREATE ON SCHEMA public TO ROLE")
+    _role(pg_database, "secret_role", password,
+          f"GRANT ALL ON DATABASE {pg_database.name} TO ROLE",
+          "GRANT CREATE ON SCHEMA public TO ROLE")
     seen: list[str] = []
     good = pg_database.tcp_uri("secret_role", password)
     backend = open_backend(good)

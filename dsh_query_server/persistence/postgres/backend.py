@@ -12,6 +12,7 @@ import logging
 import threading
 import uuid
 from dataclasses import dataclass
+from typing import LiteralString
 
 from psycopg import errors as pg_errors
 from psycopg import sql
@@ -79,8 +80,9 @@ class PostgresBackend:
         self._listing: _Listing | None = None
         self._shapes: dict[str, tuple[int, str, logical.LogShape]] = {}  # id -> (pk, revision, …)
         if mount.unauthenticated_tls_hosts():
-            log.warning("postgres mount %s does not authenticate the server (sslmode=%s); set"
-                        " sslmode=verify-full", mount.redacted, mount.libpq.get("sslmode", "prefer"))
+            log.warning("postgres mount %s does not authenticate the server (sslmode=%s);"
+                        " set sslmode=verify-full", mount.redacted,
+                        mount.libpq.get("sslmode", "prefer"))
 
     @classmethod
     def from_uri(cls, uri: str) -> PostgresBackend:
@@ -106,7 +108,7 @@ class PostgresBackend:
 
     # -- the store ---------------------------------------------------------------------
 
-    def _q(self, text: str) -> sql.Composed:
+    def _q(self, text: LiteralString) -> sql.Composed:
         return sql.SQL(text).format(s=sql.Identifier(self._mount.schema))
 
     def _refused(self, exc: StoreRefused) -> PostgresUnavailableError:

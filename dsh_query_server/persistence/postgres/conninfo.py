@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-import psycopg
-from psycopg import pq
+from psycopg import ProgrammingError, pq
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ... import errors
 from ...errors import QueryError
@@ -80,7 +80,7 @@ class PgMount:
         settings = f"-c statement_timeout={self.statement_timeout_ms}"
         if self.read_only:
             settings += " -c default_transaction_read_only=on"
-        return psycopg.conninfo.make_conninfo(
+        return make_conninfo(
             "", **self.libpq, application_name=self.application_name, client_encoding="UTF8",
             options=settings)
 
@@ -111,7 +111,7 @@ def redact(uri: str) -> str:
         if ":" in userinfo:
             userinfo = userinfo.split(":", 1)[0] + ":" + REDACTED
         netloc = f"{userinfo}@{hosts}"
-    pairs = []
+    pairs: list[str] = []
     for pair in query.split("&") if question else []:
         key, eq, _value = pair.partition("=")
         pairs.append(f"{key}={REDACTED}" if eq and _safe_unquote(key) in _SECRET_KEYS else pair)
@@ -239,8 +239,8 @@ def parse_postgres_uri(uri: str) -> PgMount:
                 query_secrets.extend((value, raw))
             passed.append(f"{key}={raw}")
     try:
-        libpq = psycopg.conninfo.conninfo_to_dict(base + ("?" + "&".join(passed) if passed else ""))
-    except psycopg.ProgrammingError:
+        libpq = conninfo_to_dict(base + ("?" + "&".join(passed) if passed else ""))
+    except ProgrammingError:
         raise parser.fail("not a valid libpq connection URI") from None
     values = {key: str(value) for key, value in libpq.items() if value is not None}
     _check_values(parser, values)

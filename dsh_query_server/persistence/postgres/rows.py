@@ -7,8 +7,8 @@ validates the header, the continuity of the rows and every record, and any defec
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, cast
 
 from msgspec import UNSET
 
@@ -82,7 +82,7 @@ def _reconstructs(event: Event) -> bool:
     data["dt"], data[name] = [], data[name][:1]
     member = records.unpack_row({"type": row.tag, "seq0": row.seq0, "time0": row.time0,
                                  "data": data})
-    return member[0].raw == event.raw
+    return isinstance(member[0], Event) and member[0].raw == event.raw
 
 
 def _scalar(event: Event) -> Record:
@@ -160,9 +160,17 @@ def _require_format_v0(header: Header) -> None:
         " and this build ships no upgrade path for it")
 
 
-def _optional(header: Header, wire: str, rule: Any) -> bool:
+def _optional(header: Header, wire: str, rule: Callable[[object], bool]) -> bool:
     value = header.get(wire)
     return value is UNSET or rule(value)
+
+
+def _is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_subagent(value: object) -> bool:
+    return value == "subagent"
 
 
 def decode_header(session_id: str, text: str, created_at: object | None = None) -> Header:
@@ -177,18 +185,19 @@ def decode_header(session_id: str, text: str, created_at: object | None = None) 
     _require_format_v0(header)
     checks = (
         (header.id == session_id, "header id does not match the row's id"),
-        (is_nonneg_safe_integer(header.created_at), "createdAt must be a non-negative safe integer"),
+        (is_nonneg_safe_integer(header.created_at),
+         "createdAt must be a non-negative safe integer"),
         (created_at is None or created_at == header.created_at, "created_at does not match"),
-        (_optional(header, "cwd", lambda v: isinstance(v, str)), "cwd must be a string"),
-        (_optional(header, "parentSession", lambda v: isinstance(v, str)),
+        (_optional(header, "cwd", _is_str), "cwd must be a string"),
+        (_optional(header, "parentSession", _is_str),
          "parentSession must be a string"),
-        (_optional(header, "agentPreset", lambda v: isinstance(v, str)),
+        (_optional(header, "agentPreset", _is_str),
          "agentPreset must be a string"),
         (_optional(header, "seedLength", is_nonneg_safe_integer),
          "seedLength must be a non-negative safe integer"),
         (_optional(header, "delegationDepth", is_nonneg_safe_integer),
          "delegationDepth must be a non-negative safe integer"),
-        (_optional(header, "origin", lambda v: v == "subagent"), 'origin must be "subagent"'),
+        (_optional(header, "origin", _is_subagent), 'origin must be "subagent"'),
     )
     for ok, reason in checks:
         if not ok:
@@ -232,7 +241,7 @@ def decode_record(row: Record) -> list[Event]:
     if not isinstance(value, dict):
         raise _invalid(seq, "a packed row must be a JSON object")
     try:
-        events = records.unpack_row(value, sqlite=True)
+        events = records.unpack_row(cast(dict[str, Any], value), sqlite=True)
     except records.MalformedRow as exc:
         raise _invalid(seq, str(exc)) from None
     if value["seq0"] != seq or len(events) != last_seq - seq + 1:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import LiteralString
 
 import psycopg
 from psycopg import sql
@@ -115,7 +116,8 @@ class StoreIdentity:
 Conn = psycopg.Connection[tuple[object, ...]]
 
 
-def _one(conn: Conn, query: sql.Composable | str, params: tuple[object, ...] = ()) -> tuple[object, ...] | None:
+def _one(conn: Conn, query: sql.Composable | LiteralString,
+         params: tuple[object, ...] | dict[str, object] = ()) -> tuple[object, ...] | None:
     return conn.execute(query, params).fetchone()  # type: ignore[arg-type]
 
 
@@ -133,7 +135,8 @@ def _difference(conn: Conn, schema: str, oid: int) -> str | None:
         for index, want in enumerate(expected):
             got = tuple(found[index]) if index < len(found) else None
             if got != want:
-                return f"column {index + 1} of {schema}.{table} is not {want[0]} {want[1]} NOT NULL"
+                return (f"column {index + 1} of {schema}.{table} is not {want[0]} {want[1]}"
+                        " NOT NULL")
         if len(found) > len(expected):
             return f"{schema}.{table} has an extra column {found[len(expected)][0]}"
         for name, kind in CONSTRAINTS[table]:
@@ -141,9 +144,9 @@ def _difference(conn: Conn, schema: str, oid: int) -> str | None:
                     " AND conname = %s AND contype = %s", (rel[0], name, kind)) is None:
                 return f"constraint {name} of {schema}.{table} is missing"
     for table, trigger in TRIGGERS:
-        row = _one(conn, "SELECT t.tgenabled FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c"
-                   " ON c.oid = t.tgrelid WHERE c.relnamespace = %s AND c.relname = %s"
-                   " AND t.tgname = %s", (oid, table, trigger))
+        row = _one(conn, "SELECT t.tgenabled FROM pg_catalog.pg_trigger t"
+                   " JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid WHERE c.relnamespace = %s"
+                   " AND c.relname = %s AND t.tgname = %s", (oid, table, trigger))
         if row is None:
             return f"trigger {trigger} on {schema}.{table} is missing"
         if row[0] == "D":
