@@ -379,3 +379,22 @@ def test_password_query_parameters_are_redacted() -> None:
         with pytest.raises(QueryError) as info:
             open_backend(f"postgres://h/db?{bad}")
         assert info.value.message.endswith(f": {detail}"), info.value.message
+
+
+def test_reads_recover_from_a_restart_without_a_remount(pg_database: PgDatabase) -> None:
+    _initialized(pg_database)
+    backend = open_postgres(pg_database.socket_uri())
+    try:
+        for mode in ("fast", "immediate"):
+            before = [s.revision for s in backend.list_snapshots()]
+            logged = backend.inspect("s").events
+            pg_database.server.restart(mode)
+            # The pooled connection died with the server: checkout replaces it, or the read
+            # retries once; either way the answer is exact and no remount is needed.
+            assert [s.revision for s in backend.list_snapshots()] == before
+            assert [e.raw for e in backend.inspect("s").events] == [e.raw for e in logged]
+            backend.append("s", [note(len(logged), mode)])
+        assert [e.data()["writer"] for e in backend.read_stored("s").events] == [
+            "w", "fast", "immediate"]
+    finally:
+        backend.close()

@@ -48,7 +48,7 @@ def change_count(db: PgDatabase) -> int:
     with db.connect() as conn:
         row = conn.execute("SELECT change_count FROM dsh_query.store").fetchone()
     assert row is not None
-    return int(row[0])
+    return int(str(row[0]))
 
 
 def test_sync_copies_then_appends_only_what_is_new(tmp_path: Path, pg_database: PgDatabase) -> None:
