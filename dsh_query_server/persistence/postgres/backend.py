@@ -274,6 +274,9 @@ class PostgresBackend:
                 " pg_catalog.pg_postmaster_start_time()::text FROM {s}.store")).fetchone()
             if row is None:
                 return ()
+            if str(row[0]) != identity.store_id:
+                raise PostgresUnavailableError(
+                    f'postgres schema "{self._mount.schema}" changed under this mount; remount it')
             key = (str(row[3]), str(row[0]), int(str(row[2])))
             change = int(str(row[1]))
             old = self._listing
