@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +149,37 @@ def test_exit_codes_for_usage_errors_and_failures(tmp_path: Path,
     (tmp_path / "a-file").write_text("")
     code, _, err = sync("--to", target, f"jsonl:{tmp_path / 'a-file'}", source)
     assert code == 1 and "cannot be mounted" in err
+
+
+def test_watch_repeats_reports_a_skip_once_and_stops_on_sigterm(
+        tmp_path: Path, pg_database: PgDatabase) -> None:
+    target = pg_database.socket_uri()
+    first = sqlite_source(tmp_path / "a.db", {"s": [ev(0), ev(1, "a")]})
+    assert sync("--to", target, first)[0] == 0
+    path = tmp_path / "b.db"
+    source = sqlite_source(path, {"s": [ev(0), ev(1, "b")], "t": [ev(0)]})
+    root = str(Path(__file__).resolve().parent.parent)
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from dsh_query_server.persistence.postgres.sync"
+         " import main; sys.exit(main())", "--to", target, source, "--watch", "1"],
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": root})
+    try:
+        reader = open_postgres(target)
+        try:
+            deadline = time.monotonic() + 30
+            while reader.stored_count("t") is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+            writer = SqliteBackend(str(path))
+            writer.append("t", [ev(1)])
+            writer.close()
+            while reader.stored_count("t") != 2 and time.monotonic() < deadline:
+                time.sleep(0.2)  # a later cycle appends what is new
+            assert reader.stored_count("t") == 2
+        finally:
+            reader.close()
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 3  # the last complete cycle skipped "s"
+    assert err.count('sync: skipped "s"') == 1, err  # once, however many cycles

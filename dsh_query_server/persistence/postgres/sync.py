@@ -11,9 +11,12 @@ Exit codes: 2 usage error, 1 any failure, 3 sessions skipped, 0 otherwise.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Protocol, TextIO, runtime_checkable
 
 from ... import jsoncodec
@@ -67,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="only this session (may repeat)")
     parser.add_argument("--dry-run", action="store_true", help="write nothing")
     parser.add_argument("--json", action="store_true", help="one JSON report on stdout")
+    parser.add_argument("--watch", type=int, metavar="SECONDS",
+                        help="repeat every SECONDS (>= 1) until SIGINT or SIGTERM")
     return parser
 
 
@@ -123,8 +128,10 @@ def _batches(events: list[Event]) -> list[list[Event]]:
 
 
 class _Sync:
-    def __init__(self, target: PostgresBackend, dry_run: bool, err: TextIO) -> None:
+    def __init__(self, target: PostgresBackend, dry_run: bool, err: TextIO,
+                 reported: set[tuple[str, str, str, int | None]]) -> None:
         self.target = target
+        self.reported = reported  # skips already printed by an earlier --watch cycle
         self.dry_run = dry_run
         self.err = err
         self.skipped: list[_Skip] = []
@@ -186,7 +193,10 @@ class _Sync:
     def _skip(self, report: _Report, session_id: str, reason: str, seq: int | None,
               detail: str) -> None:
         self.skipped.append(_Skip(session_id, report.source, reason, seq, detail))
-        print(f'sync: skipped "{session_id}" from {report.source}: {detail}', file=self.err)
+        key = (session_id, report.source, reason, seq)
+        if key not in self.reported:
+            self.reported.add(key)
+            print(f'sync: skipped "{session_id}" from {report.source}: {detail}', file=self.err)
 
     def fail(self, report: _Report, session_id: str, message: str) -> None:
         report.counts["failed"] += 1
@@ -207,6 +217,8 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     except SystemExit as exc:
         return 2 if exc.code else 0
     try:
+        if args.watch is not None and args.watch < 1:
+            raise UsageError("sync: --watch needs a whole number of seconds >= 1")
         sources = _sources(args)
         if not str(args.to).startswith(SCHEMES):
             raise UsageError("sync: --to must be a postgres:// or postgresql:// URI")
@@ -225,15 +237,49 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         print(f"sync: {exc.message}", file=err)
         return 2
     target = PostgresBackend(mount)
+    pairs = list(zip(sources, source_uris, strict=True))
     try:
-        return _run(args, target, list(zip(sources, source_uris, strict=True)), out, err)
+        if args.watch is None:
+            return _run(args, target, pairs, out, err, set(), threading.Event()) or 0
+        return _watch(args, target, pairs, out, err)
     finally:
         target.close()
 
 
+def _watch(args: argparse.Namespace, target: PostgresBackend, sources: list[tuple[str, str]],
+           out: TextIO, err: TextIO) -> int:
+    """Cycles every ``--watch`` seconds; SIGINT or SIGTERM stops after the current
+    transaction, with the last complete cycle's code."""
+    stop = threading.Event()
+    previous: dict[int, object] = {}
+
+    def stopping(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, stopping)
+    reported: set[tuple[str, str, str, int | None]] = set()
+    last: int | None = None
+    try:
+        while True:
+            code = _run(args, target, sources, out, err, reported, stop)
+            if code is None:  # interrupted mid-cycle
+                break
+            last = code
+            if stop.wait(args.watch):
+                break
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+    return 0 if last is None else last
+
+
 def _run(args: argparse.Namespace, target: PostgresBackend, sources: list[tuple[str, str]],
-         out: TextIO, err: TextIO) -> int:
-    sync = _Sync(target, bool(args.dry_run), err)
+         out: TextIO, err: TextIO, reported: set[tuple[str, str, str, int | None]],
+         stop: threading.Event) -> int | None:
+    """One cycle's exit code; None when ``stop`` interrupted it."""
+    sync = _Sync(target, bool(args.dry_run), err, reported)
     reports: list[_Report] = []
     failure = False
     try:
@@ -263,6 +309,8 @@ def _run(args: argparse.Namespace, target: PostgresBackend, sources: list[tuple[
                 session_id = str(snapshot.header.id)
                 if wanted and session_id not in wanted:
                     continue
+                if stop.is_set():
+                    return None
                 if sync.progress:
                     print(f"\rsync: {report.source}: {index}/{len(ordered)}", end="", file=err)
                 try:
