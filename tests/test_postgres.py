@@ -434,3 +434,38 @@ def test_a_fired_token_stops_reads(backend: PostgresBackend) -> None:
                  lambda: backend.inspect_window("s", 0, 0, token)):
         with pytest.raises(SessionQueryCancelled):
             read()
+
+
+def test_windows_extend_a_verified_log_exactly_as_appends_arrive(
+        backend: PostgresBackend, pg_database: PgDatabase) -> None:
+    message = {"id": "m", "role": "user", "content": [], "source": {"kind": "user"}}
+    stored(backend, [turn_start(0), user(1), *map(chunk, range(2, 10))])
+    other = open_postgres(pg_database.socket_uri())
+    try:
+        assert backend.inspect_window("s", 0, 3).length == 11  # verified whole, one closer
+        batches = [
+            [turn_end(10), turn_start(11, 2)],
+            [make_event("steering/message", 12, 12, {"turn": 2, "message": message}),
+             make_event("session/title", 13, 13, {"title": "t"})],
+            [make_event("step/start", 14, 14, {"turn": 2, "step": 1}), *map(chunk, range(15, 20))],
+            [turn_end(20, 2)],
+        ]
+        for batch in batches:
+            other.append("s", batch)
+            whole = backend.inspect("s").events if batch is batches[-1] else other.inspect(
+                "s").events
+            for first, last in ((0, 3), (8, 30), (12, 13), (len(whole) - 2, len(whole) + 5)):
+                window = backend.inspect_window("s", first, last)
+                assert raws(window.events) == raws(whole[first:last + 1])
+                assert window.length == len(whole)
+            assert window.title == (13 if batch is not batches[0] else None)
+        sql(pg_database, "INSERT INTO dsh_query.events SELECT pk, 21, 21, '[]'"
+            " FROM dsh_query.sessions")
+        sql(pg_database, "UPDATE dsh_query.sessions SET event_count = 22,"
+            " revision = gen_random_uuid()")
+        for read in (lambda: backend.inspect("s"), lambda: backend.inspect_window("s", 0, 0)):
+            with pytest.raises(SessionPersistenceCorruptionError,
+                               match="invalid stored record at seq 21"):
+                read()
+    finally:
+        other.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import LiteralString
 
@@ -30,6 +31,7 @@ from ..base import (
     StoredLog,
     Window,
 )
+from ..memo import VerificationMemo
 from . import rows, schema
 from .connection import Conn, Pool
 from .conninfo import PgMount, parse_postgres_uri
@@ -39,6 +41,7 @@ from .schema import StoreIdentity, StoreRefused
 log = logging.getLogger(__name__)
 
 _FETCH = 1000
+_STREAM_MEMO = 256
 _MAX_NOTIFY_BYTES = 7999
 
 
@@ -78,7 +81,10 @@ class PostgresBackend:
         self._lock = threading.Lock()
         self._id_locks: dict[str, threading.Lock] = {}
         self._listing: _Listing | None = None
-        self._shapes: dict[str, tuple[int, str, logical.LogShape]] = {}  # id -> (pk, revision, …)
+        # What full reads proved (memo.py): the shape per (pk, epoch, revision), and the streamed
+        # scan state per (pk, epoch, count), which later rows, being immutable, only extend.
+        self._shapes = VerificationMemo()
+        self._streams: OrderedDict[str, tuple[str, int, logical.StreamedLog]] = OrderedDict()
         if mount.unauthenticated_tls_hosts():
             log.warning("postgres mount %s does not authenticate the server (sslmode=%s);"
                         " set sslmode=verify-full", mount.redacted,
@@ -183,7 +189,7 @@ class PostgresBackend:
     def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         session, events = self._read(session_id, token)
         logical_events, shape = logical.verified_log(session_id, events)
-        self._shapes[session_id] = (session.pk, f"{session.epoch}:{session.revision}", shape)
+        self._shapes.put(session_id, self._memo_key(session), shape)
         return Inspection(session.header, logical_events)
 
     def inspect_window(self, session_id: str, first: int, last: int,
@@ -195,14 +201,18 @@ class PostgresBackend:
             session = None if identity is None else self._session(conn, identity, session_id)
             if session is None:
                 raise _not_found(session_id)
-            key = f"{session.epoch}:{session.revision}"
-            known = self._shapes.get(session_id)
-            if known is not None and known[0] == session.pk and known[1] == key:
-                events = self._known_window(conn, session, known[2], first, last)
+            known = self._shapes.get(session_id, self._memo_key(session))
+            if isinstance(known, logical.LogShape):
+                events = self._known_window(conn, session, known, first, last)
                 if events is not None:
-                    return session.header, events, known[2]
+                    return session.header, events, known
+            shape = self._extend(conn, session, token)
+            if shape is not None:
+                events = self._known_window(conn, session, shape, first, last)
+                if events is not None:
+                    return session.header, events, shape
             events, shape = self._verify_window(conn, session, first, last, token)
-            self._shapes[session_id] = (session.pk, key, shape)
+            self._shapes.put(session_id, self._memo_key(session), shape)
             return session.header, events, shape
 
         header, events, shape = self._pool.read(work, token)
@@ -229,18 +239,63 @@ class PostgresBackend:
         except legacy.StaleShape:
             return None
 
+    @staticmethod
+    def _memo_key(session: _Session) -> str:
+        return f"{session.pk}:{session.epoch}:{session.revision}"
+
+    def _extend(self, conn: Conn, session: _Session,
+                token: CancelToken) -> logical.LogShape | None:
+        """The shape at the current count from the scan state of a log verified at a lower
+        count: only the rows from there on are read and validated (§3.4). None when there is
+        no such state (then the log is verified whole)."""
+        session_id = session.header.id
+        with self._lock:
+            entry = self._streams.pop(session_id, None)  # owned by this read while it extends
+        if entry is None or entry[0] != f"{session.pk}:{session.epoch}" or entry[1] > session.count:
+            return None
+        state = entry[2]
+        try:
+            for event in rows.decode_rows(self._stream(conn, session, token, entry[1]),
+                                          session.count, entry[1]):
+                state.append(event)
+        except legacy.NeedsHistory:
+            return None
+        _, shape = state.finish()
+        self._keep_stream(session, state)
+        self._shapes.put(session_id, self._memo_key(session), shape)
+        return shape
+
+    def _keep_stream(self, session: _Session, state: logical.StreamedLog) -> None:
+        with self._lock:
+            self._streams[session.header.id] = (f"{session.pk}:{session.epoch}", session.count,
+                                                state)
+            self._streams.move_to_end(session.header.id)
+            while len(self._streams) > _STREAM_MEMO:
+                self._streams.popitem(last=False)
+
     def _verify_window(self, conn: Conn, session: _Session, first: int, last: int,
                        token: CancelToken) -> tuple[list[Event], logical.LogShape]:
+        """The whole log verified as ``inspect`` does, streamed: the scan keeps no window (its
+        state is kept to be extended later), the window's stored events are kept aside."""
         records = self._stream(conn, session, token)
-        streamed = logical.StreamedLog(session.header.id, first, last)
+        session_id = session.header.id
+        streamed = logical.StreamedLog(session_id, -1, -1)
+        stored: list[Event] = []
         try:
             for event in rows.decode_rows(records, session.count):
                 streamed.append(event)
+                if first <= event.seq <= last:
+                    stored.append(event)
         except legacy.NeedsHistory:
             events = list(rows.decode_rows(records, session.count))
-            whole, shape = logical.verified_log(session.header.id, events)
+            whole, shape = logical.verified_log(session_id, events)
             return whole[first:last + 1], shape
-        return streamed.finish()
+        _, shape = streamed.finish()
+        hi = logical.stored_span(shape, first, last)[1]
+        window = logical.logical_window(session_id, shape, [e for e in stored if e.seq <= hi],
+                                        first, last)
+        self._keep_stream(session, streamed)
+        return window, shape
 
     def stored_count(self, session_id: str) -> int | None:
         def work(conn: Conn) -> int | None:
