@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.postgres import open_postgres
@@ -20,6 +22,14 @@ from dsh_query_server.persistence.postgres.sync import run
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
 from .pg_server import PgDatabase, pg_database_fixture, pg_server_fixture  # noqa: F401
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """sync's state files go to a fresh XDG_STATE_HOME, never the user's."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
 
 
 def header(session_id: str, created: int = 1, **fields: Any) -> Header:
@@ -183,3 +193,29 @@ def test_watch_repeats_reports_a_skip_once_and_stops_on_sigterm(
         process.kill()
     assert process.returncode == 3  # the last complete cycle skipped "s"
     assert err.count('sync: skipped "s"') == 1, err  # once, however many cycles
+
+
+def test_the_state_file_spares_reads_of_unchanged_sessions(
+        tmp_path: Path, pg_database: PgDatabase, private_state: Path) -> None:
+    path = tmp_path / "s.db"
+    source = sqlite_source(path, {"s": [ev(0), ev(1)]})
+    target = pg_database.socket_uri()
+    assert sync("--to", target, source)[0] == 0
+    (state,) = (private_state / "dsh-query").iterdir()
+    assert state.name.startswith("sync-") and state.stat().st_mode & 0o777 == 0o600
+    assert (private_state / "dsh-query").stat().st_mode & 0o777 == 0o700
+    # A row beyond the session's count makes any read of the target fail; the listing and the
+    # revision are unchanged, so a run that trusts its state file never reads the session.
+    with pg_database.connect() as conn:
+        conn.execute("INSERT INTO dsh_query.events SELECT pk, 5, 5, '{}' FROM dsh_query.sessions")
+    code, out, err = sync("--to", target, source, "--json")
+    assert code == 0 and json.loads(out)["sources"][0]["unchanged"] == 1, err
+    # Only the source moved: its digest stands in for reading the (damaged) target.
+    writer = SqliteBackend(str(path))
+    writer.append("s", [ev(2)])
+    writer.close()
+    code, out, err = sync("--to", target, source, "--json")
+    assert code == 0 and json.loads(out)["sources"][0]["grown"] == 1, err
+    state.unlink()
+    code, _, err = sync("--to", target, source)
+    assert code == 1 and 'sync: failed "s"' in err  # without the state the target is read

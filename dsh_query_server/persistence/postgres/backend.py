@@ -297,6 +297,19 @@ class PostgresBackend:
         self._keep_stream(session, streamed)
         return window, shape
 
+    def revision(self, session_id: str) -> str | None:
+        """The session's current revision in one statement, or None when it is not stored."""
+        def work(conn: Conn) -> str | None:
+            identity = self._open(conn)
+            if identity is None:
+                return None
+            row = conn.execute(self._q(
+                "SELECT event_count, revision::text FROM {s}.sessions WHERE id = %s"),
+                (session_id,)).fetchone()
+            return None if row is None else self._revision(identity, int(str(row[0])),
+                                                           str(row[1]))
+        return self._pool.read(work)
+
     def stored_count(self, session_id: str) -> int | None:
         def work(conn: Conn) -> int | None:
             if self._open(conn) is None:

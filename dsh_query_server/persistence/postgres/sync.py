@@ -28,6 +28,7 @@ from ..uri import absolute_uri, open_backend
 from .backend import PostgresBackend
 from .conninfo import SCHEMES, parse_postgres_uri
 from .errors import SessionAppendConflictError
+from .sync_state import Entry, SyncState, prefix_digest
 
 MAX_BATCH_EVENTS = 1000
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -147,16 +148,48 @@ class _Sync:
         inspected = source.inspect(session_id)  # an importer without read_stored (§6)
         return inspected.meta, inspected.events
 
-    def session(self, report: _Report, source: PersistenceBackend, session_id: str) -> None:
+    def session(self, report: _Report, source: PersistenceBackend, snapshot: Snapshot,
+                state: SyncState, target_revision: str | None) -> None:
+        session_id = str(snapshot.header.id)
+        entry = state.get(session_id)
+        known = entry is not None and target_revision is not None and entry.target == (
+            target_revision)
+        if known and entry is not None and entry.source == snapshot.revision:
+            report.counts["unchanged"] += 1  # both revisions as last synced: nothing to read
+            return
         header, events = self._read_source(source, session_id)
+        outcome = None
+        if known and entry is not None and len(events) >= entry.count and prefix_digest(
+                events[:entry.count]) == entry.sha256:
+            outcome = self._extend(session_id, events, entry.count)
         for _ in range(_RETRIES):
+            if outcome is not None:
+                break
             try:
                 outcome = self._decide(report, header, events)
             except SessionAppendConflictError:
                 continue  # another writer moved the target: read it again and decide again
-            report.counts[outcome] += 1
-            return
-        raise RuntimeError(f'session "{session_id}" kept changing under sync')
+        if outcome is None:
+            raise RuntimeError(f'session "{session_id}" kept changing under sync')
+        report.counts[outcome] += 1
+        if outcome in ("created", "grown", "unchanged") and not self.dry_run:
+            revision = self.target.revision(session_id)
+            if revision is not None:
+                state.put(session_id, Entry(snapshot.revision, revision, len(events),
+                                            prefix_digest(events)))
+
+    def _extend(self, session_id: str, events: list[Event], synced: int) -> str | None:
+        """Only the source moved since the last sync: its digest proves the target's prefix,
+        so the new events are appended without reading the target (None: decide by reading)."""
+        if len(events) == synced:
+            return "unchanged"
+        if not self.dry_run:
+            try:
+                for batch in _batches(events[synced:]):
+                    self.target.append(session_id, batch)
+            except SessionAppendConflictError:
+                return None
+        return "grown"
 
     def _decide(self, report: _Report, header: Header, events: list[Event]) -> str:
         session_id = str(header.id)
@@ -282,8 +315,8 @@ def _run(args: argparse.Namespace, target: PostgresBackend, sources: list[tuple[
     sync = _Sync(target, bool(args.dry_run), err, reported)
     reports: list[_Report] = []
     failure = False
-    try:
-        target.list_snapshots()  # reachable and not refused, before any source is read
+    try:  # reachable and not refused, before any source is read
+        revisions = {str(s.header.id): s.revision for s in target.list_snapshots()}
     except Exception as exc:  # noqa: BLE001 - every target failure is exit code 1
         print(f"sync: target {target.uri} failed: {target_message(exc)}", file=err)
         return 1
@@ -305,6 +338,7 @@ def _run(args: argparse.Namespace, target: PostgresBackend, sources: list[tuple[
                 failure = True
                 continue
             ordered = sorted(snapshots, key=_order)
+            state = SyncState(target.uri, report.source)
             for index, snapshot in enumerate(ordered, 1):
                 session_id = str(snapshot.header.id)
                 if wanted and session_id not in wanted:
@@ -314,12 +348,14 @@ def _run(args: argparse.Namespace, target: PostgresBackend, sources: list[tuple[
                 if sync.progress:
                     print(f"\rsync: {report.source}: {index}/{len(ordered)}", end="", file=err)
                 try:
-                    sync.session(report, source, session_id)
+                    sync.session(report, source, snapshot, state, revisions.get(session_id))
                 except Exception as exc:  # noqa: BLE001 - reported per session, the run goes on
                     sync.fail(report, session_id, target_message(exc))
                     failure = True
             if sync.progress:
                 print(file=err)
+            if not sync.dry_run:
+                state.save()
         finally:
             source.close()
     for report in reports:
