@@ -9,7 +9,7 @@ PG_BINDIR := /usr/lib/postgresql/15/bin
 TEST_DEPS += postgres-deps
 
 postgres-deps:
-	@test -x $(PG_BINDIR)/pg_ctl || ($(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15)
+	@test -x $(PG_BINDIR)/pg_ctl || ($(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql)
 
 # Only the PostgreSQL tests.
 test-postgres: install postgres-deps
