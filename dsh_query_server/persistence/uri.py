@@ -70,6 +70,11 @@ def _decode_location(text: str) -> str:
 def parse_uri(uri: Any) -> MountSpec:
     if not isinstance(uri, str):
         raise _invalid("persistence URI must be a string")
+    if uri.startswith(("postgres://", "postgresql://")):  # libpq URIs (postgres.md §1.1)
+        from .postgres.conninfo import parse_postgres_uri
+
+        mount = parse_postgres_uri(uri)
+        return MountSpec("postgres", mount.redacted, {"readOnly": str(mount.read_only).lower()})
     scheme, sep, rest = uri.partition(":")
     if not sep or scheme not in _OPTIONS:
         raise _invalid(f'unknown persistence URI scheme in "{uri}"')
@@ -140,6 +145,10 @@ def open_backend(uri: str) -> PersistenceBackend:
             from .importing.mount import open_importer
 
             return open_importer(spec.scheme, spec.location, dict(spec.options), uri)
+        if spec.scheme == "postgres":
+            from .postgres import open_postgres
+
+            return open_postgres(uri)
         if spec.scheme == "jsonl":
             from .jsonl import JsonlBackend
 
