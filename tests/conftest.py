@@ -9,6 +9,9 @@ from __future__ import annotations
 import os
 import tempfile
 
+# The real PostgreSQL server for the postgres: tests: one per run, shared by their modules.
+pytest_plugins = ["tests.pg_server"]
+
 _home = tempfile.mkdtemp(prefix="dsh-query-tests-")
 os.environ["XDG_STATE_HOME"] = os.path.join(_home, "state")
 os.environ["XDG_CACHE_HOME"] = os.path.join(_home, "cache")

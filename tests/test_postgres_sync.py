@@ -18,7 +18,7 @@ import pytest
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.postgres import open_postgres
-from dsh_query_server.persistence.postgres.sync import run
+from dsh_query_server.cli.sync import run
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
 from .pg_server import PgDatabase, pg_database_fixture, pg_server_fixture  # noqa: F401
@@ -170,7 +170,7 @@ def test_watch_repeats_reports_a_skip_once_and_stops_on_sigterm(
     source = sqlite_source(path, {"s": [ev(0), ev(1, "b")], "t": [ev(0)]})
     root = str(Path(__file__).resolve().parent.parent)
     process = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from dsh_query_server.persistence.postgres.sync"
+        [sys.executable, "-c", "import sys; from dsh_query_server.cli.sync"
          " import main; sys.exit(main())", "--to", target, source, "--watch", "1"],
         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": root})
     try:

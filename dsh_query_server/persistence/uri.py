@@ -105,6 +105,17 @@ def parse_uri(uri: Any) -> MountSpec:
     return MountSpec(scheme, location, options)
 
 
+def display_uri(uri: object) -> str:
+    """A configured persistence value as it may be shown: passwords redacted (postgres.md §1.3)."""
+    if isinstance(uri, str) and uri.startswith(("postgres://", "postgresql://")):
+        from .postgres.conninfo import redact
+
+        return redact(uri)
+    if isinstance(uri, list):
+        return "[" + ", ".join(display_uri(u) for u in uri) + "]"  # type: ignore[misc]
+    return str(uri)
+
+
 def absolute_uri(uri: str) -> str:
     """Resolve a relative location against the working directory (command-line convenience)."""
     scheme, sep, rest = uri.partition(":")

@@ -331,7 +331,7 @@ class SearchIndex:
         listing = list_snapshots(backend, token, known)
         unindexed: frozenset[Any] = frozenset()
         if listing is not known:
-            unindexed = self._inspect_changed(backend, listing, live_ids, token, plan, changes)
+            unindexed = self._inspect_changed(binding, listing, live_ids, token, plan, changes)
         check(token)
         again = list_snapshots(backend, token, listing)
         check(token)
@@ -342,7 +342,7 @@ class SearchIndex:
         return listing, unindexed
 
     def _inspect_changed(
-        self, backend: Any, listing: Listing, live_ids: frozenset[str], token: CancelToken | None,
+        self, binding: Binding, listing: Listing, live_ids: frozenset[str], token: CancelToken | None,
         plan: WritePlan, changes: int,
     ) -> frozenset[Any]:
         """Step 2.2: inspect every snapshot the index does not hold at its revision; returns the

@@ -10,7 +10,7 @@ from typing import Any
 from .. import errors
 from ..errors import QueryError
 from ..persistence.binding import PersistenceBinding
-from ..persistence.uri import open_backend
+from ..persistence.uri import display_uri, open_backend
 from ..query.service import SessionQueryService
 from ..search.service import SearchService
 from ..session.store import SessionStore
@@ -52,7 +52,7 @@ class Runtime:
             try:
                 self.mount(self.config.persistence)
             except QueryError as exc:
-                log.error("persistence %s not mounted: %s", self.config.persistence, exc.message)
+                log.error("persistence %s not mounted: %s", display_uri(self.config.persistence), exc.message)
         if self.config.search.open_at == "startup":
             self.search.open()
         self.checkpointer.start()

@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Protocol, TextIO, runtime_checkable
 
-from ... import jsoncodec
-from ...cancel import CancelToken
-from ...errors import QueryError
-from ...model.event import Event, Header, headers_compatible
-from ..base import PersistenceBackend, Snapshot, StoredLog
-from ..uri import absolute_uri, open_backend
-from .backend import PostgresBackend
-from .conninfo import SCHEMES, parse_postgres_uri
-from .errors import SessionAppendConflictError
+from .. import jsoncodec
+from ..cancel import CancelToken
+from ..errors import QueryError
+from ..model.event import Event, Header, headers_compatible
+from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
+from ..persistence.uri import absolute_uri, open_backend
+from ..persistence.postgres.backend import PostgresBackend
+from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
+from ..persistence.postgres.errors import SessionAppendConflictError
 from .sync_state import Entry, SyncState, prefix_digest
 
 MAX_BATCH_EVENTS = 1000

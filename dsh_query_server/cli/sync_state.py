@@ -11,8 +11,8 @@ import os
 import tempfile
 from dataclasses import dataclass
 
-from ...files import make_private_dirs
-from ...model.event import Event
+from ..files import make_private_dirs
+from ..model.event import Event
 
 
 def state_dir() -> str:
