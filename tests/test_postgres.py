@@ -28,7 +28,7 @@ from dsh_query_server.persistence.postgres import (
 )
 from dsh_query_server.persistence.uri import open_backend
 
-from .pg_server import PgDatabase, pg_database_fixture, pg_server_fixture  # noqa: F401
+from .pg_server import PgDatabase
 
 MAX_SAFE = 2**53 - 1
 _SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]

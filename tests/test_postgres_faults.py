@@ -31,7 +31,7 @@ from dsh_query_server.persistence.postgres import (
 )
 from dsh_query_server.persistence.uri import open_backend
 
-from .pg_server import PgDatabase, pg_database_fixture, pg_server_fixture  # noqa: F401
+from .pg_server import PgDatabase
 
 
 def header(session_id: str) -> Header:

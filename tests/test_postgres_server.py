@@ -18,7 +18,7 @@ from pytest_lsp import LanguageClient
 
 from .builders import U
 from .lsp_client import config, init_params
-from .pg_server import PgDatabase, pg_database_fixture, pg_server_fixture  # noqa: F401
+from .pg_server import PgDatabase
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 ENV = {**os.environ, "PYTHONPATH": ROOT}

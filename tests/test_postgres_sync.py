@@ -21,7 +21,7 @@ from dsh_query_server.persistence.postgres import open_postgres
 from dsh_query_server.cli.sync import run
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
-from .pg_server import PgDatabase, pg_database_fixture, pg_server_fixture  # noqa: F401
+from .pg_server import PgDatabase
 
 
 @pytest.fixture(autouse=True)
