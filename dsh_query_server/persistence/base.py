@@ -27,6 +27,33 @@ class SessionPersistenceReadOnlyError(Exception):
     """A write on a backend mounted with readOnly=true."""
 
 
+RAW_ARTIFACTS_UNSUPPORTED = "this session persistence backend does not expose raw artifacts"
+
+
+class SessionRawArtifactsUnsupportedError(Exception):
+    """``read_raw`` on a backend (or a composite member) without raw artifacts (tools.md §2.1)."""
+
+    def __init__(self, message: str = RAW_ARTIFACTS_UNSUPPORTED) -> None:
+        super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRawArtifact:
+    """A session's stored log as bytes (tools.md §2.1): what export writes verbatim."""
+
+    meta: Header
+    filename: str
+    content: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLocation:
+    """Where a session's artifact lives (informational, tools.md §2.1)."""
+
+    kind: str
+    path: str
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     header: Header
@@ -127,6 +154,22 @@ class OutlineReader(Protocol):
     def inspect_outline(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection: ...
 
 
+@runtime_checkable
+class RawArtifactReader(Protocol):
+    """Optional (tools.md §2.1): a session's stored bytes, for export only. ``read_raw`` is
+    None when no artifact is stored, never mutates and never changes a revision; its errors are
+    classified as persistence.md §2.3. A backend offers it when ``supports_raw_artifacts``."""
+
+    @property
+    def supports_raw_artifacts(self) -> bool: ...
+
+    def locate(self, header: Header) -> SessionLocation | None: ...
+
+    def read_raw(
+        self, session_id: str, token: CancelToken = NULL_TOKEN
+    ) -> SessionRawArtifact | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
     """A mounted backend's optional read paths, checked once when it is mounted."""
@@ -134,6 +177,7 @@ class Capabilities:
     windows: WindowReader | None
     outline: OutlineReader | None
     cheap_windows: bool
+    raw: RawArtifactReader | None = None
 
     @staticmethod
     def of(backend: PersistenceBackend) -> Capabilities:
@@ -143,4 +187,6 @@ class Capabilities:
             outline=backend if isinstance(backend, OutlineReader) else None,
             cheap_windows=(windows is not None and isinstance(backend, CheapWindows)
                            and backend.cheap_windows),
+            raw=(backend if isinstance(backend, RawArtifactReader)
+                 and backend.supports_raw_artifacts else None),
         )

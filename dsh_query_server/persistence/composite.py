@@ -7,16 +7,21 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from .. import errors, jsoncodec
 from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
 from .base import (
+    Capabilities,
     Inspection,
     PersistenceBackend,
+    RawArtifactReader,
+    SessionLocation,
     SessionPersistenceReadOnlyError,
+    SessionRawArtifact,
+    SessionRawArtifactsUnsupportedError,
     Snapshot,
 )
 from .uri import open_backend, parse_uri
@@ -40,6 +45,7 @@ class CompositeBackend:
         self._lock = threading.Lock()
         self._owner: dict[str, int] = {}  # id -> member, from the latest successful listing
         self._target = next((i for i, m in enumerate(self.members) if m.writable), None)
+        self._raw = [Capabilities.of(m).raw for m in self.members]  # tools.md §2.1
 
     @property
     def uri(self) -> str:
@@ -99,6 +105,26 @@ class CompositeBackend:
         if owner is None:
             raise CompositeError(f'session "{session_id}" not found')
         return self.members[owner].inspect(session_id, token)
+
+    @property
+    def supports_raw_artifacts(self) -> bool:
+        return any(reader is not None for reader in self._raw)
+
+    def locate(self, header: Header) -> SessionLocation | None:
+        return None  # tools.md §2.1: a composite names no single location
+
+    def read_raw(self, session_id: str, token: CancelToken = NULL_TOKEN
+                 ) -> SessionRawArtifact | None:
+        """Delegated to the member that lists the id (tools.md §2.1); a member without raw
+        artifacts raises the unsupported error, so export writes its logical log."""
+        token.raise_if_cancelled()
+        owner = self._owner_of(session_id, token)
+        if owner is None:
+            return None
+        reader = self._raw[owner]
+        if reader is None:
+            raise SessionRawArtifactsUnsupportedError
+        return reader.read_raw(session_id, token)
 
     def _writer(self) -> PersistenceBackend:
         if self._target is None:
@@ -213,3 +239,7 @@ def open_persistence(
         return open_backend(value)
     text = "auto" if value == "auto" else jsoncodec.dumps(uris).decode("utf-8")
     return open_composite(uris, text, open_backend)
+
+
+if TYPE_CHECKING:  # the contract (base.py), checked by pyright
+    _raw: type[RawArtifactReader] = CompositeBackend

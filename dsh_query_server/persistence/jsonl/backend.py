@@ -24,7 +24,10 @@ from .. import logical
 from ..base import (
     Inspection,
     PersistenceBackend,
+    RawArtifactReader,
+    SessionLocation,
     SessionPersistenceReadOnlyError,
+    SessionRawArtifact,
     Snapshot,
     StoredLog,
     Window,
@@ -54,6 +57,7 @@ from .frames import zstd_frame
 from .header import header_line, listed_header, read_raw_header, read_zstd_header
 from .paths import COMPRESSIONS, OPPOSITE, TRANSCRIPT, escape_segment, project_dir, transcript_path
 from .proofs import RootSurveyor
+from .raw import FILENAME, raw_content
 from .survey import ListedHeader, SessionDir, Survey, revision_of, revision_of_key
 from .window import Located, TranscriptHints, TranscriptWindows
 
@@ -357,6 +361,35 @@ class JsonlBackend:
                                        self._check_identity)
             return read_window(self._memo, source, first, last, token)
 
+    # -- raw artifacts (tools.md §2.1) ---------------------------------------------------------
+
+    @property
+    def supports_raw_artifacts(self) -> bool:
+        return True
+
+    def locate(self, header: Header) -> SessionLocation | None:
+        """The transcript path a header names, with no I/O: the suffix of the root's encoding,
+        or ``.jsonl.zstd`` while it is undetermined; None when no path can be derived."""
+        cwd = None if header.cwd is UNSET else header.cwd
+        if not isinstance(header.id, str) or header.id == "" or cwd == "" or \
+                not (cwd is None or isinstance(cwd, str)):
+            return None
+        return SessionLocation("jsonl", transcript_path(self.root, cwd, header.id,
+                                                        self._encoding or "zstd"))
+
+    def read_raw(self, session_id: str, token: CancelToken = NULL_TOKEN
+                 ) -> SessionRawArtifact | None:
+        """The stored bytes for export: a stable copy (§4.9 step 3) of the transcript that
+        lookup finds (§4.9 steps 1–2), or None when there is none. Reads only."""
+        token.raise_if_cancelled()
+        with self._session_lock(session_id):
+            located = self._locate(session_id, token)
+            if located is None:
+                return None
+            content, _ = self._stable_read(located.path, token)
+        header, data = raw_content(session_id, content, located.encoding, located.path)
+        return SessionRawArtifact(header, FILENAME, data)
+
     def stored_count(self, session_id: str) -> int | None:
         with self._session_lock(session_id):
             if session_id in self._counts:
@@ -464,3 +497,4 @@ class JsonlBackend:
 if TYPE_CHECKING:  # the contract (base.py), checked by pyright
     _backend: type[PersistenceBackend] = JsonlBackend
     _windows: type[WindowReader] = JsonlBackend
+    _raw: type[RawArtifactReader] = JsonlBackend
