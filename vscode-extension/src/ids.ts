@@ -21,6 +21,7 @@ export const COMMANDS = {
   restartServer: "dshQuery.restartServer",
   showOutput: "dshQuery.showOutput",
   showSession: "dshQuery.showSession",
+  groupSessions: "dshQuery.groupSessions",
 } as const;
 
 const CLIENT_COMMANDS = new Set<string>(Object.values(COMMANDS));
