@@ -97,7 +97,6 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
   setContext("dshQuery.corpusEmpty", false);
   setContext("dshQuery.hasSession", false);
   setContext("dshQuery.hasTrace", false);
-  setContext("dshQuery.groupBy", grouping());
 
   context.subscriptions.push(
     output,
@@ -157,7 +156,6 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
         // Another tree (its own node ids): the server needs no restart.
         sessions.setTarget(sessionsTarget(grouping()));
         sessionsView.description = groupingDescription(grouping());
-        setContext("dshQuery.groupBy", grouping());
       }
       if (needsRestart((key) => e.affectsConfiguration(key))) {
         void server.restart();
