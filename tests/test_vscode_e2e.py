@@ -546,6 +546,8 @@ def test_palette_search_finds_a_phrase_pages_and_opens_the_hit(workbench: Workbe
     assert any(PARENT in t for t in texts) and any(SUBAGENT in t for t in texts), texts
     assert all("quokka" in t.lower() for t in texts if "Load more" not in t), texts  # snippets shown
     wb.shot("search-loaded-more")
+    # the mouse still rests where "Load more" was: its hover card can cover the hit (flaky click)
+    wb.page.mouse.move(5, 5)
     wb.page.locator(".quick-input-list .monaco-list-row", has_text=SUBAGENT).first.click()
     wb.wait_for(lambda: f"{SUBAGENT} event 0.jsonc" in wb.active_tab(), "the hit's event window")
     wb.wait_for(lambda: "▶ target: seq 0 user/message" in wb.editor_text(), "the hit marked")
