@@ -397,6 +397,7 @@ export interface TraceEventParams {
 export interface TreeArgs {
   sessionId?: string;
   seq?: number;
+  groupBy?: TreeGrouping;
 }
 
 export interface TreeChildrenParams {
@@ -415,6 +416,8 @@ export interface TreeCommand {
   arguments?: TreeResource[];
 }
 
+export type TreeGrouping = "agent" | "none" | "workspace";
+
 /** protocol.md §6 ``TreeNode``; absent optional keys are omitted. ``collapsible`` has no default so it is always sent. */
 export interface TreeNode {
   id: string;
@@ -426,6 +429,7 @@ export interface TreeNode {
   contextValue?: string;
   resource?: TreeResource;
   command?: TreeCommand;
+  agent?: string;
 }
 
 export interface TreeParentParams {

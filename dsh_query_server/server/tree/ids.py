@@ -76,16 +76,36 @@ Parent = Callable[..., "Key | None"]  # (ctx, *params)
 
 @dataclass(frozen=True, slots=True)
 class Kind:
-    """A named node kind: its parameters, its children (None: a leaf) and its parent."""
+    """A named node kind: its parameters, its children (None: a leaf) and its parent.
+
+    ``scope`` is an optional last parameter (the sessions view's grouping): a key that carries
+    it passes it to every key its children and parent are built with (``Ctx.scope``), so one
+    set of kinds serves every grouping and each grouped subtree keeps its own ids. With
+    ``scoped`` the scope is required (kinds that exist only inside a grouping)."""
 
     params: tuple[Param, ...]
     parent: Parent
     children: Children | None = None
+    scope: Param | None = None
+    scoped: bool = False
 
     def accepts(self, params: Sequence[object]) -> bool:
-        return len(params) == len(self.params) and all(
-            p.accepts(v) for p, v in zip(self.params, params, strict=True)
-        )
+        return self.split(params) is not None
+
+    def split(self, params: Sequence[object]) -> tuple[Sequence[object], object] | None:
+        """(own params, scope or None) when ``params`` fit this kind, else None."""
+        own, scope = params, None
+        if self.scope is not None and len(params) == len(self.params) + 1:
+            own, scope = params[:-1], params[-1]
+            if not self.scope.accepts(scope):
+                return None
+        elif self.scoped:
+            return None
+        if len(own) != len(self.params):
+            return None
+        if not all(p.accepts(v) for p, v in zip(self.params, own, strict=True)):
+            return None
+        return own, scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +117,16 @@ class View:
     args: tuple[str, ...]
     roots: Callable[[Ctx, Args], list[TreeNode]]
     kinds: Mapping[str, Kind]
+    # An optional root arg choosing the scope (ids.Kind.scope) of the whole tree, and the
+    # values it takes; NO_SCOPE (or leaving it out) is the unscoped tree.
+    scope_arg: str | None = None
+    scopes: tuple[str, ...] = ()
 
     def root_args(self, args: Args) -> list[object]:
         return [args[name] for name in self.args]
+
+
+NO_SCOPE = "none"
 
 
 def invalid(message: str) -> QueryError:
@@ -135,6 +162,14 @@ def valid_key(value: object, view: View) -> bool:
         return params[0] is None or valid_key(params[0], view)
     spec = view.kinds.get(kind) if isinstance(kind, str) else None
     return spec is not None and spec.accepts(params)
+
+
+def split_key(view: View, key: Key) -> tuple[Kind, Sequence[object], object]:
+    """A decoded (non-error) key's kind, own params and scope (None when unscoped)."""
+    kind = view.kinds[str(key[1])]
+    split = kind.split(key[2:])
+    assert split is not None  # decode_id accepted it
+    return kind, split[0], split[1]
 
 
 def page_bounds(total: int, offset: int, size: int = PAGE) -> tuple[int, int, bool]:
