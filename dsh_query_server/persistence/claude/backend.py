@@ -14,9 +14,9 @@ from ..importing.backend import (
     ImportBackend,
     ScanCache,
     StatKey,
+    feed,
     key_text,
     log_unreadable,
-    open_items,
     pick_winner,
     scan_anchor,
     stat_key,
@@ -24,6 +24,7 @@ from ..importing.backend import (
 )
 from ..importing.emitter import Emitter, JSONObject
 from ..importing.values import MAX_SAFE, is_uuid, nonempty, obj, parse_time
+from ..importing.window import MemoBuilder
 from .mapper import PLUGIN, ClaudeMapper
 
 
@@ -304,7 +305,9 @@ class ClaudeBackend(ImportBackend):
                 return f.path
         return None
 
-    def read(self, cand: Candidate, size: int, token: CancelToken) -> Inspection:
+    def read(
+        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+    ) -> Inspection:
         plan = cand.plan
         if not isinstance(plan, _Plan):
             raise unreadable(self.rel(cand.path), "the transcript has no session record")
@@ -317,8 +320,8 @@ class ClaudeBackend(ImportBackend):
         lineage = self._lineage(f, anchor)
         em = Emitter(PLUGIN, min(max(anchor.time, 0), MAX_SAFE))
         mapper = ClaudeMapper(em, lineage.trunk, lineage.native_id, lineage.copied)
-        for item in open_items(cand.path, size, token):
-            mapper.feed(item)
+        em.sink = builder.emitted if builder is not None else None
+        feed(cand.path, size, token, mapper.feed, builder)
         mapper.finish()
         reasons = list(em.reasons)
         cwd = anchor.cwd

@@ -16,6 +16,7 @@ from ..importing.backend import (
     ImportBackend,
     ScanCache,
     StatKey,
+    feed,
     key_text,
     log_unreadable,
     open_items,
@@ -27,6 +28,7 @@ from ..importing.backend import (
 from ..importing.emitter import Emitter, JSONObject
 from ..importing.lines import Record
 from ..importing.values import MAX_SAFE, nonempty, obj, parse_time, trailing_uuid
+from ..importing.window import MemoBuilder
 from .mapper import PLUGIN, CodexMapper
 
 INDEX = "session_index.jsonl"
@@ -236,7 +238,9 @@ class CodexBackend(ImportBackend):
                 return path
         return None
 
-    def read(self, cand: Candidate, size: int, token: CancelToken) -> Inspection:
+    def read(
+        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+    ) -> Inspection:
         plan = cand.plan
         if not isinstance(plan, _Plan):
             raise unreadable(self.rel(cand.path), "the transcript has no session_meta")
@@ -252,8 +256,8 @@ class CodexBackend(ImportBackend):
             )
         em = Emitter(PLUGIN, anchor.created_at)
         mapper = CodexMapper(em, anchor.session_id, anchor.forked, anchor.bare)
-        for item in open_items(cand.path, size, token):
-            mapper.feed(item)
+        em.sink = builder.emitted if builder is not None else None
+        feed(cand.path, size, token, mapper.feed, builder)
         mapper.finish(plan.title)
         reasons = list(em.reasons)
         if anchor.source.get("cwdDropped"):

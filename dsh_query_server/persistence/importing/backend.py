@@ -8,7 +8,6 @@ import stat as stat_module
 import sys
 import threading
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -20,8 +19,10 @@ from ..base import (
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
     Snapshot,
+    Window,
 )
-from .lines import Item, Record, read_items
+from .lines import Item, Record, read_items, read_lines
+from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
 
 HEAD_LIMIT = 1_048_576
 ATTEMPTS = 3
@@ -137,41 +138,26 @@ def pick_winner(
         found[cand.session_id] = cand
 
 
-MEMO_BUDGET = 64 * 1024 * 1024
-
-MemoKey = tuple[str, str, StatKey, str]
-
-
-class _Memo:
-    """Imported logs by the stat key of the bytes they were read from (plus the revision's other
-    parts): a stat proves the transcript unchanged, so a repeated read costs a listing and a
-    stat. Least recently used logs go first once the raw events pass the budget."""
-
-    def __init__(self, budget: int = MEMO_BUDGET) -> None:
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[MemoKey, tuple[Inspection, int]] = OrderedDict()
-        self._size = 0
-        self._budget = budget
-
-    def get(self, key: MemoKey) -> Inspection | None:
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is None:
-                return None
-            self._entries.move_to_end(key)
-            return hit[0]
-
-    def put(self, key: MemoKey, value: Inspection) -> None:
-        size = sum(len(e.raw) for e in value.events)
-        if size > self._budget // 2:
-            return
-        with self._lock:
-            for old in [k for k in self._entries if k[:2] == key[:2]]:  # one revision per id
-                self._size -= self._entries.pop(old)[1]
-            self._entries[key] = (value, size)
-            self._size += size
-            while self._size > self._budget:
-                self._size -= self._entries.popitem(last=False)[1][1]
+def feed(
+    path: str,
+    size: int,
+    token: CancelToken,
+    sink: Callable[[Item], None],
+    builder: MemoBuilder | None,
+) -> None:
+    """Every item of the transcript's first ``size`` bytes to ``sink``; with a builder, telling
+    it which line and record each emitted event comes from."""
+    if builder is None:
+        for item in open_items(path, size, token):
+            sink(item)
+        return
+    with open(path, "rb") as stream:
+        for line in read_lines(stream, size, token, compressed=path.endswith(".zst")):
+            builder.line(line)
+            for k, item in enumerate(line.items):
+                builder.item(k, item)
+                sink(item)
+    builder.end()
 
 
 class ImportBackend(ABC):
@@ -180,7 +166,7 @@ class ImportBackend(ABC):
     def __init__(self, home: str, uri: str) -> None:
         self.home = home
         self._uri = uri
-        self._memo = _Memo()
+        self._windows = WindowMemos()
 
     @property
     def uri(self) -> str:
@@ -224,8 +210,10 @@ class ImportBackend(ABC):
         out (it has no anchor), or None."""
 
     @abstractmethod
-    def read(self, cand: Candidate, size: int, token: CancelToken) -> Inspection:
-        """Map the first ``size`` bytes of the candidate's transcript."""
+    def read(
+        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+    ) -> Inspection:
+        """Map the first ``size`` bytes of the candidate's transcript (through ``feed``)."""
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
         return [c.header for c in self.candidates(token or NULL_TOKEN).values()]
@@ -240,32 +228,73 @@ class ImportBackend(ABC):
             return None
         return len(self.inspect(session_id).events)
 
-    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
-        """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile."""
-        token = token or NULL_TOKEN  # callers of the older contract pass None
+    @property
+    def cheap_windows(self) -> bool:
+        return True
+
+    def _locate(self, session_id: str, token: CancelToken) -> Candidate:
         cand = self.candidates(token).get(session_id)
         if cand is None:
             path = self.unlisted(session_id, token)
             if path is not None:  # named by its file, but empty, garbage, truncated or replaced
                 raise unreadable(self.rel(path), "no header record in its first MiB")
             raise ImportError_(f'session "{session_id}" not found')
+        return cand
+
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
+        token = token or NULL_TOKEN  # callers of the older contract pass None
+        return self._inspect(self._locate(session_id, token), token)
+
+    def _inspect(self, cand: Candidate, token: CancelToken) -> Inspection:
+        """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile.
+        The window memo of the revision read is built along, unless it exists already."""
         for _ in range(ATTEMPTS):
             s0 = stat_or_none(cand.path)
             if s0 is None:
-                raise ImportError_(f'session "{session_id}" not found')
-            key = (session_id, cand.path, stat_key(s0), cand.extra)
-            hit = self._memo.get(key)
-            if hit is not None:
-                return hit
+                raise ImportError_(f'session "{cand.session_id}" not found')
+            key: MemoKey = (cand.path, stat_key(s0), cand.extra)
+            known = self._windows.get(cand.session_id, key) is not None
+            builder = None if known else MemoBuilder()
             try:
-                result = self.read(cand, s0.st_size, token)
+                result = self.read(cand, s0.st_size, token, builder)
             except FileNotFoundError:
-                raise ImportError_(f'session "{session_id}" not found') from None
+                raise ImportError_(f'session "{cand.session_id}" not found') from None
             s1 = stat_or_none(cand.path)
             if s1 is None:
-                raise ImportError_(f'session "{session_id}" not found')
+                raise ImportError_(f'session "{cand.session_id}" not found')
             same = (s1.st_dev, s1.st_ino) == (s0.st_dev, s0.st_ino)
             if same and (stat_key(s1) == stat_key(s0) or s1.st_size > s0.st_size):
-                self._memo.put(key, result)
+                if builder is not None:
+                    self._windows.put(cand.session_id, key, builder.finish(result.meta))
                 return result
         raise ImportError_("transcript changed while being read")
+
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window:
+        """§3.4: the events first..last of ``inspect``'s log. The transcript's stat is taken in
+        this read, before and after its lines; only a memo of exactly that revision is used, and
+        anything else (no memo, a changed file, a line that disagrees) reads the whole log."""
+        token = token or NULL_TOKEN
+        cand = self._locate(session_id, token)
+        s0 = stat_or_none(cand.path)
+        memo: WindowMemo | None = None
+        if s0 is not None:
+            memo = self._windows.get(session_id, (cand.path, stat_key(s0), cand.extra))
+        if memo is not None and s0 is not None:
+            lo, hi = min(max(first, 0), memo.length), min(last, memo.length - 1)
+            try:
+                events = memo.read(cand.path, cand.path.endswith(".zst"), lo, hi, token)
+            except OSError:
+                events = None
+            s1 = stat_or_none(cand.path)
+            if events is not None and s1 is not None and stat_key(s1) == stat_key(s0):
+                return Window(memo.header, memo.length, lo, events, memo.title)
+        ins = self._inspect(cand, token)
+        n = len(ins.events)
+        lo = min(max(first, 0), n)
+        events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
+        title = next(
+            (e.seq for e in reversed(ins.events) if e.type == "session/title"), None
+        )
+        return Window(ins.meta, n, lo, events, title)
