@@ -13,7 +13,6 @@ from ..importing.backend import (
     Candidate,
     ImportBackend,
     ScanCache,
-    StatKey,
     feed,
     key_text,
     log_unreadable,
@@ -108,9 +107,6 @@ class ClaudeBackend(ImportBackend):
     def __init__(self, home: str, uri: str) -> None:
         super().__init__(home, uri)
         self._scans: ScanCache[_Anchor] = ScanCache()
-        self._sidecars: dict[str, tuple[StatKey, JSONObject | None]] = {}
-        # the candidate built from a transcript's stat key (a listing rebuilds only what changed)
-        self._listed: dict[str, tuple[StatKey, Candidate]] = {}
 
     # -- layout (§1.1) -----------------------------------------------------------------
 
@@ -150,22 +146,20 @@ class ClaudeBackend(ImportBackend):
     # -- sidecars and lineage (§1.2) ---------------------------------------------------
 
     def _sidecar(self, path: str) -> tuple[str, JSONObject | None]:
-        """A sidecar's revision part and its JSON object (None when absent or unreadable)."""
-        try:
-            st = os.stat(path)
-        except OSError:
-            return "-", None
-        key = stat_key(st)
-        hit = self._sidecars.get(path)
-        if hit is not None and hit[0] == key:
-            return key_text(key), hit[1]
+        """A sidecar's revision part and its JSON object (None when absent or unreadable), read
+        afresh: a sidecar may be rewritten in place."""
         try:
             with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
                 value = obj(jsoncodec.loads(f.read(HEAD_SIDECAR)))
+        except FileNotFoundError:
+            return "-", None
         except (OSError, ValueError):
-            value = None
-        self._sidecars[path] = (key, value)
-        return key_text(key), value
+            try:
+                return key_text(stat_key(os.stat(path))), None
+            except OSError:
+                return "-", None
+        return key_text(stat_key(st)), value
 
     def _lineage(self, f: _File, anchor: _Anchor) -> _Lineage:
         if f.agent is None:
@@ -257,40 +251,28 @@ class ClaudeBackend(ImportBackend):
         found: dict[str, Candidate] = {}
         if not self.check_home():
             return found
-        paths: set[str] = set()
+        seen: set[tuple[str, int, int]] = set()
         for f in self._files(token):
             token.raise_if_cancelled()
             try:
                 st = os.stat(f.path)
-                key = stat_key(st)
-                prev = self._listed.get(f.path)
-                if prev is not None and prev[0] == key and f.agent is None:
-                    paths.add(f.path)  # an unchanged trunk: its header depends on nothing else
-                    pick_winner(found, prev[1])
-                    continue
+                seen.add((f.path, st.st_dev, st.st_ino))
                 anchor = self._anchor(f, st, token)
             except FileNotFoundError:
                 continue
             except OSError as exc:
                 log_unreadable(f.path, exc)
                 continue
-            paths.add(f.path)
             if anchor is None:
                 continue
             lineage = self._lineage(f, anchor)
-            if prev is not None and prev[0] == key and prev[1].extra == lineage.revision:
-                pick_winner(found, prev[1])
-                continue
             sid = self._session_id(f, anchor)
             header = self._header(sid, f, anchor, lineage, None)
-            revision = "claude:" + key_text(key) + lineage.revision
+            revision = "claude:" + key_text(stat_key(st)) + lineage.revision
             plan = _Plan(f, anchor, lineage)
             cand = Candidate(sid, f.path, header, revision, st.st_mtime_ns, plan, lineage.revision)
-            self._listed[f.path] = (key, cand)
             pick_winner(found, cand)
-        self._scans.retain(paths)
-        for gone in [p for p in self._listed if p not in paths]:
-            self._listed.pop(gone, None)
+        self._scans.retain(seen)
         return found
 
     # -- inspect (§3.3) ----------------------------------------------------------------

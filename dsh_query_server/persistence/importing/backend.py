@@ -79,27 +79,28 @@ T = TypeVar("T")
 
 
 class ScanCache(Generic[T]):
-    """Header scans per path, reused while ``(dev, ino)`` match and the file has not shrunk
-    (transcripts are append-only and headers come only from the anchor)."""
+    """Header scans keyed by ``(path, st_dev, st_ino)`` (importers.md §3.1), reused while the file
+    has not shrunk: transcripts are append-only and headers come only from the anchor. Nothing
+    else about a transcript is kept."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[int, int, int, T]] = {}
+        self._entries: dict[tuple[str, int, int], tuple[int, T]] = {}
 
     def get(self, path: str, st: os.stat_result) -> tuple[bool, T | None]:
         with self._lock:
-            hit = self._entries.get(path)
-        if hit is not None and hit[0] == st.st_dev and hit[1] == st.st_ino and st.st_size >= hit[2]:
-            return True, hit[3]
+            hit = self._entries.get((path, st.st_dev, st.st_ino))
+        if hit is not None and st.st_size >= hit[0]:
+            return True, hit[1]
         return False, None
 
     def put(self, path: str, st: os.stat_result, value: T) -> None:
         with self._lock:
-            self._entries[path] = (st.st_dev, st.st_ino, st.st_size, value)
+            self._entries[(path, st.st_dev, st.st_ino)] = (st.st_size, value)
 
-    def retain(self, paths: set[str]) -> None:
+    def retain(self, keys: set[tuple[str, int, int]]) -> None:
         with self._lock:
-            for gone in [p for p in self._entries if p not in paths]:
+            for gone in [k for k in self._entries if k not in keys]:
                 del self._entries[gone]
 
 
