@@ -108,7 +108,7 @@ class WindowMemo:
 
     header: Header
     starts: array[int]
-    lengths: array[int]  # -1: the event has no line (end of file); -2: no residual
+    lengths: array[int]  # -1: no line needed (no record gave it values); -2: no residual
     ordinals: array[int]
     finals: bytearray
     residuals: list[bytes]
@@ -233,10 +233,11 @@ class MemoBuilder:
             again = self._fresh[k] if k < len(self._fresh) else None
             fresh = again.value if isinstance(again, Record) else None
         ok = len(residual) <= LITERAL_LIMIT and _event(residual, fresh) == raw
-        self.starts.append(line.start if line is not None else 0)
-        self.lengths.append((line.length if line is not None else -1) if ok else -2)
+        at = line if record is not None else None  # an event of no record needs no line
+        self.starts.append(at.start if at is not None else 0)
+        self.lengths.append((at.length if at is not None else -1) if ok else -2)
         self.ordinals.append(self._ordinal)
-        self.finals.append(1 if line is not None and line.final else 0)
+        self.finals.append(1 if at is not None and at.final else 0)
         self.residuals.append(residual if ok else b"")
         self.size += _ENTRY_OVERHEAD + (len(residual) if ok else 0)
 
