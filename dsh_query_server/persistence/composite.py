@@ -18,6 +18,8 @@ from .base import (
     PersistenceBackend,
     SessionPersistenceReadOnlyError,
     Snapshot,
+    Window,
+    WindowReader,
 )
 from .uri import open_backend, parse_uri
 
@@ -99,6 +101,28 @@ class CompositeBackend:
         if owner is None:
             raise CompositeError(f'session "{session_id}" not found')
         return self.members[owner].inspect(session_id, token)
+
+    @property
+    def cheap_windows(self) -> bool:
+        return all(isinstance(m, WindowReader) and m.cheap_windows for m in self.members)
+
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window:
+        """The owner's window read, or the slice of its ``inspect`` when it has none."""
+        token = token or NULL_TOKEN
+        owner = self._owner_of(session_id, token)
+        if owner is None:
+            raise CompositeError(f'session "{session_id}" not found')
+        member = self.members[owner]
+        if isinstance(member, WindowReader):
+            return member.inspect_window(session_id, first, last, token)
+        ins = member.inspect(session_id, token)
+        n = len(ins.events)
+        lo = min(max(first, 0), n)
+        events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
+        title = next((e.seq for e in reversed(ins.events) if e.type == "session/title"), None)
+        return Window(ins.meta, n, lo, events, title)
 
     def _writer(self) -> PersistenceBackend:
         if self._target is None:
