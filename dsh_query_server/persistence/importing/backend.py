@@ -7,6 +7,7 @@ import os
 import stat as stat_module
 import sys
 import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -168,6 +169,9 @@ class ImportBackend(ABC):
         self.home = home
         self._uri = uri
         self._windows = WindowMemos()
+        # the survey the request holding this token made last (one token = one request)
+        self._survey: tuple[weakref.ref[CancelToken], dict[str, Candidate]] | None = None
+        self._survey_lock = threading.Lock()
 
     @property
     def uri(self) -> str:
@@ -216,12 +220,20 @@ class ImportBackend(ABC):
     ) -> Inspection:
         """Map the first ``size`` bytes of the candidate's transcript (through ``feed``)."""
 
+    def _surveyed(self, token: CancelToken) -> dict[str, Candidate]:
+        """A fresh survey (listings always survey), remembered for this request's later calls."""
+        found = self.candidates(token)
+        if token is not NULL_TOKEN:
+            with self._survey_lock:
+                self._survey = (weakref.ref(token), found)
+        return found
+
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
-        return [c.header for c in self.candidates(token or NULL_TOKEN).values()]
+        return [c.header for c in self._surveyed(token or NULL_TOKEN).values()]
 
     def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
         return [
-            Snapshot(c.header, c.revision) for c in self.candidates(token or NULL_TOKEN).values()
+            Snapshot(c.header, c.revision) for c in self._surveyed(token or NULL_TOKEN).values()
         ]
 
     def stored_count(self, session_id: str) -> int | None:
@@ -234,7 +246,15 @@ class ImportBackend(ABC):
         return True
 
     def _locate(self, session_id: str, token: CancelToken) -> Candidate:
-        cand = self.candidates(token).get(session_id)
+        """The session's transcript: from the survey this request made last when it found the
+        id (the read then stats the file itself), else from a fresh survey."""
+        with self._survey_lock:
+            survey = self._survey
+        if survey is not None and token is not NULL_TOKEN and survey[0]() is token:
+            hit = survey[1].get(session_id)
+            if hit is not None:
+                return hit
+        cand = self._surveyed(token).get(session_id)
         if cand is None:
             path = self.unlisted(session_id, token)
             if path is not None:  # named by its file, but empty, garbage, truncated or replaced

@@ -13,6 +13,7 @@ has no residual, and a window holding one is read by a full ``inspect``. Never e
 
 from __future__ import annotations
 
+import re
 import threading
 from array import array
 from collections import OrderedDict
@@ -55,11 +56,21 @@ def _index(value: JSONValue, path: Path, out: dict[int, Path]) -> None:
 
 
 def _residual(value: JSONValue, ids: dict[int, Path]) -> JSONValue:
+    """``value`` with every object the record gave replaced by a reference to it."""
     at = ids.get(id(value))
     if at is not None:
         return {REF: list(at)}
     if isinstance(value, dict):
-        return {k: _residual(v, ids) for k, v in cast(dict[str, object], value).items()}
+        out: dict[str, object] = {}
+        for k, v in cast(dict[str, object], value).items():
+            p = ids.get(id(v))
+            if p is not None:
+                out[k] = {REF: list(p)}
+            elif isinstance(v, (dict, list)):
+                out[k] = _residual(cast(object, v), ids)
+            else:
+                out[k] = v
+        return out
     if isinstance(value, list):
         return [_residual(v, ids) for v in cast(list[object], value)]
     return value
@@ -69,37 +80,39 @@ def _lookup(record: JSONValue, path: list[object]) -> JSONValue:
     node = record
     for step in path:
         if isinstance(step, int) and isinstance(node, list):
-            node = node[step]  # pyright: ignore[reportUnknownVariableType]
+            node = cast(list[object], node)[step]
         elif isinstance(step, str) and isinstance(node, dict):
-            node = node[step]  # pyright: ignore[reportUnknownVariableType]
+            node = cast(dict[str, object], node)[step]
         else:
             raise KeyError(step)
-    return node  # pyright: ignore[reportUnknownVariableType]
+    return node
 
 
-def _rebuild(residual: JSONValue, record: JSONValue) -> JSONValue:
-    if isinstance(residual, dict):
-        if len(residual) == 1 and REF in residual:  # pyright: ignore[reportUnknownArgumentType]
-            path = residual[REF]  # pyright: ignore[reportUnknownVariableType]
-            if isinstance(path, list):
-                return _lookup(record, path)  # pyright: ignore[reportUnknownArgumentType]
-        items = cast(dict[str, object], residual).items()
-        return {k: _rebuild(v, record) for k, v in items}
-    if isinstance(residual, list):
-        return [_rebuild(v, record) for v in cast(list[object], residual)]
-    return residual
+# A reference as msgspec writes it: {"\u0000":[path]}. Text inside a JSON string never matches
+# (its quotes are escaped); a real object of that shape fails the build-time check.
+_MARK = re.compile(rb'\{"\\u0000":(\[[^\]]*\])\}')
 
 
-def _resplit(line: Line | tuple[bytes, bool, int]) -> list[Item]:
-    raw, final, start = (line.raw, line.final, line.start) if isinstance(line, Line) else line
+def _resplit(raw: bytes, final: bool, start: int) -> list[Item]:
     return final_fragment(raw, 0, start) if final else split_line(raw, 0, start)
 
 
 def _event(residual: bytes, record: JSONValue) -> bytes | None:
+    """The event's bytes: the residual with each reference replaced by the JSON of the record's
+    value at that path (msgspec writes a value the same wherever it sits)."""
+    out: list[bytes] = []
+    at = 0
     try:
-        return jsoncodec.dumps(_rebuild(jsoncodec.loads(residual), record))
-    except (KeyError, IndexError, ValueError):
+        for m in _MARK.finditer(residual):
+            out.append(residual[at : m.start()])
+            out.append(jsoncodec.dumps(_lookup(record, jsoncodec.loads(m.group(1)))))
+            at = m.end()
+    except (KeyError, IndexError, ValueError, TypeError):
         return None
+    if not out:
+        return residual
+    out.append(residual[at:])
+    return b"".join(out)
 
 
 @dataclass(slots=True)
@@ -143,7 +156,7 @@ class WindowMemo:
                     if not self.finals[s] and not raw.endswith(b"\n"):
                         return None
                     body = raw if self.finals[s] else raw[:-1]
-                    items = split[start] = _resplit((body, bool(self.finals[s]), start))
+                    items = split[start] = _resplit(body, bool(self.finals[s]), start)
                 k = self.ordinals[s]
                 item = items[k] if k < len(items) else None
                 if not isinstance(item, Record):
@@ -228,7 +241,7 @@ class MemoBuilder:
         fresh: JSONValue = None
         if record is not None and line is not None:
             if self._fresh is None:
-                self._fresh = _resplit(line)
+                self._fresh = _resplit(line.raw, line.final, line.start)
             k = self._ordinal
             again = self._fresh[k] if k < len(self._fresh) else None
             fresh = again.value if isinstance(again, Record) else None
