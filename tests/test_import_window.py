@@ -128,3 +128,45 @@ def test_a_window_reread_sees_a_rewritten_line_only_through_a_new_revision(tmp_p
     assert any(b"omega" in e.raw for e in w.events)
     assert not any(b"alpha" in e.raw for e in w.events)
     assert w.events == backend.inspect(SID).events
+
+
+def test_read_event_over_stdio_equals_the_full_read_in_a_large_transcript(tmp_path):
+    """A real server on stdio: readEvent ±50 at seqs across a ~9,000-event generated Claude log
+    (compaction, damaged line) equals the slice of readSession, before and after the file
+    grows between reads."""
+    import random
+
+    from bench.importers import claude_transcript
+    from dsh_query_server.client import StdioClient
+
+    from .import_helpers import isolated_env
+
+    sid = "7f0c2a55-0000-4000-8000-00000000beef"
+    home = tmp_path / "claude"
+    path = home / "projects/-w" / f"{sid}.jsonl"
+    path.parent.mkdir(parents=True)
+    body = claude_transcript(random.Random(5), sid, 900, compact=True)
+    lines = body.split(b"\n")
+    lines.insert(len(lines) // 3, b"garbage {not json")
+    path.write_bytes(b"\n".join(lines))
+    env = isolated_env(tmp_path)
+    with StdioClient(
+        ["--persistence", f"claude:{home}"], env=env, initialization_options={"index": ":memory:"}
+    ) as client:
+        for grown in (False, True):
+            if grown:
+                more = claude_transcript(random.Random(6), sid, 3).replace(b"-0000", b"-g000")
+                with open(path, "ab") as f:
+                    f.write(more)
+            full = client.request("sessionQuery/readSession", {"sessionId": sid})["events"]
+            n = len(full)
+            assert n > 9_000
+            for seq in [0, 1, n // 3, n // 2, n - 60, n - 1, *random.Random(9).sample(range(n), 8)]:
+                got = client.request(
+                    "sessionQuery/readEvent",
+                    {"sessionId": sid, "seq": seq, "before": 50, "after": 50},
+                )
+                lo, hi = max(seq - 50, 0), min(seq + 50, n - 1)
+                assert (got["startSeq"], got["endSeq"]) == (lo, hi)
+                assert got["events"] == full[lo : hi + 1]
+                assert got["target"] == full[seq]
