@@ -73,7 +73,8 @@ def claude_transcript(
                     "message": {"role": "user", "content": "Summary: " + _text(rng, 60)},
                 }
             )
-        put({"type": "user", "message": {"role": "user", "content": _text(rng, rng.randint(5, 40))}})
+        prompt = _text(rng, rng.randint(5, 40))
+        put({"type": "user", "message": {"role": "user", "content": prompt}})
         call = f"toolu_{t:06d}"
         msg = f"msg_{t:06d}"
         put(
