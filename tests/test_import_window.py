@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from typing import Any
 
-import zstandard
+import zstandard  # pyright: ignore[reportMissingImports]
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
