@@ -107,6 +107,8 @@ class ClaudeBackend(ImportBackend):
     def __init__(self, home: str, uri: str) -> None:
         super().__init__(home, uri)
         self._scans: ScanCache[_Anchor] = ScanCache()
+        # a trunk's header as built from its scan (same key: the header depends on nothing else)
+        self._trunks: ScanCache[tuple[_Anchor, _Lineage, str, Header]] = ScanCache()
 
     # -- layout (§1.1) -----------------------------------------------------------------
 
@@ -265,14 +267,20 @@ class ClaudeBackend(ImportBackend):
                 continue
             if anchor is None:
                 continue
-            lineage = self._lineage(f, anchor)
-            sid = self._session_id(f, anchor)
-            header = self._header(sid, f, anchor, lineage, None)
+            built = self._trunks.get(f.path, st)[1] if f.agent is None else None
+            if built is None or built[0] is not anchor:
+                lineage = self._lineage(f, anchor)
+                sid = self._session_id(f, anchor)
+                built = (anchor, lineage, sid, self._header(sid, f, anchor, lineage, None))
+                if f.agent is None:  # a trunk's header is its scan's alone (no sidecars)
+                    self._trunks.put(f.path, st, built)
+            _, lineage, sid, header = built
             revision = "claude:" + key_text(stat_key(st)) + lineage.revision
             plan = _Plan(f, anchor, lineage)
             cand = Candidate(sid, f.path, header, revision, st.st_mtime_ns, plan, lineage.revision)
             pick_winner(found, cand)
         self._scans.retain(seen)
+        self._trunks.retain(seen)
         return found
 
     # -- inspect (§3.3) ----------------------------------------------------------------
