@@ -212,12 +212,31 @@ def bare_walk(home: str) -> int:
 
 
 def p50(fn: Callable[[], object], runs: int) -> float:
+    """Median wall ms. On a loaded machine wall time mostly measures the queue: ``cpu`` says
+    what the work itself costs."""
     times = []
     for _ in range(runs):
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
     return statistics.median(times) * 1000
+
+
+def cpu(fn: Callable[[], object], runs: int) -> float:
+    """Median CPU ms of this process."""
+    times = []
+    for _ in range(runs):
+        t = time.process_time()
+        fn()
+        times.append(time.process_time() - t)
+    return statistics.median(times) * 1000
+
+
+def server_cpu(pid: int) -> float:
+    """CPU seconds the server has used (utime + stime)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_kib(pid: int) -> tuple[int, int]:
@@ -239,25 +258,37 @@ def measure(name: str, uri: str, home: str, make: Callable[[], ImportBackend], r
     listed = backend.list()
     warm = p50(backend.list, runs)
     print(f"sessions listed {len(listed)}; listing p50 cold {cold:.1f} ms, warm {warm:.1f} ms, "
-          f"bare scandir+stat walk {walk:.1f} ms")
+          f"bare scandir+stat walk {walk:.1f} ms (wall)")
+    walk_c = cpu(lambda: bare_walk(home), runs)
+    cold_c = cpu(lambda: make().list(), runs)
+    warm_c = cpu(backend.list, runs)
+    print(f"  CPU p50: listing cold {cold_c:.1f} ms, warm {warm_c:.1f} ms, walk {walk_c:.1f} ms")
     sizes = {h.id: os.path.getsize(str(h.to_value()["source"]["path"])) for h in listed}  # type: ignore[index]
     largest = max(sizes, key=lambda s: sizes[s])
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     total = 0
     for h in listed:
         total += len(backend.inspect(str(h.id)).events)
-    inspect_s = time.perf_counter() - t
-    print(f"inspect all: {total} events in {inspect_s:.2f} s ({total / inspect_s:,.0f} events/s, "
-          f"memo building included)")
+    inspect_s, inspect_c = time.perf_counter() - t, time.process_time() - c
+    t, c = time.perf_counter(), time.process_time()
+    for h in listed:
+        backend.inspect(str(h.id))
+    again_c = time.process_time() - c
+    print(f"inspect all: {total} events, first {inspect_s:.2f} s wall / {inspect_c:.2f} s CPU "
+          f"({total / inspect_c:,.0f} events/CPU-s, memo built), again {again_c:.2f} s CPU "
+          f"({total / again_c:,.0f} events/CPU-s)")
     n = len(backend.inspect(largest).events)
     rng = random.Random(3)
     seqs = [rng.randrange(n) for _ in range(runs)]
     it2 = iter(seqs)
     win = p50(lambda: (s := next(it2), backend.inspect_window(largest, max(s - 50, 0), s + 50)),
               runs)
-    full = p50(lambda: backend.inspect(largest), 3)
+    it3 = iter(seqs)
+    win_c = cpu(lambda: (s := next(it3), backend.inspect_window(largest, max(s - 50, 0), s + 50)),
+                runs)
+    full = cpu(lambda: backend.inspect(largest), 3)
     print(f"largest: {largest} ({sizes[largest] / 1e6:.1f} MB, {n} events): window ±50 p50 "
-          f"{win:.2f} ms in process (full inspect {full:.0f} ms)")
+          f"{win:.2f} ms wall, {win_c:.2f} ms CPU in process (full inspect {full:.0f} ms CPU)")
 
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, HOME=tmp, XDG_STATE_HOME=tmp, XDG_CACHE_HOME=tmp)
@@ -271,14 +302,18 @@ def measure(name: str, uri: str, home: str, make: Callable[[], ImportBackend], r
             c.request("sessionQuery/readEvent", {"sessionId": largest, "seq": n // 2,
                                                  "before": 50, "after": 50})
             first = (time.perf_counter() - t) * 1000
-            it3 = iter(seqs)
+            it4 = iter(seqs)
+            c0 = server_cpu(pid)
             later = p50(lambda: c.request("sessionQuery/readEvent", {
-                "sessionId": largest, "seq": next(it3), "before": 50, "after": 50}), runs)
-            print(f"readEvent ±50 over stdio: first {first:.0f} ms, then p50 {later:.2f} ms")
-            t = time.perf_counter()
+                "sessionId": largest, "seq": next(it4), "before": 50, "after": 50}), runs)
+            per = (server_cpu(pid) - c0) / runs * 1000
+            print(f"readEvent ±50 over stdio: first {first:.0f} ms, then p50 {later:.2f} ms wall, "
+                  f"server CPU {per:.1f} ms per request")
+            t, c0 = time.perf_counter(), server_cpu(pid)
             c.request("sessionQuery/searchSessions", {"query": "needle"})
-            built = time.perf_counter() - t
-            print(f"first search (index build): {built:.2f} s, {total / built:,.0f} events/s")
+            built, built_c = time.perf_counter() - t, server_cpu(pid) - c0
+            print(f"first search (index build): {built:.2f} s wall ({total / built:,.0f} events/s),"
+                  f" {built_c:.2f} s server CPU ({total / built_c:,.0f} events/CPU-s)")
             again = p50(lambda: c.request("sessionQuery/searchSessions", {"query": "needle"}),
                         runs)
             print(f"later search p50 {again:.1f} ms")

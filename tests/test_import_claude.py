@@ -308,18 +308,21 @@ def test_inspect_always_rereads_and_windows_reuse_positions_only_while_stat_hold
     first = backend.inspect("claude-demo")
     again = backend.inspect("claude-demo")
     assert again is not first and again.events == first.events and len(reads) == 2
-    window = backend.inspect_window("claude-demo", 2, 5)
+    window = backend.inspect_window("claude-demo", 2, 5)  # verifies: a full read, memo built
     assert window.events == first.events[2:6] and window.length == len(first.events)
-    assert len(reads) == 2  # the memo of this revision: only the window's lines were read
-    sidecar = home / "projects/-w/claude-demo/subagents/agent-ab12.meta.json"
-    backend.inspect("claude-demo/agent-ab12")
     assert len(reads) == 3
+    window = backend.inspect_window("claude-demo", 1, 7)
+    assert window.events == first.events[1:8]
+    assert len(reads) == 3  # the memo of this revision: only the window's lines were read
+    sidecar = home / "projects/-w/claude-demo/subagents/agent-ab12.meta.json"
+    backend.inspect_window("claude-demo/agent-ab12", 0, 0)
+    assert len(reads) == 4
     sidecar.write_text('{"agentType":"other"}')
     changed = backend.inspect_window("claude-demo/agent-ab12", 0, 0)
-    assert changed.meta.to_value()["agentPreset"] == "other" and len(reads) == 4
+    assert changed.meta.to_value()["agentPreset"] == "other" and len(reads) == 5
     with open(home / "projects/-w/claude-demo.jsonl", "ab") as f:
         f.write(b'{"type":"tag","tag":"x"}\n')
     grown = backend.inspect_window("claude-demo", 0, 10_000)
-    assert len(reads) == 5 and grown.length == len(first.events) + 1
+    assert len(reads) == 6 and grown.length == len(first.events) + 1
     assert grown.events[-3].type == "claude/tag"
     assert grown.events == backend.inspect("claude-demo").events

@@ -39,6 +39,9 @@ def assert_windows(backend: ImportBackend, sid: str, ranges: list[tuple[int, int
     try:
         full = backend.inspect(sid)
         n = len(full.events)
+        before = len(reads)
+        backend.inspect_window(sid, 0, 0)  # the first window read verifies and builds the memo
+        assert len(reads) == before + 1
         title = next((e.seq for e in reversed(full.events) if e.type == "session/title"), None)
         for first, last in ranges:
             before = len(reads)

@@ -264,17 +264,18 @@ class ImportBackend(ABC):
 
     def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         token = token or NULL_TOKEN  # callers of the older contract pass None
-        return self._inspect(self._locate(session_id, token), token)
+        return self._inspect(self._locate(session_id, token), token, memo=False)
 
-    def _inspect(self, cand: Candidate, token: CancelToken) -> Inspection:
+    def _inspect(self, cand: Candidate, token: CancelToken, *, memo: bool) -> Inspection:
         """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile.
-        The window memo of the revision read is built along, unless it exists already."""
+        With ``memo`` (a window read) the window memo of the revision read is built along,
+        unless it exists already; a plain inspect does not pay for one."""
         for _ in range(ATTEMPTS):
             s0 = stat_or_none(cand.path)
             if s0 is None:
                 raise ImportError_(f'session "{cand.session_id}" not found')
             key: MemoKey = (cand.path, stat_key(s0), cand.extra)
-            known = self._windows.get(cand.session_id, key) is not None
+            known = not memo or self._windows.get(cand.session_id, key) is not None
             builder = None if known else MemoBuilder()
             try:
                 result = self.read(cand, s0.st_size, token, builder)
@@ -311,7 +312,7 @@ class ImportBackend(ABC):
             s1 = stat_or_none(cand.path)
             if events is not None and s1 is not None and stat_key(s1) == stat_key(s0):
                 return Window(memo.header, memo.length, lo, events, memo.title)
-        ins = self._inspect(cand, token)
+        ins = self._inspect(cand, token, memo=True)
         n = len(ins.events)
         lo = min(max(first, 0), n)
         events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
