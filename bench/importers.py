@@ -275,7 +275,7 @@ def measure(name: str, uri: str, home: str, make: Callable[[], ImportBackend], r
         backend.inspect(str(h.id))
     again_c = time.process_time() - c
     print(f"inspect all: {total} events, first {inspect_s:.2f} s wall / {inspect_c:.2f} s CPU "
-          f"({total / inspect_c:,.0f} events/CPU-s, memo built), again {again_c:.2f} s CPU "
+          f"({total / inspect_c:,.0f} events/CPU-s), again {again_c:.2f} s CPU "
           f"({total / again_c:,.0f} events/CPU-s)")
     n = len(backend.inspect(largest).events)
     rng = random.Random(3)
