@@ -23,6 +23,7 @@ from .base import (
     SessionRawArtifact,
     SessionRawArtifactsUnsupportedError,
     Snapshot,
+    Window,
 )
 from .uri import open_backend, parse_uri
 
@@ -45,7 +46,8 @@ class CompositeBackend:
         self._lock = threading.Lock()
         self._owner: dict[str, int] = {}  # id -> member, from the latest successful listing
         self._target = next((i for i, m in enumerate(self.members) if m.writable), None)
-        self._raw = [Capabilities.of(m).raw for m in self.members]  # tools.md §2.1
+        self._caps = [Capabilities.of(m) for m in self.members]  # resolved once, at mount
+        self._raw = [caps.raw for caps in self._caps]  # tools.md §2.1
 
     @property
     def uri(self) -> str:
@@ -125,6 +127,27 @@ class CompositeBackend:
         if reader is None:
             raise SessionRawArtifactsUnsupportedError
         return reader.read_raw(session_id, token)
+
+    @property
+    def cheap_windows(self) -> bool:
+        return all(caps.cheap_windows for caps in self._caps)
+
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window:
+        """The owner's window read, or the slice of its ``inspect`` when it has none."""
+        owner = self._owner_of(session_id, token)
+        if owner is None:
+            raise CompositeError(f'session "{session_id}" not found')
+        windows = self._caps[owner].windows
+        if windows is not None:
+            return windows.inspect_window(session_id, first, last, token)
+        ins = self.members[owner].inspect(session_id, token)
+        n = len(ins.events)
+        lo = min(max(first, 0), n)
+        events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
+        title = next((e.seq for e in reversed(ins.events) if e.type == "session/title"), None)
+        return Window(ins.meta, n, lo, events, title)
 
     def _writer(self) -> PersistenceBackend:
         if self._target is None:
