@@ -29,7 +29,7 @@ import msgspec
 
 from .corpus import NO_MATCH, PROBE_LONG, PROBE_SHORT, CorpusSpec
 from .build import ensure
-from .runner import FULL_EVENTS, FULL_SESSIONS, REPO
+from .core import FULL_EVENTS, FULL_SESSIONS, REPO
 from .wire import WireClient
 
 
