@@ -49,9 +49,11 @@ class BenchBase:
     def add(self, row: Row) -> Row:
         self.rows.append(row)
         v = row.value.p50 if isinstance(row.value, Stats) else row.value
-        log(f"  {row.name}: {fmt(v, row.unit)} {row.unit}"
+        log(
+            f"  {row.name}: {fmt(v, row.unit)} {row.unit}"
             + (f" (ratio {row.ratio:.2f}x)" if row.ratio is not None else "")
-            + ("" if row.ok is None else (" PASS" if row.ok else " MISS")))
+            + ("" if row.ok is None else (" PASS" if row.ok else " MISS"))
+        )
         return row
 
     def env(self) -> dict[str, str]:
@@ -63,7 +65,9 @@ class BenchBase:
         a = self.args
         sessions = a.sessions or max(10, int(round(FULL_SESSIONS * a.scale)))
         events = a.events or max(sessions * 10, int(round(FULL_EVENTS * a.scale)))
-        self.spec = CorpusSpec(sessions=sessions, events=events, seed=a.seed, long_length=a.long_length)
+        self.spec = CorpusSpec(
+            sessions=sessions, events=events, seed=a.seed, long_length=a.long_length
+        )
         self.dir, self.plan = ensure(self.spec, a.cache_dir, rebuild=a.rebuild)
         self.db = os.path.join(self.dir, "sessions.db")
         self.jsonl = os.path.join(self.dir, "jsonl")

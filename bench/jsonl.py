@@ -58,8 +58,10 @@ def zstd_root(directory: str, db: str, session_ids: list[str]) -> str:
                 writer.append(sid, chunk)
             project = project_dir(None if header.cwd is msgspec.UNSET else header.cwd)
             os.makedirs(os.path.join(root, project), mode=0o700, exist_ok=True)
-            os.rename(os.path.join(staging, project, escape_segment(sid)),
-                      os.path.join(root, project, escape_segment(sid)))
+            os.rename(
+                os.path.join(staging, project, escape_segment(sid)),
+                os.path.join(root, project, escape_segment(sid)),
+            )
             shutil.rmtree(staging)
             progress.update(count)
     finally:
@@ -73,10 +75,16 @@ class JsonlSection(BenchBase):
     def jsonl_section(self, server: WireClient) -> None:
         log("jsonl: the SQLite listing of the same sessions (the baseline), in this server")
         count = len(server.request("sessionQuery/listSessions"))
-        sqlite_list = measure(lambda i: server.call("sessionQuery/listSessions"), self.n(20),
-                              budget=60 * self.iters)
-        self.add(Row(f"listSessions ({count:,} sessions, sqlite, before the jsonl mounts)",
-                     sqlite_list, note="the baseline of the jsonl listSessions lines"))
+        sqlite_list = measure(
+            lambda i: server.call("sessionQuery/listSessions"), self.n(20), budget=60 * self.iters
+        )
+        self.add(
+            Row(
+                f"listSessions ({count:,} sessions, sqlite, before the jsonl mounts)",
+                sqlite_list,
+                note="the baseline of the jsonl listSessions lines",
+            )
+        )
         started = time.perf_counter()
         zroot = zstd_root(self.dir, self.db, list(self.sessions))
         self.info["zstdRootSeconds"] = time.perf_counter() - started
@@ -88,25 +96,49 @@ class JsonlSection(BenchBase):
         log(f"jsonl {kind}: mount {root} read-only, then the first search")
         server.request("sessionPersistence/mount", {"uri": f"jsonl:{root}?readOnly=true"})
         started = time.perf_counter()
-        server.request("sessionQuery/searchSessions", {"query": self.plan["phrases"]["rare"]},
-                       timeout=3600)
+        server.request(
+            "sessionQuery/searchSessions", {"query": self.plan["phrases"]["rare"]}, timeout=3600
+        )
         first = (time.perf_counter() - started) * 1000
-        self.add(Row(f"first search after mounting the {sessions:,}-session jsonl {kind} root",
-                     first, target=f"<= {FIRST_SEARCH_MS / 1000:.0f} s", ok=first <= FIRST_SEARCH_MS,
-                     note=f"every transcript listed; those no live session shadows read and indexed;"
-                          f" server RSS peak so far {server.peak_rss_kib() / 1024:,.0f} MiB"))
-        again = measure(lambda i: server.request("sessionQuery/searchSessions", {"query": NO_MATCH}),
-                        self.n(20), budget=60 * self.iters)
-        self.add(Row(f"  no-change search, jsonl {kind} root", again,
-                     note="two listings (root surveys), nothing read"))
+        self.add(
+            Row(
+                f"first search after mounting the {sessions:,}-session jsonl {kind} root",
+                first,
+                target=f"<= {FIRST_SEARCH_MS / 1000:.0f} s",
+                ok=first <= FIRST_SEARCH_MS,
+                note=f"every transcript listed; those no live session shadows read and indexed;"
+                f" server RSS peak so far {server.peak_rss_kib() / 1024:,.0f} MiB",
+            )
+        )
+        again = measure(
+            lambda i: server.request("sessionQuery/searchSessions", {"query": NO_MATCH}),
+            self.n(20),
+            budget=60 * self.iters,
+        )
+        self.add(
+            Row(
+                f"  no-change search, jsonl {kind} root",
+                again,
+                note="two listings (root surveys), nothing read",
+            )
+        )
 
         count = len(server.request("sessionQuery/listSessions"))
-        listing = measure(lambda i: server.call("sessionQuery/listSessions"), self.n(20),
-                          budget=60 * self.iters)
+        listing = measure(
+            lambda i: server.call("sessionQuery/listSessions"), self.n(20), budget=60 * self.iters
+        )
         ratio = listing.p50 / sqlite_list.p50
-        self.add(Row(f"listSessions ({count:,} sessions, jsonl {kind} root)", listing,
-                     baseline=sqlite_list, baseline_name="sqlite listing", ratio=ratio,
-                     target=f"<= {LIST_FACTOR}x sqlite", ok=ratio <= LIST_FACTOR))
+        self.add(
+            Row(
+                f"listSessions ({count:,} sessions, jsonl {kind} root)",
+                listing,
+                baseline=sqlite_list,
+                baseline_name="sqlite listing",
+                ratio=ratio,
+                target=f"<= {LIST_FACTOR}x sqlite",
+                ok=ratio <= LIST_FACTOR,
+            )
+        )
 
         for sid, length in ((PROBE_SHORT, self.short_len), (PROBE_LONG, self.long_len)):
             seqs = [self.rng.randrange(length) for _ in range(1000)]
@@ -114,10 +146,21 @@ class JsonlSection(BenchBase):
             started = time.perf_counter()
             server.request("sessionQuery/readEvent", first_params)
             first_read = (time.perf_counter() - started) * 1000
-            read = measure(lambda i: server.request(
-                "sessionQuery/readEvent", {"sessionId": sid, "seq": seqs[i], "before": 50, "after": 50}),
-                self.n(100), budget=60 * self.iters)
-            self.add(Row(f"readEvent +-50, jsonl {kind} root, {length:,}-event session", read,
-                         target=f"p50 <= {READ_MS:.0f} ms", ok=read.p50 <= READ_MS,
-                         note=f"{sessions:,}-session root; the first read after the search took"
-                              f" {first_read:,.1f} ms"))
+            read = measure(
+                lambda i, sid=sid, seqs=seqs: server.request(
+                    "sessionQuery/readEvent",
+                    {"sessionId": sid, "seq": seqs[i], "before": 50, "after": 50},
+                ),
+                self.n(100),
+                budget=60 * self.iters,
+            )
+            self.add(
+                Row(
+                    f"readEvent +-50, jsonl {kind} root, {length:,}-event session",
+                    read,
+                    target=f"p50 <= {READ_MS:.0f} ms",
+                    ok=read.p50 <= READ_MS,
+                    note=f"{sessions:,}-session root; the first read after the search took"
+                    f" {first_read:,.1f} ms",
+                )
+            )

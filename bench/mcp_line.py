@@ -43,9 +43,16 @@ class McpSection(BenchBase):
         shutil.copyfile(self.sqlite_index, mcp_index)
         persistence = f"sqlite:{self.db}?readOnly=true"
         log("mcp: a JSON-RPC server and an MCP server on the SQLite store")
-        rpc = WireClient(["--persistence", "none"], env=self.env(), timeout=1800,
-                         initialization_options={"persistence": persistence, "index": rpc_index,
-                                                 "checkpoint": {"mode": "manual"}})
+        rpc = WireClient(
+            ["--persistence", "none"],
+            env=self.env(),
+            timeout=1800,
+            initialization_options={
+                "persistence": persistence,
+                "index": rpc_index,
+                "checkpoint": {"mode": "manual"},
+            },
+        )
         try:
             anyio.run(self._measure, rpc, persistence, mcp_index)
         finally:
@@ -53,8 +60,11 @@ class McpSection(BenchBase):
 
     def _pages(self, rpc: WireClient, phrase: str, cwds: list[str]) -> list[str]:
         """The tool's searchSessions pages over JSON-RPC; the ids it would keep."""
-        request: dict[str, Any] = {"query": phrase, "eventFilters": [],
-                                   "sessionFilters": [{"kind": "cwd", "values": cwds}]}
+        request: dict[str, Any] = {
+            "query": phrase,
+            "eventFilters": [],
+            "sessionFilters": [{"kind": "cwd", "values": cwds}],
+        }
         ids: list[str] = []
         while True:
             page = rpc.request("sessionQuery/searchSessions", request)
@@ -71,15 +81,36 @@ class McpSection(BenchBase):
         home = os.path.join(self.tmp, "mcp-home")  # never the user's config or histories
         os.makedirs(home, mode=0o700, exist_ok=True)
         env = {k: v for k, v in self.env().items() if not k.startswith(("XDG_", "DSH_"))}
-        env.update(HOME=home, XDG_CACHE_HOME=os.path.join(home, ".cache"),
-                   XDG_STATE_HOME=os.path.join(home, ".state"),
-                   XDG_CONFIG_HOME=os.path.join(home, ".config"), DSH_HOME=os.path.join(home, ".dsh"))
+        env.update(
+            HOME=home,
+            XDG_CACHE_HOME=os.path.join(home, ".cache"),
+            XDG_STATE_HOME=os.path.join(home, ".state"),
+            XDG_CONFIG_HOME=os.path.join(home, ".config"),
+            DSH_HOME=os.path.join(home, ".dsh"),
+        )
         params = StdioServerParameters(
-            command=sys.executable, cwd=self.tmp, env=env,
-            args=["-m", "dsh_query_server.mcp", "--persistence", persistence, "--index", mcp_index,
-                  "--checkpoint", "manual", "--workspace", "/",
-                  "--max-search-results", str(MAX_RESULTS)])
-        cwds = sorted({s["header"]["cwd"] for s in self.plan["sessions"] if "cwd" in s["header"]})
+            command=sys.executable,
+            cwd=self.tmp,
+            env=env,
+            args=[
+                "-m",
+                "dsh_query_server.mcp",
+                "--persistence",
+                persistence,
+                "--index",
+                mcp_index,
+                "--checkpoint",
+                "manual",
+                "--workspace",
+                "/",
+                "--max-search-results",
+                str(MAX_RESULTS),
+            ],
+        )
+        listed = rpc.request("sessionQuery/listSessions")
+        cwds = sorted(
+            {r["header"]["cwd"] for r in listed if isinstance(r["header"].get("cwd"), str)}
+        )
         with open(os.path.join(self.tmp, "mcp-stderr.log"), "a") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as session:
@@ -87,8 +118,9 @@ class McpSection(BenchBase):
                     for label in ("rare", "medium", "common"):
                         await self._phrase(session, rpc, label, self.plan["phrases"][label], cwds)
 
-    async def _phrase(self, session: Any, rpc: WireClient, label: str, phrase: str,
-                      cwds: list[str]) -> None:
+    async def _phrase(
+        self, session: Any, rpc: WireClient, label: str, phrase: str, cwds: list[str]
+    ) -> None:
         first = await session.call_tool("session_search", {"query": phrase})  # warm both
         ids = self._pages(rpc, phrase, cwds)
         rpc.request("sessionQuery/readTitles", {"sessionIds": ids})
@@ -111,11 +143,26 @@ class McpSection(BenchBase):
             if i + 1 >= 3 and time.perf_counter() - started > 60 * self.iters:
                 break
         allowed = FACTOR * search.p50 + titles.p50
-        same = "the same hits" if tool_ids == ids else f"DIFFERENT hits ({len(tool_ids)} vs {len(ids)})"
+        same = (
+            "the same hits"
+            if tool_ids == ids
+            else f"DIFFERENT hits ({len(tool_ids)} vs {len(ids)})"
+        )
         self.info.setdefault("mcp", {})[label] = {
-            "tool": tool.to_json(), "search": search.to_json(), "titles": titles.to_json()}
-        self.add(Row(f"session_search over MCP '{phrase}' ({label})", tool, baseline=search,
-                     baseline_name="searchSessions pages, JSON-RPC", ratio=tool.p50 / search.p50,
-                     target=f"<= {FACTOR}x + titles ({allowed:.2f})", ok=tool.p50 <= allowed,
-                     note=f"{len(ids)} hits, {same} as JSON-RPC; the title batch (readTitles of"
-                          f" the hits over JSON-RPC) took {titles.p50:.2f} ms"))
+            "tool": tool.to_json(),
+            "search": search.to_json(),
+            "titles": titles.to_json(),
+        }
+        self.add(
+            Row(
+                f"session_search over MCP '{phrase}' ({label})",
+                tool,
+                baseline=search,
+                baseline_name="searchSessions pages, JSON-RPC",
+                ratio=tool.p50 / search.p50,
+                target=f"<= {FACTOR}x + titles ({allowed:.2f})",
+                ok=tool.p50 <= allowed,
+                note=f"{len(ids)} hits, {same} as JSON-RPC; the title batch (readTitles of"
+                f" the hits over JSON-RPC) took {titles.p50:.2f} ms",
+            )
+        )

@@ -32,9 +32,14 @@ def ensure_rg() -> str | None:
     if sudo is None:
         log("cannot install ripgrep (not root, no sudo): the rg comparison is skipped")
         return None
-    for command in (["apt-get", "install", "-y", "-qq", "ripgrep"],
-                    ["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "ripgrep"]):
-        subprocess.run(sudo + command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    for command in (
+        ["apt-get", "install", "-y", "-qq", "ripgrep"],
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "install", "-y", "-qq", "ripgrep"],
+    ):
+        subprocess.run(
+            sudo + command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+        )
         if shutil.which("rg"):
             break
     return shutil.which("rg")
@@ -50,7 +55,7 @@ WITH c AS MATERIALIZED (SELECT session_id, seq, time, codepoint_length,
           length(highlight(persisted_docs, 0, char(64976), '')) - codepoint_length AS match_count
         FROM persisted_docs WHERE persisted_docs MATCH ?),
 b AS (SELECT *, row_number() OVER (PARTITION BY session_id
-                                   ORDER BY match_count DESC, codepoint_length ASC, time DESC, seq DESC) AS rk
+                  ORDER BY match_count DESC, codepoint_length ASC, time DESC, seq DESC) AS rk
       FROM c)
 SELECT session_id, seq FROM b WHERE rk = 1
 ORDER BY match_count DESC, codepoint_length ASC, time DESC, session_id ASC LIMIT ?"""
@@ -60,7 +65,8 @@ ORDER BY match_count DESC, codepoint_length ASC, time DESC, session_id ASC LIMIT
 # fastest single statement we know, so the search targets are measured against it.
 RAW_SEARCH_SPANS = RAW_SEARCH.replace(
     "length(highlight(persisted_docs, 0, char(64976), '')) - codepoint_length",
-    "match_spans(persisted_docs)")
+    "match_spans(persisted_docs)",
+)
 assert RAW_SEARCH_SPANS != RAW_SEARCH
 
 
@@ -86,7 +92,9 @@ class RssSampler(threading.Thread):
 class SearchSection(BenchBase):
     def search(self, server: WireClient, trivial: Stats) -> None:
         phrases = self.plan["phrases"]
-        persisted_not_live = sum(s["persistedLength"] for s in self.plan["sessions"] if not s["live"])
+        persisted_not_live = sum(
+            s["persistedLength"] for s in self.plan["sessions"] if not s["live"]
+        )
         live_events = sum(s["length"] for s in self.plan["sessions"] if s["live"])
         indexed = persisted_not_live + live_events
         log(f"search: first search builds the index ({indexed:,} events)")
@@ -96,22 +104,46 @@ class SearchSection(BenchBase):
         server.request("sessionQuery/searchSessions", {"query": phrases["rare"]}, timeout=3600)
         build = time.perf_counter() - started
         sampler.stop()
-        self.info["indexBuild"] = {"seconds": build, "events": indexed, "peakRssMiB": sampler.peak / 1024,
-                                   "indexBytes": os.path.getsize(self.index)}
-        self.add(Row("index build (first search)", indexed / build, "events/s", target=">= 50,000 events/s",
-                     ok=indexed / build >= 50_000,
-                     note=f"{indexed:,} events ({persisted_not_live:,} persisted + {live_events:,} live) in"
-                          f" {build:,.1f}s; server RSS peaked at {sampler.peak / 1024:,.0f} MiB during the build"))
+        self.info["indexBuild"] = {
+            "seconds": build,
+            "events": indexed,
+            "peakRssMiB": sampler.peak / 1024,
+            "indexBytes": os.path.getsize(self.index),
+        }
+        self.add(
+            Row(
+                "index build (first search)",
+                indexed / build,
+                "events/s",
+                target=">= 50,000 events/s",
+                ok=indexed / build >= 50_000,
+                note=f"{indexed:,} events ({persisted_not_live:,} persisted"
+                f" + {live_events:,} live) in {build:,.1f}s; server RSS peaked at"
+                f" {sampler.peak / 1024:,.0f} MiB during the build",
+            )
+        )
 
-        no_change = measure(lambda i: server.request("sessionQuery/searchSessions", {"query": NO_MATCH}),
-                            self.n(40), budget=60)
-        self.add(Row("no-change search over stdio (no-match phrase)", no_change, baseline=trivial,
-                     baseline_name="trivial request", note="reconcile with nothing to do + an empty FTS5 lookup"))
+        no_change = measure(
+            lambda i: server.request("sessionQuery/searchSessions", {"query": NO_MATCH}),
+            self.n(40),
+            budget=60,
+        )
+        self.add(
+            Row(
+                "no-change search over stdio (no-match phrase)",
+                no_change,
+                baseline=trivial,
+                baseline_name="trivial request",
+                note="reconcile with nothing to do + an empty FTS5 lookup",
+            )
+        )
         self.info["noChangeSearchOverStdio"] = no_change.to_json()
 
         rg = ensure_rg()
         conn = sqlite3.connect(f"file:{self.index}?mode=ro", uri=True)
-        conn.execute(f"PRAGMA cache_size = {-INDEX_CACHE_KIB}")  # the server's page cache, to be fair
+        conn.execute(
+            f"PRAGMA cache_size = {-INDEX_CACHE_KIB}"
+        )  # the server's page cache, to be fair
         spans = apsw.Connection(self.index, flags=apsw.SQLITE_OPEN_READONLY)
         spans.register_fts5_function("match_spans", schema.match_spans)
         spans.execute(f"PRAGMA cache_size = {-INDEX_CACHE_KIB}").fetchall()
@@ -123,8 +155,15 @@ class SearchSection(BenchBase):
             spans.close()
         self.info["peakRssAfterSearchMiB"] = server.peak_rss_kib() / 1024
 
-    def search_phrase(self, server: WireClient, conn: sqlite3.Connection, spans: apsw.Connection,
-                      rg: str | None, label: str, phrase: str) -> None:
+    def search_phrase(
+        self,
+        server: WireClient,
+        conn: sqlite3.Connection,
+        spans: apsw.Connection,
+        rg: str | None,
+        label: str,
+        phrase: str,
+    ) -> None:
         """One phrase against issue 12's targets. The search over stdio, both raw statements and
         a trivial round trip are sampled in turn, so a load spike on a shared machine hits them
         alike. Against the faster raw statement (match_spans): rare and medium may cost at most
@@ -132,43 +171,85 @@ class SearchSection(BenchBase):
         quoted = '"' + phrase.replace('"', '""') + '"'
         request = {"query": phrase, "limit": 20}
         hits = server.request("sessionQuery/searchSessions", request)
-        wire, raw, highlighted, trivial = measure_interleaved([
-            lambda: server.request("sessionQuery/searchSessions", request),
-            lambda: spans.execute(RAW_SEARCH_SPANS, (quoted, 21)).fetchall(),
-            lambda: conn.execute(RAW_SEARCH, (quoted, 21)).fetchall(),
-            lambda: server.request("sessionPersistence/status", {}),
-        ], self.n(60), budget=90)
+        wire, raw, highlighted, trivial = measure_interleaved(
+            [
+                lambda: server.request("sessionQuery/searchSessions", request),
+                lambda: spans.execute(RAW_SEARCH_SPANS, (quoted, 21)).fetchall(),
+                lambda: conn.execute(RAW_SEARCH, (quoted, 21)).fetchall(),
+                lambda: server.request("sessionPersistence/status", {}),
+            ],
+            self.n(60),
+            budget=90,
+        )
         matching = conn.execute(
             "SELECT count(DISTINCT session_id), count(*) FROM persisted_docs"
-            " WHERE persisted_docs MATCH ?", (quoted,)).fetchone()
-        note = (f"{matching[0]:,} persisted sessions / {matching[1]:,} documents match;"
-                f" {len(hits['items'])} hits returned; a trivial round trip took"
-                f" {trivial.p50:.2f} ms; min {min(wire.samples):.2f} ms against raw"
-                f" {min(raw.samples):.2f} ms")
+            " WHERE persisted_docs MATCH ?",
+            (quoted,),
+        ).fetchone()
+        note = (
+            f"{matching[0]:,} persisted sessions / {matching[1]:,} documents match;"
+            f" {len(hits['items'])} hits returned; a trivial round trip took"
+            f" {trivial.p50:.2f} ms; min {min(wire.samples):.2f} ms against raw"
+            f" {min(raw.samples):.2f} ms"
+        )
         self.info.setdefault("search", {})[label] = {
-            "wire": wire.to_json(), "raw": raw.to_json(), "rawHighlight": highlighted.to_json(),
-            "trivial": trivial.to_json()}
+            "wire": wire.to_json(),
+            "raw": raw.to_json(),
+            "rawHighlight": highlighted.to_json(),
+            "trivial": trivial.to_json(),
+        }
         if label == "common":
             target, ok = "<= 1.2x raw FTS5", wire.p50 <= 1.2 * raw.p50
         else:
             allowed = raw.p50 + trivial.p50 + 0.5
             target = f"<= raw + trivial + 0.5 ms ({allowed:.2f})"
             ok = wire.p50 <= allowed
-        self.add(Row(f"searchSessions '{phrase}' ({label})", wire, baseline=raw,
-                     baseline_name="raw FTS5, match_spans", ratio=wire.p50 / raw.p50,
-                     target=target, ok=ok, note=note))
-        self.add(Row(f"  raw FTS5 with highlight() ({label})", highlighted, baseline=raw,
-                     baseline_name="raw FTS5, match_spans", ratio=highlighted.p50 / raw.p50,
-                     note="the statement Python's sqlite3 can run: spans counted by highlight()"))
+        self.add(
+            Row(
+                f"searchSessions '{phrase}' ({label})",
+                wire,
+                baseline=raw,
+                baseline_name="raw FTS5, match_spans",
+                ratio=wire.p50 / raw.p50,
+                target=target,
+                ok=ok,
+                note=note,
+            )
+        )
+        self.add(
+            Row(
+                f"  raw FTS5 with highlight() ({label})",
+                highlighted,
+                baseline=raw,
+                baseline_name="raw FTS5, match_spans",
+                ratio=highlighted.p50 / raw.p50,
+                note="the statement Python's sqlite3 can run: spans counted by highlight()",
+            )
+        )
         if rg:
-            grep = measure(lambda i: subprocess.run(
-                [rg, "-i", "-F", "-l", "--no-messages", phrase, self.jsonl],
-                stdout=subprocess.DEVNULL, check=False), self.n(5), budget=60, warmup=1)
+            grep = measure(
+                lambda i: subprocess.run(
+                    [rg, "-i", "-F", "-l", "--no-messages", phrase, self.jsonl],
+                    stdout=subprocess.DEVNULL,
+                    check=False,
+                ),
+                self.n(5),
+                budget=60,
+                warmup=1,
+            )
             speedup = grep.p50 / wire.p50
             factor = 20 if label == "common" else 50
-            self.add(Row(f"  vs rg -i -F -l over the JSONL root ({label})", grep, baseline=wire,
-                         baseline_name="searchSessions", ratio=speedup,
-                         target=f">= {factor}x faster than rg", ok=speedup >= factor))
+            self.add(
+                Row(
+                    f"  vs rg -i -F -l over the JSONL root ({label})",
+                    grep,
+                    baseline=wire,
+                    baseline_name="searchSessions",
+                    ratio=speedup,
+                    target=f">= {factor}x faster than rg",
+                    ok=speedup >= factor,
+                )
+            )
 
     def keep_sqlite_index(self) -> None:
         """A copy of the index as the SQLite-bound searches left it: the JSONL section's search
@@ -200,9 +281,10 @@ class SearchSection(BenchBase):
                 store.create(item["header"])
                 events = item["events"]
                 for i in range(0, len(events), 500):
-                    store.append(item["header"]["id"], events[i:i + 500])
+                    store.append(item["header"]["id"], events[i : i + 500])
         binding = PersistenceBinding()
         binding.mount(SqliteBackend(self.db, read_only=True))
+        assert self.sqlite_index is not None, "keep_sqlite_index() runs first"
         index = SearchIndex.open(self.sqlite_index, "wal", store, binding)
         try:
             started = time.perf_counter()
@@ -211,6 +293,13 @@ class SearchSection(BenchBase):
             stats = measure(lambda i: index.reconcile(NULL_TOKEN), self.n(50), budget=60)
         finally:
             index.close()
-        self.add(Row(f"no-change reconcile ({len(store.ids()):,} live + {len(self.sessions):,} sessions listed)",
-                     stats, target="<= 20 ms", ok=stats.p50 <= 20,
-                     note=f"in process; the first reconcile (live overlay only) took {first:,.1f}s"))
+        self.add(
+            Row(
+                f"no-change reconcile ({len(store.ids()):,} live"
+                f" + {len(self.sessions):,} sessions listed)",
+                stats,
+                target="<= 20 ms",
+                ok=stats.p50 <= 20,
+                note=f"in process; the first reconcile (live overlay only) took {first:,.1f}s",
+            )
+        )

@@ -5,8 +5,9 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass
@@ -25,13 +26,23 @@ class Stats:
         return ordered[min(len(ordered) - 1, max(0, int(round(0.99 * len(ordered) + 0.5)) - 1))]
 
     def to_json(self) -> dict[str, Any]:
-        return {"p50_ms": self.p50, "p99_ms": self.p99, "n": len(self.samples),
-                "min_ms": min(self.samples) if self.samples else None,
-                "max_ms": max(self.samples) if self.samples else None}
+        return {
+            "p50_ms": self.p50,
+            "p99_ms": self.p99,
+            "n": len(self.samples),
+            "min_ms": min(self.samples) if self.samples else None,
+            "max_ms": max(self.samples) if self.samples else None,
+        }
 
 
-def measure(fn: Callable[[int], Any], n: int, *, budget: float | None = None, warmup: int = 1,
-            minimum: int = 3) -> Stats:
+def measure(
+    fn: Callable[[int], Any],
+    n: int,
+    *,
+    budget: float | None = None,
+    warmup: int = 1,
+    minimum: int = 3,
+) -> Stats:
     """Call ``fn(i)`` ``n`` times (fewer once ``budget`` seconds are spent, but at least
     ``minimum``) after ``warmup`` unmeasured calls; wall time per call in ms."""
     for i in range(warmup):
@@ -47,8 +58,9 @@ def measure(fn: Callable[[int], Any], n: int, *, budget: float | None = None, wa
     return stats
 
 
-def measure_interleaved(fns: list[Callable[[], Any]], n: int, *, budget: float | None = None,
-                        minimum: int = 3) -> list[Stats]:
+def measure_interleaved(
+    fns: list[Callable[[], Any]], n: int, *, budget: float | None = None, minimum: int = 3
+) -> list[Stats]:
     """Like ``measure`` for several calls sampled in turn (one warmup each), so that their
     ratios are not skewed by load that comes and goes."""
     for fn in fns:
@@ -81,9 +93,15 @@ class Row:
         return self.value.p50 if isinstance(self.value, Stats) else self.value
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "unit": self.unit, "target": self.target,
-                               "verdict": None if self.ok is None else ("PASS" if self.ok else "MISS"),
-                               "note": self.note, "ratio": self.ratio, "baselineName": self.baseline_name}
+        out: dict[str, Any] = {
+            "name": self.name,
+            "unit": self.unit,
+            "target": self.target,
+            "verdict": None if self.ok is None else ("PASS" if self.ok else "MISS"),
+            "note": self.note,
+            "ratio": self.ratio,
+            "baselineName": self.baseline_name,
+        }
         for key, value in (("value", self.value), ("baseline", self.baseline)):
             out[key] = value.to_json() if isinstance(value, Stats) else value
         return out
@@ -93,7 +111,9 @@ def fmt(value: float | None, unit: str = "ms") -> str:
     if value is None or value != value:
         return "-"
     if unit == "ms":
-        return f"{value:,.2f}" if value < 10 else f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
+        return (
+            f"{value:,.2f}" if value < 10 else f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
+        )
     if unit in ("MiB",):
         return f"{value:,.1f}"
     return f"{value:,.0f}"
@@ -113,11 +133,17 @@ def render(rows: list[Row]) -> str:
         verdict = "" if row.ok is None else ("PASS" if row.ok else "MISS")
         lines.append((row.name, p50, p99, row.unit, base_text, ratio, row.target, verdict))
     widths = [max(len(str(x[i])) for x in [header, *lines]) for i in range(len(header))]
-    out = ["  ".join(str(h).ljust(w) for h, w in zip(header, widths)),
-           "  ".join("-" * w for w in widths)]
+    out = [
+        "  ".join(str(h).ljust(w) for h, w in zip(header, widths, strict=True)),
+        "  ".join("-" * w for w in widths),
+    ]
     for line in lines:
-        out.append("  ".join(str(c).rjust(w) if 1 <= i <= 5 else str(c).ljust(w)
-                             for i, (c, w) in enumerate(zip(line, widths))))
+        out.append(
+            "  ".join(
+                str(c).rjust(w) if 1 <= i <= 5 else str(c).ljust(w)
+                for i, (c, w) in enumerate(zip(line, widths, strict=True))
+            )
+        )
     notes = [f"  * {r.name}: {r.note}" for r in rows if r.note]
     return "\n".join(out + (["", "notes:"] + notes if notes else []))
 
