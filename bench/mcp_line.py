@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from .core import BenchBase
-from .stats import Row, Stats, log
+from .stats import Row, Stats, log, measure
 from .wire import WireClient
 
 MAX_RESULTS = 20
@@ -33,6 +33,8 @@ FACTOR = 1.5
 
 
 class McpSection(BenchBase):
+    mcp_listing: Stats
+
     def mcp_line(self) -> None:
         if self.sqlite_index is None:
             log("mcp: skipped (needs the search section's index)")
@@ -108,6 +110,8 @@ class McpSection(BenchBase):
             ],
         )
         listed = rpc.request("sessionQuery/listSessions")
+        # The tool lists the corpus on every call: that listing's cost, for the notes.
+        self.mcp_listing = measure(lambda i: rpc.call("sessionQuery/listSessions"), 5, budget=30)
         cwds = sorted(
             {r["header"]["cwd"] for r in listed if isinstance(r["header"].get("cwd"), str)}
         )
@@ -127,13 +131,14 @@ class McpSection(BenchBase):
         structured = first.structured_content or {}
         tool_ids = [item["header"]["id"] for item in structured.get("items", [])]
         tool, search, titles = Stats(), Stats(), Stats()
+        failed: list[str] = []
         started = time.perf_counter()
         for i in range(self.n(40)):
             t = time.perf_counter()
             result = await session.call_tool("session_search", {"query": phrase})
             tool.samples.append((time.perf_counter() - t) * 1000)
-            if result.is_error:
-                raise RuntimeError(f"session_search failed: {result.content}")
+            if result.is_error:  # a timeout on a loaded machine: counted, not fatal
+                failed.append(str(result.content)[:200])
             t = time.perf_counter()
             ids = self._pages(rpc, phrase, cwds)
             search.samples.append((time.perf_counter() - t) * 1000)
@@ -161,8 +166,11 @@ class McpSection(BenchBase):
                 baseline_name="searchSessions pages, JSON-RPC",
                 ratio=tool.p50 / search.p50,
                 target=f"<= {FACTOR}x + titles ({allowed:.2f})",
-                ok=tool.p50 <= allowed,
+                ok=tool.p50 <= allowed and not failed,
                 note=f"{len(ids)} hits, {same} as JSON-RPC; the title batch (readTitles of"
-                f" the hits over JSON-RPC) took {titles.p50:.2f} ms",
+                f" the hits over JSON-RPC) took {titles.p50:.2f} ms"
+                + f"; listSessions over JSON-RPC (which the tool does in process per call)"
+                f" p50 {self.mcp_listing.p50:.1f} ms"
+                + (f"; {len(failed)} TOOL ERRORS, the first: {failed[0]}" if failed else ""),
             )
         )
