@@ -27,7 +27,7 @@ import msgspec
 from .build import Progress
 from .core import HERE
 from .corpus import PROBE_LONG, PROBE_SHORT
-from .jsonl import JsonlSection
+from .jsonl import JsonlSection, zstd_root
 from .mcp_line import McpSection
 from .search import SearchSection
 from .stats import Row, Stats, log, measure, render
@@ -408,7 +408,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--skip-mcp", action="store_true", help="the MCP line (needs the search section)"
     )
     parser.add_argument(
-        "--build-only", action="store_true", help="build (or find) the corpus and stop"
+        "--build-only",
+        action="store_true",
+        help="build (or find) the corpus and its Zstandard copy, and stop",
     )
     parser.add_argument(
         "--out", default=os.path.join(HERE, "results"), help="where results are written"
@@ -423,5 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     bench = Bench(args)
     if args.build_only:
         bench.corpus()
+        if not args.skip_jsonl:
+            zstd_root(bench.dir, bench.db, list(bench.sessions))
         return 0
     return bench.run()
