@@ -23,7 +23,7 @@ class Ctx:
         self.rt = rt
         self.token = token
         self.view = view
-        # The grouping a node was issued under (ids.Kind.scope); every key built here keeps it.
+        # The grouping a node was issued under (kinds.Kind.scope); every key built here keeps it.
         self.scope = scope
 
     def corpus(self) -> list[Record]:

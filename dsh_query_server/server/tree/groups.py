@@ -1,6 +1,6 @@
 """The sessions view grouped by agent or by workspace (``args.groupBy`` on the roots request).
 
-The grouping is the scope (ids.Kind.scope) of every id in a grouped tree: a session shown under
+The grouping is the scope (kinds.Kind.scope) of every id in a grouped tree: a session shown under
 a group is ``["sessions", "s", id, "agent"]``, its Events group ``["sessions", "events", id,
 "agent"]``, and so on, so each grouped tree has its own ids and every parent stays computable.
 Groups hold only immutable facts in their ids (the agent, the cwd); positions come from one

@@ -13,7 +13,8 @@ from ...values import is_number
 from ..runtime import Runtime
 from . import event_trace, events, lineage, sessions
 from .context import Ctx
-from .ids import ERR, NO_SCOPE, Args, Key, View, decode_id, encode_id, invalid, split_key
+from .ids import ERR, Args, Key, encode_id, invalid
+from .kinds import NO_SCOPE, View, decode_id, split_key
 from .nodes import TreeNode, error_node
 
 log = logging.getLogger(__name__)

@@ -18,19 +18,8 @@ from . import groups
 from .context import Ctx
 from .events import event_page, page_holder
 from .groups import GROUP_VALUE, GROUPING
-from .ids import (
-    INDEX,
-    LINK_PAGE,
-    PAGE,
-    SESSION,
-    Args,
-    Key,
-    Kind,
-    View,
-    page_bounds,
-    page_offset,
-    page_start,
-)
+from .ids import INDEX, LINK_PAGE, PAGE, SESSION, Args, Key, page_bounds, page_offset, page_start
+from .kinds import Kind, View
 from .nodes import TreeNode, TreeResource, join, more_node, session_node, unresolved_node
 
 
@@ -200,7 +189,7 @@ def _child_parent(ctx: Ctx, session_id: str, child_id: str) -> Key | None:
     return ctx.key("lineage", session_id) if offset == 0 else ctx.key("cmore", session_id, offset)
 
 
-G = GROUPING  # every kind may carry the grouping (ids.Kind.scope)
+G = GROUPING  # every kind may carry the grouping (kinds.Kind.scope)
 
 VIEW = View(
     name="sessions",
