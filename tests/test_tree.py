@@ -487,7 +487,8 @@ def test_node_ids_round_trip_exactly_the_keys_a_view_declares():
     from dsh_query_server import errors
     from dsh_query_server.errors import QueryError
     from dsh_query_server.server.tree import VIEWS
-    from dsh_query_server.server.tree.ids import decode_id, encode_id
+    from dsh_query_server.server.tree.ids import encode_id
+    from dsh_query_server.server.tree.kinds import decode_id
 
     @settings(max_examples=400, deadline=None)
     @given(_key_strategy(), st.sampled_from(sorted(VIEWS)))
@@ -519,7 +520,8 @@ def test_node_ids_round_trip_exactly_the_keys_a_view_declares():
 def test_pager_ids_accept_only_page_boundaries():
     from dsh_query_server.errors import QueryError
     from dsh_query_server.server.tree import PAGE, VIEWS
-    from dsh_query_server.server.tree.ids import LINK_PAGE, decode_id, encode_id
+    from dsh_query_server.server.tree.ids import LINK_PAGE, encode_id
+    from dsh_query_server.server.tree.kinds import decode_id
 
     sessions = VIEWS["sessions"]
     assert decode_id(sessions, encode_id(("sessions", "more", PAGE))) == ("sessions", "more", PAGE)
