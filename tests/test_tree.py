@@ -16,9 +16,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from .builders import A, R, U, chunk, log_only, user_data
+from .builders import TEST_ENV, A, R, U, chunk, hdr, log_only, user_data, write_transcript
 from .lsp_client import config, init_params
-from .test_server_e2e import TEST_ENV, hdr, write_transcript
 
 
 @pytest_lsp.fixture(config=config("--persistence", "none", env=TEST_ENV))
