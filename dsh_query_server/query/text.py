@@ -6,16 +6,15 @@ unexpected kind contribute nothing and extraction never fails. Only strings cont
 
 from __future__ import annotations
 
+import _sre  # pyright: ignore[reportMissingImports]  # re.IGNORECASE's case mapping
 import re
 import sys
 from collections.abc import Iterable
 from functools import cache
 from itertools import compress
 from operator import ne
+from re._casefix import _EXTRA_CASES  # pyright: ignore[reportMissingImports]
 from typing import Any
-
-import _sre  # the case mapping re.IGNORECASE applies (see _folding)
-from re._casefix import _EXTRA_CASES  # pyright: ignore[reportPrivateUsage]
 
 from ..model.event import Event
 from ..values import WHITESPACE_RUN, split_whitespace, trim
