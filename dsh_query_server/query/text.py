@@ -17,7 +17,7 @@ from re._casefix import _EXTRA_CASES  # pyright: ignore[reportMissingImports]
 from typing import Any
 
 from ..model.event import Event
-from ..values import WHITESPACE_RUN, split_whitespace, trim
+from ..values import WHITESPACE_CHARS, split_whitespace, trim
 
 _TEXT_TYPES = frozenset(
     {"user/message", "assistant/message", "tool/call", "tool/result", "todo/write", "turn/end"}
@@ -94,6 +94,13 @@ def _class_min(cp: int) -> int:
     return min((lower, *_EXTRA_CASES.get(lower, ())))
 
 
+# Whitespace runs other than a single space (those are already collapsed, and most common).
+_UNUSUAL_WHITESPACE = re.compile(
+    "[" + "".join(re.escape(c) for c in WHITESPACE_CHARS) + "]{2,}|["
+    + "".join(re.escape(c) for c in WHITESPACE_CHARS if c != " ") + "]"
+)
+
+
 @cache
 def _folding() -> tuple[re.Pattern[str], dict[str, str]]:
     """The characters str.lower does not fold the way re.IGNORECASE matches, and their fold.
@@ -130,16 +137,22 @@ class LiteralText:
     space turns "pieces joined by whitespace runs, case-insensitively" into a substring test:
     a 10 MB filter costs one pass over each document, not a 10 MB regular expression."""
 
-    __slots__ = ("_collapse", "_needle")
+    __slots__ = ("_needle", "_pieces")
 
     def __init__(self, pieces: list[str]) -> None:
         self._needle = " ".join(pieces)
-        self._collapse = len(pieces) > 1  # one piece has no whitespace to line up
+        self._pieces = pieces if len(pieces) > 1 else []  # one piece has no whitespace to line up
 
     def search(self, text: str) -> bool:
         folded = fold(text)
-        if self._collapse:
-            folded = WHITESPACE_RUN.sub(" ", folded)
+        if self._pieces:
+            # Most documents lack a piece; only the others pay for collapsing whitespace.
+            if not all(piece in folded for piece in self._pieces):
+                return False
+            # Every §0.3 whitespace character but the space is unprintable: a printable text
+            # without a double space has nothing to collapse (a fast check in C).
+            if not folded.isprintable() or "  " in folded:
+                folded = _UNUSUAL_WHITESPACE.sub(" ", folded)
         return self._needle in folded
 
 
