@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
+import pathlib
 from typing import Any
 
 from dsh_query_server.model.event import Event
+from dsh_query_server.persistence.jsonl import escape_segment, project_dir
+
+ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
+# The environment a server under test runs in: this checkout and the test backends (wire_backends).
+TEST_ENV = {**os.environ, "PYTHONPATH": ROOT,
+            "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make"}
 
 _ids = iter(range(10**9))
 
@@ -79,6 +88,16 @@ def chunk(seq: int, text: str = "x", *, time: int | None = None, index: int = 0)
 def hdr(sid: str, created: int = 0, **kw: Any) -> dict[str, Any]:
     """A session header as a JSON object (version 0)."""
     return {"version": 0, "id": sid, "createdAt": created, **kw}
+
+
+def write_transcript(root: pathlib.Path, header: dict[str, Any], events: list[Any]) -> pathlib.Path:
+    """A raw dsh JSONL transcript written by hand (persistence.md §4.4)."""
+    folder = root / project_dir(header.get("cwd")) / escape_segment(header["id"])
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [{"type": "session", **header, "delegationDepth": header.get("delegationDepth", 0)}]
+    lines += [e if isinstance(e, dict) else e.to_value() for e in events]
+    (folder / "session.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return folder / "session.jsonl"
 
 
 # The worked examples of semantics.md §2.3, shared by the fold and service tests.

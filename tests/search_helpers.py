@@ -19,10 +19,6 @@ from dsh_query_server.session.store import SessionStore
 from .fakes import MemoryBackend
 
 
-def hdr(sid: str, created: int = 0, **kw: Any) -> dict[str, Any]:
-    return {"version": 0, "id": sid, "createdAt": created, **kw}
-
-
 def values(events: list[Event]) -> list[dict[str, Any]]:
     return [e.to_value() for e in events]
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from .test_server_e2e import hdr, write_transcript
+from .builders import hdr, write_transcript
 from .builders import A, R, U, log_only
 
 

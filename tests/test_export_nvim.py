@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 from tests.mcp_helpers import write_corpus
-from tests.test_nvim import BINARIES, run_nvim
+from tests.nvim_helpers import BINARIES, run_nvim
 
 pytestmark = pytest.mark.skipif(not BINARIES, reason="nvim is not installed")
 

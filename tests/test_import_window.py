@@ -18,7 +18,7 @@ from dsh_query_server.persistence.codex.backend import CodexBackend
 from dsh_query_server.persistence.importing.backend import ImportBackend
 from dsh_query_server.persistence.importing.window import WindowMemos
 
-from .test_import_property import CODEX_SID, SID, claude_transcript, codex_rollout
+from .import_strategies import CODEX_SID, SID, claude_transcript, codex_rollout
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

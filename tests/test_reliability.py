@@ -24,21 +24,13 @@ from bench.wire import RpcError, ServerGone, WireClient, wait_until
 from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
-from .builders import A, U, user_data
-from .test_server_e2e import write_transcript
-
-ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
-TEST_ENV = {**os.environ, "PYTHONPATH": ROOT, "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make"}
+from .builders import ROOT, TEST_ENV, A, U, hdr, user_data, write_transcript
 
 PERSISTENCE_FAILED = "SESSION_QUERY_PERSISTENCE_FAILED"
 CORRUPT = "SESSION_QUERY_CORRUPT_SESSION"
 NOT_FOUND = "SESSION_QUERY_SESSION_NOT_FOUND"
 CONFLICT = "SESSION_QUERY_SOURCE_CONFLICT"
 ABORTED = "SESSION_QUERY_ABORTED"
-
-
-def hdr(sid, created=0, **kw):
-    return {"version": 0, "id": sid, "createdAt": created, **kw}
 
 
 def start(options=None, **kw) -> WireClient:

@@ -25,7 +25,7 @@ from dsh_query_server.search import schema
 from dsh_query_server.search.schema import APPLICATION_ID
 from dsh_query_server.search.snippet import END, START, snippet
 
-from .builders import R, T, U, chunk, log_only
+from .builders import R, T, U, chunk, hdr, log_only
 from .fakes import MemoryBackend, ops
 from .search_helpers import (
     ChurningBackend,
@@ -33,7 +33,6 @@ from .search_helpers import (
     code,
     error,
     events,
-    hdr,
     ids,
     j,
     make,

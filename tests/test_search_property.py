@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from dsh_query_server.query.text import documents
 
-from .builders import A, U
+from .builders import A, U, hdr
 from .fakes import MemoryBackend
-from .search_helpers import hdr, j, make, page_all, values
+from .search_helpers import j, make, page_all, values
 
 WORDS = ["alpha", "Alpha", "ALPHA", "beta", "BETA", "café", "CAFÉ", "cafe", "Cafe", "naïve", "NAIVE",
          "über", "Uber", "or", "OR", "x1", "ai", "AI"]

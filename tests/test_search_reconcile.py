@@ -16,9 +16,9 @@ from dsh_query_server.cancel import CancelToken
 from dsh_query_server.persistence.base import Snapshot
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
-from .builders import U
+from .builders import U, hdr
 from .fakes import MemoryBackend, ops
-from .search_helpers import code, events, hdr, ids, make, sessions, values
+from .search_helpers import code, events, ids, make, sessions, values
 
 STALE = (errors.STALE_CURSOR, "session-search cursor is stale because its relevant corpus changed")
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import pathlib
 import shutil
 import subprocess
 import sys
@@ -17,19 +15,10 @@ from pygls.exceptions import JsonRpcException
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from dsh_query_server.persistence.jsonl import escape_segment, project_dir
 from dsh_query_server.server.transport import frame, read_frame
 
-from .builders import A, R, U, chunk, log_only, user_data
+from .builders import TEST_ENV, A, R, U, chunk, hdr, log_only, user_data, write_transcript
 from .lsp_client import config, init_params
-
-ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
-TEST_ENV = {**os.environ, "PYTHONPATH": ROOT, "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make"}
-
-
-def hdr(sid, created=0, **kw):
-    return {"version": 0, "id": sid, "createdAt": created, **kw}
-
 
 async def call(client, method, params=None):
     return await client.protocol.send_request_async(method, params if params is not None else {})
@@ -174,16 +163,6 @@ async def test_error_codes(client, method, params, expected):
     code, data_code, message = await fails(client, method, params)
     assert (code, data_code) == expected
     assert "Traceback" not in message and "/work" not in message
-
-
-def write_transcript(root, header, events):
-    """A raw dsh JSONL transcript written by hand (persistence.md §4.4)."""
-    folder = root / project_dir(header.get("cwd")) / escape_segment(header["id"])
-    folder.mkdir(parents=True, exist_ok=True)
-    lines = [{"type": "session", **header, "delegationDepth": header.get("delegationDepth", 0)}]
-    lines += [e if isinstance(e, dict) else e.to_value() for e in events]
-    (folder / "session.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return folder / "session.jsonl"
 
 
 async def test_persisted_error_codes_over_jsonl(client, tmp_path):

@@ -14,9 +14,8 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
-from .builders import A, R, U, chunk, log_only, user_data
+from .builders import A, R, U, chunk, hdr, log_only, user_data, write_transcript
 from .tree_helpers import call, children, client_fixture, parent_of, walk
-from .test_server_e2e import hdr, write_transcript
 
 
 client = client_fixture  # the shared server fixture, under the name the tests take

@@ -47,7 +47,7 @@ import pytest
 
 from dsh_query_server.client import StdioClient
 
-from .test_vscode_extension import ROOT, build_vsix, code_server_dir, node24_bin, node_env
+from .vscode_helpers import ROOT, build_vsix, code_server_dir, node24_bin, node_env
 
 pytestmark = pytest.mark.e2e
 

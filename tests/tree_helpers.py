@@ -8,7 +8,7 @@ import pytest_lsp
 from pytest_lsp import LanguageClient
 
 from .lsp_client import config, init_params
-from .test_server_e2e import TEST_ENV
+from .builders import TEST_ENV
 
 
 @pytest_lsp.fixture(config=config("--persistence", "none", env=TEST_ENV), name="client")

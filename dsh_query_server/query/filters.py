@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,7 +26,7 @@ from ..model.filters import (
     _Range,
 )
 from ..values import is_number
-from .text import compile_literal
+from .text import LiteralText, compile_literal
 
 
 def _invalid(message: str) -> QueryError:
@@ -121,7 +120,7 @@ class EventPredicate:
 
     def __init__(self, clauses: Sequence[Any]) -> None:
         self.clauses = list(clauses)
-        self.patterns: list[re.Pattern[str]] = []
+        self.patterns: list[LiteralText] = []
         for clause in self.clauses:
             if isinstance(clause, TextFilter):
                 pattern = compile_literal(clause.text)
