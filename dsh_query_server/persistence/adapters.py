@@ -3,9 +3,24 @@ cheapest path the mount offers (``Capabilities``), with each backend result chec
 
 from __future__ import annotations
 
+from typing import cast
+
 from ..cancel import NULL_TOKEN, CancelToken
+from ..model.event import Header
 from .base import Inspection, Window
 from .binding import Binding
+
+
+def list_headers(binding: Binding, token: CancelToken = NULL_TOKEN) -> list[Header]:
+    """``list``, checked to be headers: a backend that breaks the contract fails the listing
+    (mapped like any backend failure), never the request with an internal error."""
+    listed = cast(object, binding.backend.list(token))  # checked here, not trusted
+    if not isinstance(listed, list):
+        raise TypeError("persistence listing is not a list of session headers")
+    headers = cast(list[object], listed)
+    if not all(isinstance(h, Header) for h in headers):
+        raise TypeError("persistence listing is not a list of session headers")
+    return cast(list[Header], headers)
 
 
 def checked_window(window: Window, first: int, last: int) -> Window:

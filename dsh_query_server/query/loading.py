@@ -10,7 +10,7 @@ from .. import errors
 from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError, cancelled, inner_message
 from ..model.event import Header, headers_compatible
-from ..persistence.adapters import read_log, read_window
+from ..persistence.adapters import list_headers, read_log, read_window
 from ..persistence.base import Inspection, SessionPersistenceCorruptionError, Window
 from ..persistence.binding import Binding, PersistenceBinding
 from ..session.store import SessionStore
@@ -31,7 +31,7 @@ class Loader:
     def list_persisted(self, binding: Binding, token: CancelToken) -> list[Header]:
         """Call ``list`` and wrap its failure (§3.0.4 step 2)."""
         try:
-            return binding.backend.list(token)
+            return list_headers(binding, token)
         except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
             if token.cancelled:
                 raise cancelled() from None
