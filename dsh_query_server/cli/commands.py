@@ -7,8 +7,8 @@ import argparse
 import json
 from typing import Any
 
-from ..config import DEFAULTS, default_index, default_persistence
-from .connect import connect
+from ..config import DEFAULTS, default_index
+from .connect import connect, persistence_option
 from .render import (
     console,
     first_line,
@@ -21,10 +21,11 @@ from .render import (
 )
 
 
-def cli_index(persistence: str | None) -> str:
-    """The command line's own search index for a store: an index is never shared with a
-    running server, which uses the ``index`` prefix."""
-    return default_index(default_persistence() if persistence is None else persistence, prefix="cli-index")
+def cli_index(persistence: str | list[str] | None) -> str:
+    """The command line's own search index for a store (``--persistence`` as given, once or
+    repeated): an index is never shared with a running server, which uses the ``index`` prefix."""
+    values = [persistence] if isinstance(persistence, str) else persistence
+    return default_index(persistence_option(values), prefix="cli-index")
 
 
 def cmd_sessions(args: argparse.Namespace) -> None:
@@ -78,7 +79,7 @@ def cmd_trace(args: argparse.Namespace) -> None:
 
 
 def cmd_mount(args: argparse.Namespace) -> None:
-    args.persistence = "none"
+    args.persistence = ["none"]
     with connect(args) as client:
         mounted = client.request("sessionPersistence/mount", {"uri": _absolute(args.uri)})
         if args.json:

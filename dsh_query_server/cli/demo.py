@@ -293,7 +293,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="dsh-query-demo-") as home:
         env = {**os.environ, "XDG_STATE_HOME": os.path.join(home, "state"),
                "XDG_CACHE_HOME": os.path.join(home, "cache")}
-        args.persistence = None  # the embedded default, inside the temporary state dir
+        # The embedded store alone, inside the temporary state dir: never a user's sessions.
+        args.persistence = ["sqlite:" + os.path.join(home, "state", "dsh-query", "sessions.db")]
         with connect(args, env=env, checkpoint={"mode": "manual"}, index=":memory:") as client:
             with console.status("building the demo corpus through sessionStore/*…"):
                 ids = populate(RpcProducer(client))

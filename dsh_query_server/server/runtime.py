@@ -4,12 +4,15 @@ binding, the checkpointer, the exact query service and the search service."""
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Callable
 
 from .. import errors
 from ..errors import QueryError
 from ..persistence.binding import PersistenceBinding
 from ..persistence.checkpoint import Checkpointer
+from ..config import embedded_store
+from ..persistence.composite import CompositeBackend, open_persistence
 from ..persistence.uri import open_backend
 from ..query.service import SessionQueryService
 from ..search.service import SearchService
@@ -19,10 +22,16 @@ from .config import ServerConfig
 log = logging.getLogger(__name__)
 
 
+def _members(backend: Any) -> list[dict[str, Any]]:
+    members = backend.members if isinstance(backend, CompositeBackend) else [backend]
+    return [{"uri": m.uri, "writable": bool(m.writable)} for m in members]
+
+
 class Runtime:
     def __init__(self, config: ServerConfig, notify: Callable[[list[str], bool], None]) -> None:
         self.config = config
         self._closed = False
+        self._mounted: tuple[int, Any] = (0, None)  # (binding identity, the mounted value)
         self.store = SessionStore()
         self.binding = PersistenceBinding()
         self.service = SessionQueryService(
@@ -57,9 +66,17 @@ class Runtime:
         self.checkpointer.start()
 
     def mount(self, uri: Any) -> dict[str, Any]:
-        backend = open_backend(uri)
-        self.binding.mount(backend)
-        return {"uri": backend.uri, "writable": bool(backend.writable)}
+        """importers.md §4.1-§4.3: ``"auto"``, one URI or an array, mounted atomically (every
+        member opens or the previous binding stays); ``uri`` echoes what was asked."""
+        if isinstance(uri, str) and uri != "auto":
+            backend = open_backend(uri)  # also the test harness's test: scheme
+            echo: Any = backend.uri
+        else:
+            backend = open_persistence(uri, embedded_store(), os.environ)
+            echo = list(uri) if isinstance(uri, list) else uri
+        binding = self.binding.mount(backend)
+        self._mounted = (binding.identity, echo)
+        return {"uri": echo, "writable": bool(backend.writable), "members": _members(backend)}
 
     def unmount(self) -> dict[str, Any]:
         self.binding.unmount()
@@ -68,11 +85,13 @@ class Runtime:
     def status(self) -> dict[str, Any]:
         binding = self.binding.current()
         if binding is None:
-            return {"uri": None, "writable": False, "pendingEvents": 0}
+            return {"uri": None, "writable": False, "pendingEvents": 0, "members": []}
+        identity, echo = self._mounted
         return {
-            "uri": binding.backend.uri,
+            "uri": echo if identity == binding.identity else binding.backend.uri,
             "writable": bool(binding.backend.writable),
             "pendingEvents": self.checkpointer.pending_events(),
+            "members": _members(binding.backend),
         }
 
     def remove(self, session_id: str) -> dict[str, Any]:
