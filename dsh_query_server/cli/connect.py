@@ -56,7 +56,12 @@ def connect(args: argparse.Namespace, env: dict[str, str] | None = None, **init:
 
 def fail(exc: Exception) -> None:
     """A coded error prints one line and exits 2; anything else is a bug and propagates."""
+    from .ids import AmbiguousId
+
     if isinstance(exc, RpcError):
         sys.stderr.write(f"error {exc.data_code or exc.code}: {exc.message}\n")
+        sys.exit(2)
+    if isinstance(exc, AmbiguousId):
+        sys.stderr.write(f"error: {exc}\n")
         sys.exit(2)
     raise exc
