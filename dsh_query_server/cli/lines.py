@@ -82,12 +82,29 @@ def render(columns: Sequence[Column], rows: list[list[str]], total: int | None) 
 def emit(lines: list[str], page: bool = True) -> None:
     """To $PAGER when stdout is a terminal (and ``page``), else straight out."""
     text = "\n".join(lines) + "\n"
-    if page and sys.stdout.isatty():
-        import pydoc
-
-        pydoc.pager(text)
+    if page and sys.stdout.isatty() and _page(text):
         return
     sys.stdout.write(text)
+
+
+def _page(text: str) -> bool:
+    """$PAGER (default ``less``, with LESS=FRX so a short list just prints); False when it could
+    not run, so the caller prints instead."""
+    import subprocess
+
+    command = os.environ.get("PAGER") or "less"
+    env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+    try:
+        proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env=env)
+    except OSError:
+        return False
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(text.encode("utf-8", "replace"))
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass  # the reader quit early (q in less)
+    return proc.wait() != 127  # 127: the shell found no such pager
 
 
 __all__ = ["Column", "clean", "cut", "emit", "render", "terminal_width"]
