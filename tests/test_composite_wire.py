@@ -204,3 +204,31 @@ def test_the_default_index_hashes_the_persistence_text(tmp_path, homes):
     index_dir = tmp_path / "cache" / "dsh-query"
     assert [p.name for p in index_dir.glob("index-*.sqlite")] == [os.path.basename(
         default_index(uris).replace(os.environ["XDG_CACHE_HOME"], str(tmp_path / "cache")))]
+
+
+def changed_ids(client: StdioClient) -> list[str]:
+    return [sid for n in client.notifications if n["method"] == "sessionQuery/didChange"
+            for sid in n["params"].get("sessionIds", [])]
+
+
+def test_a_growing_transcript_notifies_its_id_within_two_seconds(tmp_path, homes):
+    import time
+
+    transcript = pathlib.Path(homes["claude"].partition(":")[2]) / "projects" / "-w" / "claude-demo.jsonl"
+    env = private_env(tmp_path)
+    with StdioClient(["--persistence", homes["sqlite"], "--persistence", homes["claude"]], env=env,
+                     initialization_options={"index": ":memory:"}) as client:
+        assert ids(client) == sorted(CLAUDE_IDS)
+        time.sleep(1.5)  # the poll has its baseline; nothing changed, so nothing is sent
+        client.request("sessionPersistence/status")
+        assert changed_ids(client) == []
+        last = json.loads(transcript.read_bytes().splitlines()[-1])
+        grown = {**last, "uuid": "0000aaaa-0000-4000-8000-00000000beef", "parentUuid": last.get("uuid")}
+        with transcript.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(grown) + "\n")
+        appended = time.monotonic()
+        while "claude-demo" not in changed_ids(client) and time.monotonic() - appended < 2.0:
+            client.request("sessionPersistence/status")  # notifications are read with answers
+            time.sleep(0.05)
+        assert "claude-demo" in changed_ids(client), client.notifications
+        assert "claude-demo/agent-ab12" not in changed_ids(client)  # only what grew

@@ -18,6 +18,7 @@ from ..query.service import SessionQueryService
 from ..search.service import SearchService
 from ..session.store import SessionStore
 from .config import ServerConfig
+from .freshness import FreshnessPoller
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ class Runtime:
             on_flushed=lambda ids: notify(ids, True),
         )
         self.search = SearchService(self.store, self.binding, config.search, quiet=self.checkpointer.quiet)
+        self.freshness = FreshnessPoller(self.binding, notify)  # importers.md §4.5
         self.store.subscribe(lambda kind, sid: notify([sid], kind != "append"))
         self.binding.subscribe(lambda _binding: notify([], True))
 
@@ -64,6 +66,7 @@ class Runtime:
         if self.config.search.open_at == "startup":
             self.search.open()
         self.checkpointer.start()
+        self.freshness.start()
 
     def mount(self, uri: Any) -> dict[str, Any]:
         """importers.md §4.1-§4.3: ``"auto"``, one URI or an array, mounted atomically (every
@@ -111,6 +114,7 @@ class Runtime:
         if self._closed:
             return
         self._closed = True
+        self.freshness.stop()
         # Manual mode writes only when asked, so a shutdown does not write either.
         self.checkpointer.stop(flush=self.config.checkpoint_mode == "auto")
         self.search.close()
