@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from .test_server_e2e import hdr, write_transcript
 from .builders import A, R, U, log_only
+from .test_server_e2e import hdr, write_transcript
 
 
 @pytest.fixture(autouse=True)

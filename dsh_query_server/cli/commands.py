@@ -7,8 +7,8 @@ import argparse
 import json
 from typing import Any
 
-from ..config import DEFAULTS, default_index
 from ..client import StdioClient
+from ..config import DEFAULTS, default_index
 from .connect import connect, persistence_option
 from .filters import session_filter, since_ms
 from .ids import resolve_id, short_ids

@@ -27,7 +27,8 @@ def since_ms(text: str, now_ms: int | None = None) -> int:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f'--since takes a duration (30m, 12h, 7d, 2w) or an ISO date, got "{text}"') from None
+            f'--since takes a duration (30m, 12h, 7d, 2w) or an ISO date, got "{text}"'
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
@@ -38,8 +39,9 @@ def _agent_matches(agent: str, wanted: str) -> bool:
     return agent == wanted or agent.startswith(wanted + "-")
 
 
-def session_filter(agents: list[str] | None, cwd: str | None,
-                   since: int | None) -> Callable[[dict[str, Any]], bool] | None:
+def session_filter(
+    agents: list[str] | None, cwd: str | None, since: int | None
+) -> Callable[[dict[str, Any]], bool] | None:
     """A header predicate for the given filters, or None when there are none."""
     if not agents and cwd is None and since is None:
         return None
@@ -50,7 +52,9 @@ def session_filter(agents: list[str] | None, cwd: str | None,
             return False
         if root is not None:
             value = header.get("cwd")
-            if not isinstance(value, str) or not (value == root or value.startswith(root.rstrip("/") + "/")):
+            if not isinstance(value, str) or not (
+                value == root or value.startswith(root.rstrip("/") + "/")
+            ):
                 return False
         created = header.get("createdAt")
         return since is None or (isinstance(created, (int, float)) and created >= since)

@@ -23,14 +23,16 @@ class AmbiguousId(Exception):
     def __init__(self, prefix: str, candidates: list[str]) -> None:
         shown = "\n".join(f"  {c}" for c in candidates[:10])
         more = f"\n  … and {len(candidates) - 10} more" if len(candidates) > 10 else ""
-        super().__init__(f'session id prefix "{prefix}" is ambiguous; it matches {len(candidates)} '
-                         f"sessions:\n{shown}{more}")
+        super().__init__(
+            f'session id prefix "{prefix}" is ambiguous; it matches {len(candidates)} '
+            f"sessions:\n{shown}{more}"
+        )
         self.candidates = candidates
 
 
 def _common(a: str, b: str) -> int:
     n = 0
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=False):
         if x != y:
             break
         n += 1
@@ -42,8 +44,10 @@ def short_ids(ids: Iterable[str]) -> dict[str, str]:
     ordered = sorted(set(ids))
     out: dict[str, str] = {}
     for i, sid in enumerate(ordered):
-        shared = max(_common(sid, ordered[i - 1]) if i else 0,
-                     _common(sid, ordered[i + 1]) if i + 1 < len(ordered) else 0)
+        shared = max(
+            _common(sid, ordered[i - 1]) if i else 0,
+            _common(sid, ordered[i + 1]) if i + 1 < len(ordered) else 0,
+        )
         length = max(MIN_PREFIX, shared + 1)
         out[sid] = sid[:length] if _UUID.match(sid) and length <= 36 else sid
     return out

@@ -49,7 +49,9 @@ def terminal_width() -> int | None:
 
 
 def _widths(columns: Sequence[Column], rows: list[list[str]], total: int | None) -> list[int]:
-    widths = [max([cell_len(c.header), *(cell_len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+    widths = [
+        max([cell_len(c.header), *(cell_len(r[i]) for r in rows)]) for i, c in enumerate(columns)
+    ]
     if total is None:
         return widths
     excess = sum(widths) + len(GAP) * (len(widths) - 1) - total
@@ -70,7 +72,7 @@ def render(columns: Sequence[Column], rows: list[list[str]], total: int | None) 
     out: list[str] = []
     for row in [[c.header for c in columns], *rows]:
         cells = []
-        for value, width, column in zip(row, widths, columns):
+        for value, width, column in zip(row, widths, columns, strict=True):
             text = cut(value, width)
             pad = " " * (width - cell_len(text))
             cells.append(pad + text if column.right else text + pad)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime, timezone
 from collections.abc import Callable
+from datetime import UTC, datetime, timezone
 from typing import Any
 
 from ..client import StdioClient

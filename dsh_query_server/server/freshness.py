@@ -32,13 +32,16 @@ POLLED_SCHEMES = frozenset({"jsonl", "sqlite", "claude", "codex"})
 
 def read_only_members(backend: PersistenceBackend | CompositeBackend) -> list[PersistenceBackend]:
     members = backend.members if isinstance(backend, CompositeBackend) else [backend]
-    return [m for m in members
-            if not m.writable and m.uri.partition(":")[0] in POLLED_SCHEMES]
+    return [m for m in members if not m.writable and m.uri.partition(":")[0] in POLLED_SCHEMES]
 
 
 class FreshnessPoller:
-    def __init__(self, binding: PersistenceBinding, notify: Callable[[list[str], bool], None],
-                 interval: float = INTERVAL_SECONDS) -> None:
+    def __init__(
+        self,
+        binding: PersistenceBinding,
+        notify: Callable[[list[str], bool], None],
+        interval: float = INTERVAL_SECONDS,
+    ) -> None:
         self._binding = binding
         self._notify = notify
         self._interval = interval

@@ -8,10 +8,10 @@ import os
 from typing import Any, Callable
 
 from .. import errors
+from ..config import embedded_store
 from ..errors import QueryError
 from ..persistence.binding import PersistenceBinding
 from ..persistence.checkpoint import Checkpointer
-from ..config import embedded_store
 from ..persistence.composite import CompositeBackend, open_persistence
 from ..persistence.uri import open_backend
 from ..query.service import SessionQueryService
