@@ -81,7 +81,7 @@ def test_client_tables_and_errors(tmp_path):
 
 # -- the CLI at the size of a real home (issue 14) ------------------------------------------------
 
-SHARED = "019b7e26-5500-7"  # UUIDv7 ids of sessions started the same moment share this much
+SHARED = "019c0000-1111-7"  # UUIDv7 ids of sessions started the same moment share this much
 UUID_A = SHARED + "000-8000-00000000000a"
 UUID_B = SHARED + "100-8000-00000000000b"
 DAY_MS = 86_400_000
@@ -157,13 +157,13 @@ def test_ids_are_accepted_as_unique_prefixes(tmp_path):
     events = dsh("events", UUID_B[: len(SHARED) + 1], *flags, "--json")
     assert events.returncode == 0, events.stderr
     assert [e["seq"] for e in json.loads(events.stdout)] == [0]
-    surface = json.loads(dsh("surface", "019b7e26-5500-7000-8000-0000000000f", *flags, "--json").stdout)
+    surface = json.loads(dsh("surface", "019b7e", *flags, "--json").stdout)
     assert surface["session"]["id"] == "019b7e26-5500-7000-8000-0000000000f1"
     exact = dsh("trace", "claude-demo", *flags, "--json")  # an exact id wins over longer ones
     assert json.loads(exact.stdout)["target"]["header"]["id"] == "claude-demo"
     ambiguous = dsh("events", SHARED, *flags)
     assert ambiguous.returncode == 2 and "Traceback" not in ambiguous.stderr
-    assert f'session id prefix "{SHARED}" is ambiguous; it matches 3 sessions' in ambiguous.stderr
+    assert f'session id prefix "{SHARED}" is ambiguous; it matches 2 sessions' in ambiguous.stderr
     assert UUID_A in ambiguous.stderr and UUID_B in ambiguous.stderr
     missing = dsh("events", "zzz", *flags)
     assert missing.stderr.strip() == 'error SESSION_QUERY_SESSION_NOT_FOUND: session "zzz" not found'
