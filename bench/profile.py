@@ -27,9 +27,9 @@ from typing import Any, Callable
 
 import msgspec
 
-from .corpus import NO_MATCH, PROBE_LONG, PROBE_SHORT, CorpusSpec
 from .build import ensure
-from .runner import FULL_EVENTS, FULL_SESSIONS, REPO
+from .core import FULL_EVENTS, FULL_SESSIONS, REPO
+from .corpus import NO_MATCH, PROBE_LONG, PROBE_SHORT, CorpusSpec
 from .wire import WireClient
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from msgspec import UNSET
 
@@ -23,6 +23,16 @@ WHITESPACE_CHARS = (
 _WS_CLASS = "[" + "".join(re.escape(c) for c in WHITESPACE_CHARS) + "]"
 WHITESPACE_RUN = re.compile(_WS_CLASS + "+")
 WHITESPACE_SET = frozenset(WHITESPACE_CHARS)
+
+
+def is_object(value: object) -> TypeGuard[dict[str, Any]]:
+    """A decoded JSON object (its keys are strings), typed for the checker."""
+    return isinstance(value, dict)
+
+
+def is_array(value: object) -> TypeGuard[list[Any]]:
+    """A decoded JSON array, typed for the checker."""
+    return isinstance(value, list)
 
 
 def is_number(value: Any) -> bool:

@@ -74,3 +74,39 @@ def chunk(seq: int, text: str = "x", *, time: int | None = None, index: int = 0)
     return ev("assistant/chunk", seq,
               {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": index, "text": text}},
               time=time)
+
+
+def hdr(sid: str, created: int = 0, **kw: Any) -> dict[str, Any]:
+    """A session header as a JSON object (version 0)."""
+    return {"version": 0, "id": sid, "createdAt": created, **kw}
+
+
+# The worked examples of semantics.md §2.3, shared by the fold and service tests.
+
+
+def example_a() -> list[Event]:
+    return [
+        log_only("turn/start", 0, {"turn": 1}),
+        log_only("step/start", 1, {"turn": 1, "step": 1}),
+        chunk(2),
+        U(3, src=[2]),
+        A(4, op=R(3, 3), src=[3, 2]),
+        U(5, kind="plugin"),
+        log_only("step/end", 6, {"turn": 1, "step": 1}),
+        log_only("step/start", 7, {"turn": 1, "step": 2}),
+        A(8, op=R(4, 4), src=[2, 4]),
+    ]
+
+
+def example_c() -> list[Event]:
+    return [
+        U(0, "a"),
+        U(1, "b"),
+        U(2, "c"),
+        A(3, op=R(1, 1), src=[1]),
+        A(4, op=R(3, 2), src=[3, 2]),
+        log_only("tool/call", 5, {"turn": 1, "step": 1, "callId": "c1", "name": "bash", "arguments": "{}"}),
+        T(6, "first", src=[5]),
+        T(7, "second", op=R(6, 6), src=[6]),
+        log_only("turn/end", 8, {"turn": 1, "reason": {"kind": "completed"}}),
+    ]

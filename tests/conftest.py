@@ -12,6 +12,9 @@ from __future__ import annotations
 import os
 import tempfile
 
+# The real PostgreSQL server for the postgres: tests: one per run, shared by their modules.
+pytest_plugins = ["tests.pg_server"]
+
 _home = tempfile.mkdtemp(prefix="dsh-query-tests-")
 # Tool caches (code-server and Node for the editor tests, npm's) stay where they were: they hold
 # downloads, never histories.

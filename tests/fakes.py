@@ -1,17 +1,18 @@
-"""In-process persistence doubles implementing the contract of persistence.md §2."""
+"""In-process persistence doubles implementing the contract of persistence.md §2: they return the
+typed results (Header, Inspection, Snapshot) real backends return."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
+from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.base import (
-    CancelToken,
     Inspection,
+    PersistenceBackend,
     SessionPersistenceCorruptionError,
     Snapshot,
-    check,
 )
 
 
@@ -33,12 +34,12 @@ class MemoryBackend:
         self.started = threading.Event()
         self._lock = threading.Lock()
 
-    def put(self, header: dict | Header, events: list[Event] | None = None) -> None:
+    def put(self, header: dict[str, Any] | Header, events: list[Event] | None = None) -> None:
         h = header if isinstance(header, Header) else Header.from_value(header)
         self.sessions[h.id] = (h, list(events or []))
         self.revisions[h.id] = self.revisions.get(h.id, 0) + 1
 
-    def _enter(self, op: str, arg: Any, token: CancelToken | None) -> None:
+    def _enter(self, op: str, arg: Any, token: CancelToken) -> None:
         with self._lock:
             self.calls.append((op, arg))
         self.started.set()
@@ -47,15 +48,15 @@ class MemoryBackend:
         if op in self.fail:
             raise self.fail[op]
 
-    def list(self, token: CancelToken | None = None) -> list[Header]:
+    def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
         self._enter("list", None, token)
         return [h for h, _ in self.sessions.values()]
 
-    def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
         self._enter("list_snapshots", None, token)
         return [Snapshot(h, f"rev-{self.revisions[sid]}") for sid, (h, _) in self.sessions.items()]
 
-    def inspect(self, session_id: str, token: CancelToken | None = None) -> Inspection:
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         self._enter("inspect", session_id, token)
         if session_id in self.corrupt:
             raise SessionPersistenceCorruptionError("bad bytes")
@@ -84,8 +85,12 @@ class MemoryBackend:
         pass
 
 
+def _conforms(backend: MemoryBackend) -> PersistenceBackend:
+    return backend  # pyright checks that the double has the contract's shape
+
+
 def ops(backend: MemoryBackend) -> list[str]:
     return [op for op, _ in backend.calls]
 
 
-__all__ = ["MemoryBackend", "ops", "check"]
+__all__ = ["MemoryBackend", "ops"]

@@ -16,12 +16,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dsh_query_server.cancel import CancelToken
 from dsh_query_server.client import RpcError, StdioClient
+from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Event, Header
-from dsh_query_server.persistence.jsonl import TRANSCRIPT, escape_segment, project_dir
+from dsh_query_server.persistence.binding import PersistenceBinding
+from dsh_query_server.persistence.jsonl import TRANSCRIPT, escape_segment, project_dir, scan_frames
 from dsh_query_server.persistence.uri import open_backend
-from dsh_query_server.query.export import segment
-from tests.mcp_helpers import event, header, private_env, user, write_corpus
+from dsh_query_server.query.export import segment, session_content
+from dsh_query_server.query.service import SessionQueryService
+from dsh_query_server.session.store import SessionStore
+from tests.mcp_helpers import CORPUS, event, header, private_env, user, write_corpus
 
 LINEAGE = ["session.jsonl", "subagents/s-child/session.jsonl", "subagents/s-leaf/session.jsonl",
            "subagents/s-side/session.jsonl", "subagents/s-ghost/session.jsonl"]
@@ -70,10 +75,88 @@ def test_whole_lineage_round_trip(tmp_path: Path) -> None:
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     with zipfile.ZipFile(out) as z:
         assert z.namelist() == LINEAGE
+        # each entry holds its transcript's exact bytes (§3.3); s-leaf's: 5 lines, no closers
+        for name, sid in zip(LINEAGE, IDS, strict=True):
+            assert z.read(name) == transcript(tmp_path / "ex", sid).read_bytes()
+        leaf = z.read(LINEAGE[2]).split(b"\n")
+    assert len(leaf) == 6 and leaf[-1] == b"" and b'"interrupted"' not in b"".join(leaf)
     copy = mount_archive(out, tmp_path / "back", IDS)
     for sid in IDS:
         assert logical(copy, sid) == logical(source, sid)
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def transcript(root: Path, sid: str, encoding: str = "none") -> Path:
+    cwd = next(c[1] for c in CORPUS if c[0] == sid)
+    return root / project_dir(cwd) / escape_segment(sid) / TRANSCRIPT[encoding]
+
+
+def test_zstd_root_exports_the_plaintext_of_its_frames(tmp_path: Path) -> None:
+    source = f"jsonl:{tmp_path / 'ex'}"
+    write_corpus(source + "?compression=zstd")
+    write_corpus(f"jsonl:{tmp_path / 'plain'}?compression=none")
+    out = tmp_path / "z.zip"
+    done = export_cli(tmp_path, "s-root", "--descendants", "-o", str(out), "--persistence", source)
+    assert done.returncode == 0, done.stderr
+    with zipfile.ZipFile(out) as z:
+        assert z.namelist() == LINEAGE
+        for name, sid in zip(LINEAGE, IDS, strict=True):  # the same lines a raw root holds
+            assert z.read(name) == transcript(tmp_path / "plain", sid).read_bytes()
+    copy = mount_archive(out, tmp_path / "back", IDS)
+    for sid in IDS:
+        assert logical(copy, sid) == logical(source, sid)
+
+
+def test_read_raw_failures_keep_their_class(tmp_path: Path) -> None:
+    """§2.6: corruption found by read_raw is CORRUPT_SESSION, any other failure is
+    PERSISTENCE_FAILED, each with its own message, over a real server."""
+    source = f"jsonl:{tmp_path / 'ex'}"
+    write_corpus(source + "?compression=zstd")
+    leaf = transcript(tmp_path / "ex", "s-leaf", "zstd")
+    content = bytearray(leaf.read_bytes())
+    start, end = scan_frames(bytes(content))[0][1]
+    content[end - 1] ^= 0xFF  # the batch frame's checksum: listing (header frame only) still works
+    leaf.write_bytes(bytes(content))
+    c = client(tmp_path, source)
+    try:
+        failures = []
+        for sid, descendants in (("s-leaf", False), ("s-root", True)):
+            with pytest.raises(RpcError) as info:
+                c.request("sessionQuery/exportSession", {
+                    "sessionId": sid, "outputPath": str(tmp_path / f"{sid}.zip"),
+                    "includeDescendants": descendants})
+            failures.append((info.value.code, info.value.data_code, info.value.message))
+    finally:
+        c.close()
+    corrupt = ('stored session "s-leaf" is corrupt: corrupt Zstandard session log: frame at '
+               f"byte {start} failed validation")
+    assert failures == [(-32803, "SESSION_QUERY_CORRUPT_SESSION", corrupt)] * 2
+    assert not list(tmp_path.glob("*.zip")) and not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_transcript_unreadable_after_listing_is_a_persistence_failure(tmp_path: Path) -> None:
+    """The export lists, then reads: a transcript that became unreadable in between fails
+    read_raw with an OS error, which is PERSISTENCE_FAILED (not corruption, not "vanished")."""
+    write_corpus(f"jsonl:{tmp_path / 'ex'}?compression=none")
+    binding = PersistenceBinding()
+    mounted = binding.mount(open_backend(f"jsonl:{tmp_path / 'ex'}"))
+    assert mounted.capabilities.raw is mounted.backend
+    service = SessionQueryService(SessionStore(), binding)
+    assert {r.header.id for r in service.corpus(CancelToken())} == set(IDS)
+    leaf = transcript(tmp_path / "ex", "s-leaf")
+    assert session_content(service, "s-leaf", CancelToken(), descendant=True) == leaf.read_bytes()
+    leaf.unlink()
+    leaf.mkdir()  # still found where a transcript lives, but not readable as one
+    with pytest.raises(QueryError) as info:
+        session_content(service, "s-leaf", CancelToken(), descendant=True)
+    assert info.value.code == "SESSION_QUERY_PERSISTENCE_FAILED"
+    assert info.value.message == ('failed to read the stored log of session "s-leaf": '
+                                  f"[Errno 21] Is a directory: '{leaf}'")
+    leaf.rmdir()
+    with pytest.raises(QueryError) as info:
+        session_content(service, "s-leaf", CancelToken(), descendant=True)
+    assert (info.value.code, info.value.message) == (
+        "SESSION_QUERY_EXPORT_FAILED", 'subagent "s-leaf" has no stored log artifact')
 
 
 def test_sqlite_exports_its_logical_log(tmp_path: Path) -> None:

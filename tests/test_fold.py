@@ -6,26 +6,12 @@ import pytest
 
 from dsh_query_server.session.fold import FoldError, fold_surface
 
-from .builders import A, R, T, U, chunk, ev, log_only, tool_result_data
+from .builders import A, R, T, U, chunk, ev, example_a, example_c, log_only, tool_result_data
 
 
 def classes(events):
     fold = fold_surface(events)
     return fold, fold.classes()
-
-
-def example_a():
-    return [
-        log_only("turn/start", 0, {"turn": 1}),
-        log_only("step/start", 1, {"turn": 1, "step": 1}),
-        chunk(2),
-        U(3, src=[2]),
-        A(4, op=R(3, 3), src=[3, 2]),
-        U(5, kind="plugin"),
-        log_only("step/end", 6, {"turn": 1, "step": 1}),
-        log_only("step/start", 7, {"turn": 1, "step": 2}),
-        A(8, op=R(4, 4), src=[2, 4]),
-    ]
 
 
 def test_example_a():
@@ -51,20 +37,6 @@ def test_example_b():
     assert fold.nodes == [4, 5]
     assert fold.replacement_of[4].shadowed_seqs == (2, 3)
     assert fold.shadowed_by[0] == 2 and fold.shadowed_by[2] == 4 and fold.shadowed_by[3] == 4
-
-
-def example_c():
-    return [
-        U(0, "a"),
-        U(1, "b"),
-        U(2, "c"),
-        A(3, op=R(1, 1), src=[1]),
-        A(4, op=R(3, 2), src=[3, 2]),
-        log_only("tool/call", 5, {"turn": 1, "step": 1, "callId": "c1", "name": "bash", "arguments": "{}"}),
-        T(6, "first", src=[5]),
-        T(7, "second", op=R(6, 6), src=[6]),
-        log_only("turn/end", 8, {"turn": 1, "reason": {"kind": "completed"}}),
-    ]
 
 
 def test_example_c():

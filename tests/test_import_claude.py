@@ -296,19 +296,33 @@ def test_absent_home_lists_nothing_and_a_file_home_fails(tmp_path):
     assert info.value.code == "SESSION_QUERY_PERSISTENCE_FAILED"
 
 
-def test_repeated_reads_reuse_the_log_only_while_stat_proves_it_unchanged(demo, monkeypatch):
+def test_inspect_always_rereads_and_windows_reuse_positions_only_while_stat_holds(
+    demo, monkeypatch
+):
+    """§3.4: no imported content is kept. Every inspect maps the file again; a window read after
+    it decodes only its lines while the revision (transcript and sidecar stats) is unchanged."""
     backend, home = demo
     reads = []
     real = backend.read
     monkeypatch.setattr(backend, "read", lambda *a: reads.append(a[0].session_id) or real(*a))
     first = backend.inspect("claude-demo")
-    assert backend.inspect("claude-demo") is first and reads == ["claude-demo"]
+    again = backend.inspect("claude-demo")
+    assert again is not first and again.events == first.events and len(reads) == 2
+    window = backend.inspect_window("claude-demo", 2, 5)  # verifies: a full read, memo built
+    assert window.events == first.events[2:6] and window.length == len(first.events)
+    assert len(reads) == 3
+    window = backend.inspect_window("claude-demo", 1, 7)
+    assert window.events == first.events[1:8]
+    assert len(reads) == 3  # the memo of this revision: only the window's lines were read
     sidecar = home / "projects/-w/claude-demo/subagents/agent-ab12.meta.json"
-    backend.inspect("claude-demo/agent-ab12")
+    backend.inspect_window("claude-demo/agent-ab12", 0, 0)
+    assert len(reads) == 4
     sidecar.write_text('{"agentType":"other"}')
-    again = backend.inspect("claude-demo/agent-ab12")
-    assert again.meta.to_value()["agentPreset"] == "other" and len(reads) == 3
+    changed = backend.inspect_window("claude-demo/agent-ab12", 0, 0)
+    assert changed.meta.to_value()["agentPreset"] == "other" and len(reads) == 5
     with open(home / "projects/-w/claude-demo.jsonl", "ab") as f:
         f.write(b'{"type":"tag","tag":"x"}\n')
-    grown = backend.inspect("claude-demo")
-    assert grown.events[-3].type == "claude/tag" and len(grown.events) == len(first.events) + 1
+    grown = backend.inspect_window("claude-demo", 0, 10_000)
+    assert len(reads) == 6 and grown.length == len(first.events) + 1
+    assert grown.events[-3].type == "claude/tag"
+    assert grown.events == backend.inspect("claude-demo").events

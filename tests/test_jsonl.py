@@ -22,13 +22,12 @@ from hypothesis import strategies as st
 
 from dsh_query_server import jsoncodec
 from dsh_query_server.model.event import Event, Header, make_event
+from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.persistence.base import (
-    CancelToken,
     PersistenceBackend,
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
-    SessionQueryCancelled,
 )
 from dsh_query_server.persistence.jsonl import (
     JsonlBackend,
@@ -1264,6 +1263,7 @@ def test_kill_9_never_loses_acknowledged_batches(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     rng = random.Random(1234)
     deadline = time.monotonic() + 20
+    checked = 0
     for iteration in range(6):
         compression = ("zstd", "none")[iteration % 2]
         root = tmp_path / compression
@@ -1272,15 +1272,15 @@ def test_kill_9_never_loses_acknowledged_batches(tmp_path: Path) -> None:
                                  stdout=subprocess.PIPE, env=env, text=True)
         assert child.stdout is not None
         assert child.stdout.readline() == "ready\n"
+        # Kill only after the first acknowledgement, so every iteration has a batch to check.
+        acknowledged = [int(child.stdout.readline())]
         time.sleep(rng.uniform(0.0, 0.15))
         os.kill(child.pid, signal.SIGKILL)
-        acknowledged = [int(x) for x in child.stdout.read().split()]
+        acknowledged += [int(x) for x in child.stdout.read().split()]
         child.wait()
         backend = JsonlBackend(str(root), compression=compression)
         listed = {h.id for h in backend.list()}
         assert {s.header.id for s in backend.list_snapshots()} == listed
-        if not acknowledged:
-            continue
         assert session_id in listed
         count = acknowledged[-1]
         expected: list[dict[str, Any]] = []
@@ -1288,4 +1288,6 @@ def test_kill_9_never_loses_acknowledged_batches(tmp_path: Path) -> None:
             expected.extend(crash_batch(len(expected)))
         events = backend.inspect(session_id).events
         assert values(events[:count]) == expected
+        checked += 1
         assert time.monotonic() < deadline
+    assert checked == 6  # every iteration checked an acknowledged batch

@@ -111,3 +111,12 @@ def test_the_command_exits_non_zero_and_lists_the_offences(tmp_path):
     (pkg / "model" / "event.py").write_text("from .. import errors\n", encoding="utf-8")
     good = subprocess.run(command, capture_output=True, text=True)
     assert (good.returncode, good.stdout) == (0, "")
+
+
+def test_the_package_itself_keeps_the_rules():
+    """The structure check over dsh_query_server: no import up a layer, no circle, no module over
+    600 lines (issue 13). A failure lists each offence with its file and line."""
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "dsh_query_server.devtools.layers"], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr

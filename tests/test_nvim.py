@@ -523,6 +523,63 @@ def test_jsonl_search(jsonl):
     assert "// >>> #1 assistant/message  (target)" in lines(jsonl, "search_open")
 
 
+# -- scenario 2b: sessions of other agents (importers.md §0.8 source) and groupings ----------------
+
+AGENTS = r"""
+local function create(id, t, extra)
+  local h = { version = 0, id = id, createdAt = 1764470000000 + t }
+  for k, v in pairs(extra or {}) do h[k] = v end
+  dq.request("sessionStore/create", { header = h })
+  wait()
+end
+create("dsh-one", 0, { cwd = "/work/app" })
+create("claude-one", 1000, { cwd = "/work/app", source = { agent = "claude-code", agentVersion = "2.1.38",
+                                                           path = "/h/.claude/projects/p/claude-one.jsonl" } })
+create("codex-one", 2000, { cwd = "/work/lib", source = { agent = "codex", path = "/h/.codex/x.jsonl" } })
+snap("sessions", cmd("DshSessions"))
+vim.cmd("silent! only")
+local by_agent = cmd("DshSessions agent")
+snap("by_agent", by_agent)
+R.by_agent_name = vim.api.nvim_buf_get_name(by_agent)
+goto_line(by_agent, "claude-code")
+press("<CR>")
+snap("by_agent_expanded", by_agent)
+vim.cmd("silent! only")
+snap("by_workspace", cmd("DshSessions workspace"))
+vim.cmd("silent! only")
+vim.cmd("DshSessions model")
+R.completion = vim.fn.getcompletion("DshSessions ", "cmdline")
+"""
+
+
+@pytest.fixture(scope="module")
+def agents(nvim, tmp_path_factory):
+    return run_nvim(nvim, tmp_path_factory.mktemp("nvim-agents"), AGENTS,
+                    server_args=["--persistence", "none"], init={"index": ":memory:"})
+
+
+def test_sessions_show_an_agent_column(agents):
+    # newest first; the column is as wide as the longest agent, so labels line up
+    assert [line.split()[2] for line in lines(agents, "sessions")[2:]] == ["codex", "claude-code", "dsh"]
+    assert line_with(agents, "sessions", "codex-one").startswith("▸ ⚙ codex       codex-one")
+    assert line_with(agents, "sessions", "claude-one").startswith("▸ ✦ claude-code claude-one")
+    assert line_with(agents, "sessions", "dsh-one").startswith("▸ ● dsh         dsh-one")
+    assert "claude-code · " in line_with(agents, "sessions", "claude-one")
+
+
+def test_sessions_grouped_by_agent_and_by_workspace(agents):
+    assert agents["by_agent_name"] == "dsh-query://sessions/by-agent"
+    assert lines(agents, "by_agent")[0].startswith("dsh-query · Sessions by agent")
+    groups = lines(agents, "by_agent")[2:]
+    assert groups == ["▸ ⚙ codex  1 session", "▸ ✦ claude-code  1 session", "▸ ◷ dsh  1 session"]
+    expanded = lines(agents, "by_agent_expanded")[2:]
+    assert expanded[1] == "▾ ✦ claude-code  1 session"
+    assert expanded[2].startswith("  ▸ ✦ claude-code claude-one")
+    assert lines(agents, "by_workspace")[2:] == ["▸ ▤ lib  1 session · /work", "▸ ▤ app  2 sessions · /work"]
+    assert any("usage: :DshSessions [agent|workspace|none]" in n["msg"] for n in agents["notes"])
+    assert agents["completion"] == ["agent", "workspace", "none"]
+
+
 # -- scenario 3: a bad init option --------------------------------------------------------------
 
 BAD = r"""

@@ -330,19 +330,110 @@ def test_inconsistent_listing_details(server):
     server.request("sessionPersistence/unmount")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "SPEC/DESIGN ISSUE (semantics.md §6.5 step 2.3, search/reconcile.py _listing_changed): a search "
-    "retries when ANY listed revision changed between its two listings, including revisions of "
-    "sessions that are live, which it never inspects and whose persisted rows the live overlay "
-    "shadows. A writer that checkpoints live sessions while a producer appends (simulated here by the "
-    "backend; our own auto checkpointer now waits while a search observes) makes searches fail with "
-    "PERSISTENCE_FAILED 'did not stabilize'. Proposal: ignore revision changes of ids that are live "
-    "at both observations."))
 def test_checkpoint_churn_of_a_live_session_does_not_fail_searches(server):
+    """semantics.md §6.5 step 2.3: a writer checkpointing a live session (its revision moves on
+    every listing) never fails a search; the live copy is what it finds."""
     mount(server, "test:inconsistent:churn-live")
-    result = outcome(server, "sessionQuery/searchSessions", {"query": "needle"})
-    server.request("sessionPersistence/unmount")
-    assert result[0] == "ok", result
+    for _ in range(3):
+        result = outcome(server, "sessionQuery/searchSessions", {"query": "needle"})
+        assert result[0] == "ok", result
+        hits = {h["header"]["id"]: (h["live"], h["persisted"]) for h in result[1]["items"]}
+        assert hits["live"] == (True, True)
+    # The same churn on an id that is not live still retries, and then fails.
+    server.request("sessionStore/remove", {"sessionId": "live"})
+    try:
+        assert code_of(outcome(server, "sessionQuery/searchSessions", {"query": "needle"})) == \
+            PERSISTENCE_FAILED
+    finally:
+        create_live(server)
+        server.request("sessionPersistence/unmount")
+
+
+# -- spec conformance over the wire ----------------------------------------------------------
+
+
+UNTIMED = [{"id": "untimed"}, {"version": 0, "id": "untimed", "cwd": "/p"}]
+
+
+@pytest.mark.parametrize("header", UNTIMED)
+def test_create_without_created_at_is_refused_and_creates_nothing(tmp_path, header):
+    """semantics.md §1.2: createdAt is required; the server never stamps one. Nothing is created:
+    not live, not listed, not searchable, and nothing reaches a writable backend."""
+    root = tmp_path / "root"
+    client = start({"checkpoint": {"mode": "auto", "intervalMs": 10}})
+    try:
+        mount(client, f"jsonl:{root}")
+        seed = [U(0, "untimed needle").to_value()]
+        result = outcome(client, "sessionStore/create", {"header": header, "seed": seed})
+        assert result == ("error", -32602, "SESSION_STORE_INVALID_HEADER",
+                          "session header createdAt must be a non-negative safe integer")
+        assert client.request("sessionQuery/listSessions") == []
+        listed = outcome(client, "sessionQuery/listEvents", {"sessionId": "untimed"})
+        assert code_of(listed) == NOT_FOUND
+        assert client.request("sessionQuery/searchSessions", {"query": "needle"})["items"] == []
+        assert client.request("sessionStore/checkpoint", {}) == {"flushed": {}}
+        assert not root.exists() or not any(p.is_file() for p in root.rglob("*"))
+        # The same header with a time is accepted and keeps exactly that time.
+        timed = {**header, "createdAt": 7}
+        created = client.request("sessionStore/create", {"header": timed, "seed": seed})
+        assert created["header"] == {"version": 0, **header, "createdAt": 7}
+        listing = client.request("sessionQuery/listSessions")
+        assert [s["header"] for s in listing] == [created["header"]]
+    finally:
+        client.close()
+
+
+def test_mount_and_unmount_between_pages_make_a_cross_session_cursor_stale(tmp_path):
+    """semantics.md §6.12: any mount, unmount or replacement between two pages makes a
+    cross-session cursor stale, even with identical data and no search in between; nothing else
+    here does, and a within-session cursor of a live target is unaffected."""
+    root = tmp_path / "empty-root"
+    root.mkdir()
+    client = start()
+    try:
+        for sid in ("a", "b"):
+            client.request("sessionStore/create", {"header": hdr(sid, 1), "seed": [
+                U(0, "needle one").to_value(), U(1, "needle two").to_value()]})
+
+        def cursor():
+            page = client.request("sessionQuery/searchSessions", {"query": "needle", "limit": 1})
+            return page["nextCursor"]
+
+        def events_cursor():
+            return client.request("sessionQuery/searchEvents",
+                                  {"sessionId": "a", "query": "needle", "limit": 1})["nextCursor"]
+
+        def page(c):
+            return code_of(outcome(client, "sessionQuery/searchSessions",
+                                   {"query": "needle", "limit": 1, "cursor": c}))
+
+        def events_page(c):
+            return code_of(outcome(client, "sessionQuery/searchEvents",
+                                   {"sessionId": "a", "query": "needle", "limit": 1, "cursor": c}))
+
+        stale = "SESSION_QUERY_STALE_CURSOR"
+        c, e = cursor(), events_cursor()
+        client.request("sessionPersistence/status")
+        assert (page(c), events_page(e)) == ("ok", "ok")  # no change: both still valid
+        c, e = cursor(), events_cursor()
+        mount(client, f"jsonl:{root}")
+        client.request("sessionPersistence/unmount")  # back to nothing bound, no search between
+        assert (page(c), events_page(e)) == (stale, "ok")
+        c = cursor()
+        mount(client, f"jsonl:{root}")  # a mount of an empty store
+        assert page(c) == stale
+        c = cursor()
+        mount(client, f"jsonl:{root}")  # replacement by the same store
+        assert page(c) == stale
+        c = cursor()
+        client.request("sessionPersistence/unmount")
+        client.request("sessionPersistence/unmount")  # nothing bound: not a change
+        assert page(c) == stale
+        c = cursor()
+        client.request("sessionPersistence/unmount")
+        assert page(c) == "ok"
+    finally:
+        client.close()
 
 
 # -- real stores damaged while mounted --------------------------------------------------------------------

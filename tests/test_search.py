@@ -14,14 +14,14 @@ import pytest
 
 from dsh_query_server import errors
 from dsh_query_server.errors import QueryError
+from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.persistence.base import (
-    CancelToken,
     SessionPersistenceCorruptionError,
-    SessionQueryCancelled,
     Snapshot,
 )
 from dsh_query_server.search.cursor import encode_cursor, sessions_fingerprint
 from dsh_query_server.search.reconcile import SearchIndex
+from dsh_query_server.search import schema
 from dsh_query_server.search.schema import APPLICATION_ID
 from dsh_query_server.search.snippet import END, START, snippet
 
@@ -186,9 +186,9 @@ def test_first_search_open_failure_is_final(tmp_path, monkeypatch):
 
 def test_open_failure_without_a_message(monkeypatch):
     def refuse(*args, **kwargs):
-        raise sqlite3.OperationalError()
+        raise schema.Error()
 
-    monkeypatch.setattr(sqlite3, "connect", refuse)
+    monkeypatch.setattr(schema, "connect", refuse)
     _, _, service = make()
     assert code(service.open) == (
         errors.INDEX_FAILED,

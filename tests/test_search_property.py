@@ -347,3 +347,36 @@ def test_trim_drops_exactly_the_spec_whitespace_at_both_ends(text):
     while end > start and text[end - 1] in WHITESPACE_SET:
         end -= 1
     assert trim(text) == text[start:end]
+
+
+# -- match_spans is the span count of highlight() --------------------------------------------------
+
+SPAN_WORDS = ["a", "b", "A", "á", "c"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(st.lists(st.sampled_from(SPAN_WORDS), min_size=1, max_size=12).map(" ".join),
+                   min_size=1, max_size=6),
+    query=st.lists(st.sampled_from(SPAN_WORDS), min_size=1, max_size=3),
+)
+def test_match_spans_counts_what_highlight_marks(texts, query):
+    """The ranking's auxiliary function (search/schema.py) counts exactly the START markers
+    highlight() writes: overlapping instances merge, adjacent ones do not (§8 point 23)."""
+    from dsh_query_server.search.schema import connect
+
+    conn = connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize = 'unicode61')")
+        conn.executemany("INSERT INTO t (text) VALUES (?)", [(text,) for text in texts])
+        phrase = '"' + " ".join(query) + '"'
+        wanted = model_tokens(" ".join(query))
+        rows = list(conn.execute(
+            "SELECT match_spans(t), length(highlight(t, 0, char(64976), '')) - length(text), text"
+            " FROM t WHERE t MATCH ?", (phrase,)))
+        for counted, marked, text in rows:
+            assert counted == marked, (text, query)
+            assert counted == spans(wanted, model_tokens(text))
+        assert len(rows) == sum(phrase_in(wanted, model_tokens(t)) for t in texts)
+    finally:
+        conn.close()

@@ -12,7 +12,8 @@ import pytest
 
 from dsh_query_server import errors
 from dsh_query_server.model.event import Header
-from dsh_query_server.persistence.base import CancelToken, Snapshot
+from dsh_query_server.cancel import CancelToken
+from dsh_query_server.persistence.base import Snapshot
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
 from .builders import U
@@ -214,9 +215,13 @@ def test_a_log_growing_between_windows_is_indexed_at_its_new_revision(tmp_path, 
 
 def trace(service):
     statements = []
-    service._index.conn.set_trace_callback(
-        lambda sql: statements.append(sql.split()[0].upper()) if sql.split()[0].upper() in
-        ("BEGIN", "COMMIT", "ROLLBACK") else None)
+
+    def tracer(_cursor, sql, _bindings):
+        if sql.split()[0].upper() in ("BEGIN", "COMMIT", "ROLLBACK"):
+            statements.append(sql.split()[0].upper())
+        return True
+
+    service._index.conn.exec_trace = tracer
     return statements
 
 
@@ -329,3 +334,113 @@ def test_a_search_waits_for_a_flush_in_progress_and_stays_cancellable():
         service.quiet.release()
     waiter.join(5)
     assert answered == [["s"]]
+
+
+
+# -- §6.5 step 2.3: what moves between the two listings ----------------------------------------
+
+
+class MovingBetweenListings(MemoryBackend):
+    """Runs ``move`` once, right after the listing that follows arming it: the change lands
+    between that attempt's two listings."""
+
+    def __init__(self) -> None:
+        super().__init__("memory:moving")
+        self.move = None
+        self.listings = 0
+
+    def list_snapshots(self, token=None):
+        result = super().list_snapshots(token)
+        self.listings += 1
+        if self.move is not None:
+            move, self.move = self.move, None
+            move()
+        return result
+
+
+L_HEADER = hdr("l", cwd="/l")
+
+
+def _moving_corpus():
+    """``p`` and ``m`` persisted only, ``l`` persisted and live."""
+    store, binding, service = make()
+    backend = MovingBetweenListings()
+    persisted(backend, "p", "stored needle")
+    persisted(backend, "m", "stored needle")
+    backend.put(L_HEADER, [U(0, "stored needle")])
+    store.create(L_HEADER, seed=values([U(0, "live needle")]))
+    binding.mount(backend)
+    assert sorted(ids(sessions(service, "needle"))) == ["l", "m", "p"]
+    backend.listings = 0
+    return store, backend, service
+
+
+def _move(store, backend, case):
+    def checkpoint(sid, *texts, **header):
+        backend.put(hdr(sid, **header), [U(i, t) for i, t in enumerate(("stored needle",) + texts)])
+
+    def keep_log(sid, header):
+        backend.sessions[sid] = (Header.from_value(header), backend.sessions[sid][1])
+
+    if case == "revision of a live id":
+        checkpoint("l", "checkpointed", cwd="/l")
+    elif case == "header of a live id":
+        keep_log("l", {**L_HEADER, "agentPreset": "other"})
+    elif case == "revision and header of a live id":
+        checkpoint("l", "more", cwd="/l", agentPreset="again")
+    elif case == "revision of a persisted id":
+        checkpoint("p", "revised")
+    elif case == "header of a persisted id":
+        keep_log("p", hdr("p", agentPreset="x"))
+    elif case == "id added":
+        checkpoint("q")
+    elif case == "id removed":
+        del backend.sessions["p"]
+    elif case == "live id removed, then its revision":
+        store.remove("l")  # live at the first observation only
+        checkpoint("l", "checkpointed", cwd="/l")
+    elif case == "persisted id made live, then its revision":
+        store.create(hdr("m"), seed=values([U(0, "live needle")]))  # live at the second only
+        checkpoint("m", "checkpointed")
+    else:
+        raise AssertionError(case)
+
+
+MOVES = {
+    "revision of a live id": False,
+    "header of a live id": False,
+    "revision and header of a live id": False,
+    "revision of a persisted id": True,
+    "header of a persisted id": True,
+    "id added": True,
+    "id removed": True,
+    "live id removed, then its revision": True,
+    "persisted id made live, then its revision": True,
+}
+
+
+@pytest.mark.parametrize("case,retries", list(MOVES.items()))
+def test_only_changes_of_ids_live_at_both_observations_skip_the_retry(case, retries):
+    """semantics.md §6.5 step 2.3 [ours]: a revision or header change of an id live at both
+    observations never retries (its row is shadowed and never inspected); every other change
+    between the two listings still does."""
+    store, backend, service = _moving_corpus()
+    backend.move = lambda: _move(store, backend, case)
+    found = sorted(ids(sessions(service, "needle")))
+    assert backend.listings == (4 if retries else 2)
+    # What the search answered is what an index built afresh over the same sources answers.
+    _, fresh_binding, fresh = make(store=store)
+    fresh_binding.mount(backend)
+    assert found == sorted(ids(sessions(fresh, "needle")))
+
+
+def test_a_live_id_checkpointed_during_every_observation_never_fails_a_search():
+    store, backend, service = _moving_corpus()
+    inspected = ops(backend).count("inspect")
+    for round_ in range(5):
+        backend.move = lambda r=round_: backend.put(L_HEADER, [U(0, "stored"), U(1, f"flush {r}")])
+        assert sorted(ids(sessions(service, "needle"))) == ["l", "m", "p"]
+    assert backend.listings == 10  # two per search, never a retry
+    assert ops(backend).count("inspect") == inspected  # the live id is never inspected
+    store.remove("l")  # no longer live: its newest persisted log is read
+    assert [h["snippet"] for h in events(service, "l", "flush")["items"]] == ["flush 4"]

@@ -7,20 +7,16 @@ import threading
 import pytest
 
 from dsh_query_server import errors
+from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
-from dsh_query_server.persistence.base import CancelToken
 from dsh_query_server.persistence.binding import PersistenceBinding
+from dsh_query_server.query import labels
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore
 
-from .builders import A, R, U, chunk, ev, log_only, user_data
+from .builders import A, R, U, chunk, ev, example_a, example_c, hdr, log_only, user_data
 from .fakes import MemoryBackend, ops
-from .test_fold import example_a, example_c
-
-
-def hdr(sid, created=0, **kw):
-    return {"version": 0, "id": sid, "createdAt": created, **kw}
 
 
 @pytest.fixture
@@ -130,8 +126,8 @@ def test_attach_during_inspect_returns_live_copy(env):
     binding.mount(backend)
     original = backend.inspect
 
-    def inspect(sid, token=None):
-        result = original(sid, token)
+    def inspect(session_id, token=NULL_TOKEN):
+        result = original(session_id, token)
         store.create(hdr("s", 99), seed=seed_values([U(0, "live")]))  # incompatible, but live wins
         return result
 
@@ -475,3 +471,57 @@ def test_error_precedence_table(env):
     assert code_of(service.trace_session, "missing")[0] == errors.SOURCE_CONFLICT
     # A live target never reaches the persisted conflict.
     assert j(service.read_surface("shared"))["events"] == []
+
+
+# -- the service's one worker pool (titles and the tree's labels), capabilities at mount -------
+
+
+def test_titles_and_labels_share_one_bounded_pool():
+    store, binding = SessionStore(), PersistenceBinding()
+    service = SessionQueryService(store, binding, inspect_concurrency=2)
+    backend = MemoryBackend()
+    for i in range(6):
+        backend.put(hdr(f"s{i}", i), [U(0, f"q{i}")])
+    running, peak, lock = [0], [0], threading.Lock()
+    inspect = backend.inspect
+
+    def counting(session_id, token=NULL_TOKEN):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        try:
+            threading.Event().wait(0.02)
+            return inspect(session_id, token)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    backend.inspect = counting
+    binding.mount(backend)
+    ids = [f"s{i}" for i in range(6)]
+    records = service.corpus()
+    threads = [threading.Thread(target=service.read_titles, args=(ids,)),
+               threading.Thread(target=labels.read_labels, args=(service, records))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert peak[0] <= 2  # two requests at once still share the service's two workers
+    assert ops(backend).count("inspect") == 12
+
+
+def test_capabilities_are_resolved_once_at_mount():
+    class Windowed(MemoryBackend):
+        def inspect_window(self, session_id, first, last, token=None):
+            raise AssertionError("not called at mount")
+
+    class Cheap(Windowed):
+        cheap_windows = True
+
+    binding = PersistenceBinding()
+    plain = binding.mount(MemoryBackend()).capabilities
+    assert (plain.windows, plain.outline, plain.cheap_windows) == (None, None, False)
+    windowed = Windowed()
+    caps = binding.mount(windowed).capabilities
+    assert caps.windows is windowed and not caps.cheap_windows  # no cheap_windows: not cheap
+    assert binding.mount(Cheap()).capabilities.cheap_windows

@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 from msgspec import UNSET
 
 from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence import sqlite as sqlite_backend
+from dsh_query_server.persistence.sqlite import backend as sqlite_backend
+from dsh_query_server.persistence.sqlite import codec as sqlite_codec
+from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.persistence.base import (
-    CancelToken,
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
-    SessionQueryCancelled,
 )
 from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
 from dsh_query_server.persistence.sqlite import (
@@ -389,7 +389,7 @@ def test_compression_threshold_round_trip(tmp_path: Path, monkeypatch: pytest.Mo
     backend = stored(path, [small, large])
     # Real JSON text always shrinks under zstd's literal coding, so a frame that does not is
     # simulated to reach the "not smaller: keep TEXT" rule.
-    monkeypatch.setattr(sqlite_backend, "_zstd_frame", lambda text: text + b"\x00")
+    monkeypatch.setattr(sqlite_codec, "zstd_frame", lambda text: text + b"\x00")
     incompressible = opaque(2, {"text": "cd" * 6000})
     backend.append("s", [incompressible])
     kinds = [(seq, kind) for seq, _, kind, _, _ in physical(path)]
@@ -747,7 +747,7 @@ def test_the_first_append_materializes_atomically(tmp_path: Path,
     backend = SqliteBackend(str(db_path(tmp_path)))
     backend.create(header("s"))
     # fail after the sessions row is inserted, inside the same transaction
-    monkeypatch.setattr(sqlite_backend, "_EVENT_INSERT", "INSERT INTO nowhere VALUES (?)")
+    monkeypatch.setattr(sqlite_backend, "EVENT_INSERT", "INSERT INTO nowhere VALUES (?)")
     with pytest.raises(sqlite3.OperationalError):
         backend.append("s", [turn_start(0)])
     monkeypatch.undo()

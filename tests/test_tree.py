@@ -11,63 +11,15 @@ import json
 import time
 
 import pytest
-import pytest_lsp
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import LanguageClient
 
 from .builders import A, R, U, chunk, log_only, user_data
-from .lsp_client import config, init_params
-from .test_server_e2e import TEST_ENV, hdr, write_transcript
+from .tree_helpers import call, children, client_fixture, parent_of, walk
+from .test_server_e2e import hdr, write_transcript
 
 
-@pytest_lsp.fixture(config=config("--persistence", "none", env=TEST_ENV))
-async def client(lsp_client: LanguageClient):
-    # Manual checkpoints: what is persisted is exactly what each test wrote.
-    await lsp_client.initialize_session(init_params({"index": ":memory:", "checkpoint": {"mode": "manual"}}))
-    yield
-    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
-
-
-async def call(client, method, params=None):
-    return await client.protocol.send_request_async(method, params if params is not None else {})
-
-
-async def children(client, view, node_id=None, args=None):
-    params = {"view": view}
-    if node_id is not None:
-        params["nodeId"] = node_id
-    if args is not None:
-        params["args"] = args
-    result = await call(client, "sessionQuery/treeChildren", params)
-    assert set(result) == {"nodes"}
-    for node in result["nodes"]:
-        assert node["collapsible"] in ("none", "collapsed", "expanded")
-        assert isinstance(node["id"], str) and isinstance(node["label"], str)
-    return result["nodes"]
-
-
-async def parent_of(client, view, node_id):
-    result = await call(client, "sessionQuery/treeParent", {"view": view, "nodeId": node_id})
-    assert set(result) <= {"nodeId"}
-    return result.get("nodeId")
-
-
-async def walk(client, view, args=None, *, expand=lambda node: True):
-    """Breadth-first over every collapsible node (filtered by ``expand``): {id: node}, plus the
-    parent of each id. Checks id uniqueness, the 200-children bound and treeParent."""
-    found, parents, queue = {}, {}, [None]
-    while queue:
-        parent = queue.pop(0)
-        nodes = await children(client, view, parent, args)
-        assert len(nodes) <= 200
-        for node in nodes:
-            assert node["id"] not in found, node
-            found[node["id"]], parents[node["id"]] = node, parent
-            assert await parent_of(client, view, node["id"]) == parent, node
-            if node["collapsible"] != "none" and expand(node):
-                queue.append(node["id"])
-    return found, parents
+client = client_fixture  # the shared server fixture, under the name the tests take
 
 
 def by_label(nodes):
@@ -415,7 +367,7 @@ async def test_lineage_paging_long_chain_and_many_children(client):
 
 def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     """Past the time budget, persisted sessions keep their id as label instead of stalling."""
-    from dsh_query_server.persistence.base import CancelToken
+    from dsh_query_server.cancel import CancelToken
     from dsh_query_server.server import tree
     from dsh_query_server.server.config import build_config
     from dsh_query_server.server.runtime import Runtime
@@ -441,7 +393,7 @@ def test_persisted_labels_pass_the_checks_titles_pass():
     and its listed-versus-inspected header check. Where readTitles rejects a session (corrupt
     log, conflicting headers, failing backend read), its label is the id; the others keep theirs."""
     from dsh_query_server.model.event import Header
-    from dsh_query_server.persistence.base import CancelToken
+    from dsh_query_server.cancel import CancelToken
     from dsh_query_server.server import tree
     from dsh_query_server.server.config import build_config
     from dsh_query_server.server.runtime import Runtime
@@ -475,7 +427,7 @@ def test_persisted_labels_from_windows_equal_labels_from_whole_logs(tmp_path, ca
     from dsh_query_server.model.event import Header
     from dsh_query_server.persistence.sqlite import SqliteBackend
     from dsh_query_server.query import labels
-    from dsh_query_server.query.service import last_title_event
+    from dsh_query_server.query.titlefold import last_title_event
 
     from .builders import T
 
@@ -535,7 +487,8 @@ def test_node_ids_round_trip_exactly_the_keys_a_view_declares():
     from dsh_query_server import errors
     from dsh_query_server.errors import QueryError
     from dsh_query_server.server.tree import VIEWS
-    from dsh_query_server.server.tree.ids import decode_id, encode_id
+    from dsh_query_server.server.tree.ids import encode_id
+    from dsh_query_server.server.tree.kinds import decode_id
 
     @settings(max_examples=400, deadline=None)
     @given(_key_strategy(), st.sampled_from(sorted(VIEWS)))
@@ -567,7 +520,8 @@ def test_node_ids_round_trip_exactly_the_keys_a_view_declares():
 def test_pager_ids_accept_only_page_boundaries():
     from dsh_query_server.errors import QueryError
     from dsh_query_server.server.tree import PAGE, VIEWS
-    from dsh_query_server.server.tree.ids import LINK_PAGE, decode_id, encode_id
+    from dsh_query_server.server.tree.ids import LINK_PAGE, encode_id
+    from dsh_query_server.server.tree.kinds import decode_id
 
     sessions = VIEWS["sessions"]
     assert decode_id(sessions, encode_id(("sessions", "more", PAGE))) == ("sessions", "more", PAGE)

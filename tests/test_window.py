@@ -20,9 +20,11 @@ from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence import jsonl as jsonl_backend
+from dsh_query_server.persistence.jsonl import decode as jsonl_decode
 from dsh_query_server.persistence import closers, logical, records
-from dsh_query_server.persistence import sqlite as sqlite_backend
-from dsh_query_server.persistence.base import CancelToken, Inspection, Window
+from dsh_query_server.persistence.sqlite import backend as sqlite_backend
+from dsh_query_server.cancel import CancelToken
+from dsh_query_server.persistence.base import Inspection, Window
 from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.memo import VerificationMemo
@@ -206,9 +208,9 @@ def damage_zstd(root: str, defect: tuple[str, int] | None) -> None:
     path = os.path.join(root, jsonl_backend.project_dir(CWD), SID, "session.jsonl.zstd")
     with open(path, "rb") as f:
         data = f.read()
-    frames, _ = jsonl_backend._scan_frames(data)
+    frames, _ = jsonl_backend.scan_frames(data)
     head, body = data[:frames[0][1]], [data[a:b] for a, b in frames[1:]]
-    compress = jsonl_backend._zstd_frame
+    compress = jsonl_backend.zstd_frame
     if kind == "bad" and body:
         at = where % len(body)
         frame = bytearray(body[at])
@@ -313,7 +315,7 @@ def test_sqlite_windows_equal_the_full_inspect_path(plan, cuts, defect, probes) 
 @given(LOG, CUTS, DEFECT, PROBES, st.sampled_from(["none", "zstd"]), st.integers(1, 5))
 def test_jsonl_windows_equal_the_full_inspect_path(monkeypatch, plan, cuts, defect, probes,
                                                    compression, mark_every) -> None:
-    monkeypatch.setattr(jsonl_backend, "MARK_EVERY", mark_every)  # seek hints in short logs
+    monkeypatch.setattr(jsonl_decode, "MARK_EVERY", mark_every)  # seek hints in short logs
     events = build_log(plan)
     if not events:
         return
@@ -342,7 +344,7 @@ def test_sqlite_window_at_a_verified_revision_reads_only_its_rows(tmp_path, monk
     def no_full_read(*args: Any) -> Any:
         raise AssertionError("a verified revision must not be read whole")
 
-    monkeypatch.setattr(sqlite_backend, "_select_rows", no_full_read)
+    monkeypatch.setattr(sqlite_backend, "select_rows", no_full_read)
     assert to_builtins(service.read_event(SID, 50, 10, 10)) == first
     closers = to_builtins(service.read_event(SID, 66, 1, 5))  # the synthesized closers
     assert [e["type"] for e in closers["events"]] == ["assistant/chunk", "tool/result", "turn/end"]
@@ -463,6 +465,7 @@ class WindowBackend:
 
     uri = "test:window"
     writable = False
+    cheap_windows = False  # a WindowReader (base.py) whose windows are not cheap
 
     def __init__(self, cancel_during: str | None = None) -> None:
         self.cancel_during = cancel_during
@@ -615,7 +618,7 @@ def test_streamed_sqlite_verification_equals_the_full_inspect_path(
 def test_streamed_raw_jsonl_verification_equals_the_full_inspect_path(
         monkeypatch, plan, cuts, defect, probes, fold) -> None:
     monkeypatch.setattr(closers, "_FOLD_EVERY", fold)
-    monkeypatch.setattr(jsonl_backend, "MARK_EVERY", 3)
+    monkeypatch.setattr(jsonl_decode, "MARK_EVERY", 3)
     events = build_log(plan)
     if not events:
         return
@@ -636,9 +639,9 @@ def test_the_first_window_read_does_not_hold_the_whole_log(tmp_path, monkeypatch
     def whole(*args: Any) -> Any:
         raise AssertionError("a current-form log must be verified streamed")
 
-    monkeypatch.setattr(sqlite_backend, "_committed_prefix", whole)
+    monkeypatch.setattr(sqlite_backend, "committed_prefix", whole)
     monkeypatch.setattr(logical, "verified_log", whole)
-    monkeypatch.setattr(jsonl_backend, "verified_log", whole)
+    # (the jsonl backend and persistence/windows.py call logical.verified_log, patched above)
     found = [to_builtins(service_over(backend).read_event(SID, 60, 3, 10))
              for backend in (SqliteBackend(path), JsonlBackend(root, read_only=True))]
     assert found == expected
@@ -716,7 +719,7 @@ from dsh_query_server.search import documents as search_documents  # noqa: E402
 def read_outcome(backend: Any) -> Any:
     """What the index would write for the log, or the error it would meet."""
     try:
-        read = search_documents.read_persisted(backend, SID, CancelToken())
+        read = search_documents.read_persisted(PersistenceBinding().mount(backend), SID, CancelToken())
         docs = list(read)
         read.raise_error()
         return ("ok", read.meta.raw, docs)
@@ -754,7 +757,7 @@ def test_a_log_that_grows_between_windows_is_retried(tmp_path, monkeypatch) -> N
     events = build_log([("turn", 0), ("user", 0), ("chunks", 20), ("end", 0)])
     path = write_sqlite(str(tmp_path), events, [])
     backend = SqliteBackend(path)
-    read = search_documents.read_persisted(backend, SID, CancelToken())  # the fold pass is done
+    read = search_documents.read_persisted(PersistenceBinding().mount(backend), SID, CancelToken())  # the fold pass is done
     writer = SqliteBackend(path)
     writer.append(SID, [make_event("turn/start", len(events), 0, {"turn": 2})])
     writer.close()

@@ -19,7 +19,7 @@ from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
 from ..query import lineage
-from ..query.service import Record
+from ..query.loaded import Record
 from ..query.text import extract_text
 from ..query.workspace import Workspace
 from ..server.runtime import Runtime

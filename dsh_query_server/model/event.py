@@ -9,10 +9,10 @@ classes are immutable: handing one to a caller is handing it a detached value.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, cast
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from .. import jsoncodec
 from ..values import is_nonneg_safe_integer
@@ -25,7 +25,7 @@ class _Envelope(msgspec.Struct, gc=False):
     type: Any = UNSET
     seq: Any = UNSET
     time: Any = UNSET
-    data: msgspec.Raw = UNSET  # type: ignore[assignment]
+    data: msgspec.Raw | UnsetType = UNSET
     surfaceOp: Any = UNSET
     sourceEventSeqs: Any = UNSET
     ignorable: Any = UNSET
@@ -39,9 +39,10 @@ def _envelope_fallback(raw: bytes) -> _Envelope:
         raise ValueError(f"not a JSON event object: {exc}") from None
     if not isinstance(value, dict):
         raise ValueError("not a JSON event object")
-    env = _Envelope(**{k: v for k, v in value.items() if k in ENVELOPE_KEYS and k != "data"})
-    if "data" in value:
-        env.data = msgspec.Raw(jsoncodec.dumps(value["data"]))
+    obj = cast(dict[str, Any], value)
+    env = _Envelope(**{k: v for k, v in obj.items() if k in ENVELOPE_KEYS and k != "data"})
+    if "data" in obj:
+        env.data = msgspec.Raw(jsoncodec.dumps(obj["data"]))
     return env
 
 
@@ -57,6 +58,8 @@ class Event:
     surface_op: Any
     source_seqs: Any
     ignorable: Any
+    # The payload: its JSON, or (assembled events) its start in ``raw``, or UNSET when absent.
+    _data: msgspec.Raw | int | UnsetType
 
     def __init__(self, raw: bytes, env: _Envelope) -> None:
         self.raw = raw
@@ -125,7 +128,7 @@ class Event:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Event) and self.to_value() == other.to_value()
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # pyright: ignore[reportAssignmentType] - mutable-equality objects are unhashable
 
     def __repr__(self) -> str:
         return f"Event({self.raw[:120]!r})"
@@ -227,7 +230,7 @@ class Header:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Header) and self.to_value() == other.to_value()
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # pyright: ignore[reportAssignmentType] - mutable-equality objects are unhashable
 
     def __repr__(self) -> str:
         return f"Header({self.raw[:160]!r})"

@@ -6,7 +6,7 @@ range clause keeps only its present bounds, a text clause is ``{kind, text}``.
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -24,39 +24,39 @@ class _Range(msgspec.Struct, frozen=True, tag_field="kind", omit_defaults=True, 
         return (self.lo is UNSET or self.lo <= value) and (self.hi is UNSET or value <= self.hi)
 
 
-class IdFilter(_List, tag="id"):
+class IdFilter(_List, frozen=True, tag="id"):
     pass
 
 
-class CwdFilter(_List, tag="cwd"):
+class CwdFilter(_List, frozen=True, tag="cwd"):
     pass
 
 
-class ParentFilter(_List, tag="parent"):
+class ParentFilter(_List, frozen=True, tag="parent"):
     pass
 
 
-class AvailabilityFilter(_List, tag="availability"):
+class AvailabilityFilter(_List, frozen=True, tag="availability"):
     pass
 
 
-class CreatedAtFilter(_Range, tag="created-at"):
+class CreatedAtFilter(_Range, frozen=True, tag="created-at"):
     pass
 
 
-class SeqFilter(_Range, tag="seq"):
+class SeqFilter(_Range, frozen=True, tag="seq"):
     pass
 
 
-class TimeFilter(_Range, tag="time"):
+class TimeFilter(_Range, frozen=True, tag="time"):
     pass
 
 
-class TypeFilter(_List, tag="type"):
+class TypeFilter(_List, frozen=True, tag="type"):
     pass
 
 
-class SurfaceFilter(_List, tag="surface"):
+class SurfaceFilter(_List, frozen=True, tag="surface"):
     pass
 
 
@@ -64,8 +64,8 @@ class TextFilter(msgspec.Struct, frozen=True, tag_field="kind", tag="text"):
     text: str
 
 
-SessionFilter = Union[IdFilter, CwdFilter, ParentFilter, AvailabilityFilter, CreatedAtFilter]
-EventFilter = Union[SeqFilter, TimeFilter, TypeFilter, SurfaceFilter, TextFilter]
+SessionFilter = IdFilter | CwdFilter | ParentFilter | AvailabilityFilter | CreatedAtFilter
+EventFilter = SeqFilter | TimeFilter | TypeFilter | SurfaceFilter | TextFilter
 
 SESSION_KINDS: dict[str, type] = {
     "id": IdFilter,

@@ -7,11 +7,11 @@ request's own thread is the one making it. Cancellation reaches a backend throug
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-# Re-exported for callers that still import them from here (moving to ..cancel).
-from ..cancel import CancelToken as CancelToken, SessionQueryCancelled as SessionQueryCancelled, check as check
+from ..cancel import NULL_TOKEN, CancelToken
 from ..model.event import Event, Header
 
 
@@ -27,6 +27,33 @@ class SessionPersistenceReadOnlyError(Exception):
     """A write on a backend mounted with readOnly=true."""
 
 
+RAW_ARTIFACTS_UNSUPPORTED = "this session persistence backend does not expose raw artifacts"
+
+
+class SessionRawArtifactsUnsupportedError(Exception):
+    """``read_raw`` on a backend (or a composite member) without raw artifacts (tools.md §2.1)."""
+
+    def __init__(self, message: str = RAW_ARTIFACTS_UNSUPPORTED) -> None:
+        super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRawArtifact:
+    """A session's stored log as bytes (tools.md §2.1): what export writes verbatim."""
+
+    meta: Header
+    filename: str
+    content: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLocation:
+    """Where a session's artifact lives (informational, tools.md §2.1)."""
+
+    kind: str
+    path: str
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     header: Header
@@ -38,7 +65,7 @@ class Inspection:
     """The logical log: stored valid prefix, normalized, plus in-memory closers."""
 
     meta: Header
-    events: list[Event] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list[Event])
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +79,7 @@ class Window:
     meta: Header
     length: int
     start: int
-    events: list[Event] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list[Event])
     title: int | None = None  # seq of the log's last session/title event (title reads), if any
 
 
@@ -81,11 +108,11 @@ class PersistenceBackend(Protocol):
     @property
     def writable(self) -> bool: ...
 
-    def list(self, token: CancelToken | None = None) -> list[Header]: ...
+    def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]: ...
 
-    def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]: ...
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> Sequence[Snapshot]: ...
 
-    def inspect(self, session_id: str, token: CancelToken | None = None) -> Inspection: ...
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection: ...
 
     def create(self, header: Header) -> None: ...
 
@@ -102,16 +129,21 @@ class PersistenceBackend(Protocol):
 @runtime_checkable
 class WindowReader(Protocol):
     """Optional: the logical events first..last (first >= 0) of ``inspect``'s log, clipped, with
-    exactly the errors of ``inspect``. ``cheap_windows`` is true when, once a log is verified at a
+    exactly the errors of ``inspect``."""
+
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window: ...
+
+
+@runtime_checkable
+class CheapWindows(Protocol):
+    """Optional, with WindowReader: ``cheap_windows`` is true when, once a log is verified at a
     revision, a window reads only its own rows (the search index then reads long logs window by
     window)."""
 
     @property
     def cheap_windows(self) -> bool: ...
-
-    def inspect_window(
-        self, session_id: str, first: int, last: int, token: CancelToken | None = None
-    ) -> Window: ...
 
 
 @runtime_checkable
@@ -119,7 +151,23 @@ class OutlineReader(Protocol):
     """Optional: ``inspect`` whose packed chunk members are ``records.ChunkOutline``s (seq and time
     only), for reads that need no chunk payloads (listEvents, traceEvent)."""
 
-    def inspect_outline(self, session_id: str, token: CancelToken | None = None) -> Inspection: ...
+    def inspect_outline(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection: ...
+
+
+@runtime_checkable
+class RawArtifactReader(Protocol):
+    """Optional (tools.md §2.1): a session's stored bytes, for export only. ``read_raw`` is
+    None when no artifact is stored, never mutates and never changes a revision; its errors are
+    classified as persistence.md §2.3. A backend offers it when ``supports_raw_artifacts``."""
+
+    @property
+    def supports_raw_artifacts(self) -> bool: ...
+
+    def locate(self, header: Header) -> SessionLocation | None: ...
+
+    def read_raw(
+        self, session_id: str, token: CancelToken = NULL_TOKEN
+    ) -> SessionRawArtifact | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,14 +176,17 @@ class Capabilities:
 
     windows: WindowReader | None
     outline: OutlineReader | None
+    cheap_windows: bool
+    raw: RawArtifactReader | None = None
 
     @staticmethod
     def of(backend: PersistenceBackend) -> Capabilities:
+        windows = backend if isinstance(backend, WindowReader) else None
         return Capabilities(
-            windows=backend if isinstance(backend, WindowReader) else None,
+            windows=windows,
             outline=backend if isinstance(backend, OutlineReader) else None,
+            cheap_windows=(windows is not None and isinstance(backend, CheapWindows)
+                           and backend.cheap_windows),
+            raw=(backend if isinstance(backend, RawArtifactReader)
+                 and backend.supports_raw_artifacts else None),
         )
-
-    @property
-    def cheap_windows(self) -> bool:
-        return self.windows is not None and self.windows.cheap_windows

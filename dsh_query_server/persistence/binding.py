@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from .base import PersistenceBackend
+from .base import Capabilities, PersistenceBackend
 
 _identities = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Binding:
+    """One mount: the backend, its optional read paths (resolved once, here) and an identity."""
+
     backend: PersistenceBackend
     identity: int
+    capabilities: Capabilities
 
 
 class PersistenceBinding:
@@ -32,6 +35,9 @@ class PersistenceBinding:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._current: Binding | None = None
+        # Every mount and unmount, counted where it happens: a mount undone before anyone looked
+        # is still a change (semantics.md §6.12), though the binding reads the same again.
+        self._changes = 0
         self._listeners: list[Callable[[Binding | None], None]] = []
 
     def subscribe(self, listener: Callable[[Binding | None], None]) -> None:
@@ -40,10 +46,16 @@ class PersistenceBinding:
     def current(self) -> Binding | None:
         return self._current
 
+    def observe(self) -> tuple[Binding | None, int]:
+        """The current binding and the number of mounts and unmounts so far, read together."""
+        with self._lock:
+            return self._current, self._changes
+
     def mount(self, backend: PersistenceBackend) -> Binding:
-        binding = Binding(backend, next(_identities))
+        binding = Binding(backend, next(_identities), Capabilities.of(backend))
         with self._lock:
             self._current = binding
+            self._changes += 1
         self._notify(binding)
         return binding
 
@@ -53,6 +65,7 @@ class PersistenceBinding:
             if self._current is None or (binding is not None and binding is not self._current):
                 return False
             self._current = None
+            self._changes += 1
         self._notify(None)
         return True
 

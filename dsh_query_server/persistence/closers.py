@@ -10,7 +10,7 @@ from typing import Any
 from msgspec import UNSET
 
 from ..model.event import Event, make_event
-from ..values import get_path
+from ..values import get_path, is_array
 
 NOT_STARTED_TEXT = (
     "The tool call was interrupted before the Harness recorded it as started. "
@@ -61,7 +61,7 @@ class _TurnState:
 
     def _register_calls(self, data: Any) -> None:
         content = get_path(data, "message", "content")
-        if not isinstance(content, list):
+        if not is_array(content):
             return
         step = get_path(data, "step")
         for block in content:
@@ -125,7 +125,7 @@ def closers(events: list[Event]) -> list[Event]:
 def closers_after(state: _TurnState, last: Event) -> list[Event]:
     """The closers for an open turn in ``state``, numbered after ``last`` (the prefix's end)."""
     seq, time, turn = int(last.seq) + 1, last.time, state.turn
-    out = []
+    out: list[Event] = []
     for call_id, entry in state.pending.items():
         out.append(_tool_result_closer(turn, call_id, entry, seq, time))
         seq += 1

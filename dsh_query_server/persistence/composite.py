@@ -7,17 +7,23 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from .. import errors, jsoncodec
 from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
 from .base import (
+    Capabilities,
     Inspection,
     PersistenceBackend,
+    RawArtifactReader,
+    SessionLocation,
     SessionPersistenceReadOnlyError,
+    SessionRawArtifact,
+    SessionRawArtifactsUnsupportedError,
     Snapshot,
+    Window,
 )
 from .uri import open_backend, parse_uri
 
@@ -40,6 +46,8 @@ class CompositeBackend:
         self._lock = threading.Lock()
         self._owner: dict[str, int] = {}  # id -> member, from the latest successful listing
         self._target = next((i for i, m in enumerate(self.members) if m.writable), None)
+        self._caps = [Capabilities.of(m) for m in self.members]  # resolved once, at mount
+        self._raw = [caps.raw for caps in self._caps]  # tools.md §2.1
 
     @property
     def uri(self) -> str:
@@ -99,6 +107,47 @@ class CompositeBackend:
         if owner is None:
             raise CompositeError(f'session "{session_id}" not found')
         return self.members[owner].inspect(session_id, token)
+
+    @property
+    def supports_raw_artifacts(self) -> bool:
+        return any(reader is not None for reader in self._raw)
+
+    def locate(self, header: Header) -> SessionLocation | None:
+        return None  # tools.md §2.1: a composite names no single location
+
+    def read_raw(self, session_id: str, token: CancelToken = NULL_TOKEN
+                 ) -> SessionRawArtifact | None:
+        """Delegated to the member that lists the id (tools.md §2.1); a member without raw
+        artifacts raises the unsupported error, so export writes its logical log."""
+        token.raise_if_cancelled()
+        owner = self._owner_of(session_id, token)
+        if owner is None:
+            return None
+        reader = self._raw[owner]
+        if reader is None:
+            raise SessionRawArtifactsUnsupportedError
+        return reader.read_raw(session_id, token)
+
+    @property
+    def cheap_windows(self) -> bool:
+        return all(caps.cheap_windows for caps in self._caps)
+
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window:
+        """The owner's window read, or the slice of its ``inspect`` when it has none."""
+        owner = self._owner_of(session_id, token)
+        if owner is None:
+            raise CompositeError(f'session "{session_id}" not found')
+        windows = self._caps[owner].windows
+        if windows is not None:
+            return windows.inspect_window(session_id, first, last, token)
+        ins = self.members[owner].inspect(session_id, token)
+        n = len(ins.events)
+        lo = min(max(first, 0), n)
+        events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
+        title = next((e.seq for e in reversed(ins.events) if e.type == "session/title"), None)
+        return Window(ins.meta, n, lo, events, title)
 
     def _writer(self) -> PersistenceBackend:
         if self._target is None:
@@ -213,3 +262,7 @@ def open_persistence(
         return open_backend(value)
     text = "auto" if value == "auto" else jsoncodec.dumps(uris).decode("utf-8")
     return open_composite(uris, text, open_backend)
+
+
+if TYPE_CHECKING:  # the contract (base.py), checked by pyright
+    _raw: type[RawArtifactReader] = CompositeBackend

@@ -4,6 +4,7 @@ event shapes into current ones, in log order, shared by both backends.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Set
 from typing import Any
 
 import msgspec
@@ -11,9 +12,17 @@ from msgspec import UNSET
 
 from .. import jsoncodec
 from ..model.event import Event
-from ..values import get_path, is_nonneg_safe_integer, is_number, is_safe_integer, json_number
+from ..values import (
+    get_path,
+    is_nonneg_safe_integer,
+    is_number,
+    is_object,
+    is_safe_integer,
+    json_number,
+)
 from .base import SessionPersistenceCorruptionError
 from .records import ChunkOutline
+
 
 def _corrupt(session_id: str, what: str, seq: Any) -> SessionPersistenceCorruptionError:
     return SessionPersistenceCorruptionError(
@@ -34,7 +43,7 @@ def _legacy_turn_start(data: Any) -> dict[str, Any] | None:
     """Rewrite 1: the new data, or None when the legacy shape is malformed."""
     trigger = data["trigger"]
     if (_is_turn_number(data.get("turn")) and data.keys() == {"turn", "trigger"}
-            and isinstance(trigger, dict) and isinstance(trigger.get("kind"), str)
+            and is_object(trigger) and isinstance(trigger.get("kind"), str)
             and trigger["kind"]):
         return {"turn": data["turn"]}
     return None
@@ -42,20 +51,24 @@ def _legacy_turn_start(data: Any) -> dict[str, Any] | None:
 
 def _is_legacy_reason(reason: Any) -> bool:
     """Rewrite 2 applies only to these three legacy reason forms."""
-    if not isinstance(reason, dict):
+    if not is_object(reason):
         return False
     kind = reason.get("kind")
     return (kind == "disposed" or (kind == "aborted" and "reason" not in reason)
             or (kind == "error" and "error" not in reason))
 
 
-_FAILURE_OPTIONAL = {"status": is_number, "providerRetryAfterMs": is_number,
-                     "requestId": lambda v: isinstance(v, str)}
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+_FAILURE_OPTIONAL: dict[str, Callable[[Any], bool]] = {
+    "status": is_number, "providerRetryAfterMs": is_number, "requestId": _is_str}
 
 
 def _is_failure(failure: Any) -> bool:
     return (
-        isinstance(failure, dict)
+        is_object(failure)
         and isinstance(failure.get("message"), str)
         and isinstance(failure.get("code"), str)
         and failure.keys() <= {"message", "code", *_FAILURE_OPTIONAL}
@@ -93,9 +106,9 @@ def _legacy_turn_end(data: dict[str, Any]) -> dict[str, Any] | None:
 
 def _steering_data(session_id: str, seq: Any, data: Any) -> dict[str, Any] | None:
     """Rewrite 3: the user/message data for a steering/message, or None when malformed."""
-    if not isinstance(data, dict) or not is_safe_integer(data.get("turn")):
+    if not is_object(data) or not is_safe_integer(data.get("turn")):
         return None
-    if data.keys() == {"turn", "message"} and isinstance(data["message"], dict):
+    if data.keys() == {"turn", "message"} and is_object(data["message"]):
         return data["message"]
     if data.keys() == {"turn", "content", "source"}:
         return {"content": data["content"], "source": data["source"],
@@ -127,7 +140,7 @@ class NeedsHistory(Exception):
 
 
 # Rewrite 4 applies only when these predicates hold on the data's top-level keys.
-_IDENTITY_REWRITE = {
+_IDENTITY_REWRITE: dict[str, Callable[[Set[str]], bool]] = {
     "user/message":
         lambda keys: not keys & {"id", "role", "message"} and {"content", "source"} <= keys,
     "assistant/message": lambda keys: "message" not in keys and {"content", "provenance"} <= keys,
@@ -136,7 +149,7 @@ _IDENTITY_REWRITE = {
 _KEYS_DECODER = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 
-def _data_keys(event: Event) -> Any:
+def _data_keys(event: Event) -> Set[str] | None:
     """The top-level keys of ``data`` without decoding the values (an empty set when ``data`` is
     not an object); None when only the full decoder can tell (absent data, surrogates, …)."""
     try:
@@ -177,7 +190,7 @@ class Normalizer:
             if keys is not None and not _IDENTITY_REWRITE[kind](keys):
                 return event
         data = event.data()
-        if not isinstance(data, dict) and kind != "steering/message":
+        if not is_object(data) and kind != "steering/message":
             return event
         new_kind, new_data = kind, data
         if kind == "turn/start" and "trigger" in data:
@@ -206,7 +219,7 @@ class Normalizer:
         elif kind == "assistant/message":
             if "message" not in data and {"content", "provenance"} <= data.keys():
                 provenance = data["provenance"]
-                source = {**(provenance if isinstance(provenance, dict) else {}), "kind": "model"}
+                source = {**(provenance if is_object(provenance) else {}), "kind": "model"}
                 rest = {k: v for k, v in data.items() if k not in ("content", "provenance")}
                 return {**rest, "message": {"id": _legacy_id(sid, event.seq), "role": "assistant",
                                             "content": data["content"], "source": source}}
@@ -234,7 +247,7 @@ class Normalizer:
         call_id = data["callId"]
         message: dict[str, Any] = {}
         op = event.surface_op
-        if isinstance(op, dict) and op.get("op") == "replace" and is_number(op.get("start")):
+        if is_object(op) and op.get("op") == "replace" and is_number(op.get("start")):
             message_id = self._replaced_id(event, op["start"])
             if message_id is not UNSET:
                 message["id"] = message_id

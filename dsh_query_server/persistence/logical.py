@@ -28,7 +28,7 @@ class LogShape:
 
     stored: int
     closers: tuple[Event, ...]
-    resolved_ids: dict[Any, Any] = field(default_factory=dict)
+    resolved_ids: dict[Any, Any] = field(default_factory=dict[Any, Any])
     title: int | None = None
 
     @property

@@ -4,9 +4,10 @@ Validating a stored log (persistence.md §4.5, §5.6) needs every row or line: a
 to the last committed ``turn/end`` makes the whole log corrupt. A window read (``readEvent``)
 cannot see that from the window alone. So the first window read of a session at a revision runs
 the full validation, exactly as ``inspect`` does, and the backend remembers here only the small
-facts a later window needs (a ``records.LogShape``, plus a backend's own seek hints). Later reads
+facts a later window needs (a ``logical.LogShape``, plus a backend's own seek hints). Later reads
 re-read the revision from the authoritative source, inside the same read as the window, and use
-the facts only when the revision is still the one that was verified.
+the facts only when the revision is still the one that was verified (windows.py does this once
+for every backend).
 
 This is not a result cache and not an invalidation listener: nothing is served that was not read
 from storage in the same call, and any append, repair or replacement changes the revision
@@ -18,20 +19,22 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Generic, TypeVar
 
 DEFAULT_CAPACITY = 256
 
+F = TypeVar("F")
 
-class VerificationMemo:
+
+class VerificationMemo(Generic[F]):
     """Per backend instance: session id -> (revision, facts), least recently used evicted."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
         self._capacity = capacity
-        self._entries: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[str, F]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, session_id: str, revision: str) -> Any | None:
+    def get(self, session_id: str, revision: str) -> F | None:
         """The facts verified for exactly this revision, or None."""
         with self._lock:
             entry = self._entries.get(session_id)
@@ -40,7 +43,7 @@ class VerificationMemo:
             self._entries.move_to_end(session_id)
             return entry[1]
 
-    def put(self, session_id: str, revision: str, facts: Any) -> None:
+    def put(self, session_id: str, revision: str, facts: F) -> None:
         with self._lock:
             self._entries[session_id] = (revision, facts)
             self._entries.move_to_end(session_id)

@@ -17,8 +17,10 @@ from .. import jsoncodec
 from ..model.event import Event
 from ..values import (
     MAX_SAFE_INTEGER,
+    is_array,
     is_nonneg_safe_integer,
     is_number,
+    is_object,
     is_safe_integer,
 )
 
@@ -113,10 +115,10 @@ def _member(event: Event) -> _Member | None:
         return None
     if not (is_nonneg_safe_integer(seq) and is_safe_integer(time)):
         return None
-    if not isinstance(data, dict) or data.keys() != _CHUNK_DATA_KEYS:
+    if not is_object(data) or data.keys() != _CHUNK_DATA_KEYS:
         return None
     turn, step, chunk = data["turn"], data["step"], data["chunk"]
-    if not (is_number(turn) and is_number(step)) or not isinstance(chunk, dict):
+    if not (is_number(turn) and is_number(step)) or not is_object(chunk):
         return None
     kind, index = chunk.get("type"), chunk.get("index")
     if not is_number(index):
@@ -157,7 +159,7 @@ def _row(run: list[_Member]) -> PackedRow:
         "turn": first.turn,
         "step": first.step,
         "index": first.index,
-        "dt": [b.time - a.time for a, b in zip(run, run[1:])],
+        "dt": [b.time - a.time for a, b in zip(run, run[1:], strict=False)],
     }
     payloads = [m.payload for m in run]
     if first.kind == "tool-call-delta":
@@ -256,7 +258,7 @@ def _row_data_check(tag: str, data: dict[str, Any]) -> str | None:
 def _payload_check(payload: Any, name: str, sqlite: bool) -> str | None:
     """Check 8 of §3.2."""
     # JSON decoding yields exact ``str``: comparing the set of element types stays in C.
-    if not isinstance(payload, list) or not set(map(type, payload)) <= _STR_ONLY:
+    if not is_array(payload) or not set(map(type, payload)) <= _STR_ONLY:
         return f"{name} must be an array of strings"
     if sqlite and not MIN_RUN <= len(payload) <= SQLITE_MAX_MEMBERS:
         return f"{name} must hold {MIN_RUN} to {SQLITE_MAX_MEMBERS} strings"
@@ -295,7 +297,7 @@ def _validate_row(row: dict[str, Any], tag: str, sqlite: bool) -> str | list[int
     if not is_safe_integer(row["time0"]):
         return "time0 must be a safe integer"
     data = row["data"]
-    if not isinstance(data, dict):
+    if not is_object(data):
         return "data must be an object"
     reason = _row_data_check(tag, data)
     if reason is not None:
@@ -306,7 +308,7 @@ def _validate_row(row: dict[str, Any], tag: str, sqlite: bool) -> str | list[int
         return reason
     dt = data["dt"]
     members = len(data[name])
-    if not isinstance(dt, list) or len(dt) != members - 1 or not _all_safe_integers(dt):
+    if not is_array(dt) or len(dt) != members - 1 or not _all_safe_integers(dt):
         return "dt must be an array of member count - 1 safe integers"
     if not is_safe_integer(int(row["seq0"]) + members - 1):
         return "seq0 + members - 1 must be a safe integer"
@@ -384,7 +386,7 @@ def outline_members(tag: str, seq0: int, time0: int, data_json: bytes, *,
         data = decoder.decode(data_json)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    members = len(data.args if tag == "tool-call-chunks" else data.texts)
+    members = len(data.args) if isinstance(data, _ToolRowData) else len(data.texts)
     if not (MIN_RUN <= members <= SQLITE_MAX_MEMBERS if sqlite else members >= 1):
         return None
     dt = data.dt  # ints by type
@@ -418,7 +420,7 @@ def unpack_row(
     # Every member shares all but its seq, time and payload: encode the rest once.
     head = (b'{"turn":' + jsoncodec.dumps(data["turn"]) + b',"step":' + jsoncodec.dumps(data["step"])
             + b',"chunk":' + _chunk_head(tag, data))
-    events = []
+    events: list[Event] = []
     assemble = Event.assemble
     for k, payload in enumerate(payloads):
         data_json = head + jsoncodec.dumps(payload) + b"}}"

@@ -11,12 +11,14 @@ from __future__ import annotations
 import importlib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from .. import errors
 from ..errors import QueryError, inner_message
+from .base import PersistenceBackend
 
 _OPTIONS = {
     "jsonl": {"compression": ("auto", "zstd", "none"), "packChunks": ("true", "false"), "readOnly": ("true", "false")},
@@ -45,7 +47,7 @@ def _importer_home(scheme: str, location: str) -> str:
 class MountSpec:
     scheme: str
     location: str
-    options: dict[str, str] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict[str, str])
 
     @property
     def read_only(self) -> bool:
@@ -68,6 +70,11 @@ def _decode_location(text: str) -> str:
 def parse_uri(uri: Any) -> MountSpec:
     if not isinstance(uri, str):
         raise _invalid("persistence URI must be a string")
+    if uri.startswith(("postgres://", "postgresql://")):  # libpq URIs (postgres.md §1.1)
+        from .postgres.conninfo import parse_postgres_uri
+
+        mount = parse_postgres_uri(uri)
+        return MountSpec("postgres", mount.redacted, {"readOnly": str(mount.read_only).lower()})
     scheme, sep, rest = uri.partition(":")
     if not sep or scheme not in _OPTIONS:
         raise _invalid(f'unknown persistence URI scheme in "{uri}"')
@@ -98,6 +105,17 @@ def parse_uri(uri: Any) -> MountSpec:
     return MountSpec(scheme, location, options)
 
 
+def display_uri(uri: object) -> str:
+    """A configured persistence value as it may be shown: passwords redacted (postgres.md §1.3)."""
+    if isinstance(uri, str) and uri.startswith(("postgres://", "postgresql://")):
+        from .postgres.conninfo import redact
+
+        return redact(uri)
+    if isinstance(uri, list):
+        return "[" + ", ".join(display_uri(u) for u in uri) + "]"  # type: ignore[misc]
+    return str(uri)
+
+
 def absolute_uri(uri: str) -> str:
     """Resolve a relative location against the working directory (command-line convenience)."""
     scheme, sep, rest = uri.partition(":")
@@ -112,7 +130,7 @@ def absolute_uri(uri: str) -> str:
 TEST_FACTORY_ENV = "DSH_QUERY_TEST_BACKEND_FACTORY"
 
 
-def _test_backend(uri: Any) -> Any:
+def _test_backend(uri: Any) -> PersistenceBackend | None:
     """The test harness hook of persistence.md §1: with DSH_QUERY_TEST_BACKEND_FACTORY set to
     ``module:function``, ``test:<name>`` mounts ``function(name)``. Without it the scheme is
     unknown, so production servers never import code named by a client."""
@@ -120,13 +138,14 @@ def _test_backend(uri: Any) -> Any:
     if not factory_name or not isinstance(uri, str) or not uri.startswith("test:"):
         return None
     module_name, _, attr = factory_name.partition(":")
-    factory = getattr(importlib.import_module(module_name), attr)
+    module = importlib.import_module(module_name)
+    factory: Callable[[str], PersistenceBackend] = getattr(module, attr)
     backend = factory(uri[len("test:"):])
-    backend.uri = uri
+    setattr(backend, "uri", uri)  # noqa: B010 - the doubles keep their mount URI as a plain field
     return backend
 
 
-def open_backend(uri: str) -> Any:
+def open_backend(uri: str) -> PersistenceBackend:
     """Parse and construct the backend; construction runs the mount-time checks."""
     backend = _test_backend(uri)
     if backend is not None:
@@ -137,6 +156,10 @@ def open_backend(uri: str) -> Any:
             from .importing.mount import open_importer
 
             return open_importer(spec.scheme, spec.location, dict(spec.options), uri)
+        if spec.scheme == "postgres":
+            from .postgres import open_postgres
+
+            return open_postgres(uri)
         if spec.scheme == "jsonl":
             from .jsonl import JsonlBackend
 

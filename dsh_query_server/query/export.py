@@ -16,7 +16,7 @@ import time
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import msgspec
 from msgspec import UNSET
@@ -25,38 +25,22 @@ from .. import errors, jsoncodec
 from ..cancel import CancelToken
 from ..errors import QueryError, cancelled, inner_message
 from ..model.event import HEADER_FIELDS, Event, Header
-from ..persistence.base import SessionPersistenceCorruptionError
+from ..persistence.base import (
+    RawArtifactReader,
+    SessionPersistenceCorruptionError,
+    SessionRawArtifact,
+    SessionRawArtifactsUnsupportedError,
+)
 from ..persistence.records import PackedRow, pack
 from ..values import is_integer
 from . import lineage
-from .service import Record, SessionQueryService, check_cancelled, not_found
+from .loaded import Record, check_cancelled, not_found
+from .service import SessionQueryService
 from .workspace import Workspace
 
 EXPORT_FAILED = errors.EXPORT_FAILED
 MEDIA_TYPES = {"image/png": "png", "image/jpeg": "jpg", "image/webp": "webp", "image/gif": "gif"}
 _ATTACHMENT_ID = re.compile(r"sha256:([0-9a-f]{64})")
-
-
-# -- the raw-artifact contract of §2.1 (to move into persistence/base.py) -----------------------
-
-
-class SessionRawArtifactsUnsupportedError(Exception):
-    """this session persistence backend does not expose raw artifacts"""
-
-
-@dataclass(frozen=True, slots=True)
-class SessionRawArtifact:
-    meta: dict[str, Any]
-    filename: str
-    content: bytes
-
-
-@runtime_checkable
-class RawArtifactReader(Protocol):
-    """Optional: a backend that can return a session's stored bytes (tools.md §2.1)."""
-
-    def read_raw(self, session_id: str, token: CancelToken | None = None
-                 ) -> SessionRawArtifact | None: ...
 
 
 # -- options, params, result --------------------------------------------------------------------
@@ -229,25 +213,13 @@ def session_content(service: SessionQueryService, session_id: str, token: Cancel
     if live is not None:
         return encode_log(live.header, live.events)
     binding = service.binding.current()
-    backend = None if binding is None else binding.backend
-    if isinstance(backend, RawArtifactReader):
+    reader = None if binding is None else binding.capabilities.raw
+    if reader is not None:
         try:
-            artifact = backend.read_raw(session_id, token)
+            artifact = _read_raw(reader, session_id, token)
         except SessionRawArtifactsUnsupportedError:
-            artifact = None
-            backend = None
-        except Exception as exc:  # noqa: BLE001 - classified as persistence.md §2.3
-            if token.cancelled:
-                raise cancelled() from None
-            inner = inner_message(exc)
-            if isinstance(exc, SessionPersistenceCorruptionError):
-                raise QueryError(errors.CORRUPT_SESSION,
-                                 f'stored session "{session_id}" is corrupt: {inner}',
-                                 cause=inner, session_id=session_id) from None
-            raise QueryError(errors.PERSISTENCE_FAILED,
-                             f'failed to read the stored log of session "{session_id}": {inner}',
-                             cause=inner, session_id=session_id) from None
-        if backend is not None:
+            pass  # a composite member without raw artifacts: its logical log (step 3)
+        else:
             if artifact is None:
                 raise _vanished(session_id, descendant)
             return artifact.content
@@ -258,6 +230,27 @@ def session_content(service: SessionQueryService, session_id: str, token: Cancel
             raise _vanished(session_id, descendant) from None
         raise
     return encode_log(loaded.header, loaded.events)
+
+
+def _read_raw(reader: RawArtifactReader, session_id: str, token: CancelToken
+              ) -> SessionRawArtifact | None:
+    """``read_raw`` with its failures classified (§2.6, persistence.md §2.3)."""
+    check_cancelled(token)
+    try:
+        return reader.read_raw(session_id, token)
+    except SessionRawArtifactsUnsupportedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - classified as persistence.md §2.3
+        if token.cancelled:
+            raise cancelled() from None
+        inner = inner_message(exc)
+        if isinstance(exc, SessionPersistenceCorruptionError):
+            raise QueryError(errors.CORRUPT_SESSION,
+                             f'stored session "{session_id}" is corrupt: {inner}',
+                             cause=inner, session_id=session_id) from None
+        raise QueryError(errors.PERSISTENCE_FAILED,
+                         f'failed to read the stored log of session "{session_id}": {inner}',
+                         cause=inner, session_id=session_id) from None
 
 
 def _vanished(session_id: str, descendant: bool) -> QueryError:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .. import errors
 from ..errors import QueryError
@@ -102,7 +103,8 @@ def session_matches(clauses: Sequence[Any], header: Any, live: bool, persisted: 
         elif isinstance(clause, CwdFilter):
             ok = (None if header.cwd is UNSET else header.cwd) in clause.values
         elif isinstance(clause, ParentFilter):
-            ok = (None if header.parent_session is UNSET else header.parent_session) in clause.values
+            parent = None if header.parent_session is UNSET else header.parent_session
+            ok = parent in clause.values
         elif isinstance(clause, AvailabilityFilter):
             ok = ("live" in clause.values and live) or ("persisted" in clause.values and persisted)
         elif isinstance(clause, CreatedAtFilter):

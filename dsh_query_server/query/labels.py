@@ -14,38 +14,25 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
-from ..cancel import CancelToken
+from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header, headers_compatible
-from ..persistence.base import (
-    Capabilities,
-    Inspection,
-    PersistenceBackend,
-    Window,
-    WindowReader,
-)
+from ..persistence.adapters import read_window
+from ..persistence.base import Inspection, PersistenceBackend, Window
 from ..persistence.binding import Binding
 from ..session.store import LiveSnapshot
 from ..values import is_nonneg_safe_integer
-from .service import (
-    Record,
-    as_inspection,
-    as_window,
-    check_cancelled,
-    conflict,
-    last_title_event,
-    title_from,
-    title_window,
-)
+from .loaded import Record, check_cancelled, conflict
+from .loading import inspect_call
 from .text import extract_text
+from .titlefold import last_title_event, title_from, title_window
 from .workers import run_claims
 
 if TYPE_CHECKING:
     from .service import SessionQueryService
 
-R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 LABEL_EVENTS = 64  # events a persisted label reads from the start of the log (and of its seed)
@@ -152,8 +139,8 @@ def _live_info(session_id: str, live: LiveSnapshot) -> SessionInfo:
 def read_labels(
     service: SessionQueryService,
     records: Sequence[Record],
-    token: CancelToken | None,
-    budget_seconds: float,
+    token: CancelToken = NULL_TOKEN,
+    budget_seconds: float | None = None,
 ) -> dict[str, SessionInfo]:
     """Labels for the records of one level. Persisted-only logs are read on the shared pool and
     projected to their small SessionInfo before the worker claims the next id. Past
@@ -170,12 +157,10 @@ def read_labels(
     binding = service.binding.current()
     if not pending or binding is None:
         return out
-    backend = binding.backend
-    windows = Capabilities.of(backend).windows
 
     def work(sid: str) -> None:
         try:
-            out[sid] = _persisted_info(service, backend, windows, sid, pending[sid], token)
+            out[sid] = _persisted_info(service, binding, sid, pending[sid], token)
         except QueryError:  # mapped by the service; the label falls back to the id
             pass
         except Exception:  # a bug in a projection: logged, and only this label is lost
@@ -183,34 +168,29 @@ def read_labels(
 
     # A persisted label costs a whole-log read the first time a log is seen at a revision (then
     # a few window reads); a page of long logs could keep the sidebar waiting for many seconds.
-    deadline = time.monotonic() + budget_seconds
-    run_claims(pending, work, service.inspect_concurrency, token, deadline)
+    deadline = None if budget_seconds is None else time.monotonic() + budget_seconds
+    run_claims(pending, work, service.inspect_concurrency, token, deadline, pool=service.pool)
     check_cancelled(token)
     return out
 
 
 def _persisted_info(
     service: SessionQueryService,
-    backend: PersistenceBackend,
-    windows: WindowReader | None,
+    binding: Binding,
     sid: str,
     listed: Header,
-    token: CancelToken | None,
+    token: CancelToken,
 ) -> SessionInfo:
-    if windows is not None:
-        reader = windows
+    if binding.capabilities.windows is not None:
 
         def read(first: int, last: int) -> Window:
             check_cancelled(token)  # no backend call starts after a cancel
-            return _mapped(
-                service, backend, sid, token,
-                lambda: as_window(reader.inspect_window(sid, first, last, token), first, last),
-            )
+            return inspect_call(sid, token, lambda: read_window(binding, sid, first, last, token))
 
         meta, info = _project_head(sid, read)
     else:
-        inspection: Inspection = _mapped(
-            service, backend, sid, token, lambda: as_inspection(backend.inspect(sid, token))
+        inspection: Inspection = inspect_call(
+            sid, token, lambda: binding.backend.inspect(sid, token)
         )
         meta = inspection.meta
         info = project(sid, meta, inspection.events, last_title_event(inspection.events))
@@ -223,24 +203,13 @@ def _persisted_info(
     return info
 
 
-def _mapped(
-    service: SessionQueryService,
-    backend: PersistenceBackend,
-    sid: str,
-    token: CancelToken | None,
-    call: Callable[[], R],
-) -> R:
-    """One backend read with the service's failure mapping (semantics.md §3.0.5 step 5)."""
-    return service._inspect_call(backend, sid, token, lambda _b: call())
-
-
 def read_lags(
     service: SessionQueryService,
     records: Sequence[Record],
     known: Callable[[Binding], Mapping[str, int]],
-    token: CancelToken | None,
+    token: CancelToken = NULL_TOKEN,
 ) -> dict[str, Lag]:
-    """"lagging" = live and persisted, and the persisted copy holds fewer events than the live
+    """ "lagging" = live and persisted, and the persisted copy holds fewer events than the live
     log. ``known(binding)`` is what the checkpointer already knows it holds under that binding
     (every live session in auto mode); only a session it has not met (manual mode, read-only
     mount, first 200 ms) costs one ``stored_count`` (cached by the JSONL backend). A failure

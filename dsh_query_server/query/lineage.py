@@ -7,7 +7,8 @@ to JSON iteratively too (a recursive encoder would hit Python's recursion limit)
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 from msgspec import UNSET
@@ -15,16 +16,16 @@ from msgspec import UNSET
 from .. import errors, jsoncodec
 from ..errors import QueryError
 from ..model import wire
-
-if TYPE_CHECKING:
-    from .service import Record
+from .loaded import Record
 
 
 def trace(records: Sequence[Record], session_id: str) -> wire.SessionLineageTrace:
     by_id = {r.header.id: r for r in records}
     target = by_id.get(session_id)
     if target is None:
-        raise QueryError(errors.SESSION_NOT_FOUND, f'session "{session_id}" not found', session_id=session_id)
+        raise QueryError(
+            errors.SESSION_NOT_FOUND, f'session "{session_id}" not found', session_id=session_id
+        )
     ancestors: list[Record] = []
     seen = {session_id}
     unresolved: Any = UNSET

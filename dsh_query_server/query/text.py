@@ -7,7 +7,8 @@ unexpected kind contribute nothing and extraction never fails. Only strings cont
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..model.event import Event
 from ..values import WHITESPACE_CHARS, split_whitespace, trim

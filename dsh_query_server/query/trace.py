@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..model import wire
-
-if TYPE_CHECKING:
-    from .service import Loaded
+from .loaded import Loaded
 
 
 def trace_event(loaded: Loaded, seq: int) -> wire.SessionEventTraceObservation:
@@ -24,7 +20,8 @@ def trace_event(loaded: Loaded, seq: int) -> wire.SessionEventTraceObservation:
     derived = [
         e.seq
         for e in events[seq + 1 :]
-        if isinstance(e.source_seqs, list) and any(s == seq and type(s) is not bool for s in e.source_seqs)
+        if isinstance(e.source_seqs, list)
+        and any(s == seq and type(s) is not bool for s in e.source_seqs)
     ]
     result = wire.SessionEventTraceObservation(
         target=wire.SessionEventRecord(

@@ -238,9 +238,16 @@ class SessionEventSearchRequest(Params):
     cursor: str | UnsetType = UNSET
 
 
+class TreeGrouping(enum.Enum):
+    NONE = "none"
+    AGENT = "agent"
+    WORKSPACE = "workspace"
+
+
 class TreeArgs(Params):
     sessionId: str | UnsetType = UNSET
     seq: int | UnsetType = UNSET
+    groupBy: TreeGrouping | UnsetType = UNSET  # sessions view roots only (server/tree/groups.py)
 
 
 class TreeChildrenParams(Params):

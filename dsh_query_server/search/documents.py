@@ -15,13 +15,16 @@ seen between windows is reported the same way at once.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from .. import errors
+from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
-from ..persistence.base import CancelToken
-from ..query.service import as_inspection, as_window
+from ..persistence.adapters import checked_window
+from ..persistence.base import WindowReader
+from ..persistence.binding import Binding
 from ..query.text import documents
 from ..session.fold import Fold, FoldError, fold_events
 from ..session.store import LiveSnapshot
@@ -89,16 +92,16 @@ class Read:
             raise self.error
 
 
-def read_persisted(backend: Any, session_id: Any, token: CancelToken | None) -> Read:
+def read_persisted(binding: Binding, session_id: Any, token: CancelToken) -> Read:
     """The stored log's documents, as ``inspect`` gives the log (the same events and errors)."""
-    window = getattr(backend, "inspect_window", None)
-    if window is None or not getattr(backend, "cheap_windows", False):
-        inspection = as_inspection(backend.inspect(session_id, token))
+    reader = binding.capabilities.windows
+    if reader is None or not binding.capabilities.cheap_windows:
+        inspection = binding.backend.inspect(session_id, token)
         return Read(inspection.meta, persisted_documents(session_id, inspection.events))
-    first = as_window(window(session_id, 0, WINDOW - 1, token), 0, WINDOW - 1)
+    first = checked_window(reader.inspect_window(session_id, 0, WINDOW - 1, token), 0, WINDOW - 1)
     if first.length <= WINDOW:
         return Read(first.meta, persisted_documents(session_id, first.events))
-    meta, log = first.meta, _Windows(window, session_id, token, first.length)
+    meta, log = first.meta, _Windows(reader, session_id, token, first.length)
     fold = _folded(session_id, log.events(first.events), log)
     del first  # the second pass reads every window again
     return Read(meta, _documents(log.events(None), fold), reading=True)
@@ -108,8 +111,9 @@ class _Windows(Sequence[Event]):
     """A long log read through ``inspect_window``: its events in order, window by window, and
     any one event by seq (the fold's look back at a rewritten tool result)."""
 
-    def __init__(self, window: Any, session_id: Any, token: CancelToken | None, length: int) -> None:
-        self._window = window
+    def __init__(self, reader: WindowReader, session_id: Any, token: CancelToken,
+                 length: int) -> None:
+        self._reader = reader
         self._session_id = session_id
         self._token = token
         self._length = length
@@ -124,7 +128,8 @@ class _Windows(Sequence[Event]):
             yield from events
 
     def _read(self, first: int, last: int) -> list[Event]:
-        window = as_window(self._window(self._session_id, first, last, self._token), first, last)
+        window = checked_window(
+            self._reader.inspect_window(self._session_id, first, last, self._token), first, last)
         if window.length != self._length:
             raise Moved
         return window.events

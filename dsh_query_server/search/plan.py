@@ -14,7 +14,6 @@ cancellation keep their precedence over ``INDEX_FAILED``.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
@@ -24,7 +23,7 @@ from .. import errors
 from ..errors import QueryError, inner_message
 from ..model.event import Header
 from ..values import is_integer, is_number
-from .schema import sanitize, sql_text
+from .schema import Connection, sanitize, sql_text
 
 _HEADER_COLUMNS = (
     "id, version, created_at, cwd, parent_session, seed_length, delegation_depth, agent_preset"
@@ -107,7 +106,7 @@ class WritePlan:
     Persisted writes and deletes come first; the first live write fixes ``G_next``, the persisted
     generation after this reconcile, from which live generations are numbered (§6.5)."""
 
-    def __init__(self, conn: sqlite3.Connection, persisted: dict[str, Row], live: dict[str, Row],
+    def __init__(self, conn: Connection, persisted: dict[str, Row], live: dict[str, Row],
                  persisted_generation: int, local_generation: int, next_rowid: dict[str, int]) -> None:
         self.conn = conn
         self._committed = {PERSISTED: persisted, LIVE: live}

@@ -9,7 +9,6 @@ the shape of the request.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -19,7 +18,7 @@ from msgspec import UNSET
 from .. import errors
 from ..errors import QueryError
 from ..model.filters import AvailabilityFilter, _Range, kind_of
-from .schema import sql_text
+from .schema import Connection, sql_text
 from .snippet import END, START
 
 PREDICATE_BUDGET = 14
@@ -137,11 +136,10 @@ def compile_filters(session_clauses: Sequence[Any], event_clauses: Sequence[Any]
 # Two statements per search, both run inside the search's turn on the index's one connection, so
 # nothing can change between them.
 #   rank   every candidate that passes the predicates, as a narrow row (side, rowid, session),
-#          sorted in SQL. ``match_count`` counts the START markers of highlight(): with an empty
-#          END marker, the highlighted text is longer than the document by exactly one code point
-#          per span (documents hold no NUL, which would end SQLite's length(), and no marker
-#          code point: sanitize). Only the keys are sorted; the hit's other columns are read for
-#          the page alone.
+#          sorted in SQL. ``match_count`` is the FTS5 auxiliary function ``match_spans``
+#          (schema.py): the spans highlight() would mark, counted from the phrase's token
+#          positions without re-tokenizing the document. Only the keys are sorted; the hit's
+#          other columns are read for the page alone.
 #   page   for the page's rows: highlight() again for the snippet, the hit's columns, and the
 #          header columns from the session row on the document's side of the index.
 #
@@ -155,7 +153,7 @@ _RANK_BRANCH = """
     SELECT {live} AS live, {docs}.rowid AS rowid, {docs}.session_id AS session_id,
            CAST({docs}.seq AS INTEGER) AS seq, {docs}.time AS time,
            {docs}.codepoint_length AS document_length,{extra}
-           length(highlight({docs}, 0, ?2, '')) - {docs}.codepoint_length AS match_count
+           match_spans({docs}) AS match_count
     FROM {docs}{join}
     WHERE {docs} MATCH ?1{shadowing}"""
 
@@ -185,8 +183,7 @@ _SIDES = (("live_docs", "live_sessions", "1", "s.persisted"),
 def _rank_sql(predicates: Predicates, bound: bool, order: str) -> str:
     """The rank statement. Persisted documents take part only while a backend is bound (the
     binding this search's reconcile used); otherwise they are hidden, not deleted. The metadata
-    predicates apply before ranking. Parameters: the phrase and the START marker, then the
-    predicates' values."""
+    predicates apply before ranking. Parameters: the phrase, then the predicates' values."""
     where = " AND ".join(predicates.sql) or "1"
     extra = [column for name, column in _EXTRA.items() if name in predicates.columns]
     branches = []
@@ -233,7 +230,7 @@ class Match:
     header: tuple[Any, ...]  # version, id, created_at, cwd, parent, seed, depth, preset
 
 
-def _page(conn: sqlite3.Connection, phrase: str, keys: list[tuple[int, int]]) -> list[Match]:
+def _page(conn: Connection, phrase: str, keys: list[tuple[int, int]]) -> list[Match]:
     """The page's matches, in the order of ``keys`` ((live, rowid) pairs). A side without rows
     on the page is not scanned."""
     if not keys:
@@ -252,10 +249,10 @@ def _page(conn: sqlite3.Connection, phrase: str, keys: list[tuple[int, int]]) ->
 
 
 def _params(phrase: str, predicates: Predicates) -> list[Any]:
-    return [phrase, START, *predicates.params]
+    return [phrase, *predicates.params]
 
 
-def select_events(conn: sqlite3.Connection, phrase: str, predicates: Predicates, bound: bool,
+def select_events(conn: Connection, phrase: str, predicates: Predicates, bound: bool,
                   limit: int, offset: int) -> list[Match]:
     """Matching documents ordered for searchEvents, ``limit`` rows from ``offset``."""
     sql = f"{_rank_sql(predicates, bound, _EVENT_ORDER)}\nLIMIT ? OFFSET ?"
@@ -263,7 +260,7 @@ def select_events(conn: sqlite3.Connection, phrase: str, predicates: Predicates,
     return _page(conn, phrase, keys)
 
 
-def select_sessions(conn: sqlite3.Connection, phrase: str, predicates: Predicates, bound: bool,
+def select_sessions(conn: Connection, phrase: str, predicates: Predicates, bound: bool,
                     limit: int, offset: int) -> list[Match]:
     """Each session's best match, sessions ordered for searchSessions, ``limit`` from ``offset``."""
     seen: set[str] = set()

@@ -13,7 +13,6 @@ asked for both listings, so its failures and changes are seen exactly as before.
 from __future__ import annotations
 
 import operator
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,16 +21,17 @@ from msgspec import Raw
 from .. import errors
 from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_message
 from ..model.event import Header, headers_compatible
-from ..persistence.base import CancelToken, Snapshot
+from ..cancel import CancelToken
+from ..persistence.base import Snapshot
 from ..persistence.binding import Binding, PersistenceBinding
-from ..query.service import as_header, conflict
+from ..query.loaded import conflict
 from ..session.store import SessionStore
 from .documents import Moved, live_documents, read_persisted
 from .plan import LIVE, PERSISTED, Row, WritePlan
-from .schema import open_failed, open_index, sql_text
+from .schema import Connection, Error, open_failed, open_index, scalar, sql_text
 from .wire import header_raw
 
-_FIRST = object()  # the identity "seen" before this instance's first reconcile
+_FIRST = -1  # the binding changes "seen" before this instance's first reconcile
 
 
 class _Unstable(Exception):
@@ -92,7 +92,11 @@ def _snapshot(item: Any) -> Snapshot:
         raise TypeError("persistence snapshot must be an object with header and revision")
     if not isinstance(revision, str):
         raise TypeError("persistence snapshot revision must be a string")
-    return Snapshot(as_header(header), revision)
+    if isinstance(header, dict):
+        header = Header.from_value(header)
+    if not isinstance(header, Header):
+        raise TypeError("persistence returned a header that is not a JSON object")
+    return Snapshot(header, revision)
 
 
 def validate_listing(result: Any) -> Listing:
@@ -133,17 +137,24 @@ def _lists_again(result: Any, known: Listing) -> bool:
     )
 
 
-def _listing_changed(before: Listing, after: Listing) -> bool:
+def _listing_changed(before: Listing, after: Listing, live_ids: frozenset[str],
+                     store: SessionStore) -> bool:
+    """Step 2.3: did the listing move between the two calls? A new revision or header of an id
+    live at both observations does not count: it is never inspected and its persisted row stays
+    hidden under the live overlay, so a writer checkpointing live sessions cannot fail searches."""
     if before is after:
         return False
     if before.by_id.keys() != after.by_id.keys():
         return True
     for sid, old in before.by_id.items():
         new = after.by_id[sid]
-        if old.revision != new.revision:
-            return True
         # Backends that reuse unchanged headers hand back the very same immutable object.
-        if old.header is not new.header and not headers_compatible(old.header, new.header, include_preset=True):
+        same_header = old.header is new.header or headers_compatible(
+            old.header, new.header, include_preset=True
+        )
+        if old.revision == new.revision and same_header:
+            continue
+        if sid not in live_ids or not store.is_live(sid):
             return True
     return False
 
@@ -158,9 +169,11 @@ class _Seen:
     ``generation`` is the live store's generation read *before* the live store was observed, so
     a change racing the observation leaves it behind and the next search looks again.
     ``unindexed`` are the listed ids that were neither indexed at their revision nor inspected,
-    because they were live: the only snapshots a repeated listing could still need to inspect."""
+    because they were live: the only snapshots a repeated listing could still need to inspect.
+    ``changes`` counts the mounts and unmounts made before ``binding`` was read with it."""
 
     binding: Binding | None
+    changes: int
     generation: int
     listing: Listing | None
     unindexed: frozenset[Any]
@@ -172,16 +185,18 @@ class SearchIndex:
     """The open index and this instance's reconcile state. Used only from inside the search
     queue, so nothing here needs a lock."""
 
-    def __init__(self, conn: sqlite3.Connection, store: SessionStore, binding: PersistenceBinding) -> None:
+    def __init__(self, conn: Connection, store: SessionStore, binding: PersistenceBinding) -> None:
         self.conn = conn
         self.store = store
         self.binding = binding
-        stored = conn.execute("SELECT global_generation FROM search_state").fetchone()[0]
+        stored = scalar(conn, "SELECT global_generation FROM search_state") or 0
         self.persisted_generation = stored
         self.local_generation = stored
         self.cross_generation = stored
         self.epoch = 0
-        self.last_identity: Any = _FIRST
+        # Mounts and unmounts seen by the previous reconcile. Counted by the binding itself, so a
+        # mount undone between two searches is a change though both saw "no binding" (§6.12).
+        self.last_changes = _FIRST
         self._seen: _Seen | None = None
         spans = {
             sid: (lo, hi)
@@ -196,7 +211,7 @@ class SearchIndex:
             )
         }
         self.live: dict[str, Row] = {}
-        top = conn.execute("SELECT max(rowid) FROM persisted_docs").fetchone()[0]
+        top = scalar(conn, "SELECT max(rowid) FROM persisted_docs")
         self.next_rowid = {PERSISTED.docs: (top or 0) + 1, LIVE.docs: 1}
 
     @classmethod
@@ -204,7 +219,7 @@ class SearchIndex:
         conn = open_index(path, journal_mode)
         try:
             return cls(conn, store, binding)
-        except sqlite3.Error as exc:
+        except Error as exc:
             conn.close()
             raise open_failed(str(exc)) from None
 
@@ -239,19 +254,18 @@ class SearchIndex:
         self.persisted_generation = plan.persisted_generation
         self.local_generation = plan.local_generation
         self.next_rowid = plan.next_rowid
-        identity = None if seen.binding is None else seen.binding.identity
-        rebound = self.last_identity is not _FIRST and identity != self.last_identity
+        rebound = self.last_changes != _FIRST and seen.changes != self.last_changes
         if plan.wrote or rebound:
             self.cross_generation += 1
         if rebound:
             self.epoch += 1
-        self.last_identity = identity
+        self.last_changes = seen.changes
         self._seen = seen
         return View(seen.binding is not None, self.cross_generation, self.epoch)
 
     def _attempt(self, token: CancelToken | None, plan: WritePlan) -> _Seen:
         check(token)
-        binding = self.binding.current()
+        binding, changes = self.binding.observe()
         generation = self.store.generation
         seen = self._seen
         if seen is not None and seen.binding is not binding:
@@ -265,7 +279,9 @@ class SearchIndex:
         if binding is not None:
             # A repeated listing needs no inspection while every id it skipped as live still is.
             known = seen.listing if seen is not None and seen.unindexed <= live_ids else None
-            listing, unindexed = self._observe_persisted_mapped(binding, live_ids, token, plan, known)
+            listing, unindexed = self._observe_persisted_mapped(
+                binding, changes, live_ids, token, plan, known
+            )
             if listing is not known:
                 unchanged = False
                 listed = listing.keys()
@@ -275,16 +291,16 @@ class SearchIndex:
             elif seen is not None:
                 unindexed = seen.unindexed
         if seen is not None and unchanged and self.store.generation == generation:
-            return _Seen(binding, generation, listing, unindexed, live_ids, seen.live_keys)
+            return _Seen(binding, changes, generation, listing, unindexed, live_ids, seen.live_keys)
         live_keys = self._observe_live(listing, live_ids, plan)
-        return _Seen(binding, generation, listing, unindexed, live_ids, live_keys)
+        return _Seen(binding, changes, generation, listing, unindexed, live_ids, live_keys)
 
     def _observe_persisted_mapped(
-        self, binding: Binding, live_ids: frozenset[str], token: CancelToken | None, plan: WritePlan,
-        known: Listing | None,
+        self, binding: Binding, changes: int, live_ids: frozenset[str], token: CancelToken | None,
+        plan: WritePlan, known: Listing | None,
     ) -> tuple[Listing, frozenset[Any]]:
         try:
-            return self._observe_persisted(binding, live_ids, token, plan, known)
+            return self._observe_persisted(binding, changes, live_ids, token, plan, known)
         except _Unstable:
             raise
         except Exception as exc:  # noqa: BLE001 - every failure is mapped (§6.5 step 2.4)
@@ -306,8 +322,8 @@ class SearchIndex:
             ) from None
 
     def _observe_persisted(
-        self, binding: Binding, live_ids: frozenset[str], token: CancelToken | None, plan: WritePlan,
-        known: Listing | None,
+        self, binding: Binding, changes: int, live_ids: frozenset[str], token: CancelToken | None,
+        plan: WritePlan, known: Listing | None,
     ) -> tuple[Listing, frozenset[Any]]:
         """Steps 2.1–2.3. Returns ``known`` itself when the backend listed exactly it again: then
         every snapshot is indexed at its revision or has a live owner, and nothing is inspected."""
@@ -315,21 +331,25 @@ class SearchIndex:
         listing = list_snapshots(backend, token, known)
         unindexed: frozenset[Any] = frozenset()
         if listing is not known:
-            unindexed = self._inspect_changed(backend, listing, live_ids, token, plan, binding)
+            unindexed = self._inspect_changed(binding, listing, live_ids, token, plan, changes)
         check(token)
         again = list_snapshots(backend, token, listing)
         check(token)
-        if _listing_changed(listing, again) or self.binding.current() is not binding:
+        if _listing_changed(listing, again, live_ids, self.store):
+            raise _Unstable
+        if self.binding.current() is not binding:
             raise _Unstable
         return listing, unindexed
 
-    def _inspect_changed(self, backend: Any, listing: Listing, live_ids: frozenset[str],
-                         token: CancelToken | None, plan: WritePlan, binding: Binding) -> frozenset[Any]:
+    def _inspect_changed(
+        self, binding: Binding, listing: Listing, live_ids: frozenset[str], token: CancelToken | None,
+        plan: WritePlan, changes: int,
+    ) -> frozenset[Any]:
         """Step 2.2: inspect every snapshot the index does not hold at its revision; returns the
         ids skipped because they are live."""
         # Revisions are trusted only against the store that produced them: the same binding as
         # the previous reconcile, or (first reconcile) the rows a previous instance left.
-        trust_revisions = self.last_identity is _FIRST or self.last_identity == binding.identity
+        trust_revisions = self.last_changes in (_FIRST, changes)
         skipped = []
         for sid, snapshot in listing.by_id.items():
             key = sql_text(sid)
@@ -341,7 +361,7 @@ class SearchIndex:
                 continue  # a log with a live owner is never inspected
             check(token)
             try:
-                read = read_persisted(backend, sid, token)
+                read = read_persisted(binding, sid, token)
                 check(token)
                 if not headers_compatible(snapshot.header, read.meta):
                     raise conflict(sid)
@@ -394,6 +414,8 @@ class SearchIndex:
             f"agent_preset FROM {table} WHERE id = ?",
             (key,),
         ).fetchone()
+        if columns is None:
+            return None  # the mirror and the table are written together; never reached
         return Target(generation, header_raw(columns))
 
 

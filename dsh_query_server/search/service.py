@@ -16,9 +16,10 @@ from typing import Any, Iterator
 
 from .. import errors
 from ..errors import QueryError, cancelled
-from ..persistence.base import CancelToken
+from ..cancel import CancelToken
 from ..persistence.binding import PersistenceBinding
 from ..session.store import SessionStore
+from ..cancel import NULL_TOKEN  # backends take a token, never None
 from .config import SearchConfig
 from .cursor import EVENTS, SESSIONS, decode_cursor, encode_cursor
 from .query import Match, compile_filters, select_events, select_sessions
@@ -111,7 +112,7 @@ class SearchService:
 
     # -- searches ------------------------------------------------------------------------------
 
-    def search_sessions(self, request: Any, token: CancelToken | None = None) -> SessionSearchPage:
+    def search_sessions(self, request: Any, token: CancelToken = NULL_TOKEN) -> SessionSearchPage:
         self._check_enabled()
         search = normalize_sessions(request, self.config)
         with self._turn(token):
@@ -135,7 +136,7 @@ class SearchService:
             )
         return page
 
-    def search_events(self, request: Any, token: CancelToken | None = None) -> SessionEventSearchPage:
+    def search_events(self, request: Any, token: CancelToken = NULL_TOKEN) -> SessionEventSearchPage:
         self._check_enabled()
         search = normalize_events(request, self.config)
         with self._turn(token):

@@ -17,7 +17,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 import msgspec
@@ -28,9 +28,10 @@ from pygls.protocol.json_rpc import JsonRPCResponseMessage
 from pygls.protocol.language_server import lsp_method
 
 from .. import errors
-from .dispatch import Frame, encode_frame
+from .dispatch import Dispatcher, Frame, encode_frame
 from .envelope import OWN_PREFIXES, own_notification, own_request, refused_message, valid_id
 from .methods import INLINE, Call
+from .runtime import Runtime
 from .rpcerrors import (
     INTERNAL,
     INTERNAL_ERROR,
@@ -41,8 +42,16 @@ from .rpcerrors import (
     SERVER_NOT_INITIALIZED,
 )
 
-if TYPE_CHECKING:
-    from .app import QueryServer
+
+
+class Host(Protocol):
+    """What the protocol uses of the server that owns it (app.QueryServer), named here so the
+    two modules do not import each other."""
+
+    runtime: Runtime | None
+    dispatcher: Dispatcher
+
+    def report_server_error(self, error: Exception, source: Any) -> None: ...
 
 log = logging.getLogger("dsh_query_server")
 
@@ -51,7 +60,7 @@ _decode = msgspec.json.decode
 
 
 class QueryProtocol(LanguageServerProtocol):
-    _server: QueryServer
+    _server: Host  # type: ignore[assignment]  # pygls types it as its LanguageServer
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import errors
 from ..config import embedded_store
 from ..errors import QueryError
 from ..persistence.binding import PersistenceBinding
-from ..persistence.checkpoint import Checkpointer
 from ..persistence.composite import CompositeBackend, open_persistence
-from ..persistence.uri import open_backend
+from ..persistence.uri import display_uri, open_backend
 from ..query.service import SessionQueryService
 from ..search.service import SearchService
 from ..session.store import SessionStore
+from .checkpoint import Checkpointer
 from .config import ServerConfig
 from .freshness import FreshnessPoller
 
@@ -62,7 +63,7 @@ class Runtime:
             try:
                 self.mount(self.config.persistence)
             except QueryError as exc:
-                log.error("persistence %s not mounted: %s", self.config.persistence, exc.message)
+                log.error("persistence %s not mounted: %s", display_uri(self.config.persistence), exc.message)
         if self.config.search.open_at == "startup":
             self.search.open()
         self.checkpointer.start()
@@ -76,7 +77,8 @@ class Runtime:
             echo: Any = backend.uri
         else:
             backend = open_persistence(uri, embedded_store(), os.environ)
-            echo = list(uri) if isinstance(uri, list) else uri
+            # an array echoes as given, with any password redacted (postgres.md §1.3)
+            echo = [display_uri(u) for u in uri] if isinstance(uri, list) else uri
         binding = self.binding.mount(backend)
         self._mounted = (binding.identity, echo)
         return {"uri": echo, "writable": bool(backend.writable), "members": _members(backend)}

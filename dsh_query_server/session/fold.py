@@ -9,13 +9,14 @@ candidate never touches the state.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, overload
 
 from msgspec import UNSET
 
 from ..model.event import SURFACE_TYPES, Event
-from ..values import is_nonneg_safe_integer, json_number
+from ..values import is_array, is_nonneg_safe_integer, is_object, json_number
 
 CURRENT = "current"
 SHADOWED = "shadowed"
@@ -28,6 +29,7 @@ class FoldError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+        self.index: int | None = None  # set by SurfaceManager.admit: the failing batch position
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +44,10 @@ class Replacement:
 class FoldState:
     """The running fold: surface nodes in order, and who shadowed whom."""
 
-    nodes: list[int] = field(default_factory=list)
-    replacements: list[Replacement] = field(default_factory=list)
-    shadowed_by: dict[int, int] = field(default_factory=dict)
-    replacement_of: dict[int, Replacement] = field(default_factory=dict)
+    nodes: list[int] = field(default_factory=list[int])
+    replacements: list[Replacement] = field(default_factory=list[Replacement])
+    shadowed_by: dict[int, int] = field(default_factory=dict[int, int])
+    replacement_of: dict[int, Replacement] = field(default_factory=dict[int, Replacement])
     length: int = 0
 
 
@@ -96,7 +98,7 @@ def plan_step(state: FoldState, event: Event, index: int, events: Sequence[Event
     if op == "append" and type(op) is str:
         _check_provenance(event, seq, ())
         return Step(seq, append=True)
-    if not isinstance(op, dict):
+    if not is_object(op):
         raise FoldError(f'session event "{etype}" carries an invalid surfaceOp')
     if not (
         len(op) == 3
@@ -135,7 +137,7 @@ def _position(nodes: list[int], seq: int) -> int:
 def _check_provenance(event: Event, seq: int, shadowed: tuple[int, ...]) -> None:
     sources = event.source_seqs
     if sources is not UNSET:
-        if not isinstance(sources, list):
+        if not is_array(sources):
             raise FoldError(f"sourceEventSeqs on event at seq {seq} must be an array when present")
         if not sources and event.type != "assistant/message":
             raise FoldError("sourceEventSeqs must not be empty except on assistant/message")
@@ -153,7 +155,7 @@ def _check_provenance(event: Event, seq: int, shadowed: tuple[int, ...]) -> None
                     f"current seq {seq}"
                 )
     if shadowed:
-        cited = set(sources) if sources is not UNSET else set()
+        cited: set[Any] = set(sources) if sources is not UNSET else set()
         missing = [s for s in shadowed if s not in cited]
         if missing:
             raise FoldError(
@@ -174,21 +176,21 @@ def _check_tool_result_rewrite(event: Event, shadowed: tuple[int, ...], events: 
 
 def _without_result_content(data: Any) -> Any:
     # Null message.content[0].content so that only the result block's inner content may differ.
-    if isinstance(data, dict):
+    if is_object(data):
         message = data.get("message")
-        if isinstance(message, dict):
+        if is_object(message):
             content = message.get("content")
-            if isinstance(content, list) and content and isinstance(content[0], dict):
+            if is_array(content) and content and is_object(content[0]):
                 content[0]["content"] = None
     return data
 
 
 def _json_equal(a: Any, b: Any) -> bool:
     """Deep JSON equality: bool is never a number, arrays compare by length and element."""
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(map(_json_equal, a, b))
+    if is_object(a):
+        return is_object(b) and a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if is_array(a):
+        return is_array(b) and len(a) == len(b) and all(map(_json_equal, a, b))
     if type(a) is bool or type(b) is bool:
         return type(a) is type(b) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
@@ -318,7 +320,7 @@ class SurfaceManager:
         except FoldError as exc:
             for step in reversed(applied):
                 undo_step(self.state, step)
-            exc.index = len(applied)  # type: ignore[attr-defined]
+            exc.index = len(applied)
             raise
 
     def fold(self) -> Fold:
@@ -334,6 +336,14 @@ class Concat(Sequence[Event]):
     def __len__(self) -> int:
         return len(self.head) + len(self.tail)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Event]: ...
+
+    def __getitem__(self, i: int | slice) -> Event | Sequence[Event]:
+        if isinstance(i, slice):
+            raise TypeError("Concat is read one event at a time")
         n = len(self.head)
         return self.head[i] if i < n else self.tail[i - n]

@@ -22,7 +22,8 @@ from __future__ import annotations
 import bisect
 import threading
 from array import array
-from typing import Iterator, Sequence, overload
+from collections.abc import Iterator, Sequence
+from typing import overload
 
 import zstandard
 
@@ -85,8 +86,8 @@ class LogView(Sequence[Event]):
 
     __slots__ = ("_blocks", "_nblocks", "_firsts", "_tail", "_tail_first", "_offsets", "_length", "_cache")
 
-    def __init__(self, blocks: list[bytes], nblocks: int, firsts: array, tail: bytearray, tail_first: int,
-                 offsets: array, length: int) -> None:
+    def __init__(self, blocks: list[bytes], nblocks: int, firsts: array[int], tail: bytearray, tail_first: int,
+                 offsets: array[int], length: int) -> None:
         self._blocks, self._nblocks, self._firsts = blocks, nblocks, firsts
         self._tail, self._tail_first = tail, tail_first
         self._offsets, self._length = offsets, length
@@ -114,7 +115,7 @@ class LogView(Sequence[Event]):
     @overload
     def __getitem__(self, index: slice) -> list[Event]: ...
 
-    def __getitem__(self, index):  # type: ignore[no-untyped-def]
+    def __getitem__(self, index: int | slice) -> Event | list[Event]:
         if isinstance(index, slice):
             return [self._event(i) for i in range(*index.indices(self._length))]
         if index < 0:

@@ -10,16 +10,17 @@ from __future__ import annotations
 import hashlib
 import threading
 import time as _time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from msgspec import UNSET
 
 from .. import errors
 from ..errors import QueryError
 from ..model.event import Event, Header
-from ..values import is_safe_integer
-from .fold import Concat, Fold, FoldState, SurfaceManager, apply_step, freeze, undo_step
+from ..values import is_array, is_object, is_safe_integer
+from .fold import Concat, Fold, FoldState, Step, SurfaceManager, apply_step, freeze, undo_step
 from .packed import LogView, PackedLog
 from .validate import ReplayError, event_replay_step, header_error
 
@@ -111,10 +112,11 @@ class SessionStore:
 
     def create(self, header_value: Any, seed: list[Any] | None = None) -> Header:
         """Create a live session; with a seed (even []), end it with ``session/end-seed``."""
-        if not isinstance(header_value, dict):
+        if not is_object(header_value):
             raise QueryError(errors.STORE_INVALID_HEADER, "session header is not a plain JSON record")
+        # createdAt is required (semantics.md §1.2): a stamped time would make two servers that
+        # create the same session disagree on its header.
         header_value = {"version": 0, **header_value}
-        header_value.setdefault("createdAt", now_ms())
         session_id = header_value.get("id")
         if not isinstance(session_id, str):
             raise QueryError(errors.STORE_INVALID_HEADER, "session header id must be a string")
@@ -143,13 +145,13 @@ class SessionStore:
 
     @staticmethod
     def _seed_events(seed: Any, session_id: str) -> list[Event]:
-        if not isinstance(seed, list):
+        if not is_array(seed):
             raise QueryError(errors.STORE_INVALID_EVENT, "seed must be an array of events")
         events: list[Event] = []
         state = FoldState()
         for index, value in enumerate(seed):
             try:
-                if not isinstance(value, dict):
+                if not is_object(value):
                     raise ValueError
                 event = Event.from_value(value)
             except ValueError:
@@ -165,9 +167,9 @@ class SessionStore:
                 raise QueryError(errors.STORE_INVALID_EVENT, exc.message, session_id=session_id) from None
         return events
 
-    def append(self, session_id: str, batch: list[Any]) -> tuple[int, int]:
+    def append(self, session_id: str, batch: Any) -> tuple[int, int]:
         """Append a batch atomically; returns (firstSeq, lastSeq). An empty batch is refused."""
-        if not isinstance(batch, list) or not batch:
+        if not is_array(batch) or not batch:
             raise QueryError(errors.STORE_INVALID_EVENT, "events must be a non-empty array")
         with self._lock:
             live = self._sessions.get(session_id)
@@ -182,7 +184,7 @@ class SessionStore:
             events = [_check_input(value, base + i, i, stamp) for i, value in enumerate(batch)]
             state = live.manager.state
             log = Concat(live.events.view(), events)
-            applied = []
+            applied: list[Step] = []
             try:
                 for i, event in enumerate(events):
                     step = event_replay_step(event, base + i, state, log, subject="appended")
@@ -270,7 +272,7 @@ class SessionStore:
 
 def _check_input(value: Any, seq: int, index: int, stamp: int) -> Event:
     """Turn one producer event into a log event with the server-assigned seq and time."""
-    if not isinstance(value, dict):
+    if not is_object(value):
         raise QueryError(errors.STORE_INVALID_EVENT, f"events[{index}] is invalid: not an object")
     extra = value.keys() - APPEND_KEYS
     if extra:

@@ -6,12 +6,13 @@ the error code (CORRUPT_SESSION on reads, SESSION_STORE_* for producers).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from msgspec import UNSET
 
 from ..model.event import ENVELOPE_KEYS, Event
-from ..values import is_nonneg_safe_integer, is_safe_integer, json_number
+from ..values import is_array, is_nonneg_safe_integer, is_object, is_safe_integer, json_number
 from .fold import FoldError, FoldState, Step, apply_step, plan_step, render
 
 MESSAGE_TYPES = ("user/message", "assistant/message", "tool/result")
@@ -27,17 +28,17 @@ def message_shape_error(event: Event, subject: str) -> str | None:
     if etype not in MESSAGE_TYPES:
         return None
     data = event.data()
-    message = data if etype == "user/message" else (data.get("message") if isinstance(data, dict) else None)
-    if not isinstance(message, dict) or not _nonempty_str(message.get("id")):
+    message = data if etype == "user/message" else (data.get("message") if is_object(data) else None)
+    if not is_object(message) or not _nonempty_str(message.get("id")):
         return f"{subject} lacks an identified message"
     expected = "assistant" if etype == "assistant/message" else "user"
     if message.get("role") != expected:
         return f'{subject} message must have role "{expected}"'
     source = message.get("source")
-    if not isinstance(source, dict) or not _nonempty_str(source.get("kind")):
+    if not is_object(source) or not _nonempty_str(source.get("kind")):
         return f"{subject} message has invalid source"
     content = message.get("content")
-    if not isinstance(content, list):
+    if not is_array(content):
         return f"{subject} message has invalid content"
     if etype == "assistant/message":
         if not (
@@ -51,9 +52,9 @@ def message_shape_error(event: Event, subject: str) -> str | None:
             return f"{subject} message must have tool source"
         if not (
             len(content) == 1
-            and isinstance(content[0], dict)
+            and is_object(content[0])
             and content[0].get("type") == "tool-result"
-            and isinstance(content[0].get("content"), list)
+            and is_array(content[0].get("content"))
         ):
             return f"{subject} message must contain one tool-result block"
         if content[0].get("toolCallId") != source.get("callId"):
@@ -75,20 +76,20 @@ def envelope_error(event: Event) -> bool:
 
 
 def _request_header_error(data: Any, where: str) -> str | None:
-    header = data.get("header") if isinstance(data, dict) else None
-    config = header.get("config") if isinstance(header, dict) else None
+    header = data.get("header") if is_object(data) else None
+    config = header.get("config") if is_object(header) else None
     if not (
-        isinstance(config, dict)
+        is_object(config)
         and _nonempty_str(config.get("provider"))
         and _nonempty_str(config.get("model"))
     ):
         return f"{where} lacks provider/model"
     if "reasoningEffort" in config and not _nonempty_str(config["reasoningEffort"]):
         return f"{where} has an invalid reasoningEffort"
-    if "adapterDefaults" in header:
+    if is_object(header) and "adapterDefaults" in header:  # header is an object here
         defaults = header["adapterDefaults"]
         if not (
-            isinstance(defaults, dict)
+            is_object(defaults)
             and defaults.keys() <= {"reasoningEffort", "maxTokens"}
             and all(v is True for v in defaults.values())
             and all(k in config for k in defaults)
@@ -114,7 +115,7 @@ def event_precheck_error(event: Event, index: int, *, subject: str = "seed") -> 
     problem = message_shape_error(event, f"{subject} {event.type} at index {index}")
     if problem:
         return problem
-    if event.type == "request/header" and isinstance(data, dict) and data.get("reason") == "fallback":
+    if event.type == "request/header" and is_object(data) and data.get("reason") == "fallback":
         return f'{at} uses unsupported legacy request/header reason "fallback"'
     if event.seq != index:
         return f"{at} has seq {json_number(event.seq)} (expected {index}); seed must be contiguous from 0"
@@ -143,7 +144,7 @@ class ReplayError(Exception):
 
 def header_error(header: Any, session_id: Any) -> str | None:
     """§1.6 header table. ``header`` is the decoded JSON value."""
-    if not isinstance(header, dict):
+    if not is_object(header):
         return "session header is not a plain JSON record"
     version = header.get("version", UNSET)
     if not (is_safe_integer(version) and version == 0):

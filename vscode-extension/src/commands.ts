@@ -17,6 +17,7 @@ import { formatTime } from "./render";
 import { availability, hitDescription, refFromArgs, type SessionRef } from "./refs";
 import type { DocTarget } from "./uri";
 import { COMMANDS } from "./ids";
+import { GROUPINGS, GROUPING_LABELS, isGrouping, readGrouping } from "./grouping";
 
 export { COMMANDS, knownCommand } from "./ids";
 
@@ -481,6 +482,26 @@ async function checkpointNow(ctx: Ctx, args: unknown[]): Promise<void> {
   }
 }
 
+// ---- grouping the Sessions view ----------------------------------------------------------------
+
+/** Group Sessions By…: a grouping passed as argument, else a QuickPick; stored in the setting
+ * (the configuration listener in extension.ts switches the view). */
+async function groupSessions(args: unknown[]): Promise<void> {
+  const cfg = vscode.workspace.getConfiguration("dshQuery");
+  let chosen = isGrouping(args[0]) ? args[0] : undefined;
+  if (chosen === undefined) {
+    const current = readGrouping(cfg);
+    const picked = await vscode.window.showQuickPick(
+      GROUPINGS.map((g) => ({ ...GROUPING_LABELS[g], description: g === current ? "current" : "", grouping: g })),
+      { title: "Group Sessions By", placeHolder: "How the Sessions view groups the sessions" },
+    );
+    chosen = picked?.grouping;
+  }
+  if (chosen !== undefined) {
+    await cfg.update("sessions.groupBy", chosen, vscode.ConfigurationTarget.Global);
+  }
+}
+
 // ---- registration ------------------------------------------------------------------------------
 
 export function registerCommands(ctx: Ctx): vscode.Disposable[] {
@@ -557,5 +578,6 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     reg(COMMANDS.checkpointNow, "Checkpoint", (...a) => checkpointNow(ctx, a)),
     reg(COMMANDS.restartServer, "Restart Server", () => ctx.server.restart()),
     reg(COMMANDS.showOutput, "Show Server Output", () => ctx.output.show(true)),
+    reg(COMMANDS.groupSessions, "Group Sessions", (...a) => groupSessions(a)),
   ];
 }

@@ -8,6 +8,7 @@ import type { Ctx } from "./context";
 import { SessionDocumentProvider } from "./documents";
 import type { DidChangeParams } from "./protocol";
 import { ServerManager } from "./server";
+import { GROUPING_SETTING, groupingDescription, readGrouping, sessionsTarget } from "./grouping";
 import { needsRestart } from "./settings";
 import { ServerTreeProvider, selectionOf, type TreeElement } from "./tree";
 import { SCHEME } from "./uri";
@@ -25,12 +26,14 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
   running = server;
   const rpc = () => server.rpc();
 
-  const sessions = new ServerTreeProvider("sessions", rpc, knownCommand, { view: "sessions" }, {
+  const grouping = () => readGrouping(vscode.workspace.getConfiguration("dshQuery"));
+  const sessions = new ServerTreeProvider("sessions", rpc, knownCommand, sessionsTarget(grouping()), {
     onRoots: (nodes) => setContext("dshQuery.corpusEmpty", nodes.length === 0),
   });
   const events = new ServerTreeProvider("events", rpc, knownCommand);
   const trace = new ServerTreeProvider("trace", rpc, knownCommand);
   const sessionsView = vscode.window.createTreeView(VIEW_IDS.sessions, { treeDataProvider: sessions, showCollapseAll: true });
+  sessionsView.description = groupingDescription(grouping());
   const eventsView = vscode.window.createTreeView(VIEW_IDS.events, { treeDataProvider: events, showCollapseAll: true });
   const traceView = vscode.window.createTreeView(VIEW_IDS.trace, { treeDataProvider: trace, showCollapseAll: true });
   const docs = new SessionDocumentProvider(rpc, () => server.settings);
@@ -148,6 +151,11 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration("dshQuery")) {
         return;
+      }
+      if (e.affectsConfiguration(GROUPING_SETTING)) {
+        // Another tree (its own node ids): the server needs no restart.
+        sessions.setTarget(sessionsTarget(grouping()));
+        sessionsView.description = groupingDescription(grouping());
       }
       if (needsRestart((key) => e.affectsConfiguration(key))) {
         void server.restart();

@@ -22,6 +22,7 @@ export const COMMANDS = {
   showOutput: "dshQuery.showOutput",
   showSession: "dshQuery.showSession",
   exportSession: "dshQuery.exportSession",
+  groupSessions: "dshQuery.groupSessions",
 } as const;
 
 const CLIENT_COMMANDS = new Set<string>(Object.values(COMMANDS));

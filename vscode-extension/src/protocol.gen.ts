@@ -406,6 +406,7 @@ export interface TraceEventParams {
 export interface TreeArgs {
   sessionId?: string;
   seq?: number;
+  groupBy?: TreeGrouping;
 }
 
 export interface TreeChildrenParams {
@@ -424,6 +425,8 @@ export interface TreeCommand {
   arguments?: TreeResource[];
 }
 
+export type TreeGrouping = "agent" | "none" | "workspace";
+
 /** protocol.md §6 ``TreeNode``; absent optional keys are omitted. ``collapsible`` has no default so it is always sent. */
 export interface TreeNode {
   id: string;
@@ -435,6 +438,7 @@ export interface TreeNode {
   contextValue?: string;
   resource?: TreeResource;
   command?: TreeCommand;
+  agent?: string;
 }
 
 export interface TreeParentParams {

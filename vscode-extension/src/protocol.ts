@@ -30,6 +30,7 @@ export type {
   SessionSurfaceSnapshot,
   Surface,
   TreeChildrenResult,
+  TreeGrouping,
   TreeNode,
   TreeParentResult,
 } from "./protocol.gen";

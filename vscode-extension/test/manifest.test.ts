@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { COMMANDS, VIEW_IDS } from "../src/ids";
+import { GROUPINGS, GROUPING_SETTING } from "../src/grouping";
 import { RESTART_KEYS } from "../src/settings";
 
 /** The parts of package.json these tests read. */
@@ -105,6 +106,16 @@ test("settings the code reads are declared", () => {
   }
   assert.equal(props["dshQuery.interpreter"].type, "array");
   assert.deepEqual(props["dshQuery.trace.server"].enum, ["off", "messages", "verbose"]);
+});
+
+test("the Sessions view's grouping: a setting with the server's groupings and a toolbar command", () => {
+  const prop = pkg.contributes.configuration.properties[GROUPING_SETTING];
+  assert.ok(prop);
+  assert.deepEqual(prop.enum, [...GROUPINGS]);
+  assert.ok(!RESTART_KEYS.includes(GROUPING_SETTING), "grouping needs no restart");
+  const toolbar = pkg.contributes.menus["view/title"].filter((m) => m.command === COMMANDS.groupSessions);
+  assert.equal(toolbar.length, 1);
+  assert.equal(contributed.get(COMMANDS.groupSessions)?.title, "Group Sessions By…");
 });
 
 test("pinned toolchain and a publishable manifest", () => {

@@ -5,7 +5,9 @@ import { strict as assert } from "node:assert";
 import { spawn, type ChildProcess } from "node:child_process";
 import { after, before, test } from "node:test";
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
+import * as vscode from "vscode";
 import { renderTarget } from "../src/documents";
+import { sessionsTarget } from "../src/grouping";
 import { knownCommand } from "../src/ids";
 import type { DidChangeParams, Rpc, SessionEventSearchPage, SessionSearchPage } from "../src/protocol";
 import { TARGET_MARKER } from "../src/render";
@@ -132,6 +134,55 @@ test("sessions view: sessions, their groups, events with surface status and an o
   assert.equal(lineage[0].node.resource?.sessionId, CHILD);
   assert.match(lineage[0].node.description ?? "", /sub-agent/);
 });
+
+test("grouped sessions view: agents, groups, and reveal through a group", { skip }, async () => {
+  const CLAUDE = "claude «c1»";
+  const source = { agent: "claude-code", agentVersion: "2.1.38", path: "/home/u/.claude/projects/p/c1.jsonl" };
+  await rpc.request("sessionStore/create", { header: { version: 0, id: CLAUDE, createdAt: (t += 1000), cwd: "/proj", source } });
+  await rpc.request("sessionStore/append", { sessionId: CLAUDE, events: [user("imported question")] });
+  try {
+    const plain = new ServerTreeProvider("sessions", () => rpc, knownCommand, sessionsTarget("none"));
+    const roots = await plain.getChildren();
+    const claude = roots.find((r) => r.node.resource?.sessionId === CLAUDE) as TreeElement;
+    assert.equal(claude.node.agent, "claude-code");
+    assert.equal(iconOf(plain, claude), "sparkle");
+    assert.match(claude.node.description ?? "", /^claude-code · /);
+    assert.ok(roots.filter((r) => r.node.resource?.sessionId !== CLAUDE).every((r) => r.node.agent === "dsh"));
+
+    const byAgent = new ServerTreeProvider("sessions", () => rpc, knownCommand, sessionsTarget("agent"));
+    const groups = await byAgent.getChildren();
+    assert.deepEqual(groups.map((g) => [g.node.label, g.node.description]), [["claude-code", "1 session"], ["dsh", "2 sessions"]]);
+    assert.ok(groups.every((g) => nodeKind(g.node) === "other" && selectionOf(g.node) === undefined));
+    const inClaude = await byAgent.getChildren(groups[0]);
+    assert.deepEqual(inClaude.map((e) => e.node.resource?.sessionId), [CLAUDE]);
+    assert.notEqual(inClaude[0].node.id, claude.node.id, "a grouped tree has its own ids");
+    assert.equal(byAgent.findSession(CLAUDE), inClaude[0]);
+
+    // Reveal in a fresh grouped tree: an event of a dsh session, found through treeParent.
+    const dsh = await byAgent.getChildren(groups[1]);
+    const [eventsGroup] = await byAgent.getChildren(dsh[1]);
+    const [first] = await byAgent.getChildren(eventsGroup);
+    const fresh = new ServerTreeProvider("sessions", () => rpc, knownCommand, sessionsTarget("agent"));
+    const found = await fresh.findById(first.node.id);
+    assert.ok(found);
+    const chain: string[] = [];
+    for (let e: TreeElement | undefined = found; e; e = await fresh.getParent(e)) {
+      chain.push(e.node.label);
+    }
+    assert.deepEqual(chain, [first.node.label, "Events", dsh[1].node.label, "dsh"]);
+
+    const byWorkspace = new ServerTreeProvider("sessions", () => rpc, knownCommand, sessionsTarget("workspace"));
+    const spaces = await byWorkspace.getChildren();
+    assert.deepEqual(spaces.map((g) => [g.node.label, g.node.description]), [["proj", "2 sessions"], ["(no workspace)", "1 session"]]);
+  } finally {
+    await rpc.request("sessionStore/remove", { sessionId: CLAUDE });
+  }
+});
+
+function iconOf(provider: ServerTreeProvider, el: TreeElement): string | undefined {
+  const icon = provider.getTreeItem(el).iconPath;
+  return icon instanceof vscode.ThemeIcon ? icon.id : undefined;
+}
 
 test("reveal: an event never loaded is found through treeParent", { skip }, async () => {
   const loader = new ServerTreeProvider("sessions", () => rpc, knownCommand, { view: "sessions" });

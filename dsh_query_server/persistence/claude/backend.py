@@ -13,10 +13,9 @@ from ..importing.backend import (
     Candidate,
     ImportBackend,
     ScanCache,
-    StatKey,
+    feed,
     key_text,
     log_unreadable,
-    open_items,
     pick_winner,
     scan_anchor,
     stat_key,
@@ -24,6 +23,7 @@ from ..importing.backend import (
 )
 from ..importing.emitter import Emitter, JSONObject
 from ..importing.values import MAX_SAFE, is_uuid, nonempty, obj, parse_time
+from ..importing.window import MemoBuilder
 from .mapper import PLUGIN, ClaudeMapper
 
 
@@ -107,9 +107,8 @@ class ClaudeBackend(ImportBackend):
     def __init__(self, home: str, uri: str) -> None:
         super().__init__(home, uri)
         self._scans: ScanCache[_Anchor] = ScanCache()
-        self._sidecars: dict[str, tuple[StatKey, JSONObject | None]] = {}
-        # the candidate built from a transcript's stat key (a listing rebuilds only what changed)
-        self._listed: dict[str, tuple[StatKey, Candidate]] = {}
+        # a trunk's header as built from its scan (same key: the header depends on nothing else)
+        self._trunks: ScanCache[tuple[_Anchor, _Lineage, str, Header]] = ScanCache()
 
     # -- layout (§1.1) -----------------------------------------------------------------
 
@@ -149,22 +148,20 @@ class ClaudeBackend(ImportBackend):
     # -- sidecars and lineage (§1.2) ---------------------------------------------------
 
     def _sidecar(self, path: str) -> tuple[str, JSONObject | None]:
-        """A sidecar's revision part and its JSON object (None when absent or unreadable)."""
-        try:
-            st = os.stat(path)
-        except OSError:
-            return "-", None
-        key = stat_key(st)
-        hit = self._sidecars.get(path)
-        if hit is not None and hit[0] == key:
-            return key_text(key), hit[1]
+        """A sidecar's revision part and its JSON object (None when absent or unreadable), read
+        afresh: a sidecar may be rewritten in place."""
         try:
             with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
                 value = obj(jsoncodec.loads(f.read(HEAD_SIDECAR)))
+        except FileNotFoundError:
+            return "-", None
         except (OSError, ValueError):
-            value = None
-        self._sidecars[path] = (key, value)
-        return key_text(key), value
+            try:
+                return key_text(stat_key(os.stat(path))), None
+            except OSError:
+                return "-", None
+        return key_text(stat_key(st)), value
 
     def _lineage(self, f: _File, anchor: _Anchor) -> _Lineage:
         if f.agent is None:
@@ -256,40 +253,34 @@ class ClaudeBackend(ImportBackend):
         found: dict[str, Candidate] = {}
         if not self.check_home():
             return found
-        paths: set[str] = set()
+        seen: set[tuple[str, int, int]] = set()
         for f in self._files(token):
             token.raise_if_cancelled()
             try:
                 st = os.stat(f.path)
-                key = stat_key(st)
-                prev = self._listed.get(f.path)
-                if prev is not None and prev[0] == key and f.agent is None:
-                    paths.add(f.path)  # an unchanged trunk: its header depends on nothing else
-                    pick_winner(found, prev[1])
-                    continue
+                seen.add((f.path, st.st_dev, st.st_ino))
                 anchor = self._anchor(f, st, token)
             except FileNotFoundError:
                 continue
             except OSError as exc:
                 log_unreadable(f.path, exc)
                 continue
-            paths.add(f.path)
             if anchor is None:
                 continue
-            lineage = self._lineage(f, anchor)
-            if prev is not None and prev[0] == key and prev[1].extra == lineage.revision:
-                pick_winner(found, prev[1])
-                continue
-            sid = self._session_id(f, anchor)
-            header = self._header(sid, f, anchor, lineage, None)
-            revision = "claude:" + key_text(key) + lineage.revision
+            built = self._trunks.get(f.path, st)[1] if f.agent is None else None
+            if built is None or built[0] is not anchor:
+                lineage = self._lineage(f, anchor)
+                sid = self._session_id(f, anchor)
+                built = (anchor, lineage, sid, self._header(sid, f, anchor, lineage, None))
+                if f.agent is None:  # a trunk's header is its scan's alone (no sidecars)
+                    self._trunks.put(f.path, st, built)
+            _, lineage, sid, header = built
+            revision = "claude:" + key_text(stat_key(st)) + lineage.revision
             plan = _Plan(f, anchor, lineage)
             cand = Candidate(sid, f.path, header, revision, st.st_mtime_ns, plan, lineage.revision)
-            self._listed[f.path] = (key, cand)
             pick_winner(found, cand)
-        self._scans.retain(paths)
-        for gone in [p for p in self._listed if p not in paths]:
-            self._listed.pop(gone, None)
+        self._scans.retain(seen)
+        self._trunks.retain(seen)
         return found
 
     # -- inspect (§3.3) ----------------------------------------------------------------
@@ -304,7 +295,9 @@ class ClaudeBackend(ImportBackend):
                 return f.path
         return None
 
-    def read(self, cand: Candidate, size: int, token: CancelToken) -> Inspection:
+    def read(
+        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+    ) -> Inspection:
         plan = cand.plan
         if not isinstance(plan, _Plan):
             raise unreadable(self.rel(cand.path), "the transcript has no session record")
@@ -317,8 +310,8 @@ class ClaudeBackend(ImportBackend):
         lineage = self._lineage(f, anchor)
         em = Emitter(PLUGIN, min(max(anchor.time, 0), MAX_SAFE))
         mapper = ClaudeMapper(em, lineage.trunk, lineage.native_id, lineage.copied)
-        for item in open_items(cand.path, size, token):
-            mapper.feed(item)
+        em.sink = builder.emitted if builder is not None else None
+        feed(cand.path, size, token, mapper.feed, builder)
         mapper.finish()
         reasons = list(em.reasons)
         cwd = anchor.cwd

@@ -15,7 +15,7 @@ from ..importing.backend import (
     Candidate,
     ImportBackend,
     ScanCache,
-    StatKey,
+    feed,
     key_text,
     log_unreadable,
     open_items,
@@ -27,6 +27,7 @@ from ..importing.backend import (
 from ..importing.emitter import Emitter, JSONObject
 from ..importing.lines import Record
 from ..importing.values import MAX_SAFE, nonempty, obj, parse_time, trailing_uuid
+from ..importing.window import MemoBuilder
 from .mapper import PLUGIN, CodexMapper
 
 INDEX = "session_index.jsonl"
@@ -114,8 +115,6 @@ class CodexBackend(ImportBackend):
         super().__init__(home, uri)
         self.include_archived = include_archived
         self._scans: ScanCache[_Anchor] = ScanCache()
-        self._index: tuple[StatKey | None, dict[str, tuple[int, JSONObject, str]]] = (None, {})
-        self._listed: dict[str, tuple[StatKey, Candidate]] = {}
 
     def _files(self, token: CancelToken) -> list[tuple[str, str, int]]:
         """(path, id, rank) per candidate: rank 0 under sessions/, 1 archived (§2.1)."""
@@ -137,15 +136,13 @@ class CodexBackend(ImportBackend):
         return out
 
     def _titles(self) -> dict[str, tuple[int, JSONObject, str]]:
-        """The last index entry per id with its line, reused while the index's stat holds."""
+        """The last index entry per id with its line, read afresh on every listing (the index
+        enters revisions by content, §3.2)."""
         path = os.path.join(self.home, INDEX)
         try:
             st = os.stat(path)
         except OSError:
             return {}
-        key = stat_key(st)
-        if self._index[0] == key:
-            return self._index[1]
         entries: dict[str, tuple[int, JSONObject, str]] = {}
         try:
             for item in open_items(path, st.st_size, NULL_TOKEN):
@@ -154,7 +151,6 @@ class CodexBackend(ImportBackend):
                     entries[str(item.value["id"])] = (item.line, item.value, digest)
         except OSError:
             return {}
-        self._index = (key, entries)
         return entries
 
     def _header(self, anchor: _Anchor, path: str, approximate: list[str] | None) -> Header:
@@ -177,12 +173,12 @@ class CodexBackend(ImportBackend):
             return found
         titles = self._titles()
         ranks: dict[str, int] = {}
-        paths: set[str] = set()
+        seen: set[tuple[str, int, int]] = set()
         for path, sid, rank in self._files(token):
             token.raise_if_cancelled()
             try:
                 st = os.stat(path)
-                paths.add(path)
+                seen.add((path, st.st_dev, st.st_ino))
                 hit, anchor = self._scans.get(path, st)
                 if not hit:
                     rec = scan_anchor(path, st.st_size, token, _is_anchor)
@@ -196,20 +192,10 @@ class CodexBackend(ImportBackend):
                 continue
             if anchor is None:
                 continue
-            entry = titles.get(sid)
-            digest = entry[2] if entry is not None else "-"
-            key = stat_key(st)
-            prev = self._listed.get(path)
-            if prev is not None and prev[0] == key and prev[1].extra == f";title:{digest}":
-                cand = prev[1]
-            else:
-                cand = self._candidate(sid, path, st, anchor, entry)
-                self._listed[path] = (key, cand)
+            cand = self._candidate(sid, path, st, anchor, titles.get(sid))
             ranks[path] = rank
             pick_winner(found, cand, lambda c: ranks[c.path])
-        self._scans.retain(paths)
-        for gone in [p for p in self._listed if p not in paths]:
-            self._listed.pop(gone, None)
+        self._scans.retain(seen)
         return found
 
     def _candidate(
@@ -236,7 +222,9 @@ class CodexBackend(ImportBackend):
                 return path
         return None
 
-    def read(self, cand: Candidate, size: int, token: CancelToken) -> Inspection:
+    def read(
+        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+    ) -> Inspection:
         plan = cand.plan
         if not isinstance(plan, _Plan):
             raise unreadable(self.rel(cand.path), "the transcript has no session_meta")
@@ -252,8 +240,8 @@ class CodexBackend(ImportBackend):
             )
         em = Emitter(PLUGIN, anchor.created_at)
         mapper = CodexMapper(em, anchor.session_id, anchor.forked, anchor.bare)
-        for item in open_items(cand.path, size, token):
-            mapper.feed(item)
+        em.sink = builder.emitted if builder is not None else None
+        feed(cand.path, size, token, mapper.feed, builder)
         mapper.finish(plan.title)
         reasons = list(em.reasons)
         if anchor.source.get("cwdDropped"):

@@ -7,8 +7,8 @@ import os
 import stat as stat_module
 import sys
 import threading
+import weakref
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -20,8 +20,10 @@ from ..base import (
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
     Snapshot,
+    Window,
 )
-from .lines import Item, Record, read_items
+from .lines import Item, Record, read_items, read_lines
+from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
 
 HEAD_LIMIT = 1_048_576
 ATTEMPTS = 3
@@ -78,27 +80,28 @@ T = TypeVar("T")
 
 
 class ScanCache(Generic[T]):
-    """Header scans per path, reused while ``(dev, ino)`` match and the file has not shrunk
-    (transcripts are append-only and headers come only from the anchor)."""
+    """Header scans keyed by ``(path, st_dev, st_ino)`` (importers.md §3.1), reused while the file
+    has not shrunk: transcripts are append-only and headers come only from the anchor. Nothing
+    else about a transcript is kept."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[int, int, int, T]] = {}
+        self._entries: dict[tuple[str, int, int], tuple[int, T]] = {}
 
     def get(self, path: str, st: os.stat_result) -> tuple[bool, T | None]:
         with self._lock:
-            hit = self._entries.get(path)
-        if hit is not None and hit[0] == st.st_dev and hit[1] == st.st_ino and st.st_size >= hit[2]:
-            return True, hit[3]
+            hit = self._entries.get((path, st.st_dev, st.st_ino))
+        if hit is not None and st.st_size >= hit[0]:
+            return True, hit[1]
         return False, None
 
     def put(self, path: str, st: os.stat_result, value: T) -> None:
         with self._lock:
-            self._entries[path] = (st.st_dev, st.st_ino, st.st_size, value)
+            self._entries[(path, st.st_dev, st.st_ino)] = (st.st_size, value)
 
-    def retain(self, paths: set[str]) -> None:
+    def retain(self, keys: set[tuple[str, int, int]]) -> None:
         with self._lock:
-            for gone in [p for p in self._entries if p not in paths]:
+            for gone in [k for k in self._entries if k not in keys]:
                 del self._entries[gone]
 
 
@@ -137,41 +140,26 @@ def pick_winner(
         found[cand.session_id] = cand
 
 
-MEMO_BUDGET = 64 * 1024 * 1024
-
-MemoKey = tuple[str, str, StatKey, str]
-
-
-class _Memo:
-    """Imported logs by the stat key of the bytes they were read from (plus the revision's other
-    parts): a stat proves the transcript unchanged, so a repeated read costs a listing and a
-    stat. Least recently used logs go first once the raw events pass the budget."""
-
-    def __init__(self, budget: int = MEMO_BUDGET) -> None:
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[MemoKey, tuple[Inspection, int]] = OrderedDict()
-        self._size = 0
-        self._budget = budget
-
-    def get(self, key: MemoKey) -> Inspection | None:
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is None:
-                return None
-            self._entries.move_to_end(key)
-            return hit[0]
-
-    def put(self, key: MemoKey, value: Inspection) -> None:
-        size = sum(len(e.raw) for e in value.events)
-        if size > self._budget // 2:
-            return
-        with self._lock:
-            for old in [k for k in self._entries if k[:2] == key[:2]]:  # one revision per id
-                self._size -= self._entries.pop(old)[1]
-            self._entries[key] = (value, size)
-            self._size += size
-            while self._size > self._budget:
-                self._size -= self._entries.popitem(last=False)[1][1]
+def feed(
+    path: str,
+    size: int,
+    token: CancelToken,
+    sink: Callable[[Item], None],
+    builder: MemoBuilder | None,
+) -> None:
+    """Every item of the transcript's first ``size`` bytes to ``sink``; with a builder, telling
+    it which line and record each emitted event comes from."""
+    if builder is None:
+        for item in open_items(path, size, token):
+            sink(item)
+        return
+    with open(path, "rb") as stream:
+        for line in read_lines(stream, size, token, compressed=path.endswith(".zst")):
+            builder.line(line)
+            for k, item in enumerate(line.items):
+                builder.item(k, item)
+                sink(item)
+    builder.end()
 
 
 class ImportBackend(ABC):
@@ -180,7 +168,10 @@ class ImportBackend(ABC):
     def __init__(self, home: str, uri: str) -> None:
         self.home = home
         self._uri = uri
-        self._memo = _Memo()
+        self._windows = WindowMemos()
+        # the survey the request holding this token made last (one token = one request)
+        self._survey: tuple[weakref.ref[CancelToken], dict[str, Candidate]] | None = None
+        self._survey_lock = threading.Lock()
 
     @property
     def uri(self) -> str:
@@ -224,15 +215,25 @@ class ImportBackend(ABC):
         out (it has no anchor), or None."""
 
     @abstractmethod
-    def read(self, cand: Candidate, size: int, token: CancelToken) -> Inspection:
-        """Map the first ``size`` bytes of the candidate's transcript."""
+    def read(
+        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+    ) -> Inspection:
+        """Map the first ``size`` bytes of the candidate's transcript (through ``feed``)."""
+
+    def _surveyed(self, token: CancelToken) -> dict[str, Candidate]:
+        """A fresh survey (listings always survey), remembered for this request's later calls."""
+        found = self.candidates(token)
+        if token is not NULL_TOKEN:
+            with self._survey_lock:
+                self._survey = (weakref.ref(token), found)
+        return found
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
-        return [c.header for c in self.candidates(token or NULL_TOKEN).values()]
+        return [c.header for c in self._surveyed(token or NULL_TOKEN).values()]
 
     def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
         return [
-            Snapshot(c.header, c.revision) for c in self.candidates(token or NULL_TOKEN).values()
+            Snapshot(c.header, c.revision) for c in self._surveyed(token or NULL_TOKEN).values()
         ]
 
     def stored_count(self, session_id: str) -> int | None:
@@ -240,32 +241,82 @@ class ImportBackend(ABC):
             return None
         return len(self.inspect(session_id).events)
 
-    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
-        """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile."""
-        token = token or NULL_TOKEN  # callers of the older contract pass None
-        cand = self.candidates(token).get(session_id)
+    @property
+    def cheap_windows(self) -> bool:
+        return True
+
+    def _locate(self, session_id: str, token: CancelToken) -> Candidate:
+        """The session's transcript: from the survey this request made last when it found the
+        id (the read then stats the file itself), else from a fresh survey."""
+        with self._survey_lock:
+            survey = self._survey
+        if survey is not None and token is not NULL_TOKEN and survey[0]() is token:
+            hit = survey[1].get(session_id)
+            if hit is not None:
+                return hit
+        cand = self._surveyed(token).get(session_id)
         if cand is None:
             path = self.unlisted(session_id, token)
             if path is not None:  # named by its file, but empty, garbage, truncated or replaced
                 raise unreadable(self.rel(path), "no header record in its first MiB")
             raise ImportError_(f'session "{session_id}" not found')
+        return cand
+
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
+        token = token or NULL_TOKEN  # callers of the older contract pass None
+        return self._inspect(self._locate(session_id, token), token, memo=False)
+
+    def _inspect(self, cand: Candidate, token: CancelToken, *, memo: bool) -> Inspection:
+        """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile.
+        With ``memo`` (a window read) the window memo of the revision read is built along,
+        unless it exists already; a plain inspect does not pay for one."""
         for _ in range(ATTEMPTS):
             s0 = stat_or_none(cand.path)
             if s0 is None:
-                raise ImportError_(f'session "{session_id}" not found')
-            key = (session_id, cand.path, stat_key(s0), cand.extra)
-            hit = self._memo.get(key)
-            if hit is not None:
-                return hit
+                raise ImportError_(f'session "{cand.session_id}" not found')
+            key: MemoKey = (cand.path, stat_key(s0), cand.extra)
+            known = not memo or self._windows.get(cand.session_id, key) is not None
+            builder = None if known else MemoBuilder()
             try:
-                result = self.read(cand, s0.st_size, token)
+                result = self.read(cand, s0.st_size, token, builder)
             except FileNotFoundError:
-                raise ImportError_(f'session "{session_id}" not found') from None
+                raise ImportError_(f'session "{cand.session_id}" not found') from None
             s1 = stat_or_none(cand.path)
             if s1 is None:
-                raise ImportError_(f'session "{session_id}" not found')
+                raise ImportError_(f'session "{cand.session_id}" not found')
             same = (s1.st_dev, s1.st_ino) == (s0.st_dev, s0.st_ino)
             if same and (stat_key(s1) == stat_key(s0) or s1.st_size > s0.st_size):
-                self._memo.put(key, result)
+                if builder is not None:
+                    self._windows.put(cand.session_id, key, builder.finish(result.meta))
                 return result
         raise ImportError_("transcript changed while being read")
+
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window:
+        """§3.4: the events first..last of ``inspect``'s log. The transcript's stat is taken in
+        this read, before and after its lines; only a memo of exactly that revision is used, and
+        anything else (no memo, a changed file, a line that disagrees) reads the whole log."""
+        token = token or NULL_TOKEN
+        cand = self._locate(session_id, token)
+        s0 = stat_or_none(cand.path)
+        memo: WindowMemo | None = None
+        if s0 is not None:
+            memo = self._windows.get(session_id, (cand.path, stat_key(s0), cand.extra))
+        if memo is not None and s0 is not None:
+            lo, hi = min(max(first, 0), memo.length), min(last, memo.length - 1)
+            try:
+                events = memo.read(cand.path, cand.path.endswith(".zst"), lo, hi, token)
+            except OSError:
+                events = None
+            s1 = stat_or_none(cand.path)
+            if events is not None and s1 is not None and stat_key(s1) == stat_key(s0):
+                return Window(memo.header, memo.length, lo, events, memo.title)
+        ins = self._inspect(cand, token, memo=True)
+        n = len(ins.events)
+        lo = min(max(first, 0), n)
+        events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
+        title = next(
+            (e.seq for e in reversed(ins.events) if e.type == "session/title"), None
+        )
+        return Window(ins.meta, n, lo, events, title)

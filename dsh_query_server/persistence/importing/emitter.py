@@ -5,6 +5,7 @@ computed from, so that each emitted log replay-validates and folds by constructi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ... import jsoncodec
@@ -63,6 +64,8 @@ class Emitter:
     surfaced: int = 0
     # a replace owed by the next surface event (Codex rollback): span seqs, causing markers
     pending: tuple[list[int], list[int]] | None = None
+    # told every emitted value and its bytes (the window memo, importers.md §3.4)
+    sink: Callable[[JSONObject, bytes], None] | None = None
 
     def __post_init__(self) -> None:
         self.last_time = self.created_at
@@ -105,7 +108,10 @@ class Emitter:
         for key in ("surfaceOp", "sourceEventSeqs"):
             if key in value:
                 ordered[key] = value[key]
-        self.events.append(Event.from_json(jsoncodec.dumps(ordered)))
+        raw = jsoncodec.dumps(ordered)
+        if self.sink is not None:
+            self.sink(ordered, raw)
+        self.events.append(Event.from_json(raw))
         self.last_time = time
         return seq
 

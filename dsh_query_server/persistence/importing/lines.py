@@ -205,6 +205,18 @@ class _Bounded:
         return data
 
 
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One stored line: its plaintext start, length (without its 0x0A), whether it is the final
+    fragment, its bytes and its items (a window read re-splits it from ``start`` and ``length``)."""
+
+    start: int
+    length: int
+    final: bool
+    raw: bytes
+    items: list[Item]
+
+
 def read_items(
     stream: BinaryIO,
     limit: int,
@@ -215,6 +227,21 @@ def read_items(
 ) -> Iterator[Item]:
     """Every item of the first ``limit`` stored bytes. With ``max_line_end`` (the header scan)
     reading stops before a line that would end past that plaintext offset."""
+    for found in read_lines(
+        stream, limit, token, compressed=compressed, max_line_end=max_line_end
+    ):
+        yield from found.items
+
+
+def read_lines(
+    stream: BinaryIO,
+    limit: int,
+    token: CancelToken,
+    *,
+    compressed: bool = False,
+    max_line_end: int | None = None,
+) -> Iterator[Line]:
+    """``read_items`` line by line, with where each line is."""
     source = _zstd_chunks(stream, limit, token) if compressed else _chunks(stream, limit, token)
     pending = bytearray()
     base = 0  # plaintext offset of pending[0]
@@ -232,7 +259,8 @@ def read_items(
                 if max_line_end is not None and base + nl + 1 > max_line_end:
                     return
                 line += 1
-                yield from split_line(bytes(pending[cut:nl]), line, base + cut)
+                raw = bytes(pending[cut:nl])
+                yield Line(base + cut, nl - cut, False, raw, split_line(raw, line, base + cut))
                 cut = nl + 1
             del pending[:cut]
             base += cut
@@ -241,4 +269,17 @@ def read_items(
     except _TornStream:
         torn = True
     if pending and not torn:
-        yield from final_fragment(bytes(pending), line + 1, base)
+        raw = bytes(pending)
+        yield Line(base, len(raw), True, raw, final_fragment(raw, line + 1, base))
+
+
+def plaintext(
+    stream: BinaryIO, limit: int, token: CancelToken, compressed: bool
+) -> Iterator[bytes]:
+    """The plaintext of the first ``limit`` stored bytes, piece by piece (stops at a torn
+    Zstandard frame)."""
+    source = _zstd_chunks(stream, limit, token) if compressed else _chunks(stream, limit, token)
+    try:
+        yield from source
+    except _TornStream:
+        return

@@ -11,7 +11,7 @@ from ...cancel import CancelToken
 from ...errors import QueryError
 from ...persistence.binding import Binding
 from ...query.labels import Lag, SessionInfo, read_labels, read_lags
-from ...query.service import Loaded, Record
+from ...query.loaded import Loaded, Record
 from ..runtime import Runtime
 from .ids import Key, encode_id
 
@@ -19,10 +19,12 @@ LABEL_BUDGET_SECONDS = 2.0  # time a level may spend reading persisted logs for 
 
 
 class Ctx:
-    def __init__(self, rt: Runtime, token: CancelToken | None, view: str) -> None:
+    def __init__(self, rt: Runtime, token: CancelToken, view: str, scope: object = None) -> None:
         self.rt = rt
         self.token = token
         self.view = view
+        # The grouping a node was issued under (kinds.Kind.scope); every key built here keeps it.
+        self.scope = scope
 
     def corpus(self) -> list[Record]:
         return self.rt.service.corpus(self.token)
@@ -52,7 +54,9 @@ class Ctx:
         return self.rt.checkpointer.persisted_counts(binding.identity)
 
     def id(self, kind: str, *params: object) -> str:
-        return encode_id((self.view, kind, *params))
+        return encode_id(self.key(kind, *params))
 
     def key(self, kind: str, *params: object) -> Key:
-        return (self.view, kind, *params)
+        if self.scope is None:
+            return (self.view, kind, *params)
+        return (self.view, kind, *params, self.scope)

@@ -11,21 +11,10 @@ from msgspec import UNSET
 
 from ...model.wire import SessionEventTraceObservation
 from ...query import trace
-from ...query.service import Loaded, check_cancelled, target_index
+from ...query.loaded import Loaded, check_cancelled, target_index
 from .context import Ctx
-from .ids import (
-    INDEX,
-    PAGE,
-    SESSION,
-    Args,
-    Key,
-    Kind,
-    View,
-    one_of,
-    page_bounds,
-    page_offset,
-    page_start,
-)
+from .ids import INDEX, PAGE, SESSION, Args, Key, one_of, page_bounds, page_offset, page_start
+from .kinds import Kind, View
 from .nodes import TreeNode, TreeResource, event_node, more_node
 
 # Group key in the id -> (label, icon), in the order the roots show them.

@@ -4,7 +4,8 @@ paged. Its event list is also the sessions view's "Events" group."""
 from __future__ import annotations
 
 from .context import Ctx
-from .ids import INDEX, PAGE, SESSION, Args, Key, Kind, View, page_bounds, page_offset, page_start
+from .ids import INDEX, PAGE, SESSION, Args, Key, page_bounds, page_offset, page_start
+from .kinds import Kind, View
 from .nodes import TreeNode, event_node, more_node
 
 

@@ -1,29 +1,20 @@
-"""Node ids and the named node kinds of each view (protocol.md §6).
+"""Node ids (protocol.md §6): their codec, parameter types and paging; the kinds are in kinds.py.
 
 An id is ``base64url(JSON array)`` without padding; the array is ``[view, kind, *params]``.
 Everything needed to expand the node or to find its parent is in the id, so the server
 remembers nothing between requests and an id survives a server restart. Ids hold only immutable
-facts (session ids, seqs, page offsets), never positions that shift as the corpus grows. Each
-view declares its kinds here as ``Kind``s (parameter types, and the functions that compute the
-kind's children and parent); anything that does not decode to a known kind of the requested view
-is ``-32602`` ``SESSION_QUERY_INVALID_REQUEST``. The kind ``err`` is shared by every view.
+facts (session ids, seqs, page offsets), never positions that shift as the corpus grows.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ... import errors, jsoncodec
 from ...errors import QueryError
 from ...values import is_nonneg_safe_integer
-
-if TYPE_CHECKING:
-    from .context import Ctx
-    from .nodes import TreeNode
 
 # (view, kind, *params); params are JSON strings, ints, or (in "err") nested lists and null.
 Key = tuple[object, ...]
@@ -70,71 +61,12 @@ def one_of(names: Collection[str]) -> Param:
     return Param("one of " + ", ".join(names), lambda v: isinstance(v, str) and v in names)
 
 
-Children = Callable[..., "list[TreeNode]"]  # (ctx, *params)
-Parent = Callable[..., "Key | None"]  # (ctx, *params)
-
-
-@dataclass(frozen=True, slots=True)
-class Kind:
-    """A named node kind: its parameters, its children (None: a leaf) and its parent."""
-
-    params: tuple[Param, ...]
-    parent: Parent
-    children: Children | None = None
-
-    def accepts(self, params: Sequence[object]) -> bool:
-        return len(params) == len(self.params) and all(
-            p.accepts(v) for p, v in zip(self.params, params, strict=True)
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class View:
-    """A tree view: the args its roots need (they are also the error nodes' root args), its
-    roots, and its node kinds by name."""
-
-    name: str
-    args: tuple[str, ...]
-    roots: Callable[[Ctx, Args], list[TreeNode]]
-    kinds: Mapping[str, Kind]
-
-    def root_args(self, args: Args) -> list[object]:
-        return [args[name] for name in self.args]
-
-
 def invalid(message: str) -> QueryError:
     return QueryError(errors.INVALID_REQUEST, message)
 
 
 def encode_id(key: Key) -> str:
     return base64.urlsafe_b64encode(jsoncodec.dumps(list(key))).rstrip(b"=").decode("ascii")
-
-
-def decode_id(view: View, node_id: object) -> Key:
-    if not isinstance(node_id, str):
-        raise invalid("nodeId must be a string")
-    problem = invalid(f'nodeId is not a node of the "{view.name}" view')
-    try:
-        text = base64.b64decode(node_id + "=" * (-len(node_id) % 4), altchars=b"-_", validate=True)
-        value = jsoncodec.loads(text)
-    except (binascii.Error, ValueError):
-        raise problem from None
-    if not valid_key(value, view):
-        raise problem
-    return tuple(value)
-
-
-def valid_key(value: object, view: View) -> bool:
-    if not isinstance(value, list) or len(value) < 2 or value[0] != view.name:
-        return False
-    kind, params = value[1], value[2:]
-    if kind == ERR:
-        # [parent key or null, root args]: enough to place the error node (it has no children).
-        if len(params) != 2 or not isinstance(params[1], list):
-            return False
-        return params[0] is None or valid_key(params[0], view)
-    spec = view.kinds.get(kind) if isinstance(kind, str) else None
-    return spec is not None and spec.accepts(params)
 
 
 def page_bounds(total: int, offset: int, size: int = PAGE) -> tuple[int, int, bool]:

@@ -14,9 +14,10 @@ from ... import jsoncodec
 from ...errors import QueryError
 from ...model.event import Event
 from ...query.labels import Lag, SessionInfo
-from ...query.service import Record
+from ...query.loaded import Record
 from ...query.text import extract_text
 from ...values import collapse_whitespace, is_number
+from .agents import AGENT_ICONS, DSH, agent_of, source_line, source_of, source_path
 from .commands import OPEN_EVENT
 from .ids import ERR, Key, encode_id
 
@@ -57,6 +58,9 @@ class TreeNode(msgspec.Struct, omit_defaults=True):
     contextValue: str | UnsetType = UNSET
     resource: TreeResource | UnsetType = UNSET
     command: TreeCommand | UnsetType = UNSET
+    # Session nodes only: the agent that wrote it (importers.md §0.8 ``source.agent``, else
+    # "dsh"), for clients that show it as a column (Neovim) rather than in the description.
+    agent: str | UnsetType = UNSET
 
 
 # -- formatting ------------------------------------------------------------------------------
@@ -141,10 +145,18 @@ def session_node(
     if lag is not None and lag.lagging:
         badges.append("lagging")
     sub = header.origin == "subagent" or header.parent_session is not UNSET
-    # Sub-agent shape first (it says where the session came from); liveness is in the badges.
-    icon = "type-hierarchy-sub" if sub else "circle-filled" if record.live else "history"
+    source = source_of(header)
+    agent = agent_of(header, source)
+    # An imported session shows its agent's icon; for dsh's own the sub-agent shape comes
+    # first (it says where the session came from); liveness is in the badges.
+    icon = AGENT_ICONS.get(agent) or (
+        "type-hierarchy-sub" if sub else "circle-filled" if record.live else "history")
     lines = [one_line(label, 200)] if label else []
     lines.append(f"id: {sid}")
+    lines.append(f"source: {source_line(source, agent)}")
+    path = source_path(source)
+    if path is not None:
+        lines.append(f"transcript: {path}")
     if header.cwd is not UNSET:
         lines.append(f"cwd: {type_text(header.cwd)}")
     if header.parent_session is not UNSET:
@@ -165,11 +177,14 @@ def session_node(
         id=encode_id(key),
         label=one_line(label, LABEL_CHARS) if label else sid,
         collapsible=collapsible,
-        description=join(role, relative_time(header.created_at), *badges),
+        # dsh is the default agent: naming it on every row would only add noise.
+        description=join(role, None if agent == DSH else agent, relative_time(header.created_at),
+                         *badges),
         tooltip="\n".join(lines),
         icon=icon,
         contextValue="session.live" if record.live else "session.persisted",
         resource=TreeResource(sessionId=sid),
+        agent=agent,
     )
 
 

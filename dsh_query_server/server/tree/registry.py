@@ -13,7 +13,8 @@ from ...values import is_number
 from ..runtime import Runtime
 from . import event_trace, events, lineage, sessions
 from .context import Ctx
-from .ids import ERR, Args, Key, View, decode_id, encode_id, invalid
+from .ids import ERR, Args, Key, encode_id, invalid
+from .kinds import NO_SCOPE, View, decode_id, split_key
 from .nodes import TreeNode, error_node
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,20 @@ def require_args(args: object, fields: Sequence[str]) -> Args:
     return checked
 
 
+def root_scope(view: View, args: object) -> str | None:
+    """The scope a roots request asks for (``args.groupBy`` in the sessions view)."""
+    if view.scope_arg is None or not isinstance(args, dict):
+        return None
+    asked: Args = args
+    value = asked.get(view.scope_arg, NO_SCOPE)
+    if value == NO_SCOPE:
+        return None
+    if not isinstance(value, str) or value not in view.scopes:
+        choices = ", ".join((NO_SCOPE, *view.scopes))
+        raise invalid(f"args.{view.scope_arg} must be one of {choices}")
+    return value
+
+
 def _guarded(ctx: Ctx, parent: Key | None, root_args: list[object],
              compute: Callable[[], list[TreeNode]]) -> list[TreeNode]:
     """Failures inside a view become one error node; cancellation stays a cancelled request."""
@@ -68,13 +83,17 @@ def tree_children(rt: Runtime, params: Params, token: CancelToken) -> dict[str, 
     if node_id is None:
         # Args are read only for roots: a node id carries its own (it is self-describing).
         args = require_args(params.get("args", {}) if view.args else {}, view.args)
-        return {"nodes": _guarded(ctx, None, view.root_args(args), lambda: view.roots(ctx, args))}
+        ctx.scope = root_scope(view, params.get("args"))
+        root_args = view.root_args(args) + ([] if ctx.scope is None else [ctx.scope])
+        return {"nodes": _guarded(ctx, None, root_args, lambda: view.roots(ctx, args))}
     key = decode_id(view, node_id)
-    kind = view.kinds.get(str(key[1]))
-    if kind is None or kind.children is None:  # an error node, or a leaf
+    if key[1] == ERR:
         return {"nodes": []}
+    kind, own, ctx.scope = split_key(view, key)
     children = kind.children
-    return {"nodes": _guarded(ctx, key, [], lambda: children(ctx, *key[2:]))}
+    if children is None:  # a leaf
+        return {"nodes": []}
+    return {"nodes": _guarded(ctx, key, [], lambda: children(ctx, *own))}
 
 
 def tree_parent(rt: Runtime, params: Params, token: CancelToken) -> dict[str, str]:
@@ -84,5 +103,6 @@ def tree_parent(rt: Runtime, params: Params, token: CancelToken) -> dict[str, st
         parent = key[2]
         found = None if not isinstance(parent, list) else tuple(parent)
     else:
-        found = view.kinds[str(key[1])].parent(Ctx(rt, token, view.name), *key[2:])
+        kind, own, scope = split_key(view, key)
+        found = kind.parent(Ctx(rt, token, view.name, scope), *own)
     return {} if found is None else {"nodeId": encode_id(found)}

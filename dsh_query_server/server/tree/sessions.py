@@ -1,5 +1,7 @@
 """The sessions view: the corpus, newest first. A session expands to two fixed groups: "Events"
-(its raw log, paged) and "Lineage" (a link to its parent and links to its direct children)."""
+(its raw log, paged) and "Lineage" (a link to its parent and links to its direct children).
+With ``args.groupBy`` ("agent" or "workspace") the roots are groups of sessions instead
+(``groups``); every kind then carries the grouping as its scope."""
 
 from __future__ import annotations
 
@@ -11,22 +13,13 @@ from ... import errors
 from ...errors import QueryError
 from ...query import lineage
 from ...query.labels import Lag, SessionInfo
-from ...query.service import Record
+from ...query.loaded import Record
+from . import groups
 from .context import Ctx
 from .events import event_page, page_holder
-from .ids import (
-    INDEX,
-    LINK_PAGE,
-    PAGE,
-    SESSION,
-    Args,
-    Key,
-    Kind,
-    View,
-    page_bounds,
-    page_offset,
-    page_start,
-)
+from .groups import GROUP_VALUE, GROUPING
+from .ids import INDEX, LINK_PAGE, PAGE, SESSION, Args, Key, page_bounds, page_offset, page_start
+from .kinds import Kind, View
 from .nodes import TreeNode, TreeResource, join, more_node, session_node, unresolved_node
 
 
@@ -53,8 +46,12 @@ def _page(ctx: Ctx, offset: int) -> list[TreeNode]:
     return nodes
 
 
+def _more_children(ctx: Ctx, offset: int) -> list[TreeNode]:
+    return _page(ctx, offset) if ctx.scope is None else groups.groups_page(ctx, offset)
+
+
 def _roots(ctx: Ctx, args: Args) -> list[TreeNode]:
-    return _page(ctx, 0)
+    return _more_children(ctx, 0)
 
 
 def _more_parent(ctx: Ctx, offset: int) -> Key | None:
@@ -88,6 +85,8 @@ def _session_children(ctx: Ctx, session_id: str) -> list[TreeNode]:
 
 
 def _session_parent(ctx: Ctx, session_id: str) -> Key | None:
+    if ctx.scope is not None:
+        return groups.session_parent(ctx, session_id)
     # Session ids hold no position (a new session shifts every page), so finding the page
     # costs one listing. A session that left the corpus is reported as a root.
     records = ctx.corpus_or_none()
@@ -190,20 +189,29 @@ def _child_parent(ctx: Ctx, session_id: str, child_id: str) -> Key | None:
     return ctx.key("lineage", session_id) if offset == 0 else ctx.key("cmore", session_id, offset)
 
 
+G = GROUPING  # every kind may carry the grouping (kinds.Kind.scope)
+
 VIEW = View(
     name="sessions",
     args=(),
     roots=_roots,
     kinds={
-        "more": Kind((page_start(PAGE),), _more_parent, _page),  # next page of the corpus
-        "s": Kind((SESSION,), _session_parent, _session_children),  # a session
-        "events": Kind((SESSION,), _group_parent, _events_children),  # its "Events" group
-        "emore": Kind((SESSION, page_start(PAGE)), _emore_parent, event_page),  # next events
-        "e": Kind((SESSION, INDEX), _e_parent),  # one event
-        "lineage": Kind((SESSION,), _group_parent, _lineage_children),  # its "Lineage" group
+        # next page of the corpus (grouped: of the groups)
+        "more": Kind((page_start(PAGE),), _more_parent, _more_children, G),
+        "s": Kind((SESSION,), _session_parent, _session_children, G),  # a session
+        "events": Kind((SESSION,), _group_parent, _events_children, G),  # its "Events" group
+        "emore": Kind((SESSION, page_start(PAGE)), _emore_parent, event_page, G),  # next events
+        "e": Kind((SESSION, INDEX), _e_parent, None, G),  # one event
+        "lineage": Kind((SESSION,), _group_parent, _lineage_children, G),  # its "Lineage" group
         # link to the session's parent (or "not in corpus")
-        "parent": Kind((SESSION,), _parent_link_parent),
-        "child": Kind((SESSION, SESSION), _child_parent),  # (session, child): a child link
-        "cmore": Kind((SESSION, page_start(LINK_PAGE)), _cmore_parent, _cmore_children),
+        "parent": Kind((SESSION,), _parent_link_parent, None, G),
+        "child": Kind((SESSION, SESSION), _child_parent, None, G),  # (session, child): a link
+        "cmore": Kind((SESSION, page_start(LINK_PAGE)), _cmore_parent, _cmore_children, G),
+        # grouped trees only: a group (an agent, or a cwd or null), and its next sessions
+        "group": Kind((GROUP_VALUE,), groups.group_parent, groups.group_children, G, True),
+        "gmore": Kind((GROUP_VALUE, page_start(PAGE)), groups.gmore_parent, groups.gmore_children,
+                      G, True),
     },
+    scope_arg="groupBy",
+    scopes=groups.MODES,
 )

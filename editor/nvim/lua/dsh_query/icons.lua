@@ -19,6 +19,10 @@ M.unicode = {
   ["arrow-right"] = "→", -- derived events
   ["search"] = "⌕",
   ["info"] = "i",
+  ["sparkle"] = "✦", -- a Claude Code session / the claude-code group
+  ["robot"] = "⚙", -- a Codex session / the codex group
+  ["folder"] = "▤", -- a workspace group
+  ["question"] = "?", -- sessions without a workspace
 }
 
 M.ascii = {
@@ -39,6 +43,10 @@ M.ascii = {
   ["arrow-right"] = "->",
   ["search"] = "?",
   ["info"] = "i",
+  ["sparkle"] = "C",
+  ["robot"] = "X",
+  ["folder"] = "/",
+  ["question"] = "?",
 }
 
 M.fallback = { unicode = "•", ascii = "-" }

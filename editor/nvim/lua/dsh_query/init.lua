@@ -16,6 +16,7 @@ local function define_highlights()
     DshQueryStale = "WarningMsg",
     DshQueryDescription = "Comment",
     DshQuerySessionId = "Identifier",
+    DshQueryAgent = "Type",
     DshQueryIcon = "Special",
     DshQueryLive = "String",
     DshQueryPersisted = "Constant",
@@ -58,11 +59,22 @@ local function sid_text(id)
   return type(id) == "string" and id or json.compact(id)
 end
 
---- :DshSessions: the corpus, newest first (sessions view).
-function M.sessions()
+M.groupings = { "agent", "workspace", "none" }
+
+--- :DshSessions [agent|workspace]: the corpus, newest first (sessions view), or grouped by
+--- agent or by workspace (cwd); the server computes the groups (args.groupBy).
+function M.sessions(group_by)
   ensure_setup()
-  return tree.open({ name = "dsh-query://sessions", title = "Sessions", view = "sessions",
-                     empty_text = "(no sessions)" })
+  if group_by == nil or group_by == "" or group_by == "none" then
+    return tree.open({ name = "dsh-query://sessions", title = "Sessions", view = "sessions",
+                       empty_text = "(no sessions)" })
+  end
+  if not vim.tbl_contains(M.groupings, group_by) then
+    vim.notify("dsh-query: usage: :DshSessions [agent|workspace|none]", vim.log.levels.ERROR)
+    return nil
+  end
+  return tree.open({ name = "dsh-query://sessions/by-" .. group_by, title = "Sessions by " .. group_by,
+                     view = "sessions", args = { groupBy = group_by }, empty_text = "(no sessions)" })
 end
 
 --- :DshEvents {id}: every raw event of a session with its surface status (events view).
@@ -250,7 +262,12 @@ function M.create_commands()
     end
     return M.complete_sessions(lead)
   end
-  cmd("DshSessions", function() M.sessions() end, { nargs = 0, desc = "dsh-query: sessions" })
+  cmd("DshSessions", function(o) M.sessions(vim.trim(o.args)) end, {
+    nargs = "?", desc = "dsh-query: sessions (grouped by agent or workspace)",
+    complete = function(lead)
+      return vim.tbl_filter(function(g) return g:sub(1, #lead) == lead end, M.groupings)
+    end,
+  })
   cmd("DshEvents", function(o)
     local id = vim.trim(o.args)
     if id == "" then return usage(":DshEvents {session-id}") end

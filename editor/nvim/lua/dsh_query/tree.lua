@@ -165,7 +165,20 @@ local function fold_suffix(item)
   return (item.fold_open and (" {{{" .. item.fold_open) or "") .. (item.fold_close and (" }}}" .. item.fold_close) or "")
 end
 
-local function line_of(item)
+--- Width of the agent column for these lines: nil when every session in them is dsh's.
+local function agent_column(items)
+  local width, foreign = 0, false
+  for _, item in ipairs(items) do
+    local agent = item.node and item.node.agent
+    if nonempty(agent) then
+      width = math.max(width, #agent)
+      foreign = foreign or agent ~= "dsh"
+    end
+  end
+  return foreign and width or nil
+end
+
+local function line_of(item, agent_width)
   local indent = string.rep("  ", item.depth)
   if item.placeholder then
     return indent .. "  " .. item.placeholder .. fold_suffix(item), {}
@@ -179,6 +192,14 @@ local function line_of(item)
     hls[#hls + 1] = { ICON_HL[node.icon] or "DshQueryIcon", col, col + #icon }
     parts[#parts + 1] = icon .. " "
     col = col + #icon + 1
+  end
+  -- Session nodes name their agent (claude-code, codex, dsh): a column before the label, shown
+  -- once the tree holds a session of another agent than dsh (a dsh-only corpus stays as it was).
+  if agent_width and nonempty(node.agent) then
+    local agent = string.format("%-" .. agent_width .. "s ", node.agent)
+    hls[#hls + 1] = { "DshQueryAgent", col, col + #node.agent }
+    parts[#parts + 1] = agent
+    col = col + #agent
   end
   local text = node_text(node)
   local sid = session_id_of(node)
@@ -232,8 +253,10 @@ function M.render(st)
   elseif #st.roots == 0 then
     lines[#lines + 1] = "  " .. (st.empty_text or "(empty)")
   else
-    for _, item in ipairs(flatten(st.roots, {})) do
-      local text, line_hls = line_of(item)
+    local items = flatten(st.roots, {})
+    local agent_width = agent_column(items)
+    for _, item in ipairs(items) do
+      local text, line_hls = line_of(item, agent_width)
       lines[#lines + 1] = text
       st.lines[#lines] = item
       for _, h in ipairs(line_hls) do

@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import errors
 from ..errors import QueryError, inner_message
+from ..persistence.base import SessionPersistenceReadOnlyError
+from ..persistence.binding import Binding, PersistenceBinding
 from ..session.store import SessionStore
-from .base import SessionPersistenceReadOnlyError
-from .binding import Binding, PersistenceBinding
 
 log = logging.getLogger(__name__)
 
@@ -122,13 +123,13 @@ class Checkpointer:
 
     def _writable(self) -> bool:
         binding = self.binding.current()
-        return binding is not None and bool(getattr(binding.backend, "writable", False))
+        return binding is not None and binding.backend.writable
 
     # -- flushing --------------------------------------------------------------------------
 
     def pending_events(self) -> int:
         binding = self.binding.current()
-        if binding is None or not getattr(binding.backend, "writable", False):
+        if binding is None or not binding.backend.writable:
             return 0
         # The key is read before counting: a change during the count changes it for the next call.
         key = (binding.identity, self.store.generation, self._flushes)
@@ -161,7 +162,7 @@ class Checkpointer:
             )
         if binding is None:
             return {}
-        if not getattr(binding.backend, "writable", False):
+        if not binding.backend.writable:
             raise QueryError(errors.STORE_READ_ONLY, "the mounted persistence backend is read-only")
         targets = [session_id] if session_id is not None else sessions if sessions is not None else self.store.ids()
         flushed: dict[str, int] = {}

@@ -1,0 +1,388 @@
+"""``dsh-query sync`` (postgres.md §6): copy sessions incrementally into a postgres store.
+
+Each source is mounted read-only and its sessions are taken by createdAt, then id. What is copied
+is the stored valid prefix (``read_stored``): no normalization and no closers, because a closer
+would end an open turn for good. The target is only ever appended to: a source log that no
+longer extends the stored one is reported and skipped, never written over.
+
+Exit codes: 2 usage error, 1 any failure, 3 sessions skipped, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Protocol, TextIO, runtime_checkable
+
+from .. import jsoncodec
+from ..cancel import CancelToken
+from ..errors import QueryError
+from ..model.event import Event, Header, headers_compatible
+from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
+from ..persistence.uri import absolute_uri, open_backend
+from ..persistence.postgres.backend import PostgresBackend
+from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
+from ..persistence.postgres.errors import SessionAppendConflictError
+from .sync_state import Entry, SyncState, prefix_digest
+
+MAX_BATCH_EVENTS = 1000
+MAX_BATCH_BYTES = 8 * 1024 * 1024
+_RETRIES = 3
+
+
+@runtime_checkable
+class _StoredReader(Protocol):
+    def read_stored(self, session_id: str, token: CancelToken | None = None) -> StoredLog: ...
+
+
+class UsageError(Exception):
+    """Exit code 2."""
+
+
+@dataclass
+class _Report:
+    source: str
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("created", "grown", "unchanged", "behind", "conflict", "diverged", "failed"), 0))
+
+
+@dataclass(frozen=True, slots=True)
+class _Skip:
+    id: str
+    source: str
+    reason: str
+    seq: int | None = None
+    message: str = ""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dsh-query sync", description=(
+        "Copy sessions incrementally into a writable postgres store."))
+    parser.add_argument("sources", nargs="*", metavar="SOURCE", help="source URIs")
+    parser.add_argument("--from", dest="from_", action="append", default=[], metavar="URI",
+                        help="a source URI (may repeat; same as a positional SOURCE)")
+    parser.add_argument("--to", required=True, metavar="URI", help="the postgres:// target")
+    parser.add_argument("--session", action="append", default=[], metavar="ID",
+                        help="only this session (may repeat)")
+    parser.add_argument("--dry-run", action="store_true", help="write nothing")
+    parser.add_argument("--json", action="store_true", help="one JSON report on stdout")
+    parser.add_argument("--watch", type=int, metavar="SECONDS",
+                        help="repeat every SECONDS (>= 1) until SIGINT or SIGTERM")
+    return parser
+
+
+def _read_only(uri: str) -> str:
+    """The source URI with readOnly=true; readOnly=false on a source is a usage error."""
+    base, question, query = uri.partition("?")
+    pairs = query.split("&") if question else []
+    if "readOnly=false" in pairs:
+        raise UsageError(f"sync: source {_shown(uri)} must not set readOnly=false")
+    if "readOnly=true" not in pairs:
+        pairs.append("readOnly=true")
+    return f"{base}?{'&'.join(pairs)}"
+
+
+def _shown(uri: str) -> str:
+    if uri.startswith(SCHEMES):
+        try:
+            return parse_postgres_uri(uri).redacted
+        except QueryError:
+            return "postgres URI (invalid)"
+    return uri
+
+
+def _same_event(a: Event, b: Event) -> bool:
+    if a.raw == b.raw:
+        return True
+    try:
+        return jsoncodec.dumps(a.to_value()) == jsoncodec.dumps(b.to_value())
+    except (ValueError, TypeError):
+        return False
+
+
+def _first_difference(source: list[Event], stored: list[Event]) -> int | None:
+    for index, (a, b) in enumerate(zip(source, stored, strict=False)):
+        if not _same_event(a, b):
+            return index
+    return None
+
+
+def _batches(events: list[Event]) -> list[list[Event]]:
+    out: list[list[Event]] = []
+    current: list[Event] = []
+    size = 0
+    for event in events:
+        full = len(current) >= MAX_BATCH_EVENTS or size + len(event.raw) > MAX_BATCH_BYTES
+        if current and full:
+            out.append(current)
+            current, size = [], 0
+        current.append(event)
+        size += len(event.raw)
+    if current:
+        out.append(current)
+    return out
+
+
+class _Sync:
+    def __init__(self, target: PostgresBackend, dry_run: bool, err: TextIO,
+                 reported: set[tuple[str, str, str, int | None]]) -> None:
+        self.target = target
+        self.reported = reported  # skips already printed by an earlier --watch cycle
+        self.dry_run = dry_run
+        self.err = err
+        self.skipped: list[_Skip] = []
+        self.failed: list[_Skip] = []
+        self.progress = err.isatty()
+        self.created: set[str] = set()
+
+    def _read_source(self, source: PersistenceBackend,
+                     session_id: str) -> tuple[Header, list[Event]]:
+        if isinstance(source, _StoredReader):
+            log = source.read_stored(session_id)
+            return log.header, log.events
+        inspected = source.inspect(session_id)  # an importer without read_stored (§6)
+        return inspected.meta, inspected.events
+
+    def session(self, report: _Report, source: PersistenceBackend, snapshot: Snapshot,
+                state: SyncState, target_revision: str | None) -> None:
+        session_id = str(snapshot.header.id)
+        entry = state.get(session_id)
+        known = entry is not None and target_revision is not None and entry.target == (
+            target_revision)
+        if known and entry is not None and entry.source == snapshot.revision:
+            report.counts["unchanged"] += 1  # both revisions as last synced: nothing to read
+            return
+        header, events = self._read_source(source, session_id)
+        outcome = None
+        if known and entry is not None and len(events) >= entry.count and prefix_digest(
+                events[:entry.count]) == entry.sha256:
+            outcome = self._extend(session_id, events, entry.count)
+        for _ in range(_RETRIES):
+            if outcome is not None:
+                break
+            try:
+                outcome = self._decide(report, header, events)
+            except SessionAppendConflictError:
+                continue  # another writer moved the target: read it again and decide again
+        if outcome is None:
+            raise RuntimeError(f'session "{session_id}" kept changing under sync')
+        report.counts[outcome] += 1
+        if outcome in ("created", "grown", "unchanged") and not self.dry_run:
+            revision = self.target.revision(session_id)
+            if revision is not None:
+                state.put(session_id, Entry(snapshot.revision, revision, len(events),
+                                            prefix_digest(events)))
+
+    def _extend(self, session_id: str, events: list[Event], synced: int) -> str | None:
+        """Only the source moved since the last sync: its digest proves the target's prefix,
+        so the new events are appended without reading the target (None: decide by reading)."""
+        if len(events) == synced:
+            return "unchanged"
+        if not self.dry_run:
+            try:
+                for batch in _batches(events[synced:]):
+                    self.target.append(session_id, batch)
+            except SessionAppendConflictError:
+                return None
+        return "grown"
+
+    def _decide(self, report: _Report, header: Header, events: list[Event]) -> str:
+        session_id = str(header.id)
+        stored_count = self.target.stored_count(session_id)
+        if stored_count is None:
+            if not self.dry_run:
+                if session_id not in self.created:  # a retry after a conflict created it
+                    self.target.create(header)
+                    self.created.add(session_id)
+                for batch in _batches(events):
+                    self.target.append(session_id, batch)
+            return "created"
+        stored = self.target.read_stored(session_id)
+        if not headers_compatible(header, stored.header):
+            self._skip(report, session_id, "conflict", None,
+                       "its header conflicts with the stored header")
+            return "conflict"
+        m, n = len(events), len(stored.events)
+        difference = _first_difference(events, stored.events)
+        if difference is None and m >= n:
+            if m == n:
+                return "unchanged"
+            if not self.dry_run:
+                for batch in _batches(events[n:]):
+                    self.target.append(session_id, batch)
+            return "grown"
+        if difference is None:
+            return "behind"
+        self._skip(report, session_id, "diverged", difference,
+                   "the source log no longer extends the stored log (first difference at seq"
+                   f" {difference}); the stored log is never overwritten")
+        return "diverged"
+
+    def _skip(self, report: _Report, session_id: str, reason: str, seq: int | None,
+              detail: str) -> None:
+        self.skipped.append(_Skip(session_id, report.source, reason, seq, detail))
+        key = (session_id, report.source, reason, seq)
+        if key not in self.reported:
+            self.reported.add(key)
+            print(f'sync: skipped "{session_id}" from {report.source}: {detail}', file=self.err)
+
+    def fail(self, report: _Report, session_id: str, message: str) -> None:
+        report.counts["failed"] += 1
+        self.failed.append(_Skip(session_id, report.source, "failed", None, message))
+        print(f'sync: failed "{session_id}" from {report.source}: {message}', file=self.err)
+
+
+def _sources(args: argparse.Namespace) -> list[str]:
+    sources = [*args.from_, *args.sources]
+    if not sources:
+        raise UsageError("sync: give at least one source URI")
+    return sources
+
+
+def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
+    try:
+        args = _parser().parse_args(list(argv))
+    except SystemExit as exc:
+        return 2 if exc.code else 0
+    try:
+        if args.watch is not None and args.watch < 1:
+            raise UsageError("sync: --watch needs a whole number of seconds >= 1")
+        sources = _sources(args)
+        if not str(args.to).startswith(SCHEMES):
+            raise UsageError("sync: --to must be a postgres:// or postgresql:// URI")
+        mount = parse_postgres_uri(args.to)
+        if mount.read_only:
+            raise UsageError(f"sync: the target {mount.redacted} is mounted readOnly=true")
+        source_uris = [_read_only(absolute_uri(uri)) for uri in sources]
+        for uri in source_uris:
+            if uri.startswith(SCHEMES) and parse_postgres_uri(uri).libpq == mount.libpq and (
+                    parse_postgres_uri(uri).schema == mount.schema):
+                raise UsageError(f"sync: source {_shown(uri)} is the target's store")
+    except UsageError as exc:
+        print(str(exc), file=err)
+        return 2
+    except QueryError as exc:
+        print(f"sync: {exc.message}", file=err)
+        return 2
+    target = PostgresBackend(mount)
+    pairs = list(zip(sources, source_uris, strict=True))
+    try:
+        if args.watch is None:
+            return _run(args, target, pairs, out, err, set(), threading.Event()) or 0
+        return _watch(args, target, pairs, out, err)
+    finally:
+        target.close()
+
+
+def _watch(args: argparse.Namespace, target: PostgresBackend, sources: list[tuple[str, str]],
+           out: TextIO, err: TextIO) -> int:
+    """Cycles every ``--watch`` seconds; SIGINT or SIGTERM stops after the current
+    transaction, with the last complete cycle's code."""
+    stop = threading.Event()
+    previous: dict[int, object] = {}
+
+    def stopping(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, stopping)
+    reported: set[tuple[str, str, str, int | None]] = set()
+    last: int | None = None
+    try:
+        while True:
+            code = _run(args, target, sources, out, err, reported, stop)
+            if code is None:  # interrupted mid-cycle
+                break
+            last = code
+            if stop.wait(args.watch):
+                break
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+    return 0 if last is None else last
+
+
+def _run(args: argparse.Namespace, target: PostgresBackend, sources: list[tuple[str, str]],
+         out: TextIO, err: TextIO, reported: set[tuple[str, str, str, int | None]],
+         stop: threading.Event) -> int | None:
+    """One cycle's exit code; None when ``stop`` interrupted it."""
+    sync = _Sync(target, bool(args.dry_run), err, reported)
+    reports: list[_Report] = []
+    failure = False
+    try:  # reachable and not refused, before any source is read
+        revisions = {str(s.header.id): s.revision for s in target.list_snapshots()}
+    except Exception as exc:  # noqa: BLE001 - every target failure is exit code 1
+        print(f"sync: target {target.uri} failed: {target_message(exc)}", file=err)
+        return 1
+    wanted = set(args.session)
+    for shown, uri in sources:
+        report = _Report(_shown(shown))
+        reports.append(report)
+        try:
+            source = open_backend(uri)
+        except QueryError as exc:
+            print(f"sync: source {report.source} cannot be mounted: {exc.message}", file=err)
+            failure = True
+            continue
+        try:
+            try:
+                snapshots = source.list_snapshots()
+            except Exception as exc:  # noqa: BLE001 - a source that cannot list fails the run
+                print(f"sync: source {report.source} cannot be listed: {exc}", file=err)
+                failure = True
+                continue
+            ordered = sorted(snapshots, key=_order)
+            state = SyncState(target.uri, report.source)
+            for index, snapshot in enumerate(ordered, 1):
+                session_id = str(snapshot.header.id)
+                if wanted and session_id not in wanted:
+                    continue
+                if stop.is_set():
+                    return None
+                if sync.progress:
+                    print(f"\rsync: {report.source}: {index}/{len(ordered)}", end="", file=err)
+                try:
+                    sync.session(report, source, snapshot, state, revisions.get(session_id))
+                except Exception as exc:  # noqa: BLE001 - reported per session, the run goes on
+                    sync.fail(report, session_id, target_message(exc))
+                    failure = True
+            if sync.progress:
+                print(file=err)
+            if not sync.dry_run:
+                state.save()
+        finally:
+            source.close()
+    for report in reports:
+        counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
+        print(f"sync: {report.source}: {counts}", file=err)
+    if args.json:
+        out.write(jsoncodec.dumps({
+            "sources": [{"source": r.source, **r.counts} for r in reports],
+            "skipped": [{"id": s.id, "source": s.source, "reason": s.reason,
+                         **({} if s.seq is None else {"seq": s.seq})} for s in sync.skipped],
+            "failed": [{"id": s.id, "source": s.source, "message": s.message}
+                       for s in sync.failed],
+        }).decode() + "\n")
+    if failure:
+        return 1
+    return 3 if sync.skipped else 0
+
+
+def _order(snapshot: Snapshot) -> tuple[int, str]:
+    created = snapshot.header.created_at
+    return (created if isinstance(created, int) else 0), str(snapshot.header.id)
+
+
+def target_message(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, QueryError) else str(exc)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``dsh-query sync``: the CLI wires this as a subcommand."""
+    return run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr)

@@ -1,0 +1,80 @@
+"""The state file of ``dsh-query sync`` (postgres.md §6): per session, the source and target
+revisions last seen, how many events were synced and a SHA-256 of that prefix. Both revisions
+unchanged means nothing to read; only the source changed means its prefix digest stands in for
+reading the target. The file is only a shortcut: a missing or unreadable one means reading."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+
+from ..files import make_private_dirs
+from ..model.event import Event
+
+
+def state_dir() -> str:
+    return os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local",
+                                                            "state")
+
+
+def prefix_digest(events: list[Event]) -> str:
+    digest = hashlib.sha256()
+    for event in events:
+        digest.update(event.raw)
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    source: str
+    target: str
+    count: int
+    sha256: str
+
+
+class SyncState:
+    """One (target, source) pair's state file, kept in memory and written back whole."""
+
+    def __init__(self, target: str, source: str) -> None:
+        name = hashlib.sha256(f"{target}\n{source}".encode()).hexdigest()[:16]
+        self.path = os.path.join(state_dir(), "dsh-query", f"sync-{name}.json")
+        self.entries: dict[str, Entry] = {}
+        self.changed = False
+        try:
+            with open(self.path, encoding="utf-8") as file:
+                raw = json.load(file)
+            for key, value in raw["sessions"].items():
+                entry = Entry(str(value["source"]), str(value["target"]), int(value["n"]),
+                              str(value["sha256"]))
+                self.entries[str(key)] = entry
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            self.entries = {}  # no usable state: everything is read
+
+    def get(self, session_id: str) -> Entry | None:
+        return self.entries.get(session_id)
+
+    def put(self, session_id: str, entry: Entry) -> None:
+        self.entries[session_id] = entry
+        self.changed = True
+
+    def save(self) -> None:
+        if not self.changed:
+            return
+        directory = os.path.dirname(self.path)
+        make_private_dirs(directory)
+        body = {"v": 1, "sessions": {key: {"source": e.source, "target": e.target,
+                                           "n": e.count, "sha256": e.sha256}
+                                     for key, e in self.entries.items()}}
+        fd, temporary = tempfile.mkstemp(prefix=".sync-", dir=directory)  # 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                json.dump(body, file)
+            os.replace(temporary, self.path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+        self.changed = False

@@ -1,0 +1,39 @@
+"""Reads through a mounted backend's contract (base.py): the whole log, or a window of it by the
+cheapest path the mount offers (``Capabilities``), with each backend result checked once here."""
+
+from __future__ import annotations
+
+from ..cancel import NULL_TOKEN, CancelToken
+from .base import Inspection, Window
+from .binding import Binding
+
+
+def checked_window(window: Window, first: int, last: int) -> Window:
+    """A backend's window, checked to hold exactly the logical events first..last (clipped)."""
+    expected = max(0, min(last, window.length - 1) - first + 1)
+    if window.start != first or len(window.events) != expected:
+        raise TypeError(f"persistence returned a window that does not hold events {first}..{last}")
+    return window
+
+
+def read_log(
+    binding: Binding, session_id: str, token: CancelToken = NULL_TOKEN, *, outline: bool = False
+) -> Inspection:
+    """``inspect``; with ``outline``, the outline read when the backend has one (no payloads)."""
+    reader = binding.capabilities.outline if outline else None
+    if reader is not None:
+        return reader.inspect_outline(session_id, token)
+    return binding.backend.inspect(session_id, token)
+
+
+def read_window(
+    binding: Binding, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+) -> Window:
+    """The logical events first..last (first >= 0): a window read when the backend has one,
+    otherwise the whole log inspected and sliced (the same events and errors)."""
+    reader = binding.capabilities.windows
+    if reader is not None:
+        return checked_window(reader.inspect_window(session_id, first, last, token), first, last)
+    inspection = binding.backend.inspect(session_id, token)
+    events = inspection.events
+    return Window(inspection.meta, len(events), first, list(events[first : last + 1]))

@@ -1,0 +1,123 @@
+"""The root survey (persistence.md §4.7): every session directory holding a transcript, with one
+``stat`` of each transcript, and the revisions (§4.10) those stats make."""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from ...cancel import CancelToken
+from ...model.event import Header
+from .errors import flat_layout_error
+from .paths import SUFFIX, TRANSCRIPT
+
+StatKey = tuple[int, int, int, int, int]
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    """The fields of a revision (§4.10), in its order; a listing of 10,000 sessions keeps one
+    per transcript, and a whole stat_result is several times larger."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def revision_of_key(key: StatKey) -> str:
+    return ":".join(map(str, key))
+
+
+def revision_of(st: os.stat_result) -> str:
+    return revision_of_key(stat_key(st))
+
+
+def is_flat_artifact(entry: os.DirEntry[str]) -> bool:
+    return (entry.name.endswith(SUFFIX["none"]) or entry.name.endswith(SUFFIX["zstd"])) and \
+        entry.is_file(follow_symlinks=False)
+
+
+class SessionDir(NamedTuple):  # a tuple: the survey makes one per session on every call
+    """A session directory found under the root, with the encodings its transcripts use."""
+
+    path: str
+    name: str
+    kinds: tuple[str, ...]
+    keys: tuple[StatKey, ...]  # one per kind: stat_key of the survey's probe
+
+    def transcript(self, kind: str) -> str:
+        return self.path + os.sep + TRANSCRIPT[kind]  # os.path.join: path has no trailing sep
+
+
+class ListedHeader(NamedTuple):
+    """A transcript's header as the last listing read it: valid while ``key`` (its stat) is."""
+
+    key: StatKey
+    revision: str
+    header: Header
+    exact: bool  # the header names exactly this path (§4.8 step 4.6 passed without realpath)
+    safe: bool  # the transcript's mtime was safely older than the read (proofs.py): reusable
+
+
+class Survey:
+    """A finished survey kept for the request that made it, with its session directories by
+    name, indexed on first use."""
+
+    __slots__ = ("sessions", "encoding", "_by_name")
+
+    def __init__(self, sessions: list[SessionDir], encoding: str | None) -> None:
+        self.sessions = sessions
+        self.encoding = encoding
+        self._by_name: dict[str, list[SessionDir]] | None = None
+
+    def named(self, name: str) -> list[SessionDir]:
+        if self._by_name is None:  # built by one thread or, harmlessly, by two
+            by_name: dict[str, list[SessionDir]] = {}
+            for session in self.sessions:
+                by_name.setdefault(session.name, []).append(session)
+            self._by_name = by_name
+        return self._by_name.get(name, [])
+
+
+def scandir(path: str, token: CancelToken) -> list[os.DirEntry[str]]:
+    token.raise_if_cancelled()
+    with os.scandir(path) as entries:
+        found = sorted(entries, key=lambda entry: entry.name)
+    token.raise_if_cancelled()
+    return found
+
+
+def project_dirs(root: str, token: CancelToken) -> list[str]:
+    try:
+        entries = scandir(root, token)
+    except FileNotFoundError:
+        return []
+    return [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
+
+
+def survey_root(root: str, token: CancelToken) -> list[SessionDir]:
+    """Every session directory holding a transcript; flat artifacts fail the survey.
+
+    This runs on every request over every session, so the loop is written for speed: the
+    probes are inlined (only "does not exist" is absence), the token is checked once per
+    session directory, and paths are joined by hand (entry.path never ends in a separator)."""
+    found: list[SessionDir] = []
+    transcripts = tuple(TRANSCRIPT.items())
+    probe = os.stat
+    for project in project_dirs(root, token):
+        for entry in scandir(project, token):
+            if is_flat_artifact(entry):
+                raise flat_layout_error(entry.path)
+            if not entry.is_dir():
+                continue
+            token.raise_if_cancelled()
+            base = entry.path + os.sep
+            kinds: tuple[str, ...] = ()
+            keys: tuple[StatKey, ...] = ()
+            for kind, name in transcripts:
+                try:
+                    st = probe(base + name)
+                except FileNotFoundError:
+                    continue
+                kinds += (kind,)
+                keys += (stat_key(st),)
+            if kinds:
+                found.append(SessionDir(entry.path, entry.name, kinds, keys))
+    token.raise_if_cancelled()
+    return found

@@ -1,0 +1,266 @@
+"""Rows of the ``postgres:`` store (postgres.md §2.3, §3.3): headers and storage records.
+
+A scalar ``record`` is the event's exact bytes; a packed one is a chunk row of persistence.md
+§3.2 (records.py), made only from events that its reconstruction restores byte for byte. Reading
+validates the header, the continuity of the rows and every record, and any defect is corruption.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, cast
+
+from msgspec import UNSET
+
+from ... import jsoncodec
+from ...model.event import Event, Header
+from ...values import MAX_SAFE_INTEGER, is_nonneg_safe_integer, is_safe_integer
+from .. import records
+from ..base import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
+
+MAX_MEMBERS = 1024
+MAX_DATA_BYTES = 1_048_576
+MAX_RECORD_BYTES = 1_073_741_823
+MAX_ID_BYTES = 1024
+
+# (seq, last_seq, record text) of one events row.
+Record = tuple[int, int, str]
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def id_problem(session_id: str) -> str | None:
+    """Why an id cannot be a ``text`` key (§2.3), or None."""
+    try:
+        size = len(session_id.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "it contains a lone surrogate"
+    if size == 0:
+        return "it is empty"
+    if "\0" in session_id:
+        return "it contains U+0000"
+    if size > MAX_ID_BYTES:
+        return f"it is longer than {MAX_ID_BYTES} bytes"
+    return None
+
+
+def header_text(header: Header) -> str:
+    """The header's compact JSON as ``create`` received it (every key, in its order)."""
+    return jsoncodec.dumps(header.to_value()).decode("utf-8")
+
+
+def _text(raw: bytes, what: str) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} is not valid UTF-8 JSON text") from None
+    if "\0" in text:
+        raise ValueError(f"{what} holds an unescaped U+0000")
+    if len(raw) > MAX_RECORD_BYTES:
+        raise ValueError(f"{what} is larger than {MAX_RECORD_BYTES} bytes")
+    return text
+
+
+def _reconstructs(event: Event) -> bool:
+    """Whether a packed row would give back ``event``'s exact bytes (§2.3: stricter than
+    sqlite:). Events that cannot be packed at all answer True: ``pack`` leaves them scalar."""
+    if event.type != "assistant/chunk":
+        return True
+    try:
+        value = event.to_value()
+        copies = [Event.from_value({**value, "seq": value["seq"] + k}) for k in range(3)]
+    except (TypeError, ValueError, KeyError):
+        return True
+    packed = records.pack(copies)
+    if len(packed) != 1 or not isinstance(packed[0], records.PackedRow):
+        return True
+    row = packed[0]
+    data = dict(row.data)
+    name = "args" if row.tag == "tool-call-chunks" else "texts"
+    data["dt"], data[name] = [], data[name][:1]
+    member = records.unpack_row({"type": row.tag, "seq0": row.seq0, "time0": row.time0,
+                                 "data": data})
+    return isinstance(member[0], Event) and member[0].raw == event.raw
+
+
+def _scalar(event: Event) -> Record:
+    if not (isinstance(event.type, str) and event.type):
+        raise ValueError(f"cannot store the event at seq {event.seq}: type must be a non-empty"
+                         " string")
+    if not is_safe_integer(event.time):
+        raise ValueError(f"cannot store the event at seq {event.seq}: time must be a safe integer")
+    if not event.has_data:
+        raise ValueError(f"cannot store the event at seq {event.seq}: data is missing")
+    return int(event.seq), int(event.seq), _text(event.raw, f"the event at seq {event.seq}")
+
+
+def encode_batch(events: list[Event]) -> list[Record]:
+    """One contiguous batch as rows: exact chunk runs packed (§5.5 bounds), the rest scalar."""
+    out: list[Record] = []
+    run: list[Event] = []
+
+    def flush() -> None:
+        for item in records.pack(run, max_members=MAX_MEMBERS, max_data_bytes=MAX_DATA_BYTES):
+            if isinstance(item, records.PackedRow):
+                last = item.seq0 + item.members - 1
+                out.append((item.seq0, last, _text(item.to_json(), f"the row at seq {item.seq0}")))
+            else:
+                out.append(_scalar(item))
+        run.clear()
+
+    for event in events:
+        if _reconstructs(event):
+            run.append(event)
+        else:
+            flush()
+            out.append(_scalar(event))
+    flush()
+    return out
+
+
+def batch_start(session_id: str, events: list[Event]) -> int:
+    """The first seq of a non-empty batch, after checking that it is contiguous (§3.6)."""
+    first = events[0].seq
+    if not is_nonneg_safe_integer(first):
+        raise ValueError(f'session "{session_id}" append batch is not contiguous at index 0:'
+                         f" expected a non-negative safe integer seq, got {first!r}")
+    first = int(first)
+    for index, event in enumerate(events):
+        if type(event.seq) not in (int, float) or event.seq != first + index:
+            raise ValueError(
+                f'session "{session_id}" append batch is not contiguous at index {index}:'
+                f" expected seq {first + index}, got {jsoncodec.dumps(event.seq).decode()}")
+    if first + len(events) - 1 > MAX_SAFE_INTEGER:
+        raise ValueError(f'session "{session_id}" append batch ends beyond the safe integers')
+    return first
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def _corrupt_row(session_id: str, reason: str) -> SessionPersistenceCorruptionError:
+    return SessionPersistenceCorruptionError(
+        f'corrupt postgres session row "{session_id}": {reason}')
+
+
+def _require_format_v0(header: Header) -> None:
+    """persistence.md §2.3: another numeric format version is refused before other checks."""
+    version = header.version
+    if not is_safe_integer(version) or version == 0:
+        return
+    if version > 0:
+        raise SessionFormatUnsupportedError(
+            f'session "{header.id}" uses log format v{version}, but this harness reads only v0:'
+            " the log was written by a newer harness — upgrade the harness to open it")
+    raise SessionFormatUnsupportedError(
+        f'session "{header.id}" uses log format v{version}, older than the supported v0,'
+        " and this build ships no upgrade path for it")
+
+
+def _optional(header: Header, wire: str, rule: Callable[[object], bool]) -> bool:
+    value = header.get(wire)
+    return value is UNSET or rule(value)
+
+
+def _is_str(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_subagent(value: object) -> bool:
+    return value == "subagent"
+
+
+def decode_header(session_id: str, text: str, created_at: object | None = None) -> Header:
+    """Step 1 of §3.3 for a sessions row's ``header`` (and, in listings, its key columns)."""
+    try:
+        value = jsoncodec.loads(text.encode("utf-8"))
+    except (jsoncodec.JSONDecodeError, UnicodeEncodeError) as exc:
+        raise _corrupt_row(session_id, f"header is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise _corrupt_row(session_id, "header is not a JSON object")
+    header = Header.from_json(text.encode("utf-8"))
+    _require_format_v0(header)
+    checks = (
+        (header.id == session_id, "header id does not match the row's id"),
+        (is_nonneg_safe_integer(header.created_at),
+         "createdAt must be a non-negative safe integer"),
+        (created_at is None or created_at == header.created_at, "created_at does not match"),
+        (_optional(header, "cwd", _is_str), "cwd must be a string"),
+        (_optional(header, "parentSession", _is_str),
+         "parentSession must be a string"),
+        (_optional(header, "agentPreset", _is_str),
+         "agentPreset must be a string"),
+        (_optional(header, "seedLength", is_nonneg_safe_integer),
+         "seedLength must be a non-negative safe integer"),
+        (_optional(header, "delegationDepth", is_nonneg_safe_integer),
+         "delegationDepth must be a non-negative safe integer"),
+        (_optional(header, "origin", _is_subagent), 'origin must be "subagent"'),
+    )
+    for ok, reason in checks:
+        if not ok:
+            raise _corrupt_row(session_id, reason)
+    return header
+
+
+def _invalid(seq: int, reason: str) -> SessionPersistenceCorruptionError:
+    return SessionPersistenceCorruptionError(
+        f"corrupt session log: invalid stored record at seq {seq}: {reason}")
+
+
+def _scalar_event(seq: int, record: bytes) -> Event:
+    try:
+        event = Event.from_json(record)
+        if event.has_data:
+            jsoncodec.loads(event.data_json)
+    except (ValueError, jsoncodec.JSONDecodeError) as exc:
+        raise _invalid(seq, f"not a JSON event object: {exc}") from None
+    if not (isinstance(event.type, str) and event.type):
+        raise _invalid(seq, "type must be a non-empty string")
+    if not (type(event.seq) in (int, float) and event.seq == seq):
+        raise _invalid(seq, "seq does not match the row")
+    if not is_safe_integer(event.time):
+        raise _invalid(seq, "time must be a safe integer")
+    if not event.has_data:
+        raise _invalid(seq, "data is missing")
+    return event
+
+
+def decode_record(row: Record) -> list[Event]:
+    """The events of one row (step 3 of §3.3)."""
+    seq, last_seq, text = row
+    record = text.encode("utf-8")
+    if last_seq == seq:
+        return [_scalar_event(seq, record)]
+    try:
+        value = jsoncodec.loads(record)
+    except jsoncodec.JSONDecodeError as exc:
+        raise _invalid(seq, f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise _invalid(seq, "a packed row must be a JSON object")
+    try:
+        events = records.unpack_row(cast(dict[str, Any], value), sqlite=True)
+    except records.MalformedRow as exc:
+        raise _invalid(seq, str(exc)) from None
+    if value["seq0"] != seq or len(events) != last_seq - seq + 1:
+        raise _invalid(seq, "seq0 and the member count do not match seq and last_seq")
+    return [e for e in events if isinstance(e, Event)]
+
+
+def decode_rows(rows: Iterable[Record], count: int, start: int = 0) -> Iterator[Event]:
+    """Continuity (step 2) and records (step 3) of rows from ``start`` on; the rows must end
+    at ``count``. Corruption raises as soon as it is seen."""
+    expected = start
+    for row in rows:
+        seq, last_seq = row[0], row[1]
+        if seq != expected:
+            raise SessionPersistenceCorruptionError(
+                f"corrupt session log: seq gap at seq {seq} (expected {expected})")
+        yield from decode_record(row)
+        expected = last_seq + 1
+    if expected != count:
+        raise SessionPersistenceCorruptionError(
+            f"corrupt session log: stored rows end at seq {expected - 1}, but the session row"
+            f" counts {count} events")

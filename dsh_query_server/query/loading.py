@@ -1,0 +1,153 @@
+"""Observing the corpus and one session (semantics.md §3.0.4, §3.0.5): live-preferred, re-read on
+every call, with every backend failure mapped to the query error the spec names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .. import errors
+from ..cancel import NULL_TOKEN, CancelToken
+from ..errors import QueryError, cancelled, inner_message
+from ..model.event import Header, headers_compatible
+from ..persistence.adapters import read_log, read_window
+from ..persistence.base import Inspection, SessionPersistenceCorruptionError, Window
+from ..persistence.binding import Binding, PersistenceBinding
+from ..session.store import SessionStore
+from ..values import is_number
+from .loaded import Loaded, LoadedWindow, Record, check_cancelled, conflict, not_found
+
+T = TypeVar("T")
+Observed = TypeVar("Observed", Inspection, Window)
+
+
+class Loader:
+    """Reads of the live store and the current binding, shared by every query operation."""
+
+    def __init__(self, store: SessionStore, binding: PersistenceBinding) -> None:
+        self.store = store
+        self.binding = binding
+
+    def list_persisted(self, binding: Binding, token: CancelToken) -> list[Header]:
+        """Call ``list`` and wrap its failure (§3.0.4 step 2)."""
+        try:
+            return binding.backend.list(token)
+        except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
+            if token.cancelled:
+                raise cancelled() from None
+            raise QueryError(
+                errors.PERSISTENCE_FAILED,
+                f"session persistence listing failed: {inner_message(exc)}",
+                cause=inner_message(exc),
+            ) from None
+
+    def corpus(self, token: CancelToken = NULL_TOKEN) -> list[Record]:
+        """§3.0.4: one observation of live + persisted, newest first."""
+        check_cancelled(token)
+        binding = self.binding.current()
+        persisted: dict[Any, Header] = {}
+        if binding is not None:
+            for header in self.list_persisted(binding, token):
+                persisted[header.id] = header
+        check_cancelled(token)
+        records: dict[Any, Record] = {sid: Record(h, False, True) for sid, h in persisted.items()}
+        for header in self.store.headers():
+            stored = persisted.get(header.id)
+            if stored is not None and not headers_compatible(header, stored):
+                raise conflict(header.id)
+            records[header.id] = Record(header, True, stored is not None)
+        return sorted(records.values(), key=_newest_first)
+
+    def load(
+        self, session_id: str, token: CancelToken = NULL_TOKEN, *, outline: bool = False
+    ) -> Loaded:
+        """§3.0.5 single-target load. ``outline``: the caller reads no chunk payloads, so a
+        backend that can may return packed chunk members as ``records.ChunkOutline``s."""
+        live = self.live(session_id, token)
+        if live is not None:
+            return live
+        found = self._load_persisted(
+            session_id, token, lambda b: read_log(b, session_id, token, outline=outline)
+        )
+        if isinstance(found, Loaded):
+            return found
+        return Loaded(session_id, found.meta, list(found.events), False)
+
+    def load_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> LoadedWindow:
+        """§3.0.5 for the logical events ``first..last`` (first >= 0) only: a backend that reads
+        windows reads just those; any other is inspected whole (same result)."""
+        live = self.live(session_id, token)
+        if live is not None:
+            return LoadedWindow.of(live, first, last)
+        found = self._load_persisted(
+            session_id, token, lambda b: read_window(b, session_id, first, last, token)
+        )
+        if isinstance(found, Loaded):
+            return LoadedWindow.of(found, first, last)
+        return LoadedWindow(session_id, found.meta, found.length, found.start, found.events)
+
+    def live(self, session_id: str, token: CancelToken) -> Loaded | None:
+        """Steps 1–2: a live target is returned without consulting persistence."""
+        check_cancelled(token)
+        live = self.store.snapshot(session_id)
+        if live is None:
+            return None
+        check_cancelled(token)
+        return Loaded(session_id, live.header, live.events, True, live.fold)
+
+    def _load_persisted(
+        self, session_id: str, token: CancelToken, read: Callable[[Binding], Observed]
+    ) -> Observed | Loaded:
+        """Steps 3–8 around one inspecting call ``read(binding)``. When the id became live
+        meanwhile, that live ``Loaded`` is returned instead."""
+        binding = self.binding.current()
+        if binding is None:
+            raise not_found(session_id)
+        listed = next((h for h in self.list_persisted(binding, token) if h.id == session_id), None)
+        check_cancelled(token)
+        if listed is None:
+            raise not_found(session_id)
+        observed = inspect_call(session_id, token, lambda: read(binding))
+        check_cancelled(token)
+        live = self.store.snapshot(session_id)
+        if live is not None:  # attached while we inspected: live wins, no list/inspect check
+            return Loaded(session_id, live.header, live.events, True, live.fold)
+        if not headers_compatible(listed, observed.meta):
+            raise conflict(session_id)
+        check_cancelled(token)
+        return observed
+
+
+def inspect_call(session_id: str, token: CancelToken, call: Callable[[], T]) -> T:
+    """Run one inspecting backend call, mapping its failure (§3.0.5 step 5)."""
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
+        if token.cancelled:
+            raise cancelled() from None
+        inner = inner_message(exc)
+        if isinstance(exc, SessionPersistenceCorruptionError):
+            raise QueryError(
+                errors.CORRUPT_SESSION,
+                f'stored session "{session_id}" is corrupt: {inner}',
+                cause=inner,
+                session_id=session_id,
+            ) from None
+        raise QueryError(
+            errors.PERSISTENCE_FAILED,
+            f'failed to inspect session "{session_id}": {inner}',
+            cause=inner,
+            session_id=session_id,
+        ) from None
+
+
+def _newest_first(record: Record) -> tuple[Any, Any]:
+    created = record.header.created_at
+    return (-created if is_number(created) else 0, _sort_id(record.header.id))
+
+
+def _sort_id(value: Any) -> tuple[int, str]:
+    # Code-point order for string ids; anything else (never from our backends) sorts last.
+    return (0, value) if isinstance(value, str) else (1, repr(value))

@@ -1,0 +1,170 @@
+"""Titles (semantics.md §3.8): reads that fan out over many sessions, on the service's one
+worker pool (shared with the tree's labels, ``labels.py``).
+
+Live sessions come from memory. Each persisted log is read by a pool worker that projects it to
+its small result before claiming the next id, so a batch never holds more than the pool's size of
+full logs. A backend that reads windows has verified the log once per revision and knows where its
+last title is, so a title costs a few small window reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from msgspec import UNSET
+
+from .. import errors
+from ..cancel import NULL_TOKEN, CancelToken
+from ..errors import QueryError
+from ..model import wire
+from ..model.event import Event, Header, headers_compatible
+from ..persistence.adapters import read_window
+from ..persistence.base import Window
+from ..persistence.binding import Binding
+from ..session.store import LiveSnapshot
+from .loaded import check_cancelled, conflict, not_found, require_string
+from .loading import Loader, inspect_call
+from .titlefold import last_title_event, title_from, title_window
+from .workers import WorkerPool, run_claims
+
+TitleResult = wire.SessionTitleObservationResult
+
+
+class Titles:
+    def __init__(self, loader: Loader, pool: WorkerPool, concurrency: int) -> None:
+        self.loader = loader
+        self.pool = pool
+        self.concurrency = concurrency
+
+    # -- readTitles / readTitle -------------------------------------------------------------
+
+    def read_titles(self, session_ids: Any, token: CancelToken = NULL_TOKEN) -> list[TitleResult]:
+        if not isinstance(session_ids, list) or not all(isinstance(s, str) for s in session_ids):
+            raise QueryError(errors.INVALID_REQUEST, "sessionIds must be an array of strings")
+        unique: list[str] = list(dict.fromkeys(session_ids))
+        if not unique:
+            return []
+        check_cancelled(token)
+        results: dict[str, TitleResult] = {}
+        pending: list[str] = []
+        for sid in unique:
+            live = self.loader.store.snapshot(sid)
+            if live is None:
+                pending.append(sid)
+            else:
+                results[sid] = _live_title_result(sid, live)
+        if pending:
+            self._resolve_persisted(pending, results, token)
+        return [results[sid] for sid in unique]
+
+    def read_title(
+        self, session_id: Any, token: CancelToken = NULL_TOKEN
+    ) -> wire.SessionTitleObservation:
+        session_id = require_string(session_id, "sessionId")
+        result = self.read_titles([session_id], token)[0]
+        if result.status == "fulfilled" and isinstance(result.value, wire.SessionTitleObservation):
+            return result.value
+        reason = result.reason
+        assert isinstance(reason, wire.RejectionReason)
+        raise QueryError(
+            reason.code,
+            reason.message,
+            cause=None if reason.cause is UNSET else reason.cause,
+            session_id=session_id,
+        )
+
+    def _resolve_persisted(
+        self, pending: list[str], results: dict[str, TitleResult], token: CancelToken
+    ) -> None:
+        binding = self.loader.binding.current()
+        if binding is None:
+            for sid in pending:
+                results[sid] = _rejected(sid, not_found(sid))
+            return
+        try:
+            listed = {h.id: h for h in self.loader.list_persisted(binding, token)}
+        except QueryError as exc:
+            if exc.code == errors.ABORTED:
+                raise
+            for sid in pending:
+                results[sid] = _rejected(sid, exc)
+            return
+
+        def work(sid: str) -> None:
+            results[sid] = self._persisted_title(binding, sid, listed.get(sid), token)
+
+        run_claims(pending, work, self.concurrency, token, pool=self.pool)
+        check_cancelled(token)
+
+    def _persisted_title(
+        self, binding: Binding, sid: str, listed: Header | None, token: CancelToken
+    ) -> TitleResult:
+        store = self.loader.store
+        try:
+            if listed is None:
+                live = store.snapshot(sid)
+                if live is None:
+                    raise not_found(sid)
+                return _live_title_result(sid, live)
+            meta, title = _persisted_title_event(binding, sid, token)
+            live = store.snapshot(sid)
+            if live is not None:
+                return _live_title_result(sid, live)
+            if not headers_compatible(listed, meta):
+                raise conflict(sid)
+            return _title_result(sid, meta, title)
+        except QueryError as exc:
+            return _rejected(sid, exc)
+
+
+def _window_reader(binding: Binding, sid: str, token: CancelToken) -> Callable[[int, int], Window]:
+    def window(first: int, last: int) -> Window:
+        check_cancelled(token)  # no backend call starts after a cancel
+        return inspect_call(sid, token, lambda: read_window(binding, sid, first, last, token))
+
+    return window
+
+
+def _persisted_title_event(
+    binding: Binding, sid: str, token: CancelToken
+) -> tuple[Header, Event | None]:
+    """The header and last ``session/title`` event of a persisted log, with the errors of
+    ``inspect``. A backend that reads windows verifies the log (once per revision) and says where
+    the title is, so only that event is read; if the log moved between the two reads, it is
+    inspected whole."""
+    if binding.capabilities.windows is not None:
+        window = _window_reader(binding, sid, token)
+        shape = window(0, -1)  # nothing read but the verification and where the title is
+        if shape.title is None:
+            return shape.meta, None
+        found = title_window(window, shape.title)
+        if found is not None:
+            return found.meta, found.events[0]
+        check_cancelled(token)
+    inspection = inspect_call(sid, token, lambda: binding.backend.inspect(sid, token))
+    return inspection.meta, last_title_event(inspection.events)
+
+
+def _rejected(sid: str, exc: QueryError) -> TitleResult:
+    reason = wire.RejectionReason(code=exc.code, message=exc.message)
+    if exc.cause is not None:
+        reason.cause = exc.cause
+    return TitleResult(sessionId=sid, status="rejected", reason=reason)
+
+
+def _live_title_result(sid: str, live: LiveSnapshot) -> TitleResult:
+    # The store remembers where the last title event is: no scan of a long live log.
+    event = None if live.title_seq is None else live.events[live.title_seq]
+    return _title_result(sid, live.header, event)
+
+
+def _title_result(sid: str, header: Header, event: Event | None) -> TitleResult:
+    try:
+        value = wire.SessionTitleObservation(session=wire.raw(header))
+        title = title_from(sid, event)
+        if title is not None:
+            value.title = title
+    except QueryError as exc:
+        return _rejected(sid, exc)
+    return TitleResult(sessionId=sid, status="fulfilled", value=value)
