@@ -36,7 +36,7 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Validated configuration. ``persistence`` None mounts nothing; ``raw`` keeps the merged
     options it was built from."""
 
-    persistence: str | None = None
+    persistence: str | list[str] | None = None
     search: SearchConfig = msgspec.field(default_factory=SearchConfig)
     read_window_max: int = 50
     persisted_inspect_concurrency: int = 4
@@ -48,7 +48,7 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
 DEFAULTS = ServerConfig()
 
 # Where the defaults of ``persistence`` and ``index`` live: they depend on the environment.
-PERSISTENCE_DEFAULT_TEXT = "sqlite:<state dir>/dsh-query/sessions.db"
+PERSISTENCE_DEFAULT = "auto"  # importers.md §4.2
 INDEX_DEFAULT_TEXT = "<cache dir>/dsh-query/index-<hash>.sqlite"
 
 
@@ -60,19 +60,37 @@ def cache_dir() -> str:
     return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
 
 
-def default_persistence() -> str:
+def embedded_store() -> str:
+    """The embedded SQLite store: the first, writable member of ``auto``."""
     return "sqlite:" + os.path.join(state_dir(), "dsh-query", "sessions.db").replace("%", "%25")
 
 
-def default_index(persistence: str | None, prefix: str = "index") -> str:
-    """The index file of a persistence URI: one per URI, so two stores never share one. The
+def default_persistence() -> str:
+    return PERSISTENCE_DEFAULT
+
+
+def persistence_text(persistence: str | list[str] | None) -> str:
+    """What the default index hashes (importers.md §4.3): the string, or the array's compact
+    JSON; ``none`` when nothing is mounted."""
+    if persistence is None:
+        return "none"
+    if isinstance(persistence, str):
+        return persistence
+    return json.dumps(persistence, separators=(",", ":"), ensure_ascii=False)
+
+
+def default_index(persistence: str | list[str] | None, prefix: str = "index") -> str:
+    """The index file of a persistence value: one per value, so two stores never share one. The
     command line uses its own ``prefix``: an index is never shared with a running server."""
-    digest = hashlib.sha256((persistence or "none").encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    text = persistence_text(persistence)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return os.path.join(cache_dir(), "dsh-query", f"{prefix}-{digest}.sqlite")
 
 
 _MEANINGS = {
-    "persistence": "backend mounted at start: `jsonl:<root>`, `sqlite:<path>`, or `null`",
+    "persistence": "`auto` (the embedded SQLite store plus the dsh, Claude Code and Codex homes "
+    "that exist), one URI (`jsonl:<root>`, `sqlite:<path>`, `claude:<home>`, `codex:<home>`), "
+    "an array of 1–8 URIs mounted as one, or `null`",
     "index": "full-text index path, or `:memory:`",
     "readWindowMax": "largest `before`/`after` of `readEvent`",
     "persistedInspectConcurrency": "persisted logs read at once by title batches",
@@ -88,7 +106,7 @@ def option_defaults() -> list[tuple[str, str]]:
     del search["path"]  # the top-level index key
     checkpoint = {"mode": DEFAULTS.checkpoint_mode, "intervalMs": DEFAULTS.checkpoint_interval_ms}
     return [
-        ("persistence", f"`{PERSISTENCE_DEFAULT_TEXT}`"),
+        ("persistence", f"`{json.dumps(PERSISTENCE_DEFAULT)}`"),
         ("index", f"`{INDEX_DEFAULT_TEXT}`"),
         ("readWindowMax", str(DEFAULTS.read_window_max)),
         ("persistedInspectConcurrency", str(DEFAULTS.persisted_inspect_concurrency)),
@@ -114,6 +132,8 @@ __all__ = [
     "cache_dir",
     "default_index",
     "default_persistence",
+    "embedded_store",
+    "persistence_text",
     "readme_table",
     "state_dir",
 ]

@@ -86,7 +86,7 @@ def test_pipelined_inline_requests_are_answered_in_order():
         client.send_raw(data)
         responses = [f.result(10) for f in futures]
         assert client.order == ids[:25] + ["bad-params"] + ids[25:]
-        assert all(r["result"] == {"uri": None, "writable": False, "pendingEvents": 0} for r in responses[:-1])
+        assert all(r["result"] == {"uri": None, "writable": False, "pendingEvents": 0, "members": []} for r in responses[:-1])
         error = responses[-1]["error"]
         assert (error["code"], error["data"]["code"]) == (-32602, "SESSION_QUERY_INVALID_REQUEST")
     finally:

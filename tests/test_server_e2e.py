@@ -214,7 +214,8 @@ async def test_jsonl_root_replaced_by_a_file_after_mounting(client, tmp_path):
 async def test_failing_backend_keeps_live_sessions_readable(client, tmp_path):
     await call(client, "sessionStore/create", {"header": hdr("live"), "seed": [U(0).to_value()]})
     mounted = await call(client, "sessionPersistence/mount", {"uri": "test:failing"})
-    assert mounted == {"uri": "test:failing", "writable": True}
+    assert mounted == {"uri": "test:failing", "writable": True,
+                       "members": [{"uri": "test:failing", "writable": True}]}
     assert (await call(client, "sessionQuery/readSurface", {"sessionId": "live"}))["events"][0]["seq"] == 0
     assert len(await call(client, "sessionQuery/listEvents", {"sessionId": "live"})) == 2
     code, data_code, message = await fails(client, "sessionQuery/listSessions", {})
@@ -261,14 +262,16 @@ async def test_checkpoint_persistence_status_and_commands(client):
     flushed = await call(client, "sessionStore/checkpoint", {"sessionId": "s"})
     assert flushed == {"flushed": {"s": 1}}
     status = await call(client, "sessionPersistence/status")
-    assert status == {"uri": "test:memory", "writable": True, "pendingEvents": 0}
+    assert status == {"uri": "test:memory", "writable": True, "pendingEvents": 0,
+                      "members": [{"uri": "test:memory", "writable": True}]}
     listed = await call(client, "sessionQuery/listSessions")
     assert listed[0]["live"] and listed[0]["persisted"]
     via_command = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="dshQuery.server.status", arguments=[{}]))
     assert via_command == status
     await call(client, "sessionPersistence/unmount", {})
-    assert (await call(client, "sessionPersistence/status")) == {"uri": None, "writable": False, "pendingEvents": 0}
+    assert (await call(client, "sessionPersistence/status")) == {"uri": None, "writable": False, "pendingEvents": 0,
+                                                                        "members": []}
 
 
 async def test_did_change_is_debounced(client):

@@ -293,7 +293,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="dsh-query-demo-") as home:
         env = {**os.environ, "XDG_STATE_HOME": os.path.join(home, "state"),
                "XDG_CACHE_HOME": os.path.join(home, "cache")}
-        args.persistence = None  # the embedded default, inside the temporary state dir
+        # The embedded store alone, inside the temporary state dir: never a user's sessions.
+        args.persistence = ["sqlite:" + os.path.join(home, "state", "dsh-query", "sessions.db")]
         with connect(args, env=env, checkpoint={"mode": "manual"}, index=":memory:") as client:
             with console.status("building the demo corpus through sessionStore/*…"):
                 ids = populate(RpcProducer(client))
@@ -301,10 +302,10 @@ def cmd_demo(args: argparse.Namespace) -> None:
             console.rule("[bold]dsh-query demo")
             console.print(f"persistence: [bold]{safe(status['uri'])}[/bold] "
                           f"({status['pendingEvents']} live events not yet checkpointed)")
-            show_sessions(client, False)
+            show_sessions(client, False, page=False)
             console.print("[dim]fix-flaky-tests is live and persisted, and its persisted copy lags: "
                           "turn 3 was appended after the last checkpoint.[/dim]\n")
-            show_events(client, ids["main"], False)
+            show_events(client, ids["main"], False, page=False)
             show_lineage(client, ids["main"], False)
             show_event_trace(client, ids["main"], int(ids["rewritten_seq"]), False)
             hits = client.request("sessionQuery/searchSessions", {"query": "fake clock", "limit": 5})

@@ -19,7 +19,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="dsh-query export",
                                 description="Export a session (and its sub-agents) as a ZIP.")
     p.add_argument("session_id")
-    p.add_argument("--persistence", metavar="URI")
+    p.add_argument("--persistence", metavar="URI", action="append")
     p.add_argument("--descendants", action="store_true", help="include sub-agent sessions")
     p.add_argument("-o", "--output", metavar="FILE", help="the ZIP to write, or - for stdout")
     p.add_argument("--no-media", action="store_true", help="leave referenced images out")
@@ -45,12 +45,9 @@ def main(argv: list[str] | None = None) -> None:
                               "includeMedia": not ns.no_media, "overwrite": ns.force}
     if ns.workspace:
         params["workspaceRoots"] = [os.path.abspath(w) for w in ns.workspace]
-    flags: list[str] = []
-    if ns.persistence is not None:
-        from ..persistence.uri import absolute_uri
+    from .connect import persistence_flags
 
-        flags = ["--persistence", "none" if ns.persistence == "none"
-                 else absolute_uri(ns.persistence)]
+    flags = persistence_flags(ns.persistence)
     try:
         client = StdioClient(flags, initialization_options={"search": {"openAt": "never"}})
         try:

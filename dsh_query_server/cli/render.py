@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,9 +22,10 @@ def when(ms: Any, fmt: str = "%Y-%m-%d %H:%M") -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(fmt)
 
 
-def first_line(text: str, width: int = 70) -> str:
+def first_line(text: str, width: int = 70, escape: bool = True) -> str:
     line = text.split("\n", 1)[0]
-    return safe(line if len(line) <= width else line[: width - 1] + "…")
+    line = line if len(line) <= width else line[: width - 1] + "…"
+    return safe(line) if escape else line
 
 
 def safe(value: Any) -> str:
@@ -39,49 +41,67 @@ def console() -> Any:
     return Console()
 
 
-def show_sessions(client: StdioClient, as_json: bool) -> None:
-    from rich.table import Table
+def agent_of(header: dict[str, Any]) -> str:
+    """importers.md §0.8: the header's source.agent; dsh's own sessions have no source."""
+    source = header.get("source")
+    agent = source.get("agent") if isinstance(source, dict) else None
+    return agent if isinstance(agent, str) and agent else "dsh"
 
-    sessions = client.request("sessionQuery/listSessions")
-    titles = client.request("sessionQuery/readTitles", {"sessionIds": [s["header"]["id"] for s in sessions]})
-    title_of = {t["sessionId"]: t.get("value", {}).get("title", {}).get("title", "") for t in titles}
+
+def show_sessions(client: StdioClient, as_json: bool, keep: Callable[[dict[str, Any]], bool] | None = None,
+                  limit: int | None = None, page: bool = True) -> None:
+    """One line per session, cut to the terminal; ids as their shortest unique prefix."""
+    from .ids import short_ids
+    from .lines import Column, emit, render, terminal_width
+
+    listed = client.request("sessionQuery/listSessions")
+    sessions = [r for r in listed if keep is None or keep(r["header"])]
+    more = len(sessions) - limit if limit is not None and len(sessions) > limit else 0
+    sessions = sessions[:limit] if more else sessions
     if as_json:
         return print_json(sessions)
-    table = Table(title=f"{len(sessions)} sessions (newest first)", title_justify="left")
-    table.add_column("id", overflow="fold", style="bold")
-    table.add_column("title", overflow="fold")
-    table.add_column("created (UTC)", no_wrap=True)
-    table.add_column("state", no_wrap=True)
-    table.add_column("parent", overflow="fold")
-    table.add_column("cwd", overflow="fold", style="dim")
+    ids = [s["header"]["id"] for s in sessions]
+    titles = client.request("sessionQuery/readTitles", {"sessionIds": ids}) if ids else []
+    title_of = {t["sessionId"]: t.get("value", {}).get("title", {}).get("title", "") for t in titles}
+    short = short_ids(r["header"]["id"] for r in listed)
+    columns = [Column("id"), Column("agent"), Column("created (UTC)"), Column("state"),
+               Column("title", flexible=True), Column("parent", flexible=True), Column("cwd", flexible=True)]
+    rows = []
     for record in sessions:
         h = record["header"]
         state = "+".join(n for n, on in (("live", record["live"]), ("persisted", record["persisted"])) if on)
-        table.add_row(safe(h["id"]), safe(title_of.get(h["id"], "")), when(h.get("createdAt")), state,
-                      safe(h.get("parentSession", "")), safe(h.get("cwd", "")))
-    console().print(table)
+        parent = h.get("parentSession", "")
+        rows.append([short.get(h["id"], h["id"]), agent_of(h), when(h.get("createdAt")), state,
+                     first_line(title_of.get(h["id"], ""), 200, escape=False),
+                     short.get(parent, parent) if isinstance(parent, str) else "", str(h.get("cwd", ""))])
+    shown = f"{len(sessions)} of {len(listed)}" if len(sessions) != len(listed) else str(len(sessions))
+    lines = [f"{shown} sessions (newest first)", *render(columns, rows, terminal_width())]
+    if more:
+        lines.append(f"… {more} more (--limit N shows more)")
+    emit(lines, page)
 
 
-def show_events(client: StdioClient, session_id: str, as_json: bool) -> None:
-    from rich.table import Table
+def show_events(client: StdioClient, session_id: str, as_json: bool, limit: int | None = None,
+                page: bool = True) -> None:
+    """One line per event, cut to the terminal, through $PAGER on a terminal."""
+    from .lines import Column, emit, render, terminal_width
 
     events = client.request("sessionQuery/listEvents", {"sessionId": session_id})
+    total = len(events)
+    events = events[:limit] if limit is not None else events
     if as_json:
         return print_json(events)
     docs = client.request("sessionQuery/filterEvents", {"sessionId": session_id, "filters": []})
     text = {d["seq"]: d["text"] for d in docs}
-    style = {"current": "bold green", "shadowed": "yellow", "log-only": "dim"}
     day = when(events[0]["time"], "%Y-%m-%d") if events else ""
-    table = Table(title=f"events of {safe(session_id)} ({len(events)}, from {day} UTC)", title_justify="left")
-    table.add_column("seq", justify="right")
-    table.add_column("type", no_wrap=True)
-    table.add_column("surface", no_wrap=True)
-    table.add_column("time", no_wrap=True)
-    table.add_column("text", overflow="fold")
-    for e in events:
-        table.add_row(str(e["seq"]), safe(e["type"]), f"[{style.get(e['surface'], '')}]{e['surface']}",
-                      when(e["time"], "%H:%M:%S"), first_line(text.get(e["seq"], ""), 60))
-    console().print(table)
+    columns = [Column("seq", right=True), Column("type"), Column("surface"), Column("time"),
+               Column("text", flexible=True)]
+    rows = [[str(e["seq"]), str(e["type"]), str(e["surface"]), when(e["time"], "%H:%M:%S"),
+             first_line(text.get(e["seq"], ""), 200, escape=False)] for e in events]
+    lines = [f"events of {session_id} ({total}, from {day} UTC)", *render(columns, rows, terminal_width())]
+    if len(events) < total:
+        lines.append(f"… {total - len(events)} more events (--limit N shows more)")
+    emit(lines, page)
 
 
 def show_lineage(client: StdioClient, session_id: str, as_json: bool) -> None:

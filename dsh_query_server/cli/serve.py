@@ -12,11 +12,11 @@ from ..config import CHECKPOINT_MODES
 
 def serve_options(args: argparse.Namespace) -> dict[str, Any]:
     """The flags as configuration options (overridden key by key by initializationOptions)."""
-    from ..persistence.uri import absolute_uri
+    from .connect import persistence_option
 
     options: dict[str, Any] = {}
-    if args.persistence is not None:
-        options["persistence"] = None if args.persistence == "none" else absolute_uri(args.persistence)
+    if args.persistence:
+        options["persistence"] = persistence_option(args.persistence)
     if args.index is not None:
         options["index"] = args.index
     if args.checkpoint is not None:

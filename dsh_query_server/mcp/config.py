@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from ..config import persistence_text
 from ..errors import QueryError
 from ..server.config import ServerConfig, build_config, cache_dir, default_persistence, merge
 from ..values import MAX_SAFE_INTEGER
@@ -119,12 +120,13 @@ def load(argv: list[str]) -> McpConfig:
                      lock)
 
 
-def index_base(persistence: str | None) -> str:
-    digest = hashlib.sha256((persistence or "none").encode("utf-8", "surrogatepass")).hexdigest()
+def index_base(persistence: str | list[str] | None) -> str:
+    text = persistence_text(persistence)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     return os.path.join(cache_dir(), "dsh-query", f"mcp-index-{digest[:16]}")
 
 
-def claim_index(persistence: str | None) -> tuple[str, int | None]:
+def claim_index(persistence: str | list[str] | None) -> tuple[str, int | None]:
     """The first of the eight slots whose lock we get, with the locked fd kept open for the
     process's life; ``:memory:`` when all are taken (an index is never shared, semantics §6.1)."""
     base = index_base(persistence)

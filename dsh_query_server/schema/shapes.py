@@ -313,18 +313,29 @@ class CheckpointResult(Params):
 
 
 class MountParams(Params):
+    """``"auto"``, one URI, or an array of 1-8 distinct URIs mounted as one (importers.md §4.3)."""
+
+    uri: str | list[str]
+
+
+class PersistenceMember(Params):
     uri: str
+    writable: bool
 
 
 class MountResult(Params):
-    uri: str
+    """``uri`` echoes what was mounted; ``members`` lists the mounted backends in order."""
+
+    uri: str | list[str]
     writable: bool
+    members: list[PersistenceMember]
 
 
 class StatusResult(Params):
-    uri: str | None
+    uri: str | list[str] | None
     writable: bool
     pendingEvents: int
+    members: list[PersistenceMember]
 
 
 class DidChangeParams(Params):

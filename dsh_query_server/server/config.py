@@ -17,10 +17,11 @@ from ..config import (
     cache_dir,
     default_index,
     default_persistence,
+    embedded_store,
     state_dir,
 )
 from ..errors import QueryError
-from ..persistence.uri import parse_uri
+from ..persistence.composite import persistence_members
 from ..values import MAX_SAFE_INTEGER, is_blank, is_integer, is_safe_integer
 
 _UNSET = object()
@@ -60,8 +61,9 @@ def build_config(options: dict[str, Any]) -> ServerConfig:
     persistence = options.get("persistence", _UNSET)
     if persistence is _UNSET:
         persistence = default_persistence()
-    if persistence is not None:
-        parse_uri(persistence)  # a URI that does not parse is INVALID_CONFIG
+    if persistence is not None and persistence != "auto":
+        # a bad shape or a member URI that does not parse is INVALID_CONFIG (importers.md §4.3)
+        persistence_members(persistence, embedded_store(), {})
     search = options.get("search")
     if search is None:
         search = {}

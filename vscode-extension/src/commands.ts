@@ -364,8 +364,11 @@ async function filterEvents(ctx: Ctx, args: unknown[]): Promise<void> {
 // ---- persistence -------------------------------------------------------------------------------
 
 async function mountPersistence(ctx: Ctx, args: unknown[]): Promise<void> {
-  let uri = typeof args[0] === "string" ? args[0] : undefined;
-  if (uri === undefined) {
+  // importers.md §4.3: "auto", one URI or an array of URIs mounted as one.
+  const arg = args[0];
+  const given = Array.isArray(arg) && arg.every((v) => typeof v === "string") ? (arg as string[]) : undefined;
+  let uri = typeof arg === "string" ? arg : undefined;
+  if (uri === undefined && given === undefined) {
     const choice = await vscode.window.showQuickPick(
       [
         { label: "$(edit) Enter a URI…", id: "uri" },
@@ -380,16 +383,17 @@ async function mountPersistence(ctx: Ctx, args: unknown[]): Promise<void> {
     if (choice.id === "uri") {
       let current = "";
       try {
-        const status = await ctx.server.request<{ uri: string | null }>(Methods.status, {});
-        current = status.uri ?? "";
+        const status = await ctx.server.request<{ uri: string | string[] | null }>(Methods.status, {});
+        current = Array.isArray(status.uri) ? (status.uri[0] ?? "") : (status.uri ?? "");
       } catch {
         // not running: the mount below reports it
       }
       uri = await vscode.window.showInputBox({
         title: "Mount Persistence",
-        prompt: "jsonl:/absolute/root or sqlite:/absolute/file.db (options: ?readOnly=true)",
+        prompt: "auto, jsonl:/absolute/root, sqlite:/absolute/file.db, claude:/home or codex:/home",
         value: current,
-        validateInput: (v) => (/^(jsonl|sqlite):.+/.test(v.trim()) ? undefined : "starts with jsonl: or sqlite:"),
+        validateInput: (v) =>
+          /^((jsonl|sqlite|claude|codex):.+|auto)$/.test(v.trim()) ? undefined : "auto, or starts with jsonl:, sqlite:, claude: or codex:",
       });
     } else {
       const picked = await vscode.window.showOpenDialog({
@@ -403,13 +407,16 @@ async function mountPersistence(ctx: Ctx, args: unknown[]): Promise<void> {
       }
     }
   }
-  if (!uri) {
+  if (!uri && !given) {
     return;
   }
   try {
-    const result = await ctx.server.request<{ uri: string; writable: boolean }>(Methods.mount, { uri: uri.trim() });
+    const result = await ctx.server.request<{ uri: string | string[]; writable: boolean }>(Methods.mount, {
+      uri: given ?? uri?.trim(),
+    });
+    const shown = Array.isArray(result.uri) ? result.uri.join(" + ") : result.uri;
     void vscode.window.showInformationMessage(
-      `Session Query: mounted ${result.uri} (${result.writable ? "writable" : "read-only"}).`,
+      `Session Query: mounted ${shown} (${result.writable ? "writable" : "read-only"}).`,
     );
   } catch (err) {
     showError("Mount Persistence", err);

@@ -144,13 +144,16 @@ export interface IdFilter {
   values: string[];
 }
 
+/** ``"auto"``, one URI, or an array of 1-8 distinct URIs mounted as one (importers.md §4.3). */
 export interface MountParams {
-  uri: string;
+  uri: string | string[];
 }
 
+/** ``uri`` echoes what was mounted; ``members`` lists the mounted backends in order. */
 export interface MountResult {
-  uri: string;
+  uri: string | string[];
   writable: boolean;
+  members: PersistenceMember[];
 }
 
 export type NoParams = Record<string, never>;
@@ -158,6 +161,11 @@ export type NoParams = Record<string, never>;
 export interface ParentFilter {
   kind: "parent";
   values: (string | null)[];
+}
+
+export interface PersistenceMember {
+  uri: string;
+  writable: boolean;
 }
 
 export interface ProviderTitleSource {
@@ -356,9 +364,10 @@ export interface SessionTitleSnapshot {
 }
 
 export interface StatusResult {
-  uri: string | null;
+  uri: string | string[] | null;
   writable: boolean;
   pendingEvents: number;
+  members: PersistenceMember[];
 }
 
 export type Surface = "current" | "log-only" | "shadowed";

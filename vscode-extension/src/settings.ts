@@ -48,6 +48,9 @@ export function readSettings(cfg: ConfigReader): Settings {
     init.persistence = null;
   } else if (typeof persistence === "string" && persistence.trim() !== "") {
     init.persistence = persistence.trim();
+  } else if (Array.isArray(persistence) && persistence.length > 0) {
+    // importers.md §4.3: several URIs mounted as one; the server validates each.
+    init.persistence = persistence.map((uri) => (typeof uri === "string" ? uri.trim() : uri));
   }
   const index = cfg.get<unknown>("index");
   if (typeof index === "string" && index.trim() !== "") {
