@@ -177,6 +177,10 @@ def running_code_server(
                 shutil.copy(found, artifacts / f"{found.parent.name}-{found.name}")
 
 
+def _file_safe(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text)[:40]
+
+
 class Workbench:
     """Small helpers over the VS Code DOM (views are `.pane`s, tree rows `.monaco-list-row`)."""
 
@@ -184,6 +188,7 @@ class Workbench:
         self.page = page
         self.artifacts = artifacts
         self.shots: list[Path] = []
+        self._seen: set[str] = set()  # row texts the last wait_row scrolled past
 
     def shot(self, name: str) -> Path:
         self.artifacts.mkdir(parents=True, exist_ok=True)
@@ -204,13 +209,15 @@ class Workbench:
     def wait_row(self, title: str, text: str, timeout: float = 60_000) -> Locator:
         """The row showing `text`, scrolling the (virtualized) list to find it."""
         row = self.row(title, text)
+        self._seen = set()
         deadline = time.monotonic() + timeout / 1000
         while True:
             if row.count() and row.is_visible():
                 return row
             if time.monotonic() > deadline:
-                self.shot("failed-row-" + text.replace(" ", "-")[:40])
-                row.wait_for(state="visible", timeout=1)  # raises with the locator in the message
+                self.shot("failed-row-" + _file_safe(text))
+                seen = "\n".join(sorted(self._seen))
+                raise AssertionError(f"no row {text!r} in {title}; rows seen scrolling:\n{seen}")
             if not self._sweep(title, row):
                 time.sleep(0.25)
 
@@ -218,17 +225,32 @@ class Workbench:
         rows = self.rows(title)
         return rows.first.get_attribute("data-index") if rows.count() else None
 
+    def _to_top(self, title: str) -> None:
+        # one huge wheel delta is not always applied in full: step up until the first row shows
+        for _ in range(50):
+            before = self._first_index(title)
+            if before == "0":
+                return
+            self.page.mouse.wheel(0, -1000)
+            time.sleep(0.08)
+            if self._first_index(title) == before:
+                self.page.mouse.wheel(0, -1000)
+                time.sleep(0.15)
+                if self._first_index(title) == before:
+                    return
+
     def _sweep(self, title: str, row: Locator) -> bool:
         """Scrolls the view's list from top to bottom once; True if `row` showed up."""
         lists = self.pane(title).locator(".monaco-list")
         if not lists.count() or not lists.first.is_visible():
             return False
         lists.first.hover()
-        self.page.mouse.wheel(0, -100_000)
+        self._to_top(title)
         for _ in range(80):
             if row.count() and row.is_visible():
                 return True
             before = self._first_index(title)
+            self._seen.update(self.rows(title).all_inner_texts())
             self.page.mouse.wheel(0, 120)
             time.sleep(0.08)
             if self._first_index(title) == before and not (row.count() and row.is_visible()):
@@ -276,7 +298,7 @@ class Workbench:
             if predicate():
                 return
             time.sleep(0.25)
-        self.shot("failed-" + what.replace(" ", "-")[:40])
+        self.shot("failed-" + _file_safe(what))
         raise AssertionError(f"timed out waiting for {what}")
 
 
