@@ -68,7 +68,7 @@ $(CODE_SERVER_STAMP): | vscode-apt
 
 # Just the extension's tests: `make vscode-test`, or only the end-to-end one: `make vscode-e2e`.
 vscode-test: install vscode-deps
-	$(BIN)/python -m pytest -q tests/test_vscode_extension.py tests/test_vscode_e2e.py $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q tests/test_vscode_extension.py tests/test_vscode_e2e.py tests/test_vscode_e2e_imported.py $(PYTEST_ARGS)
 
 vscode-e2e: install vscode-deps
-	$(BIN)/python -m pytest -q -m e2e tests/test_vscode_e2e.py $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m e2e tests/test_vscode_e2e.py tests/test_vscode_e2e_imported.py $(PYTEST_ARGS)
