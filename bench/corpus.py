@@ -17,8 +17,9 @@ from __future__ import annotations
 import copy
 import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 BASE_TIME = 1_760_000_000_000
 
@@ -74,11 +75,11 @@ PROJECTS = [
     "/home/eve/notes", "/opt/build/agent", "/home/fay/apps/mobile", "/home/fay/apps/backend",
 ] + [f"/home/user{i}/project-{i}" for i in range(30)]
 TOOLS = [
-    ("bash", lambda r: '{"cmd":"%s"}' % r.choice(["pytest -x", "make build", "git status", "ls -la", "cargo test", "npm run lint"])),
-    ("read", lambda r: '{"path":"src/%s.py"}' % r.choice(VOCAB)),
-    ("edit", lambda r: '{"path":"src/%s.ts","old":"%s","new":"%s"}' % (r.choice(VOCAB), r.choice(VOCAB), r.choice(VOCAB))),
-    ("grep", lambda r: '{"pattern":"%s","path":"."}' % r.choice(VOCAB)),
-    ("web_search", lambda r: '{"q":"%s %s"}' % (r.choice(VOCAB), r.choice(VOCAB))),
+    ("bash", lambda r: f'{{"cmd":"{r.choice(["pytest -x", "make build", "git status", "ls -la", "cargo test", "npm run lint"])}"}}'),
+    ("read", lambda r: f'{{"path":"src/{r.choice(VOCAB)}.py"}}'),
+    ("edit", lambda r: f'{{"path":"src/{r.choice(VOCAB)}.ts","old":"{r.choice(VOCAB)}","new":"{r.choice(VOCAB)}"}}'),
+    ("grep", lambda r: f'{{"pattern":"{r.choice(VOCAB)}","path":"."}}'),
+    ("web_search", lambda r: f'{{"q":"{r.choice(VOCAB)} {r.choice(VOCAB)}"}}'),
 ]
 PRESETS = ["explorer", "reviewer", "coder", "minimal"]
 

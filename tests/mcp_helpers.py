@@ -114,7 +114,7 @@ async def mcp_session(tmp: Path, args: list[str], *, roots: ListRootsFnT | None 
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "dsh_query_server.mcp", *args],
         env=env or private_env(tmp), cwd=cwd or str(tmp))
-    errlog = open(tmp / "mcp-stderr.log", "a")  # noqa: SIM115 - closed below
+    errlog = open(tmp / "mcp-stderr.log", "a")  # closed below
     try:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write, list_roots_callback=roots) as session:

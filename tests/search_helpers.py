@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
+from dsh_query_server.cancel import CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event
-from dsh_query_server.cancel import CancelToken
 from dsh_query_server.persistence.base import Snapshot
 from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.search.config import SearchConfig

@@ -21,14 +21,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_query_server import jsoncodec
-from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
+from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.base import (
     PersistenceBackend,
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
 )
+from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
 from dsh_query_server.persistence.jsonl import (
     JsonlBackend,
     JsonlBackendError,
@@ -37,7 +38,6 @@ from dsh_query_server.persistence.jsonl import (
     header_line,
     project_dir,
 )
-from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -1204,7 +1204,7 @@ def test_written_logs_read_back_exactly(log: tuple[list[dict[str, Any]], bool], 
     with tempfile.TemporaryDirectory() as root:
         writer = JsonlBackend(root, compression=compression, pack_chunks=pack_chunks)
         writer.create(hdr("p\ud800"))
-        for start, end in zip([0, *cuts], [*cuts, len(events)]):
+        for start, end in zip([0, *cuts], [*cuts, len(events)], strict=True):
             writer.append("p\ud800", events[start:end])
         reader = JsonlBackend(root)
         if not events:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import pytest
 
 from dsh_query_server.session import packed
 from dsh_query_server.session.packed import PackedLog

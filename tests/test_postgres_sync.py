@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from dsh_query_server.cli.sync import run
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.postgres import open_postgres
-from dsh_query_server.cli.sync import run
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
 from .pg_server import PgDatabase

@@ -541,12 +541,12 @@ def test_tool_result_without_identity_and_replace_lookup() -> None:
     assert "id" not in out[5]["data"]["message"]
     assert list(out[5]["data"]["message"]) == ["role", "content", "source"]
     assert out[6]["data"]["message"]["id"] == "legacy-message:S:6"
-    assert all(o["surfaceOp"] == e.surface_op for o, e in zip(out[3:], events[3:]))
+    assert all(o["surfaceOp"] == e.surface_op for o, e in zip(out[3:], events[3:], strict=True))
 
 
 def test_current_events_pass_through_unchanged() -> None:
     events = worked_tool_log(with_call=True)
-    assert all(a is b for a, b in zip(normalize_legacy("s", events), events))
+    assert all(a is b for a, b in zip(normalize_legacy("s", events), events, strict=True))
 
 
 def test_logical_log_normalizes_then_closes() -> None:

@@ -602,7 +602,7 @@ def crash_iteration(uri: str, sid: str, rng: random.Random) -> tuple[int, list[d
                 turn += 1
                 batch = producer_batch(rng, turn)
                 answer = client.request("sessionStore/append", {"sessionId": sid, "events": batch}, timeout=10)
-                for seq, event in zip(range(answer["firstSeq"], answer["lastSeq"] + 1), batch):
+                for seq, event in zip(range(answer["firstSeq"], answer["lastSeq"] + 1), batch, strict=True):
                     accepted.append({**event, "seq": seq})
                 if turn % 3 == 0:
                     flushed = client.request("sessionStore/checkpoint", {"sessionId": sid}, timeout=10)["flushed"]

@@ -13,15 +13,15 @@ import time
 import pytest
 
 from dsh_query_server import errors
-from dsh_query_server.errors import QueryError
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
+from dsh_query_server.errors import QueryError
 from dsh_query_server.persistence.base import (
     SessionPersistenceCorruptionError,
     Snapshot,
 )
+from dsh_query_server.search import schema
 from dsh_query_server.search.cursor import encode_cursor, sessions_fingerprint
 from dsh_query_server.search.reconcile import SearchIndex
-from dsh_query_server.search import schema
 from dsh_query_server.search.schema import APPLICATION_ID
 from dsh_query_server.search.snippet import END, START, snippet
 

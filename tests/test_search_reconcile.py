@@ -11,8 +11,8 @@ import time
 import pytest
 
 from dsh_query_server import errors
-from dsh_query_server.model.event import Header
 from dsh_query_server.cancel import CancelToken
+from dsh_query_server.model.event import Header
 from dsh_query_server.persistence.base import Snapshot
 from dsh_query_server.persistence.sqlite import SqliteBackend
 

@@ -11,14 +11,15 @@ import sys
 
 import pytest
 import pytest_lsp
-from pygls.exceptions import JsonRpcException
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from dsh_query_server.server.transport import frame, read_frame
 
 from .builders import TEST_ENV, A, R, U, chunk, hdr, log_only, user_data, write_transcript
 from .lsp_client import config, init_params
+
 
 async def call(client, method, params=None):
     return await client.protocol.send_request_async(method, params if params is not None else {})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,7 @@ from dsh_query_server import errors
 from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
+from dsh_query_server.model.event import Event
 from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.query import labels
 from dsh_query_server.query.service import SessionQueryService
@@ -239,7 +241,10 @@ def test_filter_events_combined_example(env):
 def test_literal_scan_examples(env):
     store, _, service = env
     store.create(hdr("s"), seed=seed_values([U(0, "Alpha\n beta"), U(1, "other"), U(2, "café")]))
-    find = lambda text: [d.seq for d in service.filter_events("s", [{"kind": "text", "text": text}])]
+
+    def find(text: str) -> list[int]:
+        return [d.seq for d in service.filter_events("s", [{"kind": "text", "text": text}])]
+
     assert find("alpha beta") == [0]
     assert find("CAFÉ") == [2]
 
@@ -251,7 +256,10 @@ def test_filter_sessions(env):
     backend = MemoryBackend()
     backend.put(hdr("c", 3, cwd="/y"), [U(0)])
     binding.mount(backend)
-    ids = lambda f: [j(r)["header"]["id"] for r in service.filter_sessions(f)]
+
+    def ids(f: list[dict[str, Any]]) -> list[str]:
+        return [j(r)["header"]["id"] for r in service.filter_sessions(f)]
+
     assert ids([]) == ["c", "b", "a"]
     assert ids([{"kind": "cwd", "values": [None]}]) == ["b"]
     assert ids([{"kind": "parent", "values": [None]}]) == ["c", "b"]
@@ -268,8 +276,11 @@ def test_filter_sessions(env):
 
 def test_titles(env):
     store, binding, service = env
-    title = lambda seq, text, time=20, **src: log_only(
-        "session/title", seq, {"title": text, "messageSeqs": [0], "source": src or {"kind": "user"}}, time=time)
+
+    def title(seq: int, text: str, time: int = 20, **src: Any) -> Event:
+        return log_only(
+            "session/title", seq, {"title": text, "messageSeqs": [0], "source": src or {"kind": "user"}}, time=time)
+
     backend = MemoryBackend()
     backend.put(hdr("first"), [title(0, "Persisted title", kind="provider", provider="ds", model={"provider": "ds", "model": "m"}, extra=1)])
     backend.put(hdr("second"), [title(0, "Second")])

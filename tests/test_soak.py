@@ -139,7 +139,7 @@ class Soak:
 
     def check_batches(self, sid: str, items: list[tuple[str, int]], where: str) -> None:
         counts: dict[int, int] = defaultdict(int)
-        for kind, turn in items:
+        for _, turn in items:
             counts[turn] += 1
         if items and items[-1][0] != "turn/end":
             self.fail(f"{where} {sid}: snapshot ends inside a batch ({items[-1]})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -18,10 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec import UNSET
 
-from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence.sqlite import backend as sqlite_backend
-from dsh_query_server.persistence.sqlite import codec as sqlite_codec
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
+from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.base import (
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
@@ -36,6 +35,8 @@ from dsh_query_server.persistence.sqlite import (
     encode_provenance,
     stored_data,
 )
+from dsh_query_server.persistence.sqlite import backend as sqlite_backend
+from dsh_query_server.persistence.sqlite import codec as sqlite_codec
 
 MAX_SAFE = 2**53 - 1
 
@@ -922,7 +923,7 @@ def balanced_batches(draw: st.DrawFn) -> list[list[Event]]:
             ignorable=True if item.get("ignorable") else UNSET))
     cuts = sorted(draw(st.sets(st.integers(1, len(events) - 1), max_size=4)))
     bounds = [0, *cuts, len(events)]
-    return [events[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [events[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

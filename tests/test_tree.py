@@ -17,7 +17,6 @@ from pygls.exceptions import JsonRpcException
 from .builders import A, R, U, chunk, hdr, log_only, user_data, write_transcript
 from .tree_helpers import call, children, client_fixture, parent_of, walk
 
-
 client = client_fixture  # the shared server fixture, under the name the tests take
 
 
@@ -121,7 +120,7 @@ async def test_events_view_surface_statuses(client):
         "#6 session/end-seed"]
     surfaces = ["shadowed", "log-only", "log-only", "current", "log-only", "log-only", "log-only"]
     icons = {"current": "circle-filled", "shadowed": "circle-slash", "log-only": "circle-outline"}
-    for seq, (node, surface) in enumerate(zip(nodes, surfaces)):
+    for seq, (node, surface) in enumerate(zip(nodes, surfaces, strict=True)):
         assert node["description"].split(" · ")[0] == surface
         assert node["icon"] == icons[surface] and node["contextValue"] == f"event.{surface}"
         assert node["resource"] == {"sessionId": "s", "seq": seq} and node["collapsible"] == "none"
@@ -381,7 +380,10 @@ def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     backend.put({"version": 0, "id": "stored", "createdAt": 1}, [
         log_only("session/title", 0, {"title": "A stored title", "messageSeqs": [], "source": {"kind": "user"}})])
     runtime.binding.mount(backend)
-    labels = lambda: [n.label for n in tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]]
+
+    def labels() -> list[str]:
+        return [n.label for n in tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]]
+
     assert labels() == ["A stored title"]
     monkeypatch.setattr(context, "LABEL_BUDGET_SECONDS", -1)
     assert labels() == ["stored"]
@@ -391,8 +393,8 @@ def test_persisted_labels_pass_the_checks_titles_pass():
     """A label is read the way readTitles reads a title: through the service's failure mapping
     and its listed-versus-inspected header check. Where readTitles rejects a session (corrupt
     log, conflicting headers, failing backend read), its label is the id; the others keep theirs."""
-    from dsh_query_server.model.event import Header
     from dsh_query_server.cancel import CancelToken
+    from dsh_query_server.model.event import Header
     from dsh_query_server.server import tree
     from dsh_query_server.server.config import build_config
     from dsh_query_server.server.runtime import Runtime

@@ -9,7 +9,7 @@ import pytest
 from dsh_query_server.model.event import Event
 from dsh_query_server.session.validate import header_error, message_shape_error, replay_error
 
-from .builders import A, T, U, ev, log_only, tool_result_data, user_data, assistant_data
+from .builders import A, T, U, assistant_data, ev, log_only, tool_result_data, user_data
 
 SUBJECT = "session event at seq 0"
 

@@ -16,20 +16,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_query_server import errors
+from dsh_query_server.cancel import CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence import jsonl as jsonl_backend
-from dsh_query_server.persistence.jsonl import decode as jsonl_decode
 from dsh_query_server.persistence import closers, logical, records
-from dsh_query_server.persistence.sqlite import backend as sqlite_backend
-from dsh_query_server.cancel import CancelToken
+from dsh_query_server.persistence import jsonl as jsonl_backend
 from dsh_query_server.persistence.base import Inspection, Window
 from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.persistence.jsonl import JsonlBackend
+from dsh_query_server.persistence.jsonl import decode as jsonl_decode
 from dsh_query_server.persistence.memo import VerificationMemo
 from dsh_query_server.persistence.records import ChunkOutline
 from dsh_query_server.persistence.sqlite import SqliteBackend
+from dsh_query_server.persistence.sqlite import backend as sqlite_backend
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore
 
@@ -449,7 +449,7 @@ def test_outline_events_carry_no_payload_but_the_same_envelope(tmp_path) -> None
     full = backend.inspect(SID).events
     assert len(outline) == len(full)
     assert any(isinstance(e, ChunkOutline) for e in outline)
-    for a, b in zip(outline, full):
+    for a, b in zip(outline, full, strict=True):
         assert (a.type, a.seq, a.time, a.surface_op, a.source_seqs) == \
             (b.type, b.seq, b.time, b.surface_op, b.source_seqs)
         if not isinstance(a, ChunkOutline):

@@ -7,8 +7,8 @@ import asyncio
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from .lsp_client import config, init_params
 from .builders import TEST_ENV
+from .lsp_client import config, init_params
 
 
 @pytest_lsp.fixture(config=config("--persistence", "none", env=TEST_ENV), name="client")

@@ -36,9 +36,9 @@ import os
 import time
 
 from dsh_query_server import errors
+from dsh_query_server.cancel import SessionQueryCancelled
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header
-from dsh_query_server.cancel import SessionQueryCancelled
 from dsh_query_server.persistence.base import (
     Inspection,
     SessionPersistenceCorruptionError,

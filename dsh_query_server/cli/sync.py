@@ -24,10 +24,10 @@ from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header, headers_compatible
 from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
-from ..persistence.uri import absolute_uri, open_backend
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import SessionAppendConflictError
+from ..persistence.uri import absolute_uri, open_backend
 from .sync_state import Entry, SyncState, prefix_digest
 
 MAX_BATCH_EVENTS = 1000

@@ -133,7 +133,7 @@ class McpApp:
                 try:
                     with anyio.fail_after(ROOTS_TIMEOUT_S):
                         result = await ctx.session.list_roots()
-                except Exception:  # noqa: BLE001 - a failed or slow roots/list fails the call
+                except Exception:  # a failed or slow roots/list fails the call
                     log.warning("roots/list failed", exc_info=True)
                     raise ToolError(TOOL_FAILED, "session query operation failed") from None
                 roots = roots_from_uris([str(r.uri) for r in result.roots])
@@ -214,7 +214,7 @@ def _run(name: str, call: Call, arguments: dict[str, Any]) -> Any:
         return result.text, result.structured
     except (ToolError, Interrupted) as exc:
         return exc
-    except BaseException:  # noqa: BLE001 - a bug: logged, answered as a tool failure
+    except BaseException:  # a bug: logged, answered as a tool failure
         log.exception("tool %s failed unexpectedly", name)
         return ToolError(TOOL_FAILED, "session query operation failed")
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from msgspec import UNSET
 

@@ -14,8 +14,9 @@ cancellation keep their precedence over ``INDEX_FAILED``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from msgspec import UNSET
 

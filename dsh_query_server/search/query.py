@@ -9,8 +9,9 @@ the shape of the request.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import msgspec
 from msgspec import UNSET

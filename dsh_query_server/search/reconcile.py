@@ -19,9 +19,9 @@ from typing import Any
 from msgspec import Raw
 
 from .. import errors
+from ..cancel import CancelToken
 from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_message
 from ..model.event import Header, headers_compatible
-from ..cancel import CancelToken
 from ..persistence.base import Snapshot
 from ..persistence.binding import Binding, PersistenceBinding
 from ..query.loaded import conflict
@@ -133,7 +133,7 @@ def _lists_again(result: Any, known: Listing) -> bool:
     return all(
         type(new) is Snapshot and new.header is old.header
         and type(new.revision) is str and new.revision == old.revision
-        for new, old in zip(result, known.snapshots)
+        for new, old in zip(result, known.snapshots, strict=True)
     )
 
 
@@ -303,7 +303,7 @@ class SearchIndex:
             return self._observe_persisted(binding, changes, live_ids, token, plan, known)
         except _Unstable:
             raise
-        except Exception as exc:  # noqa: BLE001 - every failure is mapped (§6.5 step 2.4)
+        except Exception as exc:  # every failure is mapped (§6.5 step 2.4)
             if token is not None and token.cancelled:
                 if isinstance(exc, QueryError) and exc.code == errors.ABORTED:
                     raise

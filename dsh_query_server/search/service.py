@@ -11,15 +11,18 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import deque
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from .. import errors
+from ..cancel import (
+    NULL_TOKEN,  # backends take a token, never None
+    CancelToken,
+)
 from ..errors import QueryError, cancelled
-from ..cancel import CancelToken
 from ..persistence.binding import PersistenceBinding
 from ..session.store import SessionStore
-from ..cancel import NULL_TOKEN  # backends take a token, never None
 from .config import SearchConfig
 from .cursor import EVENTS, SESSIONS, decode_cursor, encode_cursor
 from .query import Match, compile_filters, select_events, select_sessions

@@ -77,7 +77,7 @@ def invoke(call: Call, runtime: Runtime, params: Any, token: CancelToken) -> Any
         return call(runtime, params, token)
     except QueryError:
         raise
-    except BaseException:  # noqa: BLE001 - a bug: log it with its traceback, answer INTERNAL
+    except BaseException:  # a bug: log it with its traceback, answer INTERNAL
         # BaseException too: a backend raising SystemExit or another non-Exception in this worker
         # thread would otherwise escape and leave the request unanswered.
         log.exception("unexpected failure")
@@ -89,7 +89,7 @@ def encode_frame(message: Any, msg_id: Any, answer: bool = True) -> Frame:
     -32603, anything else is dropped (logged)."""
     try:
         body = jsoncodec.dumps(message)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("could not encode an outgoing message")
         if not answer:
             return ()

@@ -6,13 +6,14 @@ service validates every field itself, so error precedence lives in one place.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from msgspec import UNSET
 
 from .. import errors
-from ..errors import QueryError
 from ..cancel import CancelToken
+from ..errors import QueryError
 from ..query.export import export_method, export_options
 from .runtime import Runtime
 from .tree import commands, tree_children, tree_parent

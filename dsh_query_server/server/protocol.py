@@ -31,7 +31,6 @@ from .. import errors
 from .dispatch import Dispatcher, Frame, encode_frame
 from .envelope import OWN_PREFIXES, own_notification, own_request, refused_message, valid_id
 from .methods import INLINE, Call
-from .runtime import Runtime
 from .rpcerrors import (
     INTERNAL,
     INTERNAL_ERROR,
@@ -41,7 +40,7 @@ from .rpcerrors import (
     JSONRPC_PARSE_ERROR,
     SERVER_NOT_INITIALIZED,
 )
-
+from .runtime import Runtime
 
 
 class Host(Protocol):
@@ -95,7 +94,7 @@ class QueryProtocol(LanguageServerProtocol):
             try:
                 if self._inline(*request):
                     return
-            except Exception:  # noqa: BLE001 - e.g. a broken stdout
+            except Exception:  # e.g. a broken stdout
                 log.exception("could not handle an incoming message")
                 return
         self._post(loop, self.handle_message, message)
@@ -135,7 +134,7 @@ class QueryProtocol(LanguageServerProtocol):
         if request is not None:
             try:
                 self._request(*request)
-            except Exception:  # noqa: BLE001 - e.g. a broken stdout
+            except Exception:  # e.g. a broken stdout
                 log.exception("could not handle an incoming message")
             return
         notification = own_notification(message)
@@ -146,14 +145,14 @@ class QueryProtocol(LanguageServerProtocol):
             return
         try:
             structured = self._structure(message)
-        except Exception:  # noqa: BLE001 - a malformed message never stops the server
+        except Exception:  # a malformed message never stops the server
             log.exception("could not handle an incoming message")
             return
         if structured is None:
             return
         try:
             super().handle_message(structured)
-        except Exception:  # noqa: BLE001 - e.g. a cancel notification naming an odd id
+        except Exception:  # e.g. a cancel notification naming an odd id
             log.exception("could not handle an incoming message")
 
     def _structure(self, data: Any) -> Any:
@@ -240,7 +239,7 @@ class QueryProtocol(LanguageServerProtocol):
     def _deliver(self, frame: Frame) -> None:
         try:
             self._write(frame)
-        except Exception:  # noqa: BLE001 - e.g. a closed stdout: the client went away
+        except Exception:  # e.g. a closed stdout: the client went away
             log.exception("could not write an answer")
         finally:
             with self._count_lock:  # after the write: status is answered inline only once it is 0
@@ -313,7 +312,7 @@ class QueryProtocol(LanguageServerProtocol):
         msg_id = getattr(data, "id", None)
         try:
             payload = self._payload(data)
-        except Exception:  # noqa: BLE001 - an unencodable result is a server bug, not a crash
+        except Exception:  # an unencodable result is a server bug, not a crash
             log.exception("could not encode an outgoing message")
             if msg_id is None:
                 return

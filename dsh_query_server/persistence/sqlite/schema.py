@@ -88,7 +88,7 @@ def transaction(conn: sqlite3.Connection, begin: str) -> Generator[None]:
         if conn.in_transaction:
             try:
                 conn.execute("ROLLBACK")
-            except BaseException as rollback_exc:
+            except BaseException as rollback_exc:  # noqa: BLE001 - raised with the first, below
                 raise BaseExceptionGroup(
                     "SQLite transaction failed and rolling it back failed too",
                     [exc, rollback_exc]) from None

@@ -15,7 +15,17 @@ from ...query import lineage
 from ...query.labels import Lag, SessionInfo
 from ...query.loaded import Record, check_cancelled
 from .context import Ctx
-from .ids import ANCESTOR_BLOCK, PAGE, POSITIVE, SESSION, Args, Key, page_bounds, page_offset, page_start
+from .ids import (
+    ANCESTOR_BLOCK,
+    PAGE,
+    POSITIVE,
+    SESSION,
+    Args,
+    Key,
+    page_bounds,
+    page_offset,
+    page_start,
+)
 from .kinds import Kind, View
 from .nodes import TreeNode, more_node, session_node, unresolved_node
 
