@@ -190,13 +190,14 @@ class InconsistentBackend(MemoryBackend):
         self._enter("list_snapshots", None, token)
         if self.mode == "garbage":
             return "not a list"
+        return [Snapshot(h, self._revision(h)) for h in self._headers()]
+
+    def _revision(self, h):
         if self.mode == "revisions":
-            revision = lambda h: f"rev-{self.counter}"  # noqa: E731
-        elif self.mode == "churn-live":
-            revision = lambda h: f"rev-{self.counter}" if h.id == "live" else f"rev-{self.revisions[h.id]}"  # noqa: E731
-        else:
-            revision = lambda h: f"rev-{self.revisions.get(h.id, 0)}"  # noqa: E731
-        return [Snapshot(h, revision(h)) for h in self._headers()]
+            return f"rev-{self.counter}"
+        if self.mode == "churn-live":
+            return f"rev-{self.counter}" if h.id == "live" else f"rev-{self.revisions[h.id]}"
+        return f"rev-{self.revisions.get(h.id, 0)}"
 
     def inspect(self, session_id, token=None):
         self._enter("inspect", session_id, token)
