@@ -28,8 +28,9 @@ def j(value: Any) -> Any:
     return to_builtins(value)
 
 
-def make(store: SessionStore | None = None, binding: PersistenceBinding | None = None,
-         **config: Any) -> tuple[SessionStore, PersistenceBinding, SearchService]:
+def make(
+    store: SessionStore | None = None, binding: PersistenceBinding | None = None, **config: Any
+) -> tuple[SessionStore, PersistenceBinding, SearchService]:
     store = store or SessionStore()
     binding = binding or PersistenceBinding()
     return store, binding, SearchService(store, binding, SearchConfig(**config))
@@ -58,7 +59,9 @@ def ids(page: dict[str, Any]) -> list[str]:
     return [item["header"]["id"] for item in page["items"]]
 
 
-def page_all(search: Callable[[dict[str, Any]], Any], request: dict[str, Any]) -> list[dict[str, Any]]:
+def page_all(
+    search: Callable[[dict[str, Any]], Any], request: dict[str, Any]
+) -> list[dict[str, Any]]:
     """Every item of every page, following nextCursor."""
     items: list[dict[str, Any]] = []
     cursor = None

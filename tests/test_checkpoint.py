@@ -77,8 +77,13 @@ def test_resumes_from_what_the_backend_already_holds(tmp_path):
     # A new process: the producer re-creates the session with its whole log so far.
     backend = JsonlBackend(root)
     store, _, cp = setup(backend=backend)
-    store.create({"id": "s", "createdAt": 0, "cwd": "/w"}, [e.to_value() for e in first_store.snapshot("s").events])
-    store.append("s", [turn(1), {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}])
+    store.create(
+        {"id": "s", "createdAt": 0, "cwd": "/w"},
+        [e.to_value() for e in first_store.snapshot("s").events],
+    )
+    store.append(
+        "s", [turn(1), {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}]
+    )
     assert cp.flush() == {"s": 3}
     assert [e.seq for e in backend.inspect("s").events] == [0, 1, 2, 3]
     assert backend.stored_count("s") == 4
@@ -133,7 +138,10 @@ def test_a_longer_persisted_log_is_never_appended_to():
     store.create({"id": "s", "createdAt": 0}, [])
     with pytest.raises(QueryError) as info:
         cp.flush()
-    assert info.value.message == 'checkpoint of session "s" failed: the persisted log is longer than the live log'
+    assert (
+        info.value.message
+        == 'checkpoint of session "s" failed: the persisted log is longer than the live log'
+    )
     assert stored_seqs(backend, "s") == [0, 1, 2]
 
 

@@ -19,6 +19,8 @@ from .import_helpers import checked, surface_texts
 from .import_strategies import CODEX_SID, SID, claude_transcript, codex_rollout, line
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
 def claude_model(records: list[dict[str, Any]]) -> list[str]:
     """The final message list, rebuilt record by record."""
     surface: list[str] = []

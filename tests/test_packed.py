@@ -15,7 +15,9 @@ from .builders import ev
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 
 
-@pytest.fixture(params=[packed.BLOCK_BYTES, 1, 150], ids=["default-blocks", "seal-every-batch", "small-blocks"])
+@pytest.fixture(
+    params=[packed.BLOCK_BYTES, 1, 150], ids=["default-blocks", "seal-every-batch", "small-blocks"]
+)
 def block_bytes(request):
     saved = packed.BLOCK_BYTES
     packed.BLOCK_BYTES = request.param
@@ -23,7 +25,9 @@ def block_bytes(request):
     packed.BLOCK_BYTES = saved
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(st.lists(texts, min_size=1, max_size=5), max_size=6))
 def test_views_read_back_exact_events_and_ignore_later_appends(block_bytes, batches):
     # Views taken before and after blocks are sealed (compressed) read the same bytes back.
@@ -41,7 +45,9 @@ def test_views_read_back_exact_events_and_ignore_later_appends(block_bytes, batc
         assert len(view) == length and bool(view) == (length > 0)
         assert [e.raw for e in view] == [e.raw for e in appended[:length]]
         assert [e.raw for e in view[1:]] == [e.raw for e in appended[1:length]]
-        assert [view.raw(i) for i in reversed(range(length))] == [e.raw for e in reversed(appended[:length])]
+        assert [view.raw(i) for i in reversed(range(length))] == [
+            e.raw for e in reversed(appended[:length])
+        ]
         if length:
             assert view[-1].raw == appended[length - 1].raw and view[-1].seq == length - 1
             assert view.raw(0) == appended[0].raw
@@ -67,9 +73,21 @@ def test_store_snapshot_is_unchanged_by_later_appends_and_shares_the_fold():
     first = store.snapshot("s")
     again = store.snapshot("s")
     assert again.fold is first.fold  # no append in between: one frozen fold is shared
-    store.append("s", [{"type": "user/message", "surfaceOp": "append",
-                        "data": {"id": "u", "role": "user", "content": [{"type": "text", "text": "hi"}],
-                                 "source": {"kind": "user"}}}])
+    store.append(
+        "s",
+        [
+            {
+                "type": "user/message",
+                "surfaceOp": "append",
+                "data": {
+                    "id": "u",
+                    "role": "user",
+                    "content": [{"type": "text", "text": "hi"}],
+                    "source": {"kind": "user"},
+                },
+            }
+        ],
+    )
     later = store.snapshot("s")
     assert len(first.events) == 1 and first.fold.nodes == []
     assert len(later.events) == 2 and later.fold.nodes == [1]
@@ -80,12 +98,19 @@ def test_store_snapshot_is_unchanged_by_later_appends_and_shares_the_fold():
 
 def test_store_remembers_the_last_title_event():
     store = SessionStore()
-    store.create({"id": "s", "createdAt": 0}, [{"type": "session/title", "seq": 0, "time": 1,
-                                               "data": {"title": "first"}}])
+    store.create(
+        {"id": "s", "createdAt": 0},
+        [{"type": "session/title", "seq": 0, "time": 1, "data": {"title": "first"}}],
+    )
     assert store.snapshot("s").title_seq == 0
-    store.append("s", [{"type": "turn/start", "data": {"turn": 1}},
-                       {"type": "session/title", "data": {"title": "second"}},
-                       {"type": "turn/end", "data": {"turn": 1}}])
+    store.append(
+        "s",
+        [
+            {"type": "turn/start", "data": {"turn": 1}},
+            {"type": "session/title", "data": {"title": "second"}},
+            {"type": "turn/end", "data": {"turn": 1}},
+        ],
+    )
     snap = store.snapshot("s")
     assert snap.title_seq == 3 and snap.events[3].data()["title"] == "second"  # seq 1 is end-seed
     store.create({"id": "none", "createdAt": 0})

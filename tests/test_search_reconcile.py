@@ -43,8 +43,13 @@ class ReusingBackend(MemoryBackend):
         self._enter("list_snapshots", None, token)
         state = tuple(sorted(self.revisions.items()))
         if self._cache is None or self._cache[0] != state:
-            self._cache = (state, tuple(Snapshot(h, f"rev-{self.revisions[sid]}")
-                                        for sid, (h, _) in self.sessions.items()))
+            self._cache = (
+                state,
+                tuple(
+                    Snapshot(h, f"rev-{self.revisions[sid]}")
+                    for sid, (h, _) in self.sessions.items()
+                ),
+            )
         return self._cache[1] if self.as_tuple else list(self._cache[1])
 
 
@@ -112,7 +117,9 @@ def test_skipped_reconcile_still_sees_every_change():
     assert sorted(ids(sessions(service, "needle"))) == ["l", "p"]
     backend.fail["list_snapshots"] = OSError("disk on fire")
     assert code(service.search_sessions, {"query": "needle"}) == (
-        errors.PERSISTENCE_FAILED, "session-search persistence observation failed: disk on fire")
+        errors.PERSISTENCE_FAILED,
+        "session-search persistence observation failed: disk on fire",
+    )
     del backend.fail["list_snapshots"]
     assert sorted(ids(sessions(service, "needle"))) == ["l", "p"]
 
@@ -137,7 +144,9 @@ def test_a_list_changed_in_place_is_never_trusted():
     listing = []
 
     def list_snapshots(token=None):
-        listing[:] = [Snapshot(h, f"rev-{backend.revisions[sid]}") for sid, (h, _) in backend.sessions.items()]
+        listing[:] = [
+            Snapshot(h, f"rev-{backend.revisions[sid]}") for sid, (h, _) in backend.sessions.items()
+        ]
         return listing  # always the same list object
 
     backend.list_snapshots = list_snapshots
@@ -158,8 +167,13 @@ def test_sqlite_backend_commits_by_another_connection_are_seen(tmp_path):
     cursor = events(service, "s", "needle", limit=1)["nextCursor"]
     assert events(service, "s", "needle", limit=1, cursor=cursor)["items"]  # unchanged: skipped
     writer.append("s", [U(2, "third needle")])
-    assert code(service.search_events, {"sessionId": "s", "query": "needle", "limit": 1,
-                                        "cursor": cursor}) == STALE
+    assert (
+        code(
+            service.search_events,
+            {"sessionId": "s", "query": "needle", "limit": 1, "cursor": cursor},
+        )
+        == STALE
+    )
     assert len(events(service, "s", "needle")["items"]) == 3
     writer.close()
 
@@ -192,8 +206,12 @@ class AppendingMidway(SqliteBackend):
         return super().inspect_window(session_id, first, last, token)
 
 
-@pytest.mark.parametrize("after_windows", [2, 5, 7])  # during the fold pass, at its end, while writing
-def test_a_log_growing_between_windows_is_indexed_at_its_new_revision(tmp_path, monkeypatch, after_windows):
+@pytest.mark.parametrize(
+    "after_windows", [2, 5, 7]
+)  # during the fold pass, at its end, while writing
+def test_a_log_growing_between_windows_is_indexed_at_its_new_revision(
+    tmp_path, monkeypatch, after_windows
+):
     from dsh_query_server.search import documents
 
     monkeypatch.setattr(documents, "WINDOW", 4)
@@ -282,10 +300,14 @@ def test_a_failed_write_waits_for_the_observation():
     backend.inspect = inspect
     # The write of "bad" failed first, but the observation error takes precedence.
     assert code(service.search_sessions, {"query": "needle"}) == (
-        errors.PERSISTENCE_FAILED, "session-search persistence observation failed: gone")
+        errors.PERSISTENCE_FAILED,
+        "session-search persistence observation failed: gone",
+    )
     backend.inspect = original
     failure = code(service.search_sessions, {"query": "needle"})
-    assert failure[0] == errors.INDEX_FAILED and failure[1].startswith("session-search reconciliation failed: ")
+    assert failure[0] == errors.INDEX_FAILED and failure[1].startswith(
+        "session-search reconciliation failed: "
+    )
     # Cancelled after the observation: aborted, whatever the plan held.
     token = CancelToken()
 
@@ -334,7 +356,6 @@ def test_a_search_waits_for_a_flush_in_progress_and_stays_cancellable():
         service.quiet.release()
     waiter.join(5)
     assert answered == [["s"]]
-
 
 
 # -- §6.5 step 2.3: what moves between the two listings ----------------------------------------

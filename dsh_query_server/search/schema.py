@@ -62,7 +62,9 @@ _TEMP_SCHEMA = (
     f"CREATE VIRTUAL TABLE temp.live_docs USING fts5({_DOC_COLUMNS})",
 )
 
-_USER_TABLES = "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT GLOB 'sqlite_*'"
+_USER_TABLES = (
+    "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT GLOB 'sqlite_*'"
+)
 
 # NUL and the two highlight markers may not occur in indexed text or queries (§8 point 24). Lone
 # surrogates have no UTF-8 form; SQLite could not store them at all.

@@ -40,9 +40,7 @@ from .wire import (
 # CancelToken offers no callback, so a queued search looks at its token this often.
 CANCEL_POLL_SECONDS = 0.02
 
-DISABLED_MESSAGE = (
-    'session search is disabled: this deployment configures the session-query index with openAt "never"'
-)
+DISABLED_MESSAGE = 'session search is disabled: this deployment configures the session-query index with openAt "never"'
 
 
 def _closed() -> QueryError:
@@ -50,8 +48,13 @@ def _closed() -> QueryError:
 
 
 class SearchService:
-    def __init__(self, store: SessionStore, binding: PersistenceBinding, config: SearchConfig,
-                 quiet: threading.Lock | None = None) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        binding: PersistenceBinding,
+        config: SearchConfig,
+        quiet: threading.Lock | None = None,
+    ) -> None:
         self.store = store
         self.binding = binding
         self.config = config
@@ -128,7 +131,10 @@ class SearchService:
             )
         items = [
             SessionSearchHit(
-                header=header_raw(m.header), live=m.live, persisted=m.persisted, bestMatch=self._hit(m)
+                header=header_raw(m.header),
+                live=m.live,
+                persisted=m.persisted,
+                bestMatch=self._hit(m),
             )
             for m in matches[: search.limit]
         ]
@@ -139,7 +145,9 @@ class SearchService:
             )
         return page
 
-    def search_events(self, request: Any, token: CancelToken = NULL_TOKEN) -> SessionEventSearchPage:
+    def search_events(
+        self, request: Any, token: CancelToken = NULL_TOKEN
+    ) -> SessionEventSearchPage:
         self._check_enabled()
         search = normalize_events(request, self.config)
         with self._turn(token):
@@ -228,7 +236,11 @@ class SearchService:
         if cursor is None:
             return 0
         return decode_cursor(
-            cursor, instance=self.instance, scope=scope, fingerprint=fingerprint, generation=generation
+            cursor,
+            instance=self.instance,
+            scope=scope,
+            fingerprint=fingerprint,
+            generation=generation,
         )
 
     def _hit(self, match: Match) -> SessionEventSearchHit:

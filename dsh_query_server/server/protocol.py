@@ -52,6 +52,7 @@ class Host(Protocol):
 
     def report_server_error(self, error: Exception, source: Any) -> None: ...
 
+
 log = logging.getLogger("dsh_query_server")
 
 DRAIN_SECONDS = 5.0  # how long shutdown and exit wait for requests in flight to be answered
@@ -99,7 +100,9 @@ class QueryProtocol(LanguageServerProtocol):
                 return
         self._post(loop, self.handle_message, message)
 
-    def _post(self, loop: asyncio.AbstractEventLoop, handler: Callable[[Any], None], arg: Any) -> None:
+    def _post(
+        self, loop: asyncio.AbstractEventLoop, handler: Callable[[Any], None], arg: Any
+    ) -> None:
         self._posted += 1
         loop.call_soon_threadsafe(self._run_posted, handler, arg)
 
@@ -157,8 +160,14 @@ class QueryProtocol(LanguageServerProtocol):
 
     def _structure(self, data: Any) -> Any:
         if isinstance(data, list):
-            ids = [m["id"] for m in data if isinstance(m, dict) and valid_id(m.get("id"))
-                   and m.get("id") is not None and "method" in m]
+            ids = [
+                m["id"]
+                for m in data
+                if isinstance(m, dict)
+                and valid_id(m.get("id"))
+                and m.get("id") is not None
+                and "method" in m
+            ]
             for msg_id in ids or [None]:
                 self._reject(msg_id, JSONRPC_INVALID_REQUEST, "batch requests are not supported")
             return None
@@ -211,7 +220,9 @@ class QueryProtocol(LanguageServerProtocol):
         with self._count_lock:
             self._inflight += 1
         loop = asyncio.get_running_loop()
-        self._server.dispatcher.submit(msg_id, call, runtime, params, lambda frame: self._answered(loop, frame))
+        self._server.dispatcher.submit(
+            msg_id, call, runtime, params, lambda frame: self._answered(loop, frame)
+        )
 
     def _inline(self, msg_id: Any, method: str, call: Call, params: Any) -> bool:
         """Answer now, on this thread, a request that needs no worker: an INLINE method while
@@ -266,7 +277,9 @@ class QueryProtocol(LanguageServerProtocol):
                     asyncio.ensure_future(result)
 
     def _reject(self, msg_id: Any, code: int, message: str) -> None:
-        self._send_response(msg_id, error=JsonRpcException(message=message, code=code).to_response_error())
+        self._send_response(
+            msg_id, error=JsonRpcException(message=message, code=code).to_response_error()
+        )
 
     def send_parse_error(self) -> None:
         """JSON-RPC 2.0: a body that is not JSON is answered -32700 with a null id."""
@@ -318,7 +331,11 @@ class QueryProtocol(LanguageServerProtocol):
                 return
             payload = {"jsonrpc": "2.0", "id": msg_id, "error": INTERNAL}
         self._write(encode_frame(payload, msg_id, answer=msg_id is not None))
-        if self._shutdown_answered is not None and msg_id == self._shutdown_id and type(data) is JsonRPCResponseMessage:
+        if (
+            self._shutdown_answered is not None
+            and msg_id == self._shutdown_id
+            and type(data) is JsonRPCResponseMessage
+        ):
             self._shutdown_answered.set()
 
     async def shutdown_answered(self) -> None:
@@ -339,9 +356,16 @@ class QueryProtocol(LanguageServerProtocol):
             if isinstance(data, dict) and "error" in data:
                 data["id"] = data.get("id")  # an unknown id is sent as null, never omitted
                 error = data["error"]
-                if isinstance(error, dict) and isinstance(error.get("data"), dict) and "traceback" in error["data"]:
+                if (
+                    isinstance(error, dict)
+                    and isinstance(error.get("data"), dict)
+                    and "traceback" in error["data"]
+                ):
                     # pygls' own internal errors carry a traceback; none may reach the wire.
                     log.error("internal error answered: %s", error.get("message"))
-                    data["error"] = {"code": INTERNAL_ERROR, "message": "internal server error",
-                                     "data": {"code": errors.INTERNAL}}
+                    data["error"] = {
+                        "code": INTERNAL_ERROR,
+                        "message": "internal server error",
+                        "data": {"code": errors.INTERNAL},
+                    }
         return data

@@ -227,9 +227,7 @@ def read_items(
 ) -> Iterator[Item]:
     """Every item of the first ``limit`` stored bytes. With ``max_line_end`` (the header scan)
     reading stops before a line that would end past that plaintext offset."""
-    for found in read_lines(
-        stream, limit, token, compressed=compressed, max_line_end=max_line_end
-    ):
+    for found in read_lines(stream, limit, token, compressed=compressed, max_line_end=max_line_end):
         yield from found.items
 
 
