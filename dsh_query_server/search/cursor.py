@@ -121,7 +121,7 @@ def decode_cursor(
     STALE_CURSOR when its generation is not the current one."""
     value = _payload(text)
     version = value.get("version")
-    offset = value.get("offset")
+    offset = value.get("offset", -1)  # missing: invalid, as a negative offset is
     if not (
         is_integer(version)
         and version == VERSION

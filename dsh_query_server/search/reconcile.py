@@ -19,7 +19,7 @@ from typing import Any
 from msgspec import Raw
 
 from .. import errors
-from ..cancel import CancelToken
+from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_message
 from ..model.event import Header, headers_compatible
 from ..persistence.base import Snapshot
@@ -67,7 +67,7 @@ class Listing:
 
     __slots__ = ("by_id", "snapshots", "source", "_keys")
 
-    def __init__(self, by_id: dict[Any, Snapshot], source: Any) -> None:
+    def __init__(self, by_id: dict[str, Snapshot], source: Any) -> None:
         self.by_id = by_id
         self.snapshots = tuple(by_id.values())
         # A tuple result cannot change afterwards: handed back again, it is this listing.
@@ -391,7 +391,7 @@ class SearchIndex:
                 continue  # a log with a live owner is never inspected
             check(token)
             try:
-                read = read_persisted(binding, sid, token)
+                read = read_persisted(binding, sid, NULL_TOKEN if token is None else token)
                 check(token)
                 if not headers_compatible(snapshot.header, read.meta):
                     raise conflict(sid)

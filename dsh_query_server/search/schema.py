@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import overload
 
 import apsw
 
@@ -78,6 +79,10 @@ def sanitize(text: str) -> str:
     return _RESERVED.sub(REPLACEMENT, text)
 
 
+@overload
+def sql_text(value: str) -> str: ...
+@overload
+def sql_text(value: object) -> object: ...
 def sql_text(value: object) -> object:
     """A value bound to SQLite: strings lose lone surrogates (U+FFFD); other values pass."""
     if isinstance(value, str) and _SURROGATE.search(value):

@@ -83,7 +83,7 @@ class PostgresBackend:
         self._listing: _Listing | None = None
         # What full reads proved (memo.py): the shape per (pk, epoch, revision), and the streamed
         # scan state per (pk, epoch, count), which later rows, being immutable, only extend.
-        self._shapes = VerificationMemo()
+        self._shapes: VerificationMemo[logical.LogShape] = VerificationMemo()
         self._streams: OrderedDict[str, tuple[str, int, logical.StreamedLog]] = OrderedDict()
         if mount.unauthenticated_tls_hosts():
             log.warning(
@@ -222,7 +222,7 @@ class PostgresBackend:
             if session is None:
                 raise _not_found(session_id)
             known = self._shapes.get(session_id, self._memo_key(session))
-            if isinstance(known, logical.LogShape):
+            if known is not None:
                 events = self._known_window(conn, session, known, first, last)
                 if events is not None:
                     return session.header, events, known
@@ -590,12 +590,8 @@ class PostgresBackend:
 
     @staticmethod
     def _conflict(session_id: str, first: int, stored: int) -> SessionAppendConflictError:
-        return SessionAppendConflictError(
-            f'session "{session_id}" append starts at seq {first}, stored next seq is {stored}',
-            session_id,
-            first,
-            stored,
-        )
+        msg = f'session "{session_id}" append starts at seq {first}, stored next seq is {stored}'
+        return SessionAppendConflictError(msg, session_id, first, stored)
 
 
 def open_postgres(uri: str) -> PostgresBackend:

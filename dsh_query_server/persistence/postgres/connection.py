@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -110,7 +110,7 @@ class Pool:
     # -- connections and transactions -----------------------------------------------------
 
     @contextmanager
-    def connection(self) -> Iterator[Conn]:
+    def connection(self) -> Generator[Conn, None, None]:
         with self._pool.connection() as conn:
             yield conn
         self.reachable = True
@@ -149,7 +149,7 @@ class Pool:
 
 
 @contextmanager
-def cancelling(conn: Conn, token: CancelToken) -> Iterator[None]:
+def cancelling(conn: Conn, token: CancelToken) -> Generator[None, None, None]:
     """While the block runs, a fired token cancels the running statement within 100 ms."""
     if token is NULL_TOKEN:
         yield
