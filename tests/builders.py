@@ -9,6 +9,7 @@ from typing import Any
 
 from dsh_query_server.model.event import Event
 from dsh_query_server.persistence.jsonl import escape_segment, project_dir
+from dsh_query_server.session.store import LiveSnapshot, SessionStore
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 # The environment a server under test runs in: this checkout and the test backends (wire_backends).
@@ -198,3 +199,10 @@ def example_c() -> list[Event]:
         T(7, "second", op=R(6, 6), src=[6]),
         log_only("turn/end", 8, {"turn": 1, "reason": {"kind": "completed"}}),
     ]
+
+
+def live_snapshot(store: SessionStore, session_id: str) -> LiveSnapshot:
+    """The snapshot of a session the test created (``store.snapshot`` says None for others)."""
+    snapshot = store.snapshot(session_id)
+    assert snapshot is not None, f"session {session_id!r} is not live"
+    return snapshot

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dsh_query_server.cancel import CancelToken
+from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event
@@ -78,13 +78,13 @@ class TokenBackend(MemoryBackend):
 
     def __init__(self, uri: str = "memory:tokens") -> None:
         super().__init__(uri)
-        self.tokens: list[CancelToken | None] = []
+        self.tokens: list[CancelToken] = []
 
-    def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
         self.tokens.append(token)
         return super().list_snapshots(token)
 
-    def inspect(self, session_id: str, token: CancelToken | None = None) -> Any:
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Any:
         self.tokens.append(token)
         return super().inspect(session_id, token)
 
@@ -92,7 +92,7 @@ class TokenBackend(MemoryBackend):
 class ChurningBackend(MemoryBackend):
     """A backend whose snapshot listing changes on every call."""
 
-    def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
         for sid in self.revisions:
             self.revisions[sid] += 1
         return super().list_snapshots(token)

@@ -14,7 +14,7 @@ from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.server.checkpoint import Checkpointer
 from dsh_query_server.session.store import SessionStore
 
-from .builders import U
+from .builders import U, live_snapshot
 from .fakes import MemoryBackend
 
 
@@ -51,19 +51,21 @@ def test_flush_writes_each_event_once():
     assert cp.pending_events() == 0
 
 
-def test_failure_keeps_live_data_and_retries():
+def test_failure_keeps_live_data_and_retries(monkeypatch):
     backend = MemoryBackend()
     store, _, cp = setup(backend=backend)
     store.create({"id": "s", "createdAt": 0}, [U(0).to_value()])
     cp.flush()
     store.append("s", [turn(1)])
     original = backend.append
-    backend.append = lambda sid, events: (_ for _ in ()).throw(OSError("disk full"))
+    monkeypatch.setattr(
+        backend, "append", lambda sid, events: (_ for _ in ()).throw(OSError("disk full"))
+    )
     with pytest.raises(QueryError) as info:
         cp.flush()
     assert info.value.code == errors.STORE_PERSISTENCE_FAILED
     assert info.value.message == 'checkpoint of session "s" failed: disk full'
-    assert len(store.snapshot("s").events) == 3
+    assert len(live_snapshot(store, "s").events) == 3
     backend.append = original
     assert cp.flush() == {"s": 2}
     assert stored_seqs(backend, "s") == [0, 1, 2]
@@ -79,7 +81,7 @@ def test_resumes_from_what_the_backend_already_holds(tmp_path):
     store, _, cp = setup(backend=backend)
     store.create(
         {"id": "s", "createdAt": 0, "cwd": "/w"},
-        [e.to_value() for e in first_store.snapshot("s").events],
+        [e.to_value() for e in live_snapshot(first_store, "s").events],
     )
     store.append(
         "s", [turn(1), {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}]

@@ -10,7 +10,7 @@ from dsh_query_server.errors import QueryError
 from dsh_query_server.session.fold import FoldError, SurfaceManager, fold_surface
 from dsh_query_server.session.store import SessionStore
 
-from .builders import A, R, T, U, chunk, log_only
+from .builders import A, R, T, U, chunk, live_snapshot, log_only
 
 MARKERS = ("turn/start", "step/start", "step/end", "tool/call", "session/title")
 
@@ -79,7 +79,7 @@ def test_batch_appends_match_the_fold(log, split, data):
         n = data.draw(st.integers(1, max(1, len(events) - i)))
         store.append("s", [_input(e) for e in events[i : i + n]])
         i += n
-    snap = store.snapshot("s")
+    snap = live_snapshot(store, "s")
     assert snap.fold.classes() == fold_surface(events).classes()
 
 
@@ -105,7 +105,7 @@ def test_rejected_append_changes_nothing(log, bad, good_prefix):
     events, _ = log
     store = SessionStore()
     store.create({"id": "s", "createdAt": 0}, [e.to_value() for e in events])
-    before = store.snapshot("s")
+    before = live_snapshot(store, "s")
     generation = store.generation
     length = len(before.events)
     batch = [{"type": "turn/start", "data": {"turn": 9}}] * good_prefix
@@ -116,7 +116,7 @@ def test_rejected_append_changes_nothing(log, bad, good_prefix):
         pass
     else:  # pragma: no cover - every bad append must be refused
         raise AssertionError("a bad append was admitted")
-    after = store.snapshot("s")
+    after = live_snapshot(store, "s")
     assert [e.raw for e in after.events] == [e.raw for e in before.events]
     assert (
         after.fold.nodes == before.fold.nodes and after.fold.shadowed_by == before.fold.shadowed_by

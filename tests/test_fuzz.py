@@ -727,7 +727,9 @@ def test_huge_content_length_does_not_kill_the_server(tmp_path):
         client.send_raw(b"Content-Length: 100000000000000000\r\n\r\n" + raw_request("huge"))
         time.sleep(1.0)
         assert client.alive()
-        client.process.stdin.close()
+        stdin = client.process.stdin
+        assert stdin is not None
+        stdin.close()
         assert client.process.wait(15) == 0
     finally:
         client.kill()

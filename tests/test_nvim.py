@@ -291,13 +291,19 @@ def test_read_shows_window_json_with_target_marked(demo):
     assert demo["checks"]["read_wiped_by_q"] is True
 
 
+def first_group(pattern: str, text: str) -> str:
+    match = re.search(pattern, text)
+    assert match is not None, (pattern, text)
+    return match.group(1)
+
+
 def test_search_finds_a_phrase_and_opens_the_hit(demo):
     text = lines(demo, "search")
     assert text[0] == 'dsh-query · Search "fake clock"'
     hit = line_with(demo, "search", "fix-flaky-tests #")
     assert "fake clock" in hit and hit.lstrip().startswith("● ")
     line_with(demo, "search", "try-freezegun #")
-    seq = re.search(r"fix-flaky-tests #(\d+)", hit).group(1)
+    seq = first_group(r"fix-flaky-tests #(\d+)", hit)
     assert f"// >>> #{seq} assistant/message  (target)" in lines(demo, "search_open")
 
 
@@ -307,7 +313,7 @@ def test_search_pages_through_more_node(demo):
     assert len(hits) == 1 and first[-1].startswith("▸ … More…")
     second = lines(demo, "search_page2")
     assert second[-2].startswith("▾ … More…") and indent(second[-1]) == 4
-    assert {re.search(r"([\w-]+) #\d+", line).group(1) for line in (hits[0], second[-1])} == {
+    assert {first_group(r"([\w-]+) #\d+", line) for line in (hits[0], second[-1])} == {
         "fix-flaky-tests",
         "try-freezegun",
     }

@@ -10,7 +10,7 @@ from dsh_query_server.session import packed
 from dsh_query_server.session.packed import PackedLog
 from dsh_query_server.session.store import SessionStore
 
-from .builders import ev
+from .builders import ev, live_snapshot
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 
@@ -70,8 +70,8 @@ def test_store_snapshot_is_unchanged_by_later_appends_and_shares_the_fold():
     store = SessionStore()
     store.create({"id": "s", "createdAt": 0})
     store.append("s", [{"type": "turn/start", "data": {"turn": 1}}])
-    first = store.snapshot("s")
-    again = store.snapshot("s")
+    first = live_snapshot(store, "s")
+    again = live_snapshot(store, "s")
     assert again.fold is first.fold  # no append in between: one frozen fold is shared
     store.append(
         "s",
@@ -88,11 +88,13 @@ def test_store_snapshot_is_unchanged_by_later_appends_and_shares_the_fold():
             }
         ],
     )
-    later = store.snapshot("s")
+    later = live_snapshot(store, "s")
     assert len(first.events) == 1 and first.fold.nodes == []
     assert len(later.events) == 2 and later.fold.nodes == [1]
     assert [e.type for e in later.events] == ["turn/start", "user/message"]
-    header, pending = store.events_from("s", 1)
+    pending_from = store.events_from("s", 1)
+    assert pending_from is not None
+    header, pending = pending_from
     assert header.id == "s" and [e.seq for e in pending] == [1]
 
 
@@ -102,7 +104,7 @@ def test_store_remembers_the_last_title_event():
         {"id": "s", "createdAt": 0},
         [{"type": "session/title", "seq": 0, "time": 1, "data": {"title": "first"}}],
     )
-    assert store.snapshot("s").title_seq == 0
+    assert live_snapshot(store, "s").title_seq == 0
     store.append(
         "s",
         [
@@ -111,7 +113,7 @@ def test_store_remembers_the_last_title_event():
             {"type": "turn/end", "data": {"turn": 1}},
         ],
     )
-    snap = store.snapshot("s")
+    snap = live_snapshot(store, "s")
     assert snap.title_seq == 3 and snap.events[3].data()["title"] == "second"  # seq 1 is end-seed
     store.create({"id": "none", "createdAt": 0})
-    assert store.snapshot("none").title_seq is None
+    assert live_snapshot(store, "none").title_seq is None

@@ -372,6 +372,7 @@ def test_passwords_never_appear(pg_database: PgDatabase, caplog: pytest.LogCaptu
     seen: list[str] = []
     good = pg_database.tcp_uri("secret_role", password)
     backend = open_backend(good)
+    assert isinstance(backend, PostgresBackend)
     try:
         seen += [backend.uri, repr(backend.status())]
         backend.create(header("s"))
@@ -396,6 +397,7 @@ def test_passwords_never_appear(pg_database: PgDatabase, caplog: pytest.LogCaptu
             assert exc.code == errors.INVALID_CONFIG
             seen.append(exc.message)
             continue
+        assert isinstance(mounted, PostgresBackend)
         try:
             seen += [mounted.uri, repr(mounted.status())]
             with pytest.raises(PostgresUnavailableError) as info:

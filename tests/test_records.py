@@ -58,6 +58,11 @@ def unpacked(records: list[Event | PackedRow]) -> list[Event]:
     return out
 
 
+def first_row(records: list[Event | PackedRow]) -> PackedRow:
+    assert isinstance(records[0], PackedRow), records[0]
+    return records[0]
+
+
 def ev(kind: str, seq: int, data: Any, time: int = 0, **kw: Any) -> Event:
     return make_event(kind, seq, time, data, **kw)
 
@@ -102,12 +107,14 @@ def test_worked_example_packs_back_to_the_same_row() -> None:
 def test_tool_row_round_trip_with_and_without_name() -> None:
     named = [tool_chunk(i, 10 - i, a, name="bash") for i, a in enumerate(["{", '"a"', ":1}"])]
     [row] = pack(named)
+    assert isinstance(row, PackedRow)
     assert row.tag == "tool-call-chunks"
     assert list(row.data) == ["turn", "step", "index", "dt", "id", "name", "args"]
     assert row.data["dt"] == [-1, -1]
     assert values(unpacked([row])) == values(named)
     anonymous = [tool_chunk(i, 0, a) for i, a in enumerate("xyz")]
     [row] = pack(anonymous)
+    assert isinstance(row, PackedRow)
     assert "name" not in row.data
     assert values(unpacked([row])) == values(anonymous)
 
@@ -118,7 +125,7 @@ def test_reasoning_row_and_odd_numbers_round_trip() -> None:
         for i in range(3)
     ]
     [row] = pack(events)
-    assert row.tag == "reasoning-chunks"
+    assert isinstance(row, PackedRow) and row.tag == "reasoning-chunks"
     back = unpacked([row])
     assert values(back) == values(events)
     assert [e.raw for e in back] == [e.raw for e in events]
@@ -234,7 +241,7 @@ def test_runs_shorter_than_three_stay_verbatim() -> None:
             make_event(
                 "assistant/chunk",
                 1,
-                0.5,
+                0.5,  # pyright: ignore[reportArgumentType] - deliberately not an integer
                 {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "b"}},
             ),
             id="fractional-time",
@@ -242,7 +249,7 @@ def test_runs_shorter_than_three_stay_verbatim() -> None:
         pytest.param(
             make_event(
                 "assistant/chunk",
-                1.0,
+                1.0,  # pyright: ignore[reportArgumentType] - deliberately a float
                 0,
                 {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "b"}},
             ),
@@ -316,7 +323,7 @@ def test_sqlite_bounds_split_greedily() -> None:
     events = [text_chunk(i, i, "x" * 10) for i in range(10)]
     records = pack(events, max_members=4)
     assert [r.members if isinstance(r, PackedRow) else 1 for r in records] == [4, 4, 1, 1]
-    size_of_3 = len(pack(events[:3])[0].data_json())
+    size_of_3 = len(first_row(pack(events[:3])).data_json())
     records = pack(events, max_members=1024, max_data_bytes=size_of_3)
     assert [r.members if isinstance(r, PackedRow) else 1 for r in records] == [3, 3, 3, 1]
     records = pack(events, max_data_bytes=size_of_3 - 1)
@@ -326,7 +333,7 @@ def test_sqlite_bounds_split_greedily() -> None:
 
 def test_sqlite_bounds_skip_one_oversized_member() -> None:
     events = [text_chunk(0, 0, "x" * 100)] + [text_chunk(i, 0, "y") for i in range(1, 5)]
-    limit = len(pack(events[1:])[0].data_json())
+    limit = len(first_row(pack(events[1:])).data_json())
     records = pack(events, max_data_bytes=limit)
     assert [r.members if isinstance(r, PackedRow) else 1 for r in records] == [1, 4]
 

@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ def start(options=None, **kw) -> WireClient:
     )
 
 
-def outcome(client: WireClient, method: str, params=None, timeout: float = 30):
+def outcome(client: WireClient, method: str, params=None, timeout: float = 30) -> tuple[Any, ...]:
     """("ok", result) or ("error", json-rpc code, data.code, message); checks message hygiene."""
     response = client.call(method, {} if params is None else params, timeout=timeout)
     if "error" not in response:

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from dsh_query_server import errors
-from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
+from dsh_query_server.cancel import NULL_TOKEN, CancelToken, SessionQueryCancelled
 from dsh_query_server.errors import QueryError
 from dsh_query_server.persistence.base import (
     SessionPersistenceCorruptionError,
@@ -1285,7 +1285,7 @@ def test_no_change_path_reads_no_logs():
     assert len(sessions(service, "needle", limit=100)["items"]) == 100
     calls = []
     original = store.snapshot
-    store.snapshot = lambda sid: calls.append(sid) or original(sid)
+    store.snapshot = lambda session_id: calls.append(session_id) or original(session_id)
     store.snapshots = lambda: pytest.fail("no full copy of the store")
     assert len(sessions(service, "needle", limit=100)["items"]) == 100
     assert calls == []
@@ -1314,7 +1314,7 @@ def test_retry_once_then_succeed():
     original = backend.list_snapshots
     listings = []
 
-    def list_snapshots(token=None):
+    def list_snapshots(token: CancelToken = NULL_TOKEN):
         listings.append(1)
         if len(listings) == 2:
             store.create(hdr("late"), seed=values([U(0, "needle")]))  # the live set changes once
@@ -1325,20 +1325,20 @@ def test_retry_once_then_succeed():
     assert len(listings) == 4
 
 
-def test_attach_during_inspect_retries_and_live_wins():
+def test_attach_during_inspect_retries_and_live_wins(monkeypatch):
     store, binding, service = make()
     backend = MemoryBackend()
     persisted(backend, "s", "stored needle")
     binding.mount(backend)
     original = backend.inspect
 
-    def inspect(sid, token=None):
+    def inspect(sid: str, token: CancelToken = NULL_TOKEN):
         result = original(sid, token)
         if not store.is_live(sid):
             store.create(hdr("s"), seed=values([U(0, "live needle")]))
         return result
 
-    backend.inspect = inspect
+    monkeypatch.setattr(backend, "inspect", inspect)
     assert [h["snippet"] for h in events(service, "s", "needle")["items"]] == ["live needle"]
     assert ops(backend) == [
         "list_snapshots",
@@ -1349,7 +1349,7 @@ def test_attach_during_inspect_retries_and_live_wins():
     ]
 
 
-def test_binding_replaced_during_observation_discards_error():
+def test_binding_replaced_during_observation_discards_error(monkeypatch):
     store, binding, service = make()
     broken = MemoryBackend("memory:broken")
     persisted(broken, "p", "needle")
@@ -1359,11 +1359,11 @@ def test_binding_replaced_during_observation_discards_error():
     binding.mount(broken)
     original = broken.inspect
 
-    def inspect(sid, token=None):
+    def inspect(sid: str, token: CancelToken = NULL_TOKEN):
         binding.mount(healthy)
         return original(sid, token)
 
-    broken.inspect = inspect
+    monkeypatch.setattr(broken, "inspect", inspect)
     assert ids(sessions(service, "needle")) == ["p"]
     assert ops(healthy) == ["list_snapshots", "inspect", "list_snapshots"]
 
@@ -1456,7 +1456,8 @@ def test_invalid_surface_and_conflicts_fail_every_search():
 def test_failed_transaction_is_index_failed_and_commits_nothing():
     store, binding, service = make()
     backend = MemoryBackend()
-    backend.put(hdr("bad", "yesterday"), [U(0, "needle")])  # createdAt cannot be stored
+    # createdAt cannot be stored: deliberately not an integer
+    backend.put(hdr("bad", "yesterday"), [U(0, "needle")])  # pyright: ignore[reportArgumentType]
     persisted(backend, "good", "needle")
     binding.mount(backend)
     exc = error(service.search_sessions, {"query": "needle"})
@@ -1549,7 +1550,7 @@ def test_searches_never_overlap():
     assert ops(backend) == ["list_snapshots"] * 6
 
 
-def test_cancel_during_backend_call_awaits_it_and_commits_nothing():
+def test_cancel_during_backend_call_awaits_it_and_commits_nothing(monkeypatch):
     store, binding, service = make()
     backend = MemoryBackend()
     persisted(backend, "p", "needle")
@@ -1559,13 +1560,13 @@ def test_cancel_during_backend_call_awaits_it_and_commits_nothing():
     original = backend.inspect
     settled = []
 
-    def inspect(sid, tok=None):
+    def inspect(sid: str, tok: CancelToken = NULL_TOKEN):
         token.cancel()
         release.wait(5)  # ignores the token
         settled.append(sid)
         return original(sid, tok)
 
-    backend.inspect = inspect
+    monkeypatch.setattr(backend, "inspect", inspect)
     result = {}
     thread = threading.Thread(
         target=lambda: result.setdefault(
@@ -1586,16 +1587,16 @@ def test_cancel_during_backend_call_awaits_it_and_commits_nothing():
     assert ops(backend).count("inspect") == 1  # nothing was committed
 
 
-def test_backend_error_after_cancellation_is_aborted_with_cause():
+def test_backend_error_after_cancellation_is_aborted_with_cause(monkeypatch):
     _, binding, service = make()
     backend = MemoryBackend()
     token = CancelToken()
 
-    def list_snapshots(tok=None):
+    def list_snapshots(tok: CancelToken = NULL_TOKEN):
         tok.cancel()
         tok.raise_if_cancelled()
 
-    backend.list_snapshots = list_snapshots
+    monkeypatch.setattr(backend, "list_snapshots", list_snapshots)
     binding.mount(backend)
     exc = error(service.search_sessions, {"query": "x"}, token)
     assert (exc.code, exc.message, exc.cause) == (
@@ -1605,7 +1606,7 @@ def test_backend_error_after_cancellation_is_aborted_with_cause():
     )
 
 
-def test_cancel_at_the_last_listing_commits_nothing():
+def test_cancel_at_the_last_listing_commits_nothing(monkeypatch):
     store, binding, service = make()
     live(store, "l", "needle")
     backend = MemoryBackend()
@@ -1613,13 +1614,13 @@ def test_cancel_at_the_last_listing_commits_nothing():
     token = CancelToken()
     original = backend.list_snapshots
 
-    def list_snapshots(tok=None):
+    def list_snapshots(tok: CancelToken = NULL_TOKEN):
         result = original(tok)
         if ops(backend).count("list_snapshots") == 2:
             token.cancel()
         return result
 
-    backend.list_snapshots = list_snapshots
+    monkeypatch.setattr(backend, "list_snapshots", list_snapshots)
     assert code(service.search_sessions, {"query": "needle"}, token)[0] == errors.ABORTED
     cursor_free = sessions(service, "needle", limit=1)
     assert ids(cursor_free) == ["l"]
@@ -1635,14 +1636,18 @@ def test_coded_cancellation_from_backend_class():
     )  # token not fired
 
 
-def test_snapshot_objects_and_dicts_are_both_accepted():
+def test_snapshot_objects_and_dicts_are_both_accepted(monkeypatch):
     _, binding, service = make()
     backend = MemoryBackend()
     persisted(backend, "p", "needle")
     original = backend.list_snapshots
-    backend.list_snapshots = lambda token=None: [
-        {"header": s.header.to_value(), "revision": s.revision} for s in original(token)
-    ]
+    monkeypatch.setattr(
+        backend,
+        "list_snapshots",
+        lambda token=NULL_TOKEN: [
+            {"header": s.header.to_value(), "revision": s.revision} for s in original(token)
+        ],
+    )
     binding.mount(backend)
     assert ids(sessions(service, "needle")) == ["p"]
     assert isinstance(original()[0], Snapshot)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dsh_query_server.query.text import documents
 
-from .builders import A, U, hdr
+from .builders import A, U, hdr, live_snapshot
 from .fakes import MemoryBackend
 from .search_helpers import j, make, page_all, values
 
@@ -106,7 +106,7 @@ def test_search_equals_brute_force_phrase_scan(corpus):
     if corpus["bound"]:
         visible.update(backend.sessions)
     for sid in corpus["live"]:
-        visible[sid] = (None, store.snapshot(sid).events)
+        visible[sid] = (None, live_snapshot(store, sid).events)
     docs = {
         sid: [(int(e.seq), model_tokens(text)) for e, text in documents(evs)]
         for sid, (_, evs) in visible.items()
@@ -298,10 +298,11 @@ def test_skipping_the_observation_equals_observing(ops_, rng):
                     )
                 )
             assert pages[0] == pages[1], (op, request)
-            cursors[key] = tuple(
+            fast_cursor, full_cursor = (
                 None if isinstance(p, tuple) else p.get("nextCursor")
                 for p in (search(fast, request), search(full, request))
             )
+            cursors[key] = (fast_cursor, full_cursor)
     fast.close()
     full.close()
 
@@ -377,7 +378,10 @@ def test_ranking_equals_the_model(corpus):
 
     visible = {sid: (cwd, log, False) for sid, (log, cwd) in corpus["persisted"].items()}
     visible.update(
-        {sid: (cwd, store.snapshot(sid).events, True) for sid, (_, cwd) in corpus["live"].items()}
+        {
+            sid: (cwd, live_snapshot(store, sid).events, True)
+            for sid, (_, cwd) in corpus["live"].items()
+        }
     )
     phrase = model_tokens(corpus["query"])
     keyed = {}  # sid -> [(sort key, seq)], the §6.9 event order

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
 from dsh_query_server import errors
-from dsh_query_server.cancel import CancelToken
+from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.model.event import Header
 from dsh_query_server.persistence.base import Snapshot
 from dsh_query_server.persistence.sqlite import SqliteBackend
@@ -143,7 +144,7 @@ def test_a_list_changed_in_place_is_never_trusted():
     persisted(backend, "p", "needle")
     listing = []
 
-    def list_snapshots(token=None):
+    def list_snapshots(token: CancelToken = NULL_TOKEN):
         listing[:] = [
             Snapshot(h, f"rev-{backend.revisions[sid]}") for sid, (h, _) in backend.sessions.items()
         ]
@@ -201,7 +202,9 @@ class AppendingMidway(SqliteBackend):
         self.windows += 1
         if self.windows == self.after_windows:
             writer = SqliteBackend(self.path)
-            writer.append("s", [U(writer.stored_count("s"), "late needle")])
+            stored = writer.stored_count("s")
+            assert stored is not None
+            writer.append("s", [U(stored, "late needle")])
             writer.close()
         return super().inspect_window(session_id, first, last, token)
 
@@ -272,7 +275,7 @@ def test_a_retry_rolls_back_what_the_first_attempt_wrote():
     original = backend.list_snapshots
     calls = []
 
-    def list_snapshots(token=None):
+    def list_snapshots(token: CancelToken = NULL_TOKEN):
         calls.append(1)
         if len(calls) == 2:
             live(store, "late", "needle")  # the live set moves: retry
@@ -284,20 +287,21 @@ def test_a_retry_rolls_back_what_the_first_attempt_wrote():
     assert ops(backend).count("inspect") == 3  # warm up, then once per attempt
 
 
-def test_a_failed_write_waits_for_the_observation():
+def test_a_failed_write_waits_for_the_observation(monkeypatch):
     store, binding, service = make()
     backend = MemoryBackend()
-    backend.put(hdr("bad", "yesterday"), [U(0, "needle")])  # createdAt cannot be stored
+    # createdAt cannot be stored: deliberately not an integer
+    backend.put(hdr("bad", "yesterday"), [U(0, "needle")])  # pyright: ignore[reportArgumentType]
     persisted(backend, "broken", "needle")
     binding.mount(backend)
     original = backend.inspect
 
-    def inspect(sid, token=None):
+    def inspect(sid: str, token: CancelToken = NULL_TOKEN):
         if sid == "broken":
             raise OSError("gone")
         return original(sid, token)
 
-    backend.inspect = inspect
+    monkeypatch.setattr(backend, "inspect", inspect)
     # The write of "bad" failed first, but the observation error takes precedence.
     assert code(service.search_sessions, {"query": "needle"}) == (
         errors.PERSISTENCE_FAILED,
@@ -311,12 +315,12 @@ def test_a_failed_write_waits_for_the_observation():
     # Cancelled after the observation: aborted, whatever the plan held.
     token = CancelToken()
 
-    def cancelling(sid, tok=None):
+    def cancelling(sid: str, tok: CancelToken = NULL_TOKEN):
         if sid == "broken":
             token.cancel()
         return original(sid, tok)
 
-    backend.inspect = cancelling
+    monkeypatch.setattr(backend, "inspect", cancelling)
     assert code(service.search_sessions, {"query": "needle"}, token)[0] == errors.ABORTED
     del backend.sessions["bad"]
     backend.inspect = original
@@ -367,7 +371,7 @@ class MovingBetweenListings(MemoryBackend):
 
     def __init__(self) -> None:
         super().__init__("memory:moving")
-        self.move = None
+        self.move: Callable[[], object] | None = None
         self.listings = 0
 
     def list_snapshots(self, token=None):

@@ -15,7 +15,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from dsh_query_server.server.transport import frame, read_frame
+from dsh_query_server.server.transport import ByteReader, frame, read_frame
 
 from .builders import TEST_ENV, A, R, U, chunk, hdr, log_only, user_data, write_transcript
 from .lsp_client import config, init_params
@@ -30,6 +30,12 @@ async def fails(client, method, params):
         await call(client, method, params)
     exc = info.value
     return exc.code, (exc.data or {}).get("code"), exc.message
+
+
+def next_frame(stream: ByteReader) -> bytes:
+    body = read_frame(stream)
+    assert body is not None, "the server closed its output"
+    return body
 
 
 @pytest_lsp.fixture(config=config("--persistence", "none", env=TEST_ENV))
@@ -47,10 +53,13 @@ def test_request_before_initialize_is_refused():
         stdout=subprocess.PIPE,
     )
 
+    assert server.stdin is not None and server.stdout is not None
+    stdin, stdout = server.stdin, server.stdout
+
     def exchange(message):
-        server.stdin.write(frame(json.dumps(message).encode()))
-        server.stdin.flush()
-        return json.loads(read_frame(server.stdout))
+        stdin.write(frame(json.dumps(message).encode()))
+        stdin.flush()
+        return json.loads(next_frame(stdout))
 
     try:
         early = exchange(
@@ -93,7 +102,9 @@ async def bad_config_client(lsp_client: LanguageClient):
 async def test_bad_initialization_option_fails_initialize(bad_config_client):
     with pytest.raises(JsonRpcException) as info:
         await bad_config_client.initialize_session(init_params({"readWindowMax": -1}))
-    assert info.value.code == -32602 and info.value.data["code"] == "SESSION_QUERY_INVALID_CONFIG"
+    data = info.value.data
+    assert info.value.code == -32602 and data is not None
+    assert data["code"] == "SESSION_QUERY_INVALID_CONFIG"
 
 
 async def test_producer_and_every_query_method(client):
@@ -547,7 +558,10 @@ async def test_search_over_live_persisted_and_lagging(client, tmp_path):
 @pytest_lsp.fixture(config=config("--persistence", "none"))
 async def no_search_client(lsp_client: LanguageClient):
     result = await lsp_client.initialize_session(init_params({"search": {"openAt": "never"}}))
-    lsp_client.search_capability = result.capabilities.experimental["sessionQuery"]["search"]
+    experimental = result.capabilities.experimental
+    assert isinstance(experimental, dict)
+    # Kept on the client for the test: pytest-lsp fixtures hand the test the client only.
+    lsp_client.search_capability = experimental["sessionQuery"]["search"]  # pyright: ignore[reportAttributeAccessIssue]
     yield
     await asyncio.wait_for(lsp_client.shutdown_session(), 10)
 
@@ -593,7 +607,7 @@ def test_serves_over_loopback_tcp(unused_tcp_port):
             stream.write(frame(json.dumps(message).encode()))
             stream.flush()
             while True:  # skip didChange notifications
-                reply = json.loads(read_frame(stream))
+                reply = json.loads(next_frame(stream))
                 if reply.get("id") == message["id"]:
                     return reply
 

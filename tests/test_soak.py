@@ -82,7 +82,7 @@ def batch(turn: int, rng: random.Random) -> list[dict]:
 
 
 def turn_of(event: dict) -> int:
-    data = event.get("data")
+    data = event["data"]
     if event["type"] == "user/message":
         return int(data["content"][0]["text"].split()[2])
     return data["turn"]

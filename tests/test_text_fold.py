@@ -5,7 +5,7 @@ property on whole texts."""
 
 from __future__ import annotations
 
-import _sre
+import _sre  # pyright: ignore[reportMissingImports] - CPython's own module, no stub
 import re
 import sys
 import time

@@ -12,7 +12,10 @@ import time
 
 import pytest
 from lsprotocol import types
+from msgspec import UnsetType
 from pygls.exceptions import JsonRpcException
+
+from dsh_query_server.server.tree.nodes import TreeResource
 
 from .builders import A, R, U, chunk, hdr, log_only, user_data, write_transcript
 from .tree_helpers import call, children, client_fixture, parent_of, walk
@@ -614,6 +617,11 @@ async def test_lineage_paging_long_chain_and_many_children(client):
     assert await parent_of(client, "sessions", group) == raw_id(["sessions", "s", "c418"])
 
 
+def session_of(resource: TreeResource | UnsetType) -> str:
+    assert isinstance(resource, TreeResource), resource
+    return resource.sessionId
+
+
 def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     """Past the time budget, persisted sessions keep their id as label instead of stalling."""
     from dsh_query_server.cancel import CancelToken
@@ -688,7 +696,7 @@ def test_persisted_labels_pass_the_checks_titles_pass():
     backend.corrupt.add("broken")
     runtime.binding.mount(backend)
     nodes = tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]
-    labels = {n.resource.sessionId: n.label for n in nodes}
+    labels = {session_of(n.resource): n.label for n in nodes}
     assert labels == {"good": "title of good", "clash": "clash", "broken": "broken"}
     titles = runtime.service.read_titles(["good", "clash", "broken"], CancelToken())
     assert [t.status for t in titles] == ["fulfilled", "rejected", "rejected"]

@@ -216,9 +216,9 @@ def test_replay_checks_events_before_the_header_and_adds_nothing():
         replay_error({**HEADER, "version": 1}, events, "s")
         == "session header version must be 0, got 1"
     )
-    assert replay_error({**HEADER, "version": 1}, [ev("turn/start", 5, {})], "s").startswith(
-        "seed event at index 0 has seq 5"
-    )
+    assert (
+        replay_error({**HEADER, "version": 1}, [ev("turn/start", 5, {})], "s") or ""
+    ).startswith("seed event at index 0 has seq 5")
     assert replay_error(HEADER, events, "s") is None
     assert len(events) == 2
     adapter_ok = ev(

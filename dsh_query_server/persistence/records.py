@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, overload
 
 import msgspec
 from msgspec import UNSET
@@ -409,6 +409,18 @@ def outline_members(
     return list(map(ChunkOutline, range(seq0, seq0 + members), times))
 
 
+@overload
+def unpack_row(
+    row: dict[str, Any], *, sqlite: bool = ..., outline: Literal[False] = ...
+) -> list[Event]: ...
+@overload
+def unpack_row(
+    row: dict[str, Any], *, sqlite: bool = ..., outline: Literal[True]
+) -> list[ChunkOutline]: ...
+@overload
+def unpack_row(
+    row: dict[str, Any], *, sqlite: bool = ..., outline: bool
+) -> list[Event] | list[ChunkOutline]: ...
 def unpack_row(
     row: dict[str, Any], *, sqlite: bool = False, outline: bool = False
 ) -> list[Event] | list[ChunkOutline]:

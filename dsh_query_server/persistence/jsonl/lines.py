@@ -4,7 +4,6 @@ that accepts events up to the first defect and then looks for a commit that prov
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
 
 from msgspec import UNSET
 
@@ -48,7 +47,7 @@ def record_events(line: bytes) -> list[Event] | None:
         return None
     if isinstance(event.type, str) and event.type in PACKED_TAGS:
         try:
-            return cast(list[Event], unpack_row(jsoncodec.loads(line)))  # not an outline read
+            return unpack_row(jsoncodec.loads(line))
         except MalformedRow:
             raise Unparsable from None
     return [event]

@@ -83,7 +83,7 @@ def _reconstructs(event: Event) -> bool:
     member = records.unpack_row(
         {"type": row.tag, "seq0": row.seq0, "time0": row.time0, "data": data}
     )
-    return isinstance(member[0], Event) and member[0].raw == event.raw
+    return member[0].raw == event.raw
 
 
 def _scalar(event: Event) -> Record:
@@ -259,7 +259,7 @@ def decode_record(row: Record) -> list[Event]:
         raise _invalid(seq, str(exc)) from None
     if value["seq0"] != seq or len(events) != last_seq - seq + 1:
         raise _invalid(seq, "seq0 and the member count do not match seq and last_seq")
-    return [e for e in events if isinstance(e, Event)]
+    return events
 
 
 def decode_rows(rows: Iterable[Record], count: int, start: int = 0) -> Iterator[Event]:
