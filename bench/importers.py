@@ -308,7 +308,7 @@ def measure(name: str, uri: str, home: str, make: Callable[[], ImportBackend], r
     cold_c = cpu(lambda: make().list(), runs)
     warm_c = cpu(backend.list, runs)
     print(f"  CPU p50: listing cold {cold_c:.1f} ms, warm {warm_c:.1f} ms, walk {walk_c:.1f} ms")
-    sizes = {h.id: os.path.getsize(str(h.to_value()["source"]["path"])) for h in listed}  # type: ignore[index]
+    sizes = {h.id: os.path.getsize(str(h.to_value()["source"]["path"])) for h in listed}
     largest = max(sizes, key=lambda s: sizes[s])
     t, c = time.perf_counter(), time.process_time()
     total = 0

@@ -91,7 +91,7 @@ def timed(call: Callable[[], object], repeat: int) -> str:
 
 
 def full_survey(backend: JsonlBackend) -> JsonlBackend:
-    backend._survey = lambda token: survey_root(backend.root, token)  # type: ignore[method-assign]
+    backend._survey = lambda token: survey_root(backend.root, token)
     return backend
 
 

@@ -229,7 +229,7 @@ def test_a_sql_ascii_database_is_refused(pg_server: Any) -> None:
         conn.execute(
             f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'SQL_ASCII'"
             " LC_COLLATE 'C' LC_CTYPE 'C'"
-        )  # type: ignore[arg-type]
+        )
     backend = open_postgres(PgDatabase(pg_server, name).socket_uri())
     try:
         with pytest.raises(PostgresUnavailableError) as info:
@@ -240,7 +240,7 @@ def test_a_sql_ascii_database_is_refused(pg_server: Any) -> None:
     finally:
         backend.close()
         with pg_server.admin() as conn:
-            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")  # type: ignore[arg-type]
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -627,7 +627,7 @@ def test_window_header_is_checked_against_the_listing() -> None:
     listed = Header.build(
         version=0, id=SID, createdAt=1_700_000_000_000, cwd="/elsewhere", delegationDepth=0
     )
-    backend.list = lambda token=None: [listed]  # type: ignore[method-assign]
+    backend.list = lambda token=None: [listed]
     with pytest.raises(QueryError) as info:
         service_over(backend).read_event(SID, 0)
     assert info.value.code == errors.SOURCE_CONFLICT

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from functools import cache
 from itertools import compress
 from operator import ne
-from re._casefix import _EXTRA_CASES  # pyright: ignore[reportMissingImports]
+from re._casefix import _EXTRA_CASES
 from typing import Any
 
 from ..model.event import Event

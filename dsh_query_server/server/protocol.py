@@ -60,7 +60,7 @@ _decode = msgspec.json.decode
 
 
 class QueryProtocol(LanguageServerProtocol):
-    _server: Host  # type: ignore[assignment]  # pygls types it as its LanguageServer
+    _server: Host  # pygls types it as its LanguageServer
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -304,7 +304,7 @@ class QueryProtocol(LanguageServerProtocol):
             super()._handle_cancel_notification(msg_id)
 
     @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
+    def lsp_initialize(self, params: types.InitializeParams):
         result = yield from super().lsp_initialize(params)
         runtime = self._server.runtime
         search = runtime is not None and runtime.config.search.open_at != "never"

@@ -202,7 +202,7 @@ def _pristine(conn: Conn, oid: int) -> bool:
         " OR EXISTS (SELECT 1 FROM pg_catalog.pg_proc WHERE pronamespace = %(o)s)"
         " OR EXISTS (SELECT 1 FROM pg_catalog.pg_type WHERE typnamespace = %(o)s)",
         {"o": oid},
-    )  # type: ignore[arg-type]
+    )
     return row is not None and not row[0]
 
 
