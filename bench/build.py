@@ -56,8 +56,10 @@ class Progress:
         elapsed = now - self.started
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = (self.total - done) / rate if rate > 0 and self.total > done else 0.0
-        line = (f"{self.label}: {done:,}/{self.total:,} {self.unit} ({100 * done / max(1, self.total):.0f}%),"
-                f" {rate:,.0f} {self.unit}/s, elapsed {elapsed:,.0f}s, eta {eta:,.0f}s {extra}")
+        line = (
+            f"{self.label}: {done:,}/{self.total:,} {self.unit} ({100 * done / max(1, self.total):.0f}%),"
+            f" {rate:,.0f} {self.unit}/s, elapsed {elapsed:,.0f}s, eta {eta:,.0f}s {extra}"
+        )
         if self.tty:
             sys.stderr.write("\r\x1b[K" + line)
         else:
@@ -75,7 +77,7 @@ def batches(rng: random.Random, events: list[Event]) -> list[list[Event]]:
     out, i = [], 0
     while i < len(events):
         n = rng.randint(50, 500)
-        out.append(events[i:i + n])
+        out.append(events[i : i + n])
         i += n
     return out
 
@@ -124,8 +126,10 @@ def build(spec: CorpusSpec, directory: str) -> dict[str, Any]:
         project = project_dir(None if header.cwd is msgspec.UNSET else header.cwd)
         target_project = os.path.join(jsonl_root, project)
         os.makedirs(target_project, mode=0o700, exist_ok=True)
-        os.rename(os.path.join(stage, project, escape_segment(header.id)),
-                  os.path.join(target_project, escape_segment(header.id)))
+        os.rename(
+            os.path.join(stage, project, escape_segment(header.id)),
+            os.path.join(target_project, escape_segment(header.id)),
+        )
         shutil.rmtree(stage)
 
     def write_sqlite(header: Header, events: list[Event], chunks: list[list[Event]]) -> None:
@@ -159,7 +163,10 @@ def build(spec: CorpusSpec, directory: str) -> dict[str, Any]:
             sessions.append(record)
             generated += len(events)
             written = min(w.written for w in writers)
-            progress.update(generated, f"| {index + 1:,} sessions generated, {written:,} events written to both stores")
+            progress.update(
+                generated,
+                f"| {index + 1:,} sessions generated, {written:,} events written to both stores",
+            )
     for writer in writers:
         writer.queue.put(_DONE)
     while any(w.is_alive() for w in writers):
@@ -181,7 +188,9 @@ def build(spec: CorpusSpec, directory: str) -> dict[str, Any]:
         "persistedEvents": sum(s["persistedLength"] for s in sessions),
         "liveSessions": sum(1 for s in sessions if s["live"]),
         "liveEvents": sum(s["length"] for s in sessions if s["live"]),
-        "laggingSessions": sum(1 for s in sessions if s["live"] and s["persistedLength"] < s["length"]),
+        "laggingSessions": sum(
+            1 for s in sessions if s["live"] and s["persistedLength"] < s["length"]
+        ),
         "phrases": {k: v[0] for k, v in PHRASES.items()},
         "probes": {"short": PROBE_SHORT, "long": PROBE_LONG},
         "buildSeconds": time.monotonic() - progress.started,
@@ -199,9 +208,14 @@ def ensure(spec: CorpusSpec, cache_dir: str, rebuild: bool = False) -> tuple[str
     if not rebuild and os.path.exists(os.path.join(directory, "done.json")):
         with open(os.path.join(directory, "plan.json")) as f:
             summary = json.load(f)
-        print(f"corpus: cached at {directory} ({summary['totalSessions']:,} sessions, "
-              f"{summary['totalEvents']:,} events)", file=sys.stderr)
+        print(
+            f"corpus: cached at {directory} ({summary['totalSessions']:,} sessions, "
+            f"{summary['totalEvents']:,} events)",
+            file=sys.stderr,
+        )
         return directory, summary
-    print(f"corpus: building {spec.sessions:,} sessions / {spec.events:,} events into {directory}",
-          file=sys.stderr)
+    print(
+        f"corpus: building {spec.sessions:,} sessions / {spec.events:,} events into {directory}",
+        file=sys.stderr,
+    )
     return directory, build(spec, directory)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import copy
 import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 BASE_TIME = 1_760_000_000_000
 
@@ -68,17 +69,38 @@ _FORBIDDEN = {w for _, (p, _) in PHRASES.items() for w in p.split()} | set(NO_MA
 VOCAB = [w for w in dict.fromkeys(_FILLER) if w not in _FORBIDDEN]
 
 PROJECTS = [
-    "/home/ana/projects/payments-api", "/home/ana/projects/web-console", "/home/ana/src/dsh",
-    "/home/bo/work/infra", "/home/bo/work/ml-pipeline", "/srv/repos/monorepo", "/home/chen/code/editor",
-    "/home/chen/code/compiler", "/home/dev/scratch", "/work/search-service", "/work/query-server",
-    "/home/eve/notes", "/opt/build/agent", "/home/fay/apps/mobile", "/home/fay/apps/backend",
+    "/home/ana/projects/payments-api",
+    "/home/ana/projects/web-console",
+    "/home/ana/src/dsh",
+    "/home/bo/work/infra",
+    "/home/bo/work/ml-pipeline",
+    "/srv/repos/monorepo",
+    "/home/chen/code/editor",
+    "/home/chen/code/compiler",
+    "/home/dev/scratch",
+    "/work/search-service",
+    "/work/query-server",
+    "/home/eve/notes",
+    "/opt/build/agent",
+    "/home/fay/apps/mobile",
+    "/home/fay/apps/backend",
 ] + [f"/home/user{i}/project-{i}" for i in range(30)]
 TOOLS = [
-    ("bash", lambda r: '{"cmd":"%s"}' % r.choice(["pytest -x", "make build", "git status", "ls -la", "cargo test", "npm run lint"])),
-    ("read", lambda r: '{"path":"src/%s.py"}' % r.choice(VOCAB)),
-    ("edit", lambda r: '{"path":"src/%s.ts","old":"%s","new":"%s"}' % (r.choice(VOCAB), r.choice(VOCAB), r.choice(VOCAB))),
-    ("grep", lambda r: '{"pattern":"%s","path":"."}' % r.choice(VOCAB)),
-    ("web_search", lambda r: '{"q":"%s %s"}' % (r.choice(VOCAB), r.choice(VOCAB))),
+    (
+        "bash",
+        lambda r: (
+            f'{{"cmd":"{r.choice(["pytest -x", "make build", "git status", "ls -la", "cargo test", "npm run lint"])}"}}'
+        ),
+    ),
+    ("read", lambda r: f'{{"path":"src/{r.choice(VOCAB)}.py"}}'),
+    (
+        "edit",
+        lambda r: (
+            f'{{"path":"src/{r.choice(VOCAB)}.ts","old":"{r.choice(VOCAB)}","new":"{r.choice(VOCAB)}"}}'
+        ),
+    ),
+    ("grep", lambda r: f'{{"pattern":"{r.choice(VOCAB)}","path":"."}}'),
+    ("web_search", lambda r: f'{{"q":"{r.choice(VOCAB)} {r.choice(VOCAB)}"}}'),
 ]
 PRESETS = ["explorer", "reviewer", "coder", "minimal"]
 
@@ -109,9 +131,17 @@ class SessionPlan:
     role: str = "root"
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "length": self.length, "live": self.live, "role": self.role,
-                "persistedLength": self.persisted_length if self.persisted_length is not None else self.length,
-                "plants": self.plants, "parent": self.parent}
+        return {
+            "id": self.id,
+            "length": self.length,
+            "live": self.live,
+            "role": self.role,
+            "persistedLength": self.persisted_length
+            if self.persisted_length is not None
+            else self.length,
+            "plants": self.plants,
+            "parent": self.parent,
+        }
 
 
 class Log:
@@ -137,7 +167,9 @@ class Log:
         self.events.append(event)
         return seq
 
-    def _surface(self, type: str, data: Any, op: Any = "append", sources: list[int] | None = None) -> int:
+    def _surface(
+        self, type: str, data: Any, op: Any = "append", sources: list[int] | None = None
+    ) -> int:
         envelope: dict[str, Any] = {"surfaceOp": op}
         if sources is not None:
             envelope["sourceEventSeqs"] = sources
@@ -147,9 +179,9 @@ class Log:
         else:
             start = self.nodes.index(op["start"])
             end = self.nodes.index(op["end"])
-            for gone in self.nodes[start:end + 1]:
+            for gone in self.nodes[start : end + 1]:
                 self.results.pop(gone, None)
-            self.nodes[start:end + 1] = [seq]
+            self.nodes[start : end + 1] = [seq]
         return seq
 
     def _id(self) -> str:
@@ -176,12 +208,14 @@ class Log:
                 self.nodes.append(event["seq"])
             else:
                 start, end = self.nodes.index(op["start"]), self.nodes.index(op["end"])
-                for gone in self.nodes[start:end + 1]:
+                for gone in self.nodes[start : end + 1]:
                     self.results.pop(gone, None)
-                self.nodes[start:end + 1] = [event["seq"]]
+                self.nodes[start : end + 1] = [event["seq"]]
             if event["type"] == "tool/result":
                 self.results[event["seq"]] = event["data"]
-            self.turn_no = max(self.turn_no, event["data"].get("turn", 0) if isinstance(event["data"], dict) else 0)
+            self.turn_no = max(
+                self.turn_no, event["data"].get("turn", 0) if isinstance(event["data"], dict) else 0
+            )
         self._add("session/end-seed", {})
 
     def turn(self) -> None:
@@ -190,61 +224,140 @@ class Log:
         t = self.turn_no
         self._add("turn/start", {"turn": t})
         if t == 1 or rng.random() < 0.03:
-            self._add("request/header", {"header": {"config": {"provider": "deepseek", "model": "deepseek-chat",
-                                                               "reasoningEffort": "medium"}},
-                                         "reason": "initial" if t == 1 else "change"})
-            self._add("request/context", {"provider": "deepseek", "model": "deepseek-chat", "contextWindow": 128000})
-        user = {"id": self._id(), "role": "user", "content": [{"type": "text", "text": self._text(rng.randint(5, 60))}],
-                "source": {"kind": "user"}}
+            self._add(
+                "request/header",
+                {
+                    "header": {
+                        "config": {
+                            "provider": "deepseek",
+                            "model": "deepseek-chat",
+                            "reasoningEffort": "medium",
+                        }
+                    },
+                    "reason": "initial" if t == 1 else "change",
+                },
+            )
+            self._add(
+                "request/context",
+                {"provider": "deepseek", "model": "deepseek-chat", "contextWindow": 128000},
+            )
+        user = {
+            "id": self._id(),
+            "role": "user",
+            "content": [{"type": "text", "text": self._text(rng.randint(5, 60))}],
+            "source": {"kind": "user"},
+        }
         first_user = self._surface("user/message", user)
         steps = rng.choices([1, 2, 3, 4], weights=[50, 25, 15, 10])[0]
         for step in range(1, steps + 1):
             self._add("step/start", {"turn": t, "step": step})
             if rng.random() < 0.3:
                 for _ in range(rng.randint(3, 20)):
-                    self._add("assistant/chunk", {"turn": t, "step": step, "chunk": {
-                        "type": "reasoning-delta", "index": 0, "text": words(rng, rng.randint(1, 4)) + " "}})
+                    self._add(
+                        "assistant/chunk",
+                        {
+                            "turn": t,
+                            "step": step,
+                            "chunk": {
+                                "type": "reasoning-delta",
+                                "index": 0,
+                                "text": words(rng, rng.randint(1, 4)) + " ",
+                            },
+                        },
+                    )
             text = self._text(rng.randint(15, 160))
             pieces = text.split(" ")
             per = max(1, len(pieces) // rng.randint(3, 40))
             for i in range(0, len(pieces), per):
-                self._add("assistant/chunk", {"turn": t, "step": step, "chunk": {
-                    "type": "text-delta", "index": 1, "text": " ".join(pieces[i:i + per]) + " "}})
+                self._add(
+                    "assistant/chunk",
+                    {
+                        "turn": t,
+                        "step": step,
+                        "chunk": {
+                            "type": "text-delta",
+                            "index": 1,
+                            "text": " ".join(pieces[i : i + per]) + " ",
+                        },
+                    },
+                )
             calls = []
             if step < steps or rng.random() < 0.2:
                 for _ in range(rng.choices([1, 2, 3], weights=[70, 20, 10])[0]):
                     name, args = rng.choice(TOOLS)
                     calls.append((f"call-{self._id()}", name, args(rng)))
-            content: list[dict[str, Any]] = [{"type": "reasoning", "text": words(rng, rng.randint(5, 30))},
-                                             {"type": "text", "text": text}]
-            content += [{"type": "tool-call", "id": c, "name": n, "arguments": a} for c, n, a in calls]
-            message = {"id": self._id(), "role": "assistant", "content": content,
-                       "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}}
-            self._surface("assistant/message", {"turn": t, "step": step, "message": message,
-                                                "usage": {"inputTokens": rng.randint(100, 90000),
-                                                          "outputTokens": rng.randint(10, 4000)}})
+            content: list[dict[str, Any]] = [
+                {"type": "reasoning", "text": words(rng, rng.randint(5, 30))},
+                {"type": "text", "text": text},
+            ]
+            content += [
+                {"type": "tool-call", "id": c, "name": n, "arguments": a} for c, n, a in calls
+            ]
+            message = {
+                "id": self._id(),
+                "role": "assistant",
+                "content": content,
+                "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"},
+            }
+            self._surface(
+                "assistant/message",
+                {
+                    "turn": t,
+                    "step": step,
+                    "message": message,
+                    "usage": {
+                        "inputTokens": rng.randint(100, 90000),
+                        "outputTokens": rng.randint(10, 4000),
+                    },
+                },
+            )
             for call_id, name, args in calls:
-                call = self._add("tool/call", {"turn": t, "step": step, "callId": call_id, "name": name,
-                                               "arguments": args})
+                call = self._add(
+                    "tool/call",
+                    {"turn": t, "step": step, "callId": call_id, "name": name, "arguments": args},
+                )
                 lines = rng.randint(1, 30)
                 output = "\n".join(self._text(rng.randint(3, 14)) for _ in range(lines))
-                data: dict[str, Any] = {"turn": t, "step": step, "message": {
-                    "id": f"{self.sid}-result-{call_id}", "role": "user",
-                    "content": [{"type": "tool-result", "toolCallId": call_id,
-                                 "content": [{"type": "text", "text": output}]}],
-                    "source": {"kind": "tool", "callId": call_id}}}
+                data: dict[str, Any] = {
+                    "turn": t,
+                    "step": step,
+                    "message": {
+                        "id": f"{self.sid}-result-{call_id}",
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool-result",
+                                "toolCallId": call_id,
+                                "content": [{"type": "text", "text": output}],
+                            }
+                        ],
+                        "source": {"kind": "tool", "callId": call_id},
+                    },
+                }
                 if rng.random() < 0.05:
                     data["error"] = {"name": "ToolError", "code": "E_TOOL"}
                 seq = self._surface("tool/result", data, sources=[call])
                 self.results[seq] = data
             self._add("step/end", {"turn": t, "step": step})
         if rng.random() < 0.15:
-            self._add("todo/write", {"todos": [
-                {"content": words(rng, rng.randint(2, 8)), "status": rng.choice(["pending", "in_progress", "completed"])}
-                for _ in range(rng.randint(1, 5))]})
+            self._add(
+                "todo/write",
+                {
+                    "todos": [
+                        {
+                            "content": words(rng, rng.randint(2, 8)),
+                            "status": rng.choice(["pending", "in_progress", "completed"]),
+                        }
+                        for _ in range(rng.randint(1, 5))
+                    ]
+                },
+            )
         roll = rng.random()
         if roll < 0.04:
-            reason: dict[str, Any] = {"kind": "error", "error": {"message": words(rng, 6), "code": "E_PROVIDER"}}
+            reason: dict[str, Any] = {
+                "kind": "error",
+                "error": {"message": words(rng, 6), "code": "E_PROVIDER"},
+            }
         elif roll < 0.06:
             reason = {"kind": "aborted", "reason": {"kind": "user"}}
         else:
@@ -252,9 +365,20 @@ class Log:
         self._add("turn/end", {"turn": t, "reason": reason})
         if not self.titled and rng.random() < 0.6:
             self.titled = True
-            self._add("session/title", {"title": words(rng, rng.randint(2, 6)).title(), "messageSeqs": [first_user],
-                                        "source": rng.choice([{"kind": "user"}, {"kind": "fallback"},
-                                                              {"kind": "provider", "provider": "deepseek"}])})
+            self._add(
+                "session/title",
+                {
+                    "title": words(rng, rng.randint(2, 6)).title(),
+                    "messageSeqs": [first_user],
+                    "source": rng.choice(
+                        [
+                            {"kind": "user"},
+                            {"kind": "fallback"},
+                            {"kind": "provider", "provider": "deepseek"},
+                        ]
+                    ),
+                },
+            )
         if len(self.nodes) > 40 and rng.random() < 0.5:
             self.compact()
         elif self.results and rng.random() < 0.05:
@@ -265,10 +389,20 @@ class Log:
         keep = self.rng.randint(2, 6)
         span = self.nodes[: len(self.nodes) - keep]
         self._add("compaction/start", {"reason": "threshold"})
-        summary = {"id": self._id(), "role": "user", "source": {"kind": "plugin", "plugin": "compaction"},
-                   "content": [{"type": "text", "text": "Summary so far: " + self._text(self.rng.randint(40, 200))}]}
-        self._surface("user/message", summary, op={"op": "replace", "start": span[0], "end": span[-1]},
-                      sources=list(span))
+        summary = {
+            "id": self._id(),
+            "role": "user",
+            "source": {"kind": "plugin", "plugin": "compaction"},
+            "content": [
+                {"type": "text", "text": "Summary so far: " + self._text(self.rng.randint(40, 200))}
+            ],
+        }
+        self._surface(
+            "user/message",
+            summary,
+            op={"op": "replace", "start": span[0], "end": span[-1]},
+            sources=list(span),
+        )
         self._add("compaction/end", {"shadowedSeqs": list(span)})
 
     def rewrite_result(self) -> None:
@@ -276,8 +410,12 @@ class Log:
         target = self.rng.choice(list(self.results))
         data = copy.deepcopy(self.results[target])
         data["message"]["content"][0]["content"] = [{"type": "text", "text": "[output truncated]"}]
-        seq = self._surface("tool/result", data, op={"op": "replace", "start": target, "end": target},
-                            sources=[target])
+        seq = self._surface(
+            "tool/result",
+            data,
+            op={"op": "replace", "start": target, "end": target},
+            sources=[target],
+        )
         self.results[seq] = data
 
 
@@ -295,7 +433,9 @@ def lengths(rng: random.Random, count: int, total: int, lo: int, hi: int) -> lis
     i = 0
     while diff and i < 10 * count:
         j = order[i % count]
-        step = max(-(out[j] - lo), min(hi - out[j], diff // max(1, count // 10) or (1 if diff > 0 else -1)))
+        step = max(
+            -(out[j] - lo), min(hi - out[j], diff // max(1, count // 10) or (1 if diff > 0 else -1))
+        )
         out[j] += step
         diff -= step
         i += 1
@@ -313,8 +453,10 @@ class CorpusSpec:
     lagging_fraction: float = 0.35  # of the live sessions
 
     def key(self) -> str:
-        return (f"s{self.sessions}-e{self.events}-seed{self.seed}-long{self.long_length}"
-                f"-short{self.short_length}-live{self.live_fraction}-lag{self.lagging_fraction}-v3")
+        return (
+            f"s{self.sessions}-e{self.events}-seed{self.seed}-long{self.long_length}"
+            f"-short{self.short_length}-live{self.live_fraction}-lag{self.lagging_fraction}-v3"
+        )
 
 
 PROBE_LONG = "probe-long"
@@ -344,8 +486,12 @@ def plan(spec: CorpusSpec) -> list[SessionPlan]:
             d = depth.get(parent_plan.id, 0) + 1
             if d <= 3:
                 role, parent = "subagent", parent_plan.id
-                header.update(parentSession=parent, origin="subagent", delegationDepth=d,
-                              agentPreset=rng.choice(PRESETS))
+                header.update(
+                    parentSession=parent,
+                    origin="subagent",
+                    delegationDepth=d,
+                    agentPreset=rng.choice(PRESETS),
+                )
                 if "cwd" in parent_plan.header:
                     header["cwd"] = parent_plan.header["cwd"]
                 depth[sid] = d
@@ -359,8 +505,15 @@ def plan(spec: CorpusSpec) -> list[SessionPlan]:
     # The two probes are persisted only: readEvent on 1k vs 100k events, listEvents/traceEvent.
     for sid, size in ((PROBE_SHORT, spec.short_length), (PROBE_LONG, spec.long_length)):
         created += 1000
-        plans.append(SessionPlan(sid, size, {"version": 0, "id": sid, "createdAt": created,
-                                             "cwd": "/work/bench"}, [PHRASES["medium"][0]], role="probe"))
+        plans.append(
+            SessionPlan(
+                sid,
+                size,
+                {"version": 0, "id": sid, "createdAt": created, "cwd": "/work/bench"},
+                [PHRASES["medium"][0]],
+                role="probe",
+            )
+        )
     candidates = [p for p in plans if p.role != "probe"]
     for p in rng.sample(candidates, int(len(candidates) * spec.live_fraction)):
         p.live = True

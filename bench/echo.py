@@ -23,8 +23,11 @@ def main() -> None:
                 return
             continue
         method = message.get("method")
-        result = {"capabilities": {}} if method == "initialize" else (
-            None if method == "shutdown" else message.get("params"))
+        result = (
+            {"capabilities": {}}
+            if method == "initialize"
+            else (None if method == "shutdown" else message.get("params"))
+        )
         stdout.write(frame(encode({"jsonrpc": "2.0", "id": message["id"], "result": result})))
         stdout.flush()
 

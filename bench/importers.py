@@ -167,31 +167,74 @@ def codex_home(root: Path, sessions: int, seed: int = 11) -> int:
             {
                 "timestamp": _stamp(0),
                 "type": "session_meta",
-                "payload": {"id": sid, "timestamp": _stamp(0), "cwd": "/work/proj",
-                            "cli_version": "0.77.0", "instructions": _text(rng, 50)},
+                "payload": {
+                    "id": sid,
+                    "timestamp": _stamp(0),
+                    "cwd": "/work/proj",
+                    "cli_version": "0.77.0",
+                    "instructions": _text(rng, 50),
+                },
             }
         ]
         turns = _turns(rng, 400) or 1
         for t in range(turns):
+
             def item(payload: dict[str, object], i: int = t) -> dict[str, object]:
                 return {"timestamp": _stamp(i), "type": "response_item", "payload": payload}
 
-            lines.append(item({"type": "message", "role": "user",
-                               "content": [{"type": "input_text", "text": _text(rng, 20)}]}))
-            lines.append(item({"type": "function_call", "name": "shell", "arguments": "{}",
-                               "call_id": f"c{t}"}))
-            lines.append(item({"type": "function_call_output", "call_id": f"c{t}",
-                               "output": _text(rng, rng.randint(10, 150))}))
-            lines.append(item({"type": "message", "role": "assistant",
-                               "content": [{"type": "output_text", "text": _text(rng, 40)}]}))
+            lines.append(
+                item(
+                    {
+                        "type": "message",
+                        "role": "user",
+                        "content": [{"type": "input_text", "text": _text(rng, 20)}],
+                    }
+                )
+            )
+            lines.append(
+                item(
+                    {
+                        "type": "function_call",
+                        "name": "shell",
+                        "arguments": "{}",
+                        "call_id": f"c{t}",
+                    }
+                )
+            )
+            lines.append(
+                item(
+                    {
+                        "type": "function_call_output",
+                        "call_id": f"c{t}",
+                        "output": _text(rng, rng.randint(10, 150)),
+                    }
+                )
+            )
+            lines.append(
+                item(
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": _text(rng, 40)}],
+                    }
+                )
+            )
             if t and t == turns // 2 and rng.random() < 0.3:
-                lines.append({"timestamp": _stamp(t), "type": "compacted",
-                              "payload": {"message": "summary " + _text(rng, 30)}})
+                lines.append(
+                    {
+                        "timestamp": _stamp(t),
+                        "type": "compacted",
+                        "payload": {"message": "summary " + _text(rng, 30)},
+                    }
+                )
         name = f"rollout-2026-01-01T00-00-00-{sid}.jsonl"
         (day / name).write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in lines))
         if rng.random() < 0.5:
-            index.append(json.dumps({"id": sid, "thread_name": _text(rng, 4),
-                                     "updated_at": _stamp(5)}).encode())
+            index.append(
+                json.dumps(
+                    {"id": sid, "thread_name": _text(rng, 4), "updated_at": _stamp(5)}
+                ).encode()
+            )
     (root / "session_index.jsonl").write_bytes(b"".join(x + b"\n" for x in index))
     return sessions
 
@@ -257,13 +300,15 @@ def measure(name: str, uri: str, home: str, make: Callable[[], ImportBackend], r
     backend = make()
     listed = backend.list()
     warm = p50(backend.list, runs)
-    print(f"sessions listed {len(listed)}; listing p50 cold {cold:.1f} ms, warm {warm:.1f} ms, "
-          f"bare scandir+stat walk {walk:.1f} ms (wall)")
+    print(
+        f"sessions listed {len(listed)}; listing p50 cold {cold:.1f} ms, warm {warm:.1f} ms, "
+        f"bare scandir+stat walk {walk:.1f} ms (wall)"
+    )
     walk_c = cpu(lambda: bare_walk(home), runs)
     cold_c = cpu(lambda: make().list(), runs)
     warm_c = cpu(backend.list, runs)
     print(f"  CPU p50: listing cold {cold_c:.1f} ms, warm {warm_c:.1f} ms, walk {walk_c:.1f} ms")
-    sizes = {h.id: os.path.getsize(str(h.to_value()["source"]["path"])) for h in listed}  # type: ignore[index]
+    sizes = {h.id: os.path.getsize(str(h.to_value()["source"]["path"])) for h in listed}
     largest = max(sizes, key=lambda s: sizes[s])
     t, c = time.perf_counter(), time.process_time()
     total = 0
@@ -274,48 +319,65 @@ def measure(name: str, uri: str, home: str, make: Callable[[], ImportBackend], r
     for h in listed:
         backend.inspect(str(h.id))
     again_c = time.process_time() - c
-    print(f"inspect all: {total} events, first {inspect_s:.2f} s wall / {inspect_c:.2f} s CPU "
-          f"({total / inspect_c:,.0f} events/CPU-s), again {again_c:.2f} s CPU "
-          f"({total / again_c:,.0f} events/CPU-s)")
+    print(
+        f"inspect all: {total} events, first {inspect_s:.2f} s wall / {inspect_c:.2f} s CPU "
+        f"({total / inspect_c:,.0f} events/CPU-s), again {again_c:.2f} s CPU "
+        f"({total / again_c:,.0f} events/CPU-s)"
+    )
     n = len(backend.inspect(largest).events)
     rng = random.Random(3)
     seqs = [rng.randrange(n) for _ in range(runs)]
     it2 = iter(seqs)
-    win = p50(lambda: (s := next(it2), backend.inspect_window(largest, max(s - 50, 0), s + 50)),
-              runs)
+    win = p50(
+        lambda: (s := next(it2), backend.inspect_window(largest, max(s - 50, 0), s + 50)), runs
+    )
     it3 = iter(seqs)
-    win_c = cpu(lambda: (s := next(it3), backend.inspect_window(largest, max(s - 50, 0), s + 50)),
-                runs)
+    win_c = cpu(
+        lambda: (s := next(it3), backend.inspect_window(largest, max(s - 50, 0), s + 50)), runs
+    )
     full = cpu(lambda: backend.inspect(largest), 3)
-    print(f"largest: {largest} ({sizes[largest] / 1e6:.1f} MB, {n} events): window ±50 p50 "
-          f"{win:.2f} ms wall, {win_c:.2f} ms CPU in process (full inspect {full:.0f} ms CPU)")
+    print(
+        f"largest: {largest} ({sizes[largest] / 1e6:.1f} MB, {n} events): window ±50 p50 "
+        f"{win:.2f} ms wall, {win_c:.2f} ms CPU in process (full inspect {full:.0f} ms CPU)"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, HOME=tmp, XDG_STATE_HOME=tmp, XDG_CACHE_HOME=tmp)
         index = os.path.join(tmp, "index.sqlite")
-        with StdioClient(["--persistence", uri], env=env,
-                         initialization_options={"index": index}) as c:
+        with StdioClient(
+            ["--persistence", uri], env=env, initialization_options={"index": index}
+        ) as c:
             pid = c.process.pid
             over = p50(lambda: c.request("sessionQuery/listSessions", {}), runs)
             print(f"listSessions over stdio p50 {over:.1f} ms")
             t = time.perf_counter()
-            c.request("sessionQuery/readEvent", {"sessionId": largest, "seq": n // 2,
-                                                 "before": 50, "after": 50})
+            c.request(
+                "sessionQuery/readEvent",
+                {"sessionId": largest, "seq": n // 2, "before": 50, "after": 50},
+            )
             first = (time.perf_counter() - t) * 1000
             it4 = iter(seqs)
             c0 = server_cpu(pid)
-            later = p50(lambda: c.request("sessionQuery/readEvent", {
-                "sessionId": largest, "seq": next(it4), "before": 50, "after": 50}), runs)
+            later = p50(
+                lambda: c.request(
+                    "sessionQuery/readEvent",
+                    {"sessionId": largest, "seq": next(it4), "before": 50, "after": 50},
+                ),
+                runs,
+            )
             per = (server_cpu(pid) - c0) / runs * 1000
-            print(f"readEvent ±50 over stdio: first {first:.0f} ms, then p50 {later:.2f} ms wall, "
-                  f"server CPU {per:.1f} ms per request")
+            print(
+                f"readEvent ±50 over stdio: first {first:.0f} ms, then p50 {later:.2f} ms wall, "
+                f"server CPU {per:.1f} ms per request"
+            )
             t, c0 = time.perf_counter(), server_cpu(pid)
             c.request("sessionQuery/searchSessions", {"query": "needle"})
             built, built_c = time.perf_counter() - t, server_cpu(pid) - c0
-            print(f"first search (index build): {built:.2f} s wall ({total / built:,.0f} events/s),"
-                  f" {built_c:.2f} s server CPU ({total / built_c:,.0f} events/CPU-s)")
-            again = p50(lambda: c.request("sessionQuery/searchSessions", {"query": "needle"}),
-                        runs)
+            print(
+                f"first search (index build): {built:.2f} s wall ({total / built:,.0f} events/s),"
+                f" {built_c:.2f} s server CPU ({total / built_c:,.0f} events/CPU-s)"
+            )
+            again = p50(lambda: c.request("sessionQuery/searchSessions", {"query": "needle"}), runs)
             print(f"later search p50 {again:.1f} ms")
             rss, hwm = rss_kib(pid)
             print(f"server RSS {rss / 1024:.0f} MiB (peak {hwm / 1024:.0f} MiB)")
@@ -333,12 +395,24 @@ def main() -> None:
         t = time.perf_counter()
         _, files = claude_home(claude, args.sessions, largest=args.largest)
         codex_home(codex, args.sessions)
-        print(f"generated {files} Claude transcripts and {args.sessions} Codex rollouts "
-              f"in {time.perf_counter() - t:.1f} s")
-        measure("claude", f"claude:{claude}", str(claude),
-                lambda: ClaudeBackend(str(claude), f"claude:{claude}"), args.runs)
-        measure("codex", f"codex:{codex}", str(codex),
-                lambda: CodexBackend(str(codex), f"codex:{codex}"), args.runs)
+        print(
+            f"generated {files} Claude transcripts and {args.sessions} Codex rollouts "
+            f"in {time.perf_counter() - t:.1f} s"
+        )
+        measure(
+            "claude",
+            f"claude:{claude}",
+            str(claude),
+            lambda: ClaudeBackend(str(claude), f"claude:{claude}"),
+            args.runs,
+        )
+        measure(
+            "codex",
+            f"codex:{codex}",
+            str(codex),
+            lambda: CodexBackend(str(codex), f"codex:{codex}"),
+            args.runs,
+        )
 
 
 if __name__ == "__main__":

@@ -29,13 +29,19 @@ PROJECTS = 20
 
 
 def _events(count: int) -> list[Event]:
-    return [make_event("plugin/x", seq, seq, {"text": f"event {seq} " + "x" * 80})
-            for seq in range(count)]
+    return [
+        make_event("plugin/x", seq, seq, {"text": f"event {seq} " + "x" * 80})
+        for seq in range(count)
+    ]
 
 
 def _header(index: int) -> Header:
-    return Header.build(version=0, id=f"session-{index:05d}", createdAt=1_700_000_000_000 + index,
-                        cwd=f"/work/project-{index % PROJECTS}")
+    return Header.build(
+        version=0,
+        id=f"session-{index:05d}",
+        createdAt=1_700_000_000_000 + index,
+        cwd=f"/work/project-{index % PROJECTS}",
+    )
 
 
 def build(directory: str, sessions: int, events: int) -> None:
@@ -56,8 +62,10 @@ def build(directory: str, sessions: int, events: int) -> None:
             writer.append(header.id, log)
             project = project_dir(header.cwd)
             os.makedirs(os.path.join(root, project), exist_ok=True)
-            os.rename(os.path.join(staging, project, escape_segment(header.id)),
-                      os.path.join(root, project, escape_segment(header.id)))
+            os.rename(
+                os.path.join(staging, project, escape_segment(header.id)),
+                os.path.join(root, project, escape_segment(header.id)),
+            )
             os.rmdir(os.path.join(staging, project))
             os.rmdir(staging)
             if compression == "none":
@@ -83,7 +91,7 @@ def timed(call: Callable[[], object], repeat: int) -> str:
 
 
 def full_survey(backend: JsonlBackend) -> JsonlBackend:
-    backend._survey = lambda token: survey_root(backend.root, token)  # type: ignore[method-assign]
+    backend._survey = lambda token: survey_root(backend.root, token)
     return backend
 
 
@@ -94,8 +102,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--dir", default=None)
     args = parser.parse_args()
-    directory = args.dir or os.path.join(tempfile.gettempdir(),
-                                         f"dsh-jsonl-root-{args.sessions}-{args.events}")
+    directory = args.dir or os.path.join(
+        tempfile.gettempdir(), f"dsh-jsonl-root-{args.sessions}-{args.events}"
+    )
     os.makedirs(directory, exist_ok=True)
     build(directory, args.sessions, args.events)
     target = _header(args.sessions // 2).id
@@ -106,15 +115,18 @@ def main() -> None:
             token = CancelToken()
             backend.list(token)
             return backend.inspect_window(target, seq - 50, seq + 50, token)
+
         return call
 
     backends: list[tuple[str, SqliteBackend | JsonlBackend]] = [
-        ("sqlite", SqliteBackend(os.path.join(directory, "sessions.db"), read_only=True))]
+        ("sqlite", SqliteBackend(os.path.join(directory, "sessions.db"), read_only=True))
+    ]
     for compression in ("none", "zstd"):
         root = os.path.join(directory, compression)
         backends.append((f"jsonl {compression}, proofs", JsonlBackend(root, read_only=True)))
-        backends.append((f"jsonl {compression}, full survey",
-                         full_survey(JsonlBackend(root, read_only=True))))
+        backends.append(
+            (f"jsonl {compression}, full survey", full_survey(JsonlBackend(root, read_only=True)))
+        )
     print(f"{args.sessions:,} sessions of {args.events} events, p50 of {args.repeat}, in process")
     for name, backend in backends:
         listing = timed(lambda b=backend: b.list(CancelToken()), args.repeat)

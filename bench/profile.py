@@ -23,7 +23,8 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -33,15 +34,24 @@ from .corpus import NO_MATCH, PROBE_LONG, PROBE_SHORT, CorpusSpec
 from .wire import WireClient
 
 
-def scenarios(plan: dict[str, Any], jsonl: str) -> dict[str, tuple[Callable[[WireClient], Any], bool, str | None]]:
+def scenarios(
+    plan: dict[str, Any], jsonl: str
+) -> dict[str, tuple[Callable[[WireClient], Any], bool, str | None]]:
     """name -> (one request, needs the index built first, remount uri)."""
     phrases = plan["phrases"]
     lengths = {s["id"]: s["length"] for s in plan["sessions"]}
 
     def read(sid: str) -> Callable[[WireClient], Any]:
         counter = iter(range(10**9))
-        return lambda c: c.request("sessionQuery/readEvent", {
-            "sessionId": sid, "seq": (next(counter) * 7919) % lengths[sid], "before": 50, "after": 50})
+        return lambda c: c.request(
+            "sessionQuery/readEvent",
+            {
+                "sessionId": sid,
+                "seq": (next(counter) * 7919) % lengths[sid],
+                "before": 50,
+                "after": 50,
+            },
+        )
 
     def search(q: str) -> Callable[[WireClient], Any]:
         return lambda c: c.request("sessionQuery/searchSessions", {"query": q, "limit": 20})
@@ -51,15 +61,25 @@ def scenarios(plan: dict[str, Any], jsonl: str) -> dict[str, tuple[Callable[[Wir
         "listSessions": (lambda c: c.request("sessionQuery/listSessions"), False, None),
         "readEvent-short": (read(PROBE_SHORT), False, None),
         "readEvent-long": (read(PROBE_LONG), False, None),
-        "listEvents-long": (lambda c: c.call("sessionQuery/listEvents", {"sessionId": PROBE_LONG}), False, None),
-        "traceEvent-long": (lambda c: c.request("sessionQuery/traceEvent", {"sessionId": PROBE_LONG, "seq": 500}),
-                            False, None),
+        "listEvents-long": (
+            lambda c: c.call("sessionQuery/listEvents", {"sessionId": PROBE_LONG}),
+            False,
+            None,
+        ),
+        "traceEvent-long": (
+            lambda c: c.request("sessionQuery/traceEvent", {"sessionId": PROBE_LONG, "seq": 500}),
+            False,
+            None,
+        ),
         "search-rare": (search(phrases["rare"]), True, None),
         "search-medium": (search(phrases["medium"]), True, None),
         "search-common": (search(phrases["common"]), True, None),
         "search-nomatch": (search(NO_MATCH), True, None),
-        "jsonl-listSessions": (lambda c: c.request("sessionQuery/listSessions"), False,
-                               f"jsonl:{jsonl}?readOnly=true"),
+        "jsonl-listSessions": (
+            lambda c: c.request("sessionQuery/listSessions"),
+            False,
+            f"jsonl:{jsonl}?readOnly=true",
+        ),
         "jsonl-readEvent-short": (read(PROBE_SHORT), False, f"jsonl:{jsonl}?readOnly=true"),
     }
 
@@ -78,7 +98,10 @@ def summarize(raw_path: str, top: int) -> str:
             frames = [fr for fr in stack.split(";") if fr]
             # Only the worker threads do request work; idle event-loop/selector stacks are noise.
             leaf = frames[-1] if frames else ""
-            if any(idle in leaf for idle in ("select (", "_worker (", "wait (", "_WorkItem.run (thread.py:58)")):
+            if any(
+                idle in leaf
+                for idle in ("select (", "_worker (", "wait (", "_WorkItem.run (thread.py:58)")
+            ):
                 continue
             frames = [fr for fr in frames if not fr.startswith("thread (")]
             if not frames:
@@ -87,7 +110,11 @@ def summarize(raw_path: str, top: int) -> str:
             self_time[_short(frames[-1])] += n
             for frame in set(map(_short, frames)):
                 inclusive[frame] += n
-            ours = [_short(fr) for fr in frames if "dsh_query_server" in fr or "sqlite3" in fr or "pygls" in fr]
+            ours = [
+                _short(fr)
+                for fr in frames
+                if "dsh_query_server" in fr or "sqlite3" in fr or "pygls" in fr
+            ]
             if ours:
                 paths[" > ".join(ours[-4:])] += n
     if not total:
@@ -109,9 +136,14 @@ def _short(frame: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dsh-query-bench")
-    parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    cache = os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "dsh-query-bench"
+    )
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.profile",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("scenario")
     parser.add_argument("--seconds", type=float, default=15)
     parser.add_argument("--scale", type=float, default=1.0)
@@ -125,8 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.exists(spy):
         sys.exit("py-spy is not installed: pip install py-spy")
     sessions = max(10, int(round(FULL_SESSIONS * args.scale)))
-    spec = CorpusSpec(sessions=sessions, events=max(sessions * 10, int(round(FULL_EVENTS * args.scale))),
-                      long_length=args.long_length)
+    spec = CorpusSpec(
+        sessions=sessions,
+        events=max(sessions * 10, int(round(FULL_EVENTS * args.scale))),
+        long_length=args.long_length,
+    )
     directory, plan = ensure(spec, args.cache_dir)
     table = scenarios(plan, os.path.join(directory, "jsonl"))
     if args.scenario not in table:
@@ -134,9 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     request, needs_index, remount = table[args.scenario]
     tmp = tempfile.mkdtemp(prefix="dsh-query-profile-")
     env = {**os.environ, "PYTHONPATH": REPO}
-    options = {"persistence": f"sqlite:{os.path.join(directory, 'sessions.db')}?readOnly=true",
-               "index": os.path.join(tmp, "index.sqlite"), "checkpoint": {"mode": "manual"}}
-    server = WireClient(["--persistence", "none"], initialization_options=options, env=env, timeout=1800)
+    options = {
+        "persistence": f"sqlite:{os.path.join(directory, 'sessions.db')}?readOnly=true",
+        "index": os.path.join(tmp, "index.sqlite"),
+        "checkpoint": {"mode": "manual"},
+    }
+    server = WireClient(
+        ["--persistence", "none"], initialization_options=options, env=env, timeout=1800
+    )
     try:
         if not args.no_live:
             decoder = msgspec.json.Decoder()
@@ -145,8 +185,13 @@ def main(argv: list[str] | None = None) -> int:
                     item = decoder.decode(line)
                     server.request("sessionStore/create", {"header": item["header"]})
                     for i in range(0, len(item["events"]), 500):
-                        server.request("sessionStore/append", {"sessionId": item["header"]["id"],
-                                                               "events": item["events"][i:i + 500]})
+                        server.request(
+                            "sessionStore/append",
+                            {
+                                "sessionId": item["header"]["id"],
+                                "events": item["events"][i : i + 500],
+                            },
+                        )
         if needs_index:
             print("building the index (first search)…", file=sys.stderr)
             server.request("sessionQuery/searchSessions", {"query": NO_MATCH})
@@ -154,8 +199,22 @@ def main(argv: list[str] | None = None) -> int:
             server.request("sessionPersistence/mount", {"uri": remount})
         request(server)  # warm
         raw = os.path.join(tmp, "profile.txt")
-        command = [spy, "record", "--pid", str(server.pid), "--rate", "250", "--duration", str(int(args.seconds)),
-                   "--format", "raw", "--output", raw, "--threads", "--nonblocking"]
+        command = [
+            spy,
+            "record",
+            "--pid",
+            str(server.pid),
+            "--rate",
+            "250",
+            "--duration",
+            str(int(args.seconds)),
+            "--format",
+            "raw",
+            "--output",
+            raw,
+            "--threads",
+            "--nonblocking",
+        ]
         spy_proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(1.0)
         stop = threading.Event()
@@ -179,11 +238,22 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - started
         if spy_proc.returncode != 0 or not os.path.exists(raw):
             sys.exit(f"py-spy failed: {err.decode(errors='replace')[-2000:]}")
-        print(f"scenario {args.scenario}: {count} requests in {elapsed:.1f}s"
-              f" ({1000 * elapsed / max(1, count):.1f} ms each, client side)")
+        print(
+            f"scenario {args.scenario}: {count} requests in {elapsed:.1f}s"
+            f" ({1000 * elapsed / max(1, count):.1f} ms each, client side)"
+        )
         print(summarize(raw, args.top))
         if args.svg:
-            flame = [spy, "record", "--pid", str(server.pid), "--duration", "5", "--output", args.svg]
+            flame = [
+                spy,
+                "record",
+                "--pid",
+                str(server.pid),
+                "--duration",
+                "5",
+                "--output",
+                args.svg,
+            ]
             proc = subprocess.Popen(flame, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             stop.clear()
             worker = threading.Thread(target=loop, daemon=True)

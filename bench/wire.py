@@ -85,8 +85,11 @@ class WireClient:
         if initialize:
             result = self.request(
                 "initialize",
-                {"processId": os.getpid(), "capabilities": {},
-                 "initializationOptions": initialization_options or {}},
+                {
+                    "processId": os.getpid(),
+                    "capabilities": {},
+                    "initializationOptions": initialization_options or {},
+                },
             )
             self.capabilities = result["capabilities"]
             self.notify("initialized", {})

@@ -48,8 +48,11 @@ class StdioClient:
         self.notifications: list[dict[str, Any]] = []
         self.capabilities = self.request(
             "initialize",
-            {"processId": os.getpid(), "capabilities": {},
-             "initializationOptions": initialization_options or {}},
+            {
+                "processId": os.getpid(),
+                "capabilities": {},
+                "initializationOptions": initialization_options or {},
+            },
         )["capabilities"]
         self.notify("initialized", {})
 

@@ -53,7 +53,9 @@ INDEX_DEFAULT_TEXT = "<cache dir>/dsh-query/index-<hash>.sqlite"
 
 
 def state_dir() -> str:
-    return os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
 
 
 def cache_dir() -> str:

@@ -75,7 +75,9 @@ def to_builtins(value: Any) -> Any:
     if isinstance(value, msgspec.Struct):
         return {
             encoded: to_builtins(getattr(value, name))
-            for name, encoded in zip(value.__struct_fields__, value.__struct_encode_fields__)
+            for name, encoded in zip(
+                value.__struct_fields__, value.__struct_encode_fields__, strict=True
+            )
             if getattr(value, name) is not msgspec.UNSET
         }
     if isinstance(value, dict):
@@ -83,4 +85,3 @@ def to_builtins(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [to_builtins(v) for v in value]
     return value
-

@@ -1,26 +1,23 @@
 # Lint and type checks: `make lint` runs ruff (lint and format check) and pyright over the
 # package, the tests and the benchmarks (configured in pyproject.toml), and the extension's ESLint
 # (vscode-extension/eslint.config.mjs). Tools are pinned: ruff and pyright in constraints.txt,
-# ESLint in package-lock.json. Not yet part of TEST_DEPS: the lead enables it once every branch of
-# issue 13 has merged and the tree is clean.
+# ESLint in package-lock.json. `make test` runs it (TEST_DEPS) before the tests.
 
 LINT_PATHS := dsh_query_server tests bench
+
+TEST_DEPS += lint
 
 .PHONY: lint lint-python lint-extension
 
 lint: lint-python lint-extension
 
-lint-python: install
+# vscode-playwright: tests/test_vscode_e2e.py imports playwright, which pyright must resolve.
+lint-python: install vscode-playwright
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/pyright --pythonpath $(BIN)/python $(LINT_PATHS)
 
-# node_modules from the lockfile, as vscode-node-modules (mk/vscode.mk) does, but without the
-# browser and headers the end-to-end tests need: linting wants only npm.
-lint-extension:
-	@command -v npm >/dev/null || { echo "lint-extension needs npm (make vscode-apt)"; exit 1; }
-	@want=$$(sha256sum $(VSCODE_DIR)/package-lock.json | cut -d' ' -f1); \
-	if [ "$$(cat $(VSCODE_LOCK_STAMP) 2>/dev/null)" != "$$want" ]; then \
-	  (cd $(VSCODE_DIR) && npm ci --no-audit --no-fund --ignore-scripts) && echo "$$want" > $(VSCODE_LOCK_STAMP); \
-	fi
+# node_modules from the lockfile through vscode-node-modules (mk/vscode.mk), which installs npm
+# first on a fresh machine (vscode-apt).
+lint-extension: vscode-node-modules
 	cd $(VSCODE_DIR) && npm run --silent lint

@@ -9,19 +9,35 @@ from typing import Any
 
 from dsh_query_server.model.event import Event
 from dsh_query_server.persistence.jsonl import escape_segment, project_dir
+from dsh_query_server.session.store import LiveSnapshot, SessionStore
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 # The environment a server under test runs in: this checkout and the test backends (wire_backends).
-TEST_ENV = {**os.environ, "PYTHONPATH": ROOT,
-            "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make"}
+TEST_ENV = {
+    **os.environ,
+    "PYTHONPATH": ROOT,
+    "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make",
+}
 
 _ids = iter(range(10**9))
 
 
-def ev(type: str, seq: int, data: Any = None, *, time: int | None = None, op: Any = None,
-       src: Any = None, **extra: Any) -> Event:
-    value: dict[str, Any] = {"type": type, "seq": seq, "time": seq if time is None else time,
-                             "data": {} if data is None else data}
+def ev(
+    type: str,
+    seq: int,
+    data: Any = None,
+    *,
+    time: int | None = None,
+    op: Any = None,
+    src: Any = None,
+    **extra: Any,
+) -> Event:
+    value: dict[str, Any] = {
+        "type": type,
+        "seq": seq,
+        "time": seq if time is None else time,
+        "data": {} if data is None else data,
+    }
     if op is not None:
         value["surfaceOp"] = op
     if src is not None:
@@ -35,25 +51,55 @@ def R(start: int, end: int) -> dict[str, Any]:
 
 
 def user_data(text: str = "hi", *, kind: str = "user", mid: str | None = None) -> dict[str, Any]:
-    return {"id": mid or f"u{next(_ids)}", "role": "user",
-            "content": [{"type": "text", "text": text}], "source": {"kind": kind}}
+    return {
+        "id": mid or f"u{next(_ids)}",
+        "role": "user",
+        "content": [{"type": "text", "text": text}],
+        "source": {"kind": kind},
+    }
 
 
-def assistant_data(text: str = "ok", *, mid: str | None = None, blocks: list | None = None) -> dict[str, Any]:
-    return {"turn": 1, "step": 1, "message": {
-        "id": mid or f"a{next(_ids)}", "role": "assistant",
-        "content": blocks if blocks is not None else [{"type": "text", "text": text}],
-        "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}}}
+def assistant_data(
+    text: str = "ok", *, mid: str | None = None, blocks: list | None = None
+) -> dict[str, Any]:
+    return {
+        "turn": 1,
+        "step": 1,
+        "message": {
+            "id": mid or f"a{next(_ids)}",
+            "role": "assistant",
+            "content": blocks if blocks is not None else [{"type": "text", "text": text}],
+            "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"},
+        },
+    }
 
 
-def tool_result_data(call_id: str = "c1", text: str = "out", *, mid: str = "tr1",
-                     is_error: bool | None = None, error: Any = None, meta: Any = None) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool-result", "toolCallId": call_id,
-                             "content": [{"type": "text", "text": text}] if text else []}
+def tool_result_data(
+    call_id: str = "c1",
+    text: str = "out",
+    *,
+    mid: str = "tr1",
+    is_error: bool | None = None,
+    error: Any = None,
+    meta: Any = None,
+) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "content": [{"type": "text", "text": text}] if text else [],
+    }
     if is_error is not None:
         block["isError"] = is_error
-    data: dict[str, Any] = {"turn": 1, "step": 1, "message": {
-        "id": mid, "role": "user", "content": [block], "source": {"kind": "tool", "callId": call_id}}}
+    data: dict[str, Any] = {
+        "turn": 1,
+        "step": 1,
+        "message": {
+            "id": mid,
+            "role": "user",
+            "content": [block],
+            "source": {"kind": "tool", "callId": call_id},
+        },
+    }
     if error is not None:
         data["error"] = error
     if meta is not None:
@@ -61,17 +107,34 @@ def tool_result_data(call_id: str = "c1", text: str = "out", *, mid: str = "tr1"
     return data
 
 
-def U(seq: int, text: str = "hi", *, op: Any = "append", src: Any = None, kind: str = "user",
-      time: int | None = None) -> Event:
+def U(
+    seq: int,
+    text: str = "hi",
+    *,
+    op: Any = "append",
+    src: Any = None,
+    kind: str = "user",
+    time: int | None = None,
+) -> Event:
     return ev("user/message", seq, user_data(text, kind=kind), op=op, src=src, time=time)
 
 
-def A(seq: int, text: str = "ok", *, op: Any = "append", src: Any = None, time: int | None = None) -> Event:
+def A(
+    seq: int, text: str = "ok", *, op: Any = "append", src: Any = None, time: int | None = None
+) -> Event:
     return ev("assistant/message", seq, assistant_data(text), op=op, src=src, time=time)
 
 
-def T(seq: int, text: str = "out", *, op: Any = "append", src: Any = None, call_id: str = "c1",
-      mid: str = "tr1", **kw: Any) -> Event:
+def T(
+    seq: int,
+    text: str = "out",
+    *,
+    op: Any = "append",
+    src: Any = None,
+    call_id: str = "c1",
+    mid: str = "tr1",
+    **kw: Any,
+) -> Event:
     return ev("tool/result", seq, tool_result_data(call_id, text, mid=mid, **kw), op=op, src=src)
 
 
@@ -80,9 +143,12 @@ def log_only(type: str, seq: int, data: Any = None, **kw: Any) -> Event:
 
 
 def chunk(seq: int, text: str = "x", *, time: int | None = None, index: int = 0) -> Event:
-    return ev("assistant/chunk", seq,
-              {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": index, "text": text}},
-              time=time)
+    return ev(
+        "assistant/chunk",
+        seq,
+        {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": index, "text": text}},
+        time=time,
+    )
 
 
 def hdr(sid: str, created: int = 0, **kw: Any) -> dict[str, Any]:
@@ -124,8 +190,19 @@ def example_c() -> list[Event]:
         U(2, "c"),
         A(3, op=R(1, 1), src=[1]),
         A(4, op=R(3, 2), src=[3, 2]),
-        log_only("tool/call", 5, {"turn": 1, "step": 1, "callId": "c1", "name": "bash", "arguments": "{}"}),
+        log_only(
+            "tool/call",
+            5,
+            {"turn": 1, "step": 1, "callId": "c1", "name": "bash", "arguments": "{}"},
+        ),
         T(6, "first", src=[5]),
         T(7, "second", op=R(6, 6), src=[6]),
         log_only("turn/end", 8, {"turn": 1, "reason": {"kind": "completed"}}),
     ]
+
+
+def live_snapshot(store: SessionStore, session_id: str) -> LiveSnapshot:
+    """The snapshot of a session the test created (``store.snapshot`` says None for others)."""
+    snapshot = store.snapshot(session_id)
+    assert snapshot is not None, f"session {session_id!r} is not live"
+    return snapshot

@@ -33,4 +33,6 @@ os.environ["CODEX_HOME"] = os.path.join(_home, "home", ".codex")
 
 def pytest_configure(config):
     # Selectable with `-m e2e` / deselectable with `-m "not e2e"`; runs by default.
-    config.addinivalue_line("markers", "e2e: end to end in a real VS Code (code-server + headless Chromium)")
+    config.addinivalue_line(
+        "markers", "e2e: end to end in a real VS Code (code-server + headless Chromium)"
+    )

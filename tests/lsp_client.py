@@ -6,7 +6,12 @@ import sys
 from typing import Any
 
 from lsprotocol import types
-from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, default_converter
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    default_converter,
+)
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
@@ -33,8 +38,12 @@ def make_client() -> LanguageClient:
 
 
 def config(*flags: str, env: dict[str, str] | None = None) -> ClientServerConfig:
-    return ClientServerConfig(server_command=[*SERVER, *flags], client_factory=make_client, server_env=env)
+    return ClientServerConfig(
+        server_command=[*SERVER, *flags], client_factory=make_client, server_env=env
+    )
 
 
 def init_params(options: dict[str, Any] | None = None) -> types.InitializeParams:
-    return types.InitializeParams(capabilities=types.ClientCapabilities(), initialization_options=options or {})
+    return types.InitializeParams(
+        capabilities=types.ClientCapabilities(), initialization_options=options or {}
+    )

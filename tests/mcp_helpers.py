@@ -21,14 +21,25 @@ T0 = 1700000000000
 
 
 def user(text: str) -> dict[str, Any]:
-    return {"id": "m1", "role": "user", "content": [{"type": "text", "text": text}],
-            "source": {"kind": "user"}}
+    return {
+        "id": "m1",
+        "role": "user",
+        "content": [{"type": "text", "text": text}],
+        "source": {"kind": "user"},
+    }
 
 
 def assistant(text: str) -> dict[str, Any]:
-    return {"turn": 1, "step": 1, "message": {
-        "id": "m2", "role": "assistant", "content": [{"type": "text", "text": text}],
-        "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}}}
+    return {
+        "turn": 1,
+        "step": 1,
+        "message": {
+            "id": "m2",
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"},
+        },
+    }
 
 
 def title(text: str, k: int) -> dict[str, Any]:
@@ -47,19 +58,47 @@ def A(text: str, k: int) -> Spec:
 
 
 CORPUS: list[tuple[str, str, str | None, int, int, list[Spec]]] = [
-    ("s-root", "/w/app", None, T0, 0, [
-        ("turn/start", {"turn": 1}, None), U("What retry policy should we use?"),
-        ("step/start", {"turn": 1, "step": 1}, None),
-        A("Use exponential backoff with jitter for every retry.", 1),
-        ("step/end", {"turn": 1, "step": 1}, None),
-        ("session/title", title("Retry policy", 1), None),
-        ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}, None)]),
-    ("s-child", "/w/app/pkg", "s-root", T0 + 60000, 1, [
-        U("Summarize the retry notes"), A("Retry at most 5 times, then give up.", 0),
-        ("session/title", title("Retry notes", 0), None)]),
-    ("s-leaf", "/w/app", "s-child", T0 + 120000, 2, [
-        ("turn/start", {"turn": 1}, None), U("Check the retry jitter"),
-        ("step/start", {"turn": 1, "step": 1}, None), A("Jitter is applied to each retry.", 1)]),
+    (
+        "s-root",
+        "/w/app",
+        None,
+        T0,
+        0,
+        [
+            ("turn/start", {"turn": 1}, None),
+            U("What retry policy should we use?"),
+            ("step/start", {"turn": 1, "step": 1}, None),
+            A("Use exponential backoff with jitter for every retry.", 1),
+            ("step/end", {"turn": 1, "step": 1}, None),
+            ("session/title", title("Retry policy", 1), None),
+            ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}, None),
+        ],
+    ),
+    (
+        "s-child",
+        "/w/app/pkg",
+        "s-root",
+        T0 + 60000,
+        1,
+        [
+            U("Summarize the retry notes"),
+            A("Retry at most 5 times, then give up.", 0),
+            ("session/title", title("Retry notes", 0), None),
+        ],
+    ),
+    (
+        "s-leaf",
+        "/w/app",
+        "s-child",
+        T0 + 120000,
+        2,
+        [
+            ("turn/start", {"turn": 1}, None),
+            U("Check the retry jitter"),
+            ("step/start", {"turn": 1, "step": 1}, None),
+            A("Jitter is applied to each retry.", 1),
+        ],
+    ),
     ("s-side", "/w/app-old", "s-root", T0 + 180000, 1, [U("retry retry retry in the old app")]),
     ("s-ghost", "/w/app", "s-side", T0 + 240000, 2, [U("Ghost retry run")]),
 ]
@@ -67,8 +106,12 @@ CORPUS: list[tuple[str, str, str | None, int, int, list[Spec]]] = [
 
 def event(seq: int, created: int, spec: Spec) -> Event:
     etype, data, sources = spec
-    value: dict[str, Any] = {"type": etype, "seq": seq, "time": created + 1000 * (seq + 1),
-                             "data": data}
+    value: dict[str, Any] = {
+        "type": etype,
+        "seq": seq,
+        "time": created + 1000 * (seq + 1),
+        "data": data,
+    }
     if etype in ("user/message", "assistant/message"):
         value["surfaceOp"] = "append"
     if sources is not None:
@@ -101,20 +144,32 @@ def private_env(tmp: Path) -> dict[str, str]:
     home = tmp / "home"
     home.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "DSH_"))}
-    env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"),
-               XDG_STATE_HOME=str(home / ".state"), XDG_CONFIG_HOME=str(home / ".config"),
-               DSH_HOME=str(home / ".dsh"))
+    env.update(
+        HOME=str(home),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_STATE_HOME=str(home / ".state"),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        DSH_HOME=str(home / ".dsh"),
+    )
     return env
 
 
 @contextlib.asynccontextmanager
-async def mcp_session(tmp: Path, args: list[str], *, roots: ListRootsFnT | None = None,
-                      env: dict[str, str] | None = None,
-                      cwd: str | None = None) -> AsyncIterator[ClientSession]:
+async def mcp_session(
+    tmp: Path,
+    args: list[str],
+    *,
+    roots: ListRootsFnT | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "dsh_query_server.mcp", *args],
-        env=env or private_env(tmp), cwd=cwd or str(tmp))
-    errlog = open(tmp / "mcp-stderr.log", "a")  # noqa: SIM115 - closed below
+        command=sys.executable,
+        args=["-m", "dsh_query_server.mcp", *args],
+        env=env or private_env(tmp),
+        cwd=cwd or str(tmp),
+    )
+    errlog = open(tmp / "mcp-stderr.log", "a")  # closed below
     try:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write, list_roots_callback=roots) as session:

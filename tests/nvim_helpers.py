@@ -75,6 +75,7 @@ R.info.capabilities = nil
 return R
 """
 
+
 def finally_kill(proc: subprocess.Popen) -> None:
     """nvim stops its LSP clients on exit; kill what may be left of its process group anyway."""
     try:
@@ -83,8 +84,15 @@ def finally_kill(proc: subprocess.Popen) -> None:
         pass
 
 
-def run_nvim(nvim: str, tmp: pathlib.Path, body: str, *, server_args: list[str],
-             init: dict | None = None, force_start_client: bool = False) -> dict:
+def run_nvim(
+    nvim: str,
+    tmp: pathlib.Path,
+    body: str,
+    *,
+    server_args: list[str],
+    init: dict | None = None,
+    force_start_client: bool = False,
+) -> dict:
     """Run one scenario; returns the decoded result (snaps, notes, info, ...)."""
     tmp.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "dsh_query_server", *server_args]
@@ -92,15 +100,21 @@ def run_nvim(nvim: str, tmp: pathlib.Path, body: str, *, server_args: list[str],
     def lua(value) -> str:  # any JSON value as a Lua expression
         return "vim.fn.json_decode(" + json.dumps(json.dumps(value)) + ")"
 
-    script = "\n".join([
-        "local SCENARIO = function(...)", PRELUDE, body, EPILOGUE, "end",
-        f"local ok, result = xpcall(SCENARIO, debug.traceback, {lua(str(PLUGIN))}, {lua(cmd)},",
-        f"  {lua(init) if init else 'vim.empty_dict()'}, {'true' if force_start_client else 'false'})",
-        "local out = ok and result or { error = tostring(result) }",
-        f"io.stdout:write('\\n' .. {lua(BEGIN)} .. vim.fn.json_encode(out) .. {lua(END)} .. '\\n')",
-        "io.stdout:flush()",
-        "vim.cmd('qa!')",
-    ])
+    script = "\n".join(
+        [
+            "local SCENARIO = function(...)",
+            PRELUDE,
+            body,
+            EPILOGUE,
+            "end",
+            f"local ok, result = xpcall(SCENARIO, debug.traceback, {lua(str(PLUGIN))}, {lua(cmd)},",
+            f"  {lua(init) if init else 'vim.empty_dict()'}, {'true' if force_start_client else 'false'})",
+            "local out = ok and result or { error = tostring(result) }",
+            f"io.stdout:write('\\n' .. {lua(BEGIN)} .. vim.fn.json_encode(out) .. {lua(END)} .. '\\n')",
+            "io.stdout:flush()",
+            "vim.cmd('qa!')",
+        ]
+    )
     path = tmp / "scenario.lua"
     path.write_text(script)
     env = {**os.environ}
@@ -110,23 +124,35 @@ def run_nvim(nvim: str, tmp: pathlib.Path, body: str, *, server_args: list[str],
     env.pop("NVIM", None)
     env.pop("VIMINIT", None)
     started = time.monotonic()
-    proc = subprocess.Popen([nvim, "--headless", "--clean", "-u", "NONE", "-i", "NONE", "-c", f"luafile {path}"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env, cwd=tmp, start_new_session=True)
+    proc = subprocess.Popen(
+        [nvim, "--headless", "--clean", "-u", "NONE", "-i", "NONE", "-c", f"luafile {path}"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=RUN_TIMEOUT)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)  # nvim and the server it started (same session)
         out, err = proc.communicate()
-        pytest.fail(f"nvim did not finish within {RUN_TIMEOUT}s\nstdout: {out[-2000:]!r}\nstderr: {err[-2000:]!r}")
+        pytest.fail(
+            f"nvim did not finish within {RUN_TIMEOUT}s\nstdout: {out[-2000:]!r}\nstderr: {err[-2000:]!r}"
+        )
     finally_kill(proc)
     text = out.decode("utf-8", "replace")
     match = re.search(re.escape(BEGIN) + r"(.*?)" + re.escape(END), text, re.S)
-    assert match, f"no result from nvim (rc {proc.returncode})\nstdout: {text[-3000:]}\nstderr: {err.decode()[-3000:]}"
+    assert match, (
+        f"no result from nvim (rc {proc.returncode})\nstdout: {text[-3000:]}\nstderr: {err.decode()[-3000:]}"
+    )
     result = json.loads(match.group(1))
     assert "error" not in result, result["error"]
     result["seconds"] = time.monotonic() - started
     result["stderr"] = err.decode("utf-8", "replace")
     # a Lua error in a callback does not stop the scenario; it only shows up here
-    assert "Error executing" not in result["stderr"] and "E5108" not in result["stderr"], result["stderr"]
+    assert "Error executing" not in result["stderr"] and "E5108" not in result["stderr"], result[
+        "stderr"
+    ]
     return result

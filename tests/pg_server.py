@@ -53,12 +53,21 @@ class PgServer:
     def pg_ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             self.command(str(BINDIR / "pg_ctl"), "-D", str(self.data), *args),
-            capture_output=True, text=True, check=check, timeout=120)
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=120,
+        )
 
     def admin(self, dbname: str = "postgres") -> psycopg.Connection[tuple[object, ...]]:
         """A superuser autocommit connection over the Unix socket."""
-        return psycopg.connect(host=str(self.socket_dir), port=self.port, user=SUPERUSER,
-                               dbname=dbname, autocommit=True)
+        return psycopg.connect(
+            host=str(self.socket_dir),
+            port=self.port,
+            user=SUPERUSER,
+            dbname=dbname,
+            autocommit=True,
+        )
 
     def restart(self, mode: str = "fast") -> None:
         self.pg_ctl("restart", "-w", "-m", mode, "-l", str(self.base / "server.log"))
@@ -73,23 +82,33 @@ class PgDatabase:
         """``postgres://`` over the Unix socket (trusted: no password)."""
         query = {"host": str(self.server.socket_dir), "port": str(self.server.port), **params}
         return f"postgres://{quote(user, safe='')}@/{self.name}?" + "&".join(
-            f"{k}={quote(v, safe='')}" for k, v in query.items())
+            f"{k}={quote(v, safe='')}" for k, v in query.items()
+        )
 
     def tcp_uri(self, user: str, password: str, **params: str) -> str:
         """``postgresql://`` over 127.0.0.1 with a password in the user-info."""
         tail = "&".join(f"{k}={quote(v, safe='')}" for k, v in params.items())
-        return (f"postgresql://{quote(user, safe='')}:{quote(password, safe='')}@127.0.0.1:"
-                f"{self.server.port}/{self.name}" + (f"?{tail}" if tail else ""))
+        return (
+            f"postgresql://{quote(user, safe='')}:{quote(password, safe='')}@127.0.0.1:"
+            f"{self.server.port}/{self.name}" + (f"?{tail}" if tail else "")
+        )
 
     def connect(self, user: str = SUPERUSER) -> psycopg.Connection[tuple[object, ...]]:
-        return psycopg.connect(host=str(self.server.socket_dir), port=self.server.port,
-                               user=user, dbname=self.name, autocommit=True)
+        return psycopg.connect(
+            host=str(self.server.socket_dir),
+            port=self.server.port,
+            user=user,
+            dbname=self.name,
+            autocommit=True,
+        )
 
 
 def _start() -> PgServer:
     if not (BINDIR / "pg_ctl").is_file():
-        message = (f"PostgreSQL 15 is not installed ({BINDIR}/pg_ctl is missing): run"
-                   f" `make postgres-deps`, or set {SKIP_ENV}=1 to skip these tests locally")
+        message = (
+            f"PostgreSQL 15 is not installed ({BINDIR}/pg_ctl is missing): run"
+            f" `make postgres-deps`, or set {SKIP_ENV}=1 to skip these tests locally"
+        )
         if os.environ.get(SKIP_ENV) == "1":
             pytest.skip(message)
         pytest.fail(message)
@@ -102,13 +121,28 @@ def _start() -> PgServer:
         for path in (base, socket_dir):
             os.chown(path, entry.pw_uid, entry.pw_gid)
     server = PgServer(base, data, socket_dir, _free_port(), run_as)
-    subprocess.run(server.command(
-        str(BINDIR / "initdb"), "-D", str(data), "-U", SUPERUSER, "--encoding=UTF8",
-        "--locale=C.UTF-8", "--auth-local=trust", "--auth-host=scram-sha-256"),
-        capture_output=True, text=True, check=True, timeout=120)
+    subprocess.run(
+        server.command(
+            str(BINDIR / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            SUPERUSER,
+            "--encoding=UTF8",
+            "--locale=C.UTF-8",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+        ),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     with open(data / "postgresql.conf", "a", encoding="utf-8") as conf:
-        conf.write(f"listen_addresses = '127.0.0.1'\nport = {server.port}\n"
-                   f"unix_socket_directories = '{socket_dir}'\nmax_connections = 100\n")
+        conf.write(
+            f"listen_addresses = '127.0.0.1'\nport = {server.port}\n"
+            f"unix_socket_directories = '{socket_dir}'\nmax_connections = 100\n"
+        )
     started = server.pg_ctl("start", "-w", "-l", str(base / "server.log"), check=False)
     if started.returncode != 0:
         log_file = base / "server.log"
@@ -132,9 +166,13 @@ def pg_server_fixture() -> Iterator[PgServer]:
 def pg_database_fixture(pg_server: PgServer) -> Iterator[PgDatabase]:
     name = f"t_{uuid.uuid4().hex[:16]}"
     with pg_server.admin() as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
-            sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
+                sql.Identifier(name)
+            )
+        )
     yield PgDatabase(pg_server, name)
     with pg_server.admin() as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
+from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event
-from dsh_query_server.cancel import CancelToken
 from dsh_query_server.persistence.base import Snapshot
 from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.search.config import SearchConfig
@@ -27,8 +28,9 @@ def j(value: Any) -> Any:
     return to_builtins(value)
 
 
-def make(store: SessionStore | None = None, binding: PersistenceBinding | None = None,
-         **config: Any) -> tuple[SessionStore, PersistenceBinding, SearchService]:
+def make(
+    store: SessionStore | None = None, binding: PersistenceBinding | None = None, **config: Any
+) -> tuple[SessionStore, PersistenceBinding, SearchService]:
     store = store or SessionStore()
     binding = binding or PersistenceBinding()
     return store, binding, SearchService(store, binding, SearchConfig(**config))
@@ -57,7 +59,9 @@ def ids(page: dict[str, Any]) -> list[str]:
     return [item["header"]["id"] for item in page["items"]]
 
 
-def page_all(search: Callable[[dict[str, Any]], Any], request: dict[str, Any]) -> list[dict[str, Any]]:
+def page_all(
+    search: Callable[[dict[str, Any]], Any], request: dict[str, Any]
+) -> list[dict[str, Any]]:
     """Every item of every page, following nextCursor."""
     items: list[dict[str, Any]] = []
     cursor = None
@@ -74,13 +78,13 @@ class TokenBackend(MemoryBackend):
 
     def __init__(self, uri: str = "memory:tokens") -> None:
         super().__init__(uri)
-        self.tokens: list[CancelToken | None] = []
+        self.tokens: list[CancelToken] = []
 
-    def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
         self.tokens.append(token)
         return super().list_snapshots(token)
 
-    def inspect(self, session_id: str, token: CancelToken | None = None) -> Any:
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Any:
         self.tokens.append(token)
         return super().inspect(session_id, token)
 
@@ -88,7 +92,7 @@ class TokenBackend(MemoryBackend):
 class ChurningBackend(MemoryBackend):
     """A backend whose snapshot listing changes on every call."""
 
-    def list_snapshots(self, token: CancelToken | None = None) -> list[Snapshot]:
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
         for sid in self.revisions:
             self.revisions[sid] += 1
         return super().list_snapshots(token)

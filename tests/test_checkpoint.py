@@ -10,11 +10,11 @@ import pytest
 from dsh_query_server import errors
 from dsh_query_server.errors import QueryError
 from dsh_query_server.persistence.binding import PersistenceBinding
-from dsh_query_server.server.checkpoint import Checkpointer
 from dsh_query_server.persistence.jsonl import JsonlBackend
+from dsh_query_server.server.checkpoint import Checkpointer
 from dsh_query_server.session.store import SessionStore
 
-from .builders import U
+from .builders import U, live_snapshot
 from .fakes import MemoryBackend
 
 
@@ -51,19 +51,21 @@ def test_flush_writes_each_event_once():
     assert cp.pending_events() == 0
 
 
-def test_failure_keeps_live_data_and_retries():
+def test_failure_keeps_live_data_and_retries(monkeypatch):
     backend = MemoryBackend()
     store, _, cp = setup(backend=backend)
     store.create({"id": "s", "createdAt": 0}, [U(0).to_value()])
     cp.flush()
     store.append("s", [turn(1)])
     original = backend.append
-    backend.append = lambda sid, events: (_ for _ in ()).throw(OSError("disk full"))
+    monkeypatch.setattr(
+        backend, "append", lambda sid, events: (_ for _ in ()).throw(OSError("disk full"))
+    )
     with pytest.raises(QueryError) as info:
         cp.flush()
     assert info.value.code == errors.STORE_PERSISTENCE_FAILED
     assert info.value.message == 'checkpoint of session "s" failed: disk full'
-    assert len(store.snapshot("s").events) == 3
+    assert len(live_snapshot(store, "s").events) == 3
     backend.append = original
     assert cp.flush() == {"s": 2}
     assert stored_seqs(backend, "s") == [0, 1, 2]
@@ -77,8 +79,13 @@ def test_resumes_from_what_the_backend_already_holds(tmp_path):
     # A new process: the producer re-creates the session with its whole log so far.
     backend = JsonlBackend(root)
     store, _, cp = setup(backend=backend)
-    store.create({"id": "s", "createdAt": 0, "cwd": "/w"}, [e.to_value() for e in first_store.snapshot("s").events])
-    store.append("s", [turn(1), {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}])
+    store.create(
+        {"id": "s", "createdAt": 0, "cwd": "/w"},
+        [e.to_value() for e in live_snapshot(first_store, "s").events],
+    )
+    store.append(
+        "s", [turn(1), {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}]
+    )
     assert cp.flush() == {"s": 3}
     assert [e.seq for e in backend.inspect("s").events] == [0, 1, 2, 3]
     assert backend.stored_count("s") == 4
@@ -133,7 +140,10 @@ def test_a_longer_persisted_log_is_never_appended_to():
     store.create({"id": "s", "createdAt": 0}, [])
     with pytest.raises(QueryError) as info:
         cp.flush()
-    assert info.value.message == 'checkpoint of session "s" failed: the persisted log is longer than the live log'
+    assert (
+        info.value.message
+        == 'checkpoint of session "s" failed: the persisted log is longer than the live log'
+    )
     assert stored_seqs(backend, "s") == [0, 1, 2]
 
 

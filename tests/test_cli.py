@@ -21,8 +21,14 @@ def private_dirs(tmp_path, monkeypatch):
 
 def dsh(*args, env=None, cwd=None):
     env = {**os.environ, "COLUMNS": "120", **(env or {})}
-    result = subprocess.run([sys.executable, "-m", "dsh_query_server.cli", *args], capture_output=True,
-                            text=True, timeout=120, env=env, cwd=cwd)
+    result = subprocess.run(
+        [sys.executable, "-m", "dsh_query_server.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=cwd,
+    )
     return result
 
 
@@ -40,9 +46,16 @@ def test_demo_shows_what_the_service_sees(tmp_path):
 
 def make_root(tmp_path):
     root = tmp_path / "root"
-    write_transcript(root, hdr("one", 1, cwd="/w"), [
-        log_only("turn/start", 0, {"turn": 1}), U(1, "find the needle"), A(2, "here", op=R(1, 1), src=[1]),
-        log_only("turn/end", 3, {"turn": 1, "reason": {"kind": "completed"}})])
+    write_transcript(
+        root,
+        hdr("one", 1, cwd="/w"),
+        [
+            log_only("turn/start", 0, {"turn": 1}),
+            U(1, "find the needle"),
+            A(2, "here", op=R(1, 1), src=[1]),
+            log_only("turn/end", 3, {"turn": 1, "reason": {"kind": "completed"}}),
+        ],
+    )
     write_transcript(root, hdr("two", 2, parentSession="one"), [U(0, "[bold]not markup[/bold]")])
     return root
 
@@ -53,7 +66,9 @@ def test_client_commands_as_json(tmp_path):
     assert [s["header"]["id"] for s in sessions] == ["two", "one"]
     events = json.loads(dsh("events", "one", "--persistence", uri, "--json").stdout)
     assert [e["surface"] for e in events] == ["log-only", "shadowed", "current", "log-only"]
-    window = json.loads(dsh("read", "one", "2", "--before", "1", "--persistence", uri, "--json").stdout)
+    window = json.loads(
+        dsh("read", "one", "2", "--before", "1", "--persistence", uri, "--json").stdout
+    )
     assert (window["startSeq"], window["endSeq"]) == (1, 2)
     surface = json.loads(dsh("surface", "one", "--persistence", uri, "--json").stdout)
     assert [e["seq"] for e in surface["events"]] == [2]
@@ -69,12 +84,19 @@ def test_client_tables_and_errors(tmp_path):
     root = make_root(tmp_path)
     tables = dsh("events", "two", "--persistence", f"jsonl:{root}")
     assert "[bold]not markup[/bold]" in tables.stdout
-    mounted = dsh("mount", "jsonl:root?readOnly=true", cwd=tmp_path)  # relative to the working directory
+    mounted = dsh(
+        "mount", "jsonl:root?readOnly=true", cwd=tmp_path
+    )  # relative to the working directory
     assert mounted.returncode == 0, mounted.stderr
-    assert f"mounted jsonl:{root}?readOnly=true (read-only)" in mounted.stdout and "2 sessions" in mounted.stdout
+    assert (
+        f"mounted jsonl:{root}?readOnly=true (read-only)" in mounted.stdout
+        and "2 sessions" in mounted.stdout
+    )
     missing = dsh("events", "nope", "--persistence", f"jsonl:{root}")
     assert missing.returncode == 2
-    assert missing.stderr.strip() == 'error SESSION_QUERY_SESSION_NOT_FOUND: session "nope" not found'
+    assert (
+        missing.stderr.strip() == 'error SESSION_QUERY_SESSION_NOT_FOUND: session "nope" not found'
+    )
     assert "Traceback" not in missing.stderr
 
 
@@ -100,8 +122,14 @@ def make_home(tmp_path):
     write_transcript(root, hdr(UUID_B, now - 10 * DAY_MS, cwd="/elsewhere"), [U(0, "beta")])
     claude = shutil.copytree(SPEC / "claude", tmp_path / "claude")
     codex = shutil.copytree(SPEC / "codex", tmp_path / "codex")
-    return ["--persistence", f"jsonl:{root}", "--persistence", f"claude:{claude}",
-            "--persistence", f"codex:{codex}"], long_cwd
+    return [
+        "--persistence",
+        f"jsonl:{root}",
+        "--persistence",
+        f"claude:{claude}",
+        "--persistence",
+        f"codex:{codex}",
+    ], long_cwd
 
 
 def test_sessions_one_line_per_row_cut_to_the_terminal_with_the_agent(tmp_path):
@@ -140,7 +168,8 @@ def test_sessions_filters_and_json_shape(tmp_path):
     assert listed("--agent", "codex") == ["019b7e26-5500-7000-8000-0000000000f1"]
     assert listed("--agent", "claude") == ["claude-demo", "claude-demo/agent-ab12"]
     assert listed("--agent", "dsh", "--agent", "codex") == sorted(
-        [UUID_A, UUID_B, "019b7e26-5500-7000-8000-0000000000f1"])
+        [UUID_A, UUID_B, "019b7e26-5500-7000-8000-0000000000f1"]
+    )
     assert listed("--cwd", "/w/very-long-directory-name") == [UUID_A]
     assert listed("--cwd", long_cwd, "--agent", "codex") == []
     assert listed("--since", "2d", "--agent", "dsh") == [UUID_A]
@@ -165,7 +194,9 @@ def test_ids_are_accepted_as_unique_prefixes(tmp_path):
     assert f'session id prefix "{SHARED}" is ambiguous; it matches 2 sessions' in ambiguous.stderr
     assert UUID_A in ambiguous.stderr and UUID_B in ambiguous.stderr
     missing = dsh("events", "zzz", *flags)
-    assert missing.stderr.strip() == 'error SESSION_QUERY_SESSION_NOT_FOUND: session "zzz" not found'
+    assert (
+        missing.stderr.strip() == 'error SESSION_QUERY_SESSION_NOT_FOUND: session "zzz" not found'
+    )
 
 
 def test_events_take_a_limit_and_page_on_a_terminal(tmp_path):
@@ -183,8 +214,13 @@ def test_events_take_a_limit_and_page_on_a_terminal(tmp_path):
     paged = tmp_path / "paged.txt"
     leader, follower = pty.openpty()
     env = {**os.environ, "COLUMNS": "80", "PAGER": f"cat > {paged}", "TERM": "xterm"}
-    proc = subprocess.run([sys.executable, "-m", "dsh_query_server.cli", "events", "big", *flags],
-                          stdout=follower, stderr=subprocess.PIPE, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dsh_query_server.cli", "events", "big", *flags],
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        env=env,
+        timeout=120,
+    )
     os.close(follower)
     os.close(leader)
     assert proc.returncode == 0, proc.stderr

@@ -14,8 +14,9 @@ from dsh_query_server.cli.lines import Column, render
 # UUIDs that share long prefixes (as UUIDv7 ids of one day do), names, and sub-agent ids.
 _hex = st.text("01", min_size=24, max_size=24)  # two digits: long shared prefixes are common
 _uuids = _hex.map(lambda h: str(uuid.UUID(hex="019b7e26" + h)))
-_ids = st.one_of(_uuids, st.text("abc-/", min_size=1, max_size=12),
-                 _uuids.map(lambda u: u + "/agent-a1"))
+_ids = st.one_of(
+    _uuids, st.text("abc-/", min_size=1, max_size=12), _uuids.map(lambda u: u + "/agent-a1")
+)
 
 
 @settings(max_examples=300, deadline=None)

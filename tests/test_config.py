@@ -15,22 +15,33 @@ README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 
 def test_readme_configuration_table_is_generated_from_the_defaults():
     assert readme_table() in README.read_text(encoding="utf-8"), (
-        "README.md's configuration table drifted from dsh_query_server/config.py; paste:\n" + readme_table())
+        "README.md's configuration table drifted from dsh_query_server/config.py; paste:\n"
+        + readme_table()
+    )
 
 
 def test_no_options_build_the_struct_defaults():
     built = build_config({"persistence": None})
-    expected = msgspec.structs.replace(DEFAULTS, search=msgspec.structs.replace(DEFAULTS.search,
-                                                                                path=default_index(None)))
+    expected = msgspec.structs.replace(
+        DEFAULTS, search=msgspec.structs.replace(DEFAULTS.search, path=default_index(None))
+    )
     assert msgspec.structs.replace(built, raw={}) == expected
     assert isinstance(built, ServerConfig)
 
 
 def test_every_group_key_overrides_only_itself():
-    built = build_config({"persistence": None, "search": {"maxLimit": 7, "defaultLimit": 3},
-                          "checkpoint": {"intervalMs": 9}})
-    assert (built.search.max_limit, built.search.default_limit, built.search.snippet_chars) == \
-        (7, 3, DEFAULTS.search.snippet_chars)
+    built = build_config(
+        {
+            "persistence": None,
+            "search": {"maxLimit": 7, "defaultLimit": 3},
+            "checkpoint": {"intervalMs": 9},
+        }
+    )
+    assert (built.search.max_limit, built.search.default_limit, built.search.snippet_chars) == (
+        7,
+        3,
+        DEFAULTS.search.snippet_chars,
+    )
     assert (built.checkpoint_interval_ms, built.checkpoint_mode) == (9, DEFAULTS.checkpoint_mode)
 
 

@@ -27,7 +27,11 @@ from dsh_query_server.server.envelope import UNDECODABLE, shallow_members
 from dsh_query_server.server.transport import Frames, frame, frame_parts, read_frame
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
-TEST_ENV = {**os.environ, "PYTHONPATH": ROOT, "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make"}
+TEST_ENV = {
+    **os.environ,
+    "PYTHONPATH": ROOT,
+    "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make",
+}
 ABORTED = "SESSION_QUERY_ABORTED"
 STATUS = "sessionPersistence/status"
 
@@ -60,8 +64,13 @@ class RecordingClient(WireClient):
 
 
 def start(initialize: bool = True) -> RecordingClient:
-    return RecordingClient(["--persistence", "none"], env=TEST_ENV, timeout=30, initialize=initialize,
-                           initialization_options={"index": ":memory:", "checkpoint": {"mode": "manual"}})
+    return RecordingClient(
+        ["--persistence", "none"],
+        env=TEST_ENV,
+        timeout=30,
+        initialize=initialize,
+        initialization_options={"index": ":memory:", "checkpoint": {"mode": "manual"}},
+    )
 
 
 def request(msg_id, method=STATUS, params=None) -> bytes:
@@ -72,7 +81,11 @@ def request(msg_id, method=STATUS, params=None) -> bytes:
 
 
 def cancel(msg_id) -> bytes:
-    return frame(json.dumps({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}).encode())
+    return frame(
+        json.dumps(
+            {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}
+        ).encode()
+    )
 
 
 def test_pipelined_inline_requests_are_answered_in_order():
@@ -80,13 +93,19 @@ def test_pipelined_inline_requests_are_answered_in_order():
     try:
         ids = [f"s{i}" for i in range(50)]
         futures = [client.expect(i) for i in ids] + [client.expect("bad-params")]
-        data = b"".join(request(i) for i in ids[:25]) + request("bad-params", params=[1]) + \
-            b"".join(request(i) for i in ids[25:])
+        data = (
+            b"".join(request(i) for i in ids[:25])
+            + request("bad-params", params=[1])
+            + b"".join(request(i) for i in ids[25:])
+        )
         client.order.clear()
         client.send_raw(data)
         responses = [f.result(10) for f in futures]
         assert client.order == ids[:25] + ["bad-params"] + ids[25:]
-        assert all(r["result"] == {"uri": None, "writable": False, "pendingEvents": 0, "members": []} for r in responses[:-1])
+        assert all(
+            r["result"] == {"uri": None, "writable": False, "pendingEvents": 0, "members": []}
+            for r in responses[:-1]
+        )
         error = responses[-1]["error"]
         assert (error["code"], error["data"]["code"]) == (-32602, "SESSION_QUERY_INVALID_REQUEST")
     finally:
@@ -101,15 +120,34 @@ def test_inline_and_worker_requests_mixed_all_answered():
         for i in range(40):
             plan.append((f"st{i}", STATUS, {}))
             plan.append((f"ls{i}", "sessionQuery/listSessions", {}))
-            plan.append((f"ap{i}", "sessionStore/append", {"sessionId": "live", "events": [
-                {"type": "user/message", "surfaceOp": "append", "data": {
-                    "id": f"m{i}", "role": "user", "source": {"kind": "user"},
-                    "content": [{"type": "text", "text": "hi"}]}}]}))
+            plan.append(
+                (
+                    f"ap{i}",
+                    "sessionStore/append",
+                    {
+                        "sessionId": "live",
+                        "events": [
+                            {
+                                "type": "user/message",
+                                "surfaceOp": "append",
+                                "data": {
+                                    "id": f"m{i}",
+                                    "role": "user",
+                                    "source": {"kind": "user"},
+                                    "content": [{"type": "text", "text": "hi"}],
+                                },
+                            }
+                        ],
+                    },
+                )
+            )
         futures = {msg_id: client.expect(msg_id) for msg_id, _, _ in plan}
-        client.send_raw(b"".join(request(msg_id, method, params) for msg_id, method, params in plan))
+        client.send_raw(
+            b"".join(request(msg_id, method, params) for msg_id, method, params in plan)
+        )
         for msg_id, future in futures.items():
             assert "result" in future.result(20), (msg_id, future.result())
-        assert sorted(client.order[-len(plan):]) == sorted(futures)
+        assert sorted(client.order[-len(plan) :]) == sorted(futures)
         assert client.request(STATUS)["pendingEvents"] == 0  # nothing mounted
         assert len(client.request("sessionQuery/listEvents", {"sessionId": "live"})) == 40
     finally:
@@ -121,10 +159,16 @@ def test_malformed_frames_around_an_inline_request():
     try:
         futures = [client.expect("a"), client.expect("b"), client.expect("c")]
         before = len(client.orphans)
-        client.send_raw(request("a") + frame(b"{not json") + request("b")
-                        + b"Content-Length: abc\r\n\r\n{}\r\n"  # unusable header: skipped
-                        + frame(b'{"jsonrpc":"2.0","id":"c","method":"sessionQuery/readEvent",'
-                                b'"params":{"sessionId":"live","seq":NaN}}'))  # json.loads takes NaN
+        client.send_raw(
+            request("a")
+            + frame(b"{not json")
+            + request("b")
+            + b"Content-Length: abc\r\n\r\n{}\r\n"  # unusable header: skipped
+            + frame(
+                b'{"jsonrpc":"2.0","id":"c","method":"sessionQuery/readEvent",'
+                b'"params":{"sessionId":"live","seq":NaN}}'
+            )
+        )  # json.loads takes NaN
         a, b, c = (f.result(10) for f in futures)
         assert "result" in a and "result" in b
         assert c["error"]["code"] == -32602
@@ -157,17 +201,23 @@ def test_request_waiting_in_a_worker_is_cancelled_with_the_coded_error(tmp_path)
         # Cancelled right behind its request, before or while its backend call runs.
         queued = client.expect("queued")
         validation = client.expect("invalid")
-        client.send_raw(request("queued", "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0})
-                        + cancel("queued")
-                        + request("invalid", "sessionQuery/readEvent", "not an object") + cancel("invalid"))
+        client.send_raw(
+            request("queued", "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0})
+            + cancel("queued")
+            + request("invalid", "sessionQuery/readEvent", "not an object")
+            + cancel("invalid")
+        )
         # Validation beats cancellation (§3.0.6), and needs no worker.
         error = validation.result(5)["error"]
         assert (error["code"], error["data"]["code"]) == (-32602, "SESSION_QUERY_INVALID_REQUEST")
         assert not blocked.done()
         (tmp_path / "release").write_text("")
         error = queued.result(15)["error"]
-        assert (error["code"], error["data"]["code"], error["message"]) == \
-            (-32800, ABORTED, "session query request cancelled")
+        assert (error["code"], error["data"]["code"], error["message"]) == (
+            -32800,
+            ABORTED,
+            "session query request cancelled",
+        )
         assert "result" in blocked.result(15)
     finally:
         (tmp_path / "release").write_text("")
@@ -199,8 +249,15 @@ def test_pipelined_requests_see_initialize_and_what_came_before():
     client = start(initialize=False)
     try:
         early, init, after = client.expect("early"), client.expect("init"), client.expect("after")
-        client.send_raw(request("early") + request("init", "initialize", {
-            "capabilities": {}, "initializationOptions": {"index": ":memory:"}}) + request("after"))
+        client.send_raw(
+            request("early")
+            + request(
+                "init",
+                "initialize",
+                {"capabilities": {}, "initializationOptions": {"index": ":memory:"}},
+            )
+            + request("after")
+        )
         assert early.result(10)["error"]["code"] == -32002
         assert "capabilities" in init.result(10)["result"]
         assert after.result(10)["result"]["uri"] is None
@@ -211,8 +268,12 @@ def test_pipelined_requests_see_initialize_and_what_came_before():
 
 def test_stdin_a_regular_file(tmp_path):
     messages = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"capabilities": {}, "initializationOptions": {"index": ":memory:"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"capabilities": {}, "initializationOptions": {"index": ":memory:"}},
+        },
         {"jsonrpc": "2.0", "method": "initialized", "params": {}},
         {"jsonrpc": "2.0", "id": 2, "method": STATUS, "params": {}},
         {"jsonrpc": "2.0", "id": 3, "method": "sessionQuery/listSessions", "params": {}},
@@ -222,8 +283,14 @@ def test_stdin_a_regular_file(tmp_path):
     path = tmp_path / "input"
     path.write_bytes(b"".join(frame(json.dumps(m).encode()) for m in messages))
     with open(path, "rb") as stdin:
-        done = subprocess.run([sys.executable, "-m", "dsh_query_server", "--persistence", "none"], stdin=stdin,
-                              capture_output=True, env=TEST_ENV, timeout=60, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "dsh_query_server", "--persistence", "none"],
+            stdin=stdin,
+            capture_output=True,
+            env=TEST_ENV,
+            timeout=60,
+            check=False,
+        )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     out, responses = io.BytesIO(done.stdout), {}
     while (body := read_frame(out)) is not None:
@@ -242,8 +309,13 @@ def test_notifications_for_our_methods_run_through_the_dispatcher_unanswered():
         before = len(client.orphans)
         client.notify("sessionStore/create", {"header": {"id": "by-notification", "createdAt": 1}})
         client.notify("sessionQuery/readEvent", [1])  # invalid params: still never answered
-        assert wait_until(lambda: [s["header"]["id"] for s in client.request("sessionQuery/listSessions")]
-                          == ["by-notification"], 10)
+        assert wait_until(
+            lambda: (
+                [s["header"]["id"] for s in client.request("sessionQuery/listSessions")]
+                == ["by-notification"]
+            ),
+            10,
+        )
         assert client.request(STATUS)["uri"] is None
         assert client.orphans[before:] == []
     finally:
@@ -256,13 +328,18 @@ bodies = st.lists(st.binary(min_size=1, max_size=300), max_size=8)
 
 
 @settings(max_examples=200, deadline=None)
-@given(bodies=bodies, noise=st.lists(st.sampled_from([b"", b"X-Other: 1\r\n", b"garbage\n"]), min_size=8,
-                                     max_size=8), cuts=st.lists(st.integers(0, 4000), max_size=12))
+@given(
+    bodies=bodies,
+    noise=st.lists(st.sampled_from([b"", b"X-Other: 1\r\n", b"garbage\n"]), min_size=8, max_size=8),
+    cuts=st.lists(st.integers(0, 4000), max_size=12),
+)
 def test_frames_and_read_frame_agree_on_any_chunking(bodies, noise, cuts):
     """The server's push parser (Frames, fed in arbitrary chunks) and the clients' pull parser
     (read_frame) read the same bodies out of the same stream, other header lines included."""
-    stream = b"".join(n + (b"Content-Type: x\r\n" if i % 2 else b"") + frame(body)
-                      for i, (n, body) in enumerate(zip(noise[: len(bodies)], bodies, strict=True)))
+    stream = b"".join(
+        n + (b"Content-Type: x\r\n" if i % 2 else b"") + frame(body)
+        for i, (n, body) in enumerate(zip(noise[: len(bodies)], bodies, strict=True))
+    )
     pushed: list[bytes] = []
     frames = Frames(lambda body: pushed.append(bytes(body)))
     points = sorted({c % (len(stream) + 1) for c in cuts} | {0, len(stream)})
@@ -286,9 +363,16 @@ def test_read_frame_ends_inside_a_frame_and_frame_parts_split_large_bodies():
 # -- envelope.py: the top-level members of bodies the decoders refuse ----------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
-    max_leaves=20)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -302,13 +386,16 @@ def test_shallow_members_read_what_json_loads_reads(value):
 
 
 @settings(max_examples=500, deadline=None)
-@given(body=st.binary(max_size=30) | st.text(alphabet='{}[]:," 0123456789-.eEtruefalsn\\', max_size=30).map(
-    str.encode))
+@given(
+    body=st.binary(max_size=30)
+    | st.text(alphabet='{}[]:," 0123456789-.eEtruefalsn\\', max_size=30).map(str.encode)
+)
 def test_shallow_members_accept_exactly_the_json_objects(body):
     # json.loads also takes NaN and Infinity, and UTF-16/32 bodies (told by NULs up front).
     try:
         is_object = isinstance(json.loads(body), dict) and not any(
-            marker in body for marker in (b"NaN", b"Infinity", b"\x00"))
+            marker in body for marker in (b"NaN", b"Infinity", b"\x00")
+        )
     except ValueError:
         is_object = False
     assert (shallow_members(body) is not None) == is_object, body
@@ -316,8 +403,10 @@ def test_shallow_members_accept_exactly_the_json_objects(body):
 
 def test_shallow_members_of_a_body_too_deep_for_the_decoders():
     depth = 50_000
-    body = (b'{"params":{"a":' + b"[" * depth + b"]" * depth + b'},"id":"x","method":"m",'
-            b'"n":' + b"9" * 5000 + b',"jsonrpc":"2.0"}')
+    body = (
+        b'{"params":{"a":' + b"[" * depth + b"]" * depth + b'},"id":"x","method":"m",'
+        b'"n":' + b"9" * 5000 + b',"jsonrpc":"2.0"}'
+    )
     members = shallow_members(body)
     assert members is not None
     assert (members["id"], members["method"], members["jsonrpc"]) == ("x", "m", "2.0")

@@ -28,20 +28,34 @@ from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore
 from tests.mcp_helpers import CORPUS, event, header, private_env, user, write_corpus
 
-LINEAGE = ["session.jsonl", "subagents/s-child/session.jsonl", "subagents/s-leaf/session.jsonl",
-           "subagents/s-side/session.jsonl", "subagents/s-ghost/session.jsonl"]
+LINEAGE = [
+    "session.jsonl",
+    "subagents/s-child/session.jsonl",
+    "subagents/s-leaf/session.jsonl",
+    "subagents/s-side/session.jsonl",
+    "subagents/s-ghost/session.jsonl",
+]
 IDS = ["s-root", "s-child", "s-leaf", "s-side", "s-ghost"]
 
 
 def export_cli(tmp: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dsh_query_server.cli", "export", *args],
-                          env=private_env(tmp), cwd=str(cwd or tmp), capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "dsh_query_server.cli", "export", *args],
+        env=private_env(tmp),
+        cwd=str(cwd or tmp),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def client(tmp: Path, uri: str, **init: Any) -> StdioClient:
-    return StdioClient(["--persistence", uri], env=private_env(tmp),
-                       initialization_options={"index": ":memory:", **init})
+    return StdioClient(
+        ["--persistence", uri],
+        env=private_env(tmp),
+        initialization_options={"index": ":memory:", **init},
+    )
 
 
 def logical(uri: str, sid: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -122,14 +136,21 @@ def test_read_raw_failures_keep_their_class(tmp_path: Path) -> None:
         failures = []
         for sid, descendants in (("s-leaf", False), ("s-root", True)):
             with pytest.raises(RpcError) as info:
-                c.request("sessionQuery/exportSession", {
-                    "sessionId": sid, "outputPath": str(tmp_path / f"{sid}.zip"),
-                    "includeDescendants": descendants})
+                c.request(
+                    "sessionQuery/exportSession",
+                    {
+                        "sessionId": sid,
+                        "outputPath": str(tmp_path / f"{sid}.zip"),
+                        "includeDescendants": descendants,
+                    },
+                )
             failures.append((info.value.code, info.value.data_code, info.value.message))
     finally:
         c.close()
-    corrupt = ('stored session "s-leaf" is corrupt: corrupt Zstandard session log: frame at '
-               f"byte {start} failed validation")
+    corrupt = (
+        'stored session "s-leaf" is corrupt: corrupt Zstandard session log: frame at '
+        f"byte {start} failed validation"
+    )
     assert failures == [(-32803, "SESSION_QUERY_CORRUPT_SESSION", corrupt)] * 2
     assert not list(tmp_path.glob("*.zip")) and not list(tmp_path.glob("*.tmp"))
 
@@ -150,13 +171,16 @@ def test_a_transcript_unreadable_after_listing_is_a_persistence_failure(tmp_path
     with pytest.raises(QueryError) as info:
         session_content(service, "s-leaf", CancelToken(), descendant=True)
     assert info.value.code == "SESSION_QUERY_PERSISTENCE_FAILED"
-    assert info.value.message == ('failed to read the stored log of session "s-leaf": '
-                                  f"[Errno 21] Is a directory: '{leaf}'")
+    assert info.value.message == (
+        f"failed to read the stored log of session \"s-leaf\": [Errno 21] Is a directory: '{leaf}'"
+    )
     leaf.rmdir()
     with pytest.raises(QueryError) as info:
         session_content(service, "s-leaf", CancelToken(), descendant=True)
     assert (info.value.code, info.value.message) == (
-        "SESSION_QUERY_EXPORT_FAILED", 'subagent "s-leaf" has no stored log artifact')
+        "SESSION_QUERY_EXPORT_FAILED",
+        'subagent "s-leaf" has no stored log artifact',
+    )
 
 
 def test_sqlite_exports_its_logical_log(tmp_path: Path) -> None:
@@ -168,14 +192,17 @@ def test_sqlite_exports_its_logical_log(tmp_path: Path) -> None:
     with zipfile.ZipFile(out) as z:
         assert z.namelist() == ["session.jsonl"]
         lines = z.read("session.jsonl").split(b"\n")
-    assert lines[0] == (b'{"type":"session","version":0,"id":"s-leaf","createdAt":1700000120000,'
-                        b'"cwd":"/w/app","parentSession":"s-child","origin":"subagent",'
-                        b'"delegationDepth":2}')
+    assert lines[0] == (
+        b'{"type":"session","version":0,"id":"s-leaf","createdAt":1700000120000,'
+        b'"cwd":"/w/app","parentSession":"s-child","origin":"subagent",'
+        b'"delegationDepth":2}'
+    )
     assert lines[5:] == [
         b'{"type":"step/end","seq":4,"time":1700000124000,"data":{"turn":1,"step":1}}',
         b'{"type":"turn/end","seq":5,"time":1700000124000,"data":{"turn":1,"reason":'
         b'{"kind":"interrupted"}}}',
-        b""]
+        b"",
+    ]
     copy = mount_archive(out, tmp_path / "back", ["s-leaf"])
     assert logical(copy, "s-leaf") == logical(uri, "s-leaf")
 
@@ -186,13 +213,24 @@ def test_live_session_with_lag(tmp_path: Path) -> None:
     c = client(tmp_path, root, checkpoint={"mode": "manual"})
     try:
         c.request("sessionStore/create", {"header": {"id": "s-live", "createdAt": 1, "cwd": "/w"}})
-        c.request("sessionStore/append", {"sessionId": "s-live", "events": [
-            {"type": "user/message", "surfaceOp": "append", "data": user("one")}]})
+        c.request(
+            "sessionStore/append",
+            {
+                "sessionId": "s-live",
+                "events": [{"type": "user/message", "surfaceOp": "append", "data": user("one")}],
+            },
+        )
         c.request("sessionStore/checkpoint", {"sessionId": "s-live"})
-        c.request("sessionStore/append", {"sessionId": "s-live", "events": [
-            {"type": "user/message", "surfaceOp": "append", "data": user("two")}]})
-        result = c.request("sessionQuery/exportSession",
-                           {"sessionId": "s-live", "outputPath": str(out)})
+        c.request(
+            "sessionStore/append",
+            {
+                "sessionId": "s-live",
+                "events": [{"type": "user/message", "surfaceOp": "append", "data": user("two")}],
+            },
+        )
+        result = c.request(
+            "sessionQuery/exportSession", {"sessionId": "s-live", "outputPath": str(out)}
+        )
         live = c.request("sessionQuery/readSession", {"sessionId": "s-live"})
     finally:
         c.close()
@@ -211,32 +249,53 @@ def test_scoped_export_and_hidden_root(tmp_path: Path) -> None:
     write_corpus(source + "?compression=none")
     c = client(tmp_path, source)
     try:
-        result = c.request("sessionQuery/exportSession", {
-            "sessionId": "s-root", "outputPath": str(tmp_path / "s.zip"),
-            "includeDescendants": True, "workspaceRoots": ["/w/app"]})
+        result = c.request(
+            "sessionQuery/exportSession",
+            {
+                "sessionId": "s-root",
+                "outputPath": str(tmp_path / "s.zip"),
+                "includeDescendants": True,
+                "workspaceRoots": ["/w/app"],
+            },
+        )
         answers = []
         for sid in ("s-side", "s-nope"):
             with pytest.raises(RpcError) as info:
-                c.request("sessionQuery/exportSession", {
-                    "sessionId": sid, "outputPath": str(tmp_path / f"{sid}.zip"),
-                    "workspaceRoots": ["/w/app"]})
-            answers.append((info.value.code, info.value.data_code,
-                            info.value.message.replace(sid, "ID")))
+                c.request(
+                    "sessionQuery/exportSession",
+                    {
+                        "sessionId": sid,
+                        "outputPath": str(tmp_path / f"{sid}.zip"),
+                        "workspaceRoots": ["/w/app"],
+                    },
+                )
+            answers.append(
+                (info.value.code, info.value.data_code, info.value.message.replace(sid, "ID"))
+            )
         with pytest.raises(RpcError) as relative:
             c.request("sessionQuery/exportSession", {"sessionId": "s-root", "outputPath": "a.zip"})
         with pytest.raises(RpcError) as exists:
-            c.request("sessionQuery/exportSession",
-                      {"sessionId": "s-root", "outputPath": str(tmp_path / "s.zip")})
-        again = c.request("sessionQuery/exportSession", {
-            "sessionId": "s-child", "outputPath": str(tmp_path / "s.zip"), "overwrite": True})
+            c.request(
+                "sessionQuery/exportSession",
+                {"sessionId": "s-root", "outputPath": str(tmp_path / "s.zip")},
+            )
+        again = c.request(
+            "sessionQuery/exportSession",
+            {"sessionId": "s-child", "outputPath": str(tmp_path / "s.zip"), "overwrite": True},
+        )
     finally:
         c.close()
     assert [e["name"] for e in result["entries"]] == LINEAGE[:3]
     assert [e.get("sessionId") for e in result["entries"]] == IDS[:3]
-    assert answers[0] == answers[1] == (-32803, "SESSION_QUERY_SESSION_NOT_FOUND",
-                                        'session "ID" not found')
+    assert (
+        answers[0]
+        == answers[1]
+        == (-32803, "SESSION_QUERY_SESSION_NOT_FOUND", 'session "ID" not found')
+    )
     assert (relative.value.code, relative.value.message) == (
-        -32602, "outputPath must be an absolute path")
+        -32602,
+        "outputPath must be an absolute path",
+    )
     assert exists.value.data_code == "SESSION_QUERY_EXPORT_FAILED"
     assert exists.value.message == f'export target "{tmp_path / "s.zip"}" already exists'
     assert [e["sessionId"] for e in again["entries"]] == ["s-child"]
@@ -258,18 +317,36 @@ def test_names_and_default_file(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     target = tmp_path / "dsh-session-team_a_b.zip"
     with zipfile.ZipFile(target) as z:
-        assert z.namelist() == ["session.jsonl", "subagents/team_a_b/session.jsonl",
-                                "subagents/team_a_b~2/session.jsonl"]
+        assert z.namelist() == [
+            "session.jsonl",
+            "subagents/team_a_b/session.jsonl",
+            "subagents/team_a_b~2/session.jsonl",
+        ]
     streamed = subprocess.run(
-        [sys.executable, "-m", "dsh_query_server.cli", "export", "team/a b", "-o", "-",
-         "--persistence", uri], env=private_env(tmp_path), cwd=str(tmp_path),
-        capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "dsh_query_server.cli",
+            "export",
+            "team/a b",
+            "-o",
+            "-",
+            "--persistence",
+            uri,
+        ],
+        env=private_env(tmp_path),
+        cwd=str(tmp_path),
+        capture_output=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert streamed.returncode == 0
     assert streamed.stdout[:2] == b"PK"
     missing = export_cli(tmp_path, "s-nope", "--persistence", uri)
     assert missing.returncode != 0
     assert missing.stderr.strip() == (
-        'error SESSION_QUERY_SESSION_NOT_FOUND: session "s-nope" not found')
+        'error SESSION_QUERY_SESSION_NOT_FOUND: session "s-nope" not found'
+    )
 
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24
@@ -280,36 +357,58 @@ def test_media_entries(tmp_path: Path) -> None:
     digest = hashlib.sha256(PNG).hexdigest()
     (store / "objects" / digest[:2]).mkdir(parents=True)
     (store / "objects" / digest[:2] / digest).write_bytes(PNG)
-    image = {"type": "image", "attachment": {"id": f"sha256:{digest}", "mediaType": "image/png",
-                                             "bytes": len(PNG)}}
-    data = {"id": "m1", "role": "user", "source": {"kind": "user"},
-            "content": [{"type": "text", "text": "look"}, image]}
+    image = {
+        "type": "image",
+        "attachment": {"id": f"sha256:{digest}", "mediaType": "image/png", "bytes": len(PNG)},
+    }
+    data = {
+        "id": "m1",
+        "role": "user",
+        "source": {"kind": "user"},
+        "content": [{"type": "text", "text": "look"}, image],
+    }
     uri = f"jsonl:{tmp_path / 'ex'}"
     backend = open_backend(uri + "?compression=none")
     backend.create(header("s-img", "/w", None, 5, 0))
-    backend.append("s-img", [Event.from_value({"type": "user/message", "seq": 0, "time": 6,
-                                               "data": data, "surfaceOp": "append"})])
+    backend.append(
+        "s-img",
+        [
+            Event.from_value(
+                {"type": "user/message", "seq": 0, "time": 6, "data": data, "surfaceOp": "append"}
+            )
+        ],
+    )
     backend.close()
     out = tmp_path / "m.zip"
     c = client(tmp_path, uri, attachments=str(store))
     try:
-        result = c.request("sessionQuery/exportSession",
-                           {"sessionId": "s-img", "outputPath": str(out)})
-        bare = c.request("sessionQuery/exportSession", {
-            "sessionId": "s-img", "outputPath": str(tmp_path / "bare.zip"), "includeMedia": False})
+        result = c.request(
+            "sessionQuery/exportSession", {"sessionId": "s-img", "outputPath": str(out)}
+        )
+        bare = c.request(
+            "sessionQuery/exportSession",
+            {"sessionId": "s-img", "outputPath": str(tmp_path / "bare.zip"), "includeMedia": False},
+        )
         (store / "objects" / digest[:2] / digest).write_bytes(PNG + b"!")
         with pytest.raises(RpcError) as bad:
-            c.request("sessionQuery/exportSession",
-                      {"sessionId": "s-img", "outputPath": str(tmp_path / "bad.zip")})
+            c.request(
+                "sessionQuery/exportSession",
+                {"sessionId": "s-img", "outputPath": str(tmp_path / "bad.zip")},
+            )
     finally:
         c.close()
-    assert result["entries"][1] == {"name": f"media/sha256:{digest}.png", "bytes": len(PNG),
-                                    "attachmentId": f"sha256:{digest}"}
+    assert result["entries"][1] == {
+        "name": f"media/sha256:{digest}.png",
+        "bytes": len(PNG),
+        "attachmentId": f"sha256:{digest}",
+    }
     with zipfile.ZipFile(out) as z:
         assert z.read(f"media/sha256:{digest}.png") == PNG
     assert [e["name"] for e in bare["entries"]] == ["session.jsonl"]
-    assert bad.value.message == (f'media "sha256:{digest}" could not be read: '
-                                 "Stored attachment failed integrity verification.")
+    assert bad.value.message == (
+        f'media "sha256:{digest}" could not be read: '
+        "Stored attachment failed integrity verification."
+    )
     assert not (tmp_path / "bad.zip").exists()
 
 

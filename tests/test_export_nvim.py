@@ -29,9 +29,13 @@ def test_dsh_export(tmp_path: pathlib.Path) -> None:
     uri = f"jsonl:{tmp_path / 'ex'}"
     write_corpus(uri + "?compression=none")
     out = tmp_path / "lineage.zip"
-    result = run_nvim(BINARIES[0], tmp_path / "nvim", BODY % json.dumps(str(out)),
-                      server_args=["--persistence", uri],
-                      init={"index": ":memory:", "search": {"openAt": "never"}})
+    result = run_nvim(
+        BINARIES[0],
+        tmp_path / "nvim",
+        BODY % json.dumps(str(out)),
+        server_args=["--persistence", uri],
+        init={"index": ":memory:", "search": {"openAt": "never"}},
+    )
     assert result["checks"]["noted"] and result["checks"]["refused"]
     assert result["notes"][0]["msg"] == f"dsh-query: exported 5 entries to {out}"
     assert "already exists" in result["notes"][1]["msg"]

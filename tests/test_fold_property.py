@@ -10,7 +10,7 @@ from dsh_query_server.errors import QueryError
 from dsh_query_server.session.fold import FoldError, SurfaceManager, fold_surface
 from dsh_query_server.session.store import SessionStore
 
-from .builders import A, R, T, U, chunk, log_only
+from .builders import A, R, T, U, chunk, live_snapshot, log_only
 
 MARKERS = ("turn/start", "step/start", "step/end", "tool/call", "session/title")
 
@@ -26,13 +26,13 @@ def valid_logs(draw, max_size=25):
         kind = draw(st.sampled_from(["append", "append", "replace", "marker", "chunk", "rewrite"]))
         if kind == "replace" and nodes:
             p, q = sorted(draw(st.lists(st.integers(0, len(nodes) - 1), min_size=2, max_size=2)))
-            shadowed = nodes[p:q + 1]
+            shadowed = nodes[p : q + 1]
             # Positional: after middle replacements the numeric order of start/end often differs.
             start, end = nodes[p], nodes[q]
             sources = shadowed + [s for s in draw(earlier) if s not in shadowed]
             maker = draw(st.sampled_from([U, A]))
             events.append(maker(seq, f"r{seq}", op=R(start, end), src=sources))
-            nodes[p:q + 1] = [seq]
+            nodes[p : q + 1] = [seq]
         elif kind == "rewrite" and nodes and events[nodes[-1]].type == "tool/result":
             target = nodes[-1]
             events.append(T(seq, f"rewritten {seq}", op=R(target, target), src=[target]))
@@ -77,9 +77,9 @@ def test_batch_appends_match_the_fold(log, split, data):
     i = 0
     while i < len(events):
         n = data.draw(st.integers(1, max(1, len(events) - i)))
-        store.append("s", [_input(e) for e in events[i:i + n]])
+        store.append("s", [_input(e) for e in events[i : i + n]])
         i += n
-    snap = store.snapshot("s")
+    snap = live_snapshot(store, "s")
     assert snap.fold.classes() == fold_surface(events).classes()
 
 
@@ -105,7 +105,7 @@ def test_rejected_append_changes_nothing(log, bad, good_prefix):
     events, _ = log
     store = SessionStore()
     store.create({"id": "s", "createdAt": 0}, [e.to_value() for e in events])
-    before = store.snapshot("s")
+    before = live_snapshot(store, "s")
     generation = store.generation
     length = len(before.events)
     batch = [{"type": "turn/start", "data": {"turn": 9}}] * good_prefix
@@ -116,9 +116,11 @@ def test_rejected_append_changes_nothing(log, bad, good_prefix):
         pass
     else:  # pragma: no cover - every bad append must be refused
         raise AssertionError("a bad append was admitted")
-    after = store.snapshot("s")
+    after = live_snapshot(store, "s")
     assert [e.raw for e in after.events] == [e.raw for e in before.events]
-    assert after.fold.nodes == before.fold.nodes and after.fold.shadowed_by == before.fold.shadowed_by
+    assert (
+        after.fold.nodes == before.fold.nodes and after.fold.shadowed_by == before.fold.shadowed_by
+    )
     assert after.fingerprint == before.fingerprint and after.changes == before.changes
     assert store.generation == generation
     # The store still accepts a good append after the refusal, and that one moves the generation.
@@ -134,7 +136,7 @@ def test_a_missing_event_fails_the_fold_at_its_index(log, gap):
         return
     cut = gap % (len(events) - 1)
     try:
-        fold_surface(events[:cut] + events[cut + 1:])
+        fold_surface(events[:cut] + events[cut + 1 :])
     except FoldError as exc:
         assert exc.message == f"session event seq {cut + 1} is not contiguous; expected {cut}"
     else:  # pragma: no cover

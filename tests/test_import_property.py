@@ -19,17 +19,19 @@ from .import_helpers import checked, surface_texts
 from .import_strategies import CODEX_SID, SID, claude_transcript, codex_rollout, line
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def claude_model(records: list[dict[str, Any]]) -> list[str]:
-    """The final message list, rebuilt record by record."""
-    surface: list[str] = []
-    last_of: dict[str, str] = {}
+
+
+def claude_model(records: list[dict[str, Any]]) -> list[str | None]:
+    """The final message list, rebuilt record by record (None: a record without a uuid)."""
+    surface: list[str | None] = []
+    last_of: dict[str, str | None] = {}
     parent_of: dict[str, Any] = {}
     seen: set[str] = set()
     for r in records:
         uuid = r.get("uuid")
         if uuid is not None and uuid in seen:
             continue
-        produced: list[str] = []
+        produced: list[str | None] = []
         message = r.get("message", {})
         content = message.get("content")
         if r["type"] == "assistant":

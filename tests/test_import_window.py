@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from typing import Any
 
-import zstandard  # pyright: ignore[reportMissingImports]
+import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -57,7 +57,7 @@ def assert_windows(backend: ImportBackend, sid: str, ranges: list[tuple[int, int
 
 
 def memo_covers(memos: WindowMemos, sid: str, lo: int, hi: int) -> bool:
-    entry = memos._entries.get(sid)  # pyright: ignore[reportPrivateUsage]
+    entry = memos._entries.get(sid)
     if entry is None:
         return False
     return all(entry[1].lengths[s] != -2 for s in range(lo, hi + 1))

@@ -21,14 +21,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_query_server import jsoncodec
-from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
+from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.base import (
     PersistenceBackend,
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
 )
+from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
 from dsh_query_server.persistence.jsonl import (
     JsonlBackend,
     JsonlBackendError,
@@ -37,7 +38,6 @@ from dsh_query_server.persistence.jsonl import (
     header_line,
     project_dir,
 )
-from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -57,10 +57,15 @@ def line(value: Any) -> bytes:
     return jsoncodec.dumps(value) + b"\n"
 
 
-def header_value(session_id: str = "demo-1", cwd: str | None = "/home/ana/proj",
-                 **extra: Any) -> dict[str, Any]:
-    value: dict[str, Any] = {"type": "session", "version": 0, "id": session_id,
-                             "createdAt": 1700000000000}
+def header_value(
+    session_id: str = "demo-1", cwd: str | None = "/home/ana/proj", **extra: Any
+) -> dict[str, Any]:
+    value: dict[str, Any] = {
+        "type": "session",
+        "version": 0,
+        "id": session_id,
+        "createdAt": 1700000000000,
+    }
     if cwd is not None:
         value["cwd"] = cwd
     value["delegationDepth"] = 0
@@ -76,8 +81,9 @@ def ev_line(kind: str, seq: int, data: Any = None, time: int = 0) -> bytes:
     return line({"type": kind, "seq": seq, "time": time, "data": {} if data is None else data})
 
 
-def transcript_path(root: Path, session_id: str = "demo-1", cwd: str | None = "/home/ana/proj",
-                    zstd: bool = False) -> Path:
+def transcript_path(
+    root: Path, session_id: str = "demo-1", cwd: str | None = "/home/ana/proj", zstd: bool = False
+) -> Path:
     name = "session.jsonl.zstd" if zstd else "session.jsonl"
     return root / project_dir(cwd) / escape_segment(session_id) / name
 
@@ -88,19 +94,26 @@ def put(path: Path, content: bytes) -> Path:
     return path
 
 
-def put_raw(root: Path, *lines: bytes, session_id: str = "demo-1",
-            cwd: str | None = "/home/ana/proj", header: dict[str, Any] | None = None) -> Path:
+def put_raw(
+    root: Path,
+    *lines: bytes,
+    session_id: str = "demo-1",
+    cwd: str | None = "/home/ana/proj",
+    header: dict[str, Any] | None = None,
+) -> Path:
     head = line(header if header is not None else header_value(session_id, cwd))
     return put(transcript_path(root, session_id, cwd), head + b"".join(lines))
 
 
 def frame(plain: bytes, *, checksum: bool = True, content_size: bool = True) -> bytes:
-    return zstandard.ZstdCompressor(level=3, write_checksum=checksum,
-                                    write_content_size=content_size).compress(plain)
+    return zstandard.ZstdCompressor(
+        level=3, write_checksum=checksum, write_content_size=content_size
+    ).compress(plain)
 
 
-def put_zstd(root: Path, *frames: bytes, session_id: str = "demo-1",
-             cwd: str | None = "/home/ana/proj") -> Path:
+def put_zstd(
+    root: Path, *frames: bytes, session_id: str = "demo-1", cwd: str | None = "/home/ana/proj"
+) -> Path:
     return put(transcript_path(root, session_id, cwd, zstd=True), b"".join(frames))
 
 
@@ -120,17 +133,20 @@ def seqs(events: list[Event]) -> list[int]:
 # §4.2 / §4.3 tables
 
 
-@pytest.mark.parametrize("cwd,expected", [
-    ("/home/ana/proj", "--home-ana-proj--"),
-    ("/a/b-c", "--a-b-c--"),
-    ("/a-b/c", "--a-b-c--"),
-    ("C:\\work\\agent", "--C-work-agent--"),
-    ("/开发/~agent", "--~5F00~53D1-~007Eagent--"),
-    ("/", "--root--"),
-    (None, "_no-cwd"),
-    ("//a::\\b/", "--a-b---"),
-    ("/😀", "--~D83D~DE00--"),
-])
+@pytest.mark.parametrize(
+    "cwd,expected",
+    [
+        ("/home/ana/proj", "--home-ana-proj--"),
+        ("/a/b-c", "--a-b-c--"),
+        ("/a-b/c", "--a-b-c--"),
+        ("C:\\work\\agent", "--C-work-agent--"),
+        ("/开发/~agent", "--~5F00~53D1-~007Eagent--"),
+        ("/", "--root--"),
+        (None, "_no-cwd"),
+        ("//a::\\b/", "--a-b---"),
+        ("/😀", "--~D83D~DE00--"),
+    ],
+)
 def test_project_directory_key(cwd: str | None, expected: str) -> None:
     assert project_dir(cwd) == expected
 
@@ -148,20 +164,23 @@ def test_empty_cwd_and_id_cannot_be_encoded() -> None:
         escape_segment("")
 
 
-@pytest.mark.parametrize("session_id,segment", [
-    ("plain-ID_1.2", "plain-ID_1.2"),
-    ("a/b", "a~002Fb"),
-    ("/etc/passwd", "~002Fetc~002Fpasswd"),
-    ("a~b", "a~007Eb"),
-    ("a\x00b", "a~0000b"),
-    ("\ud800", "~D800"),
-    ("\udc00", "~DC00"),
-    ("😀", "~D83D~DE00"),
-    ("~002F", "~007E002F"),
-    (".", "~002E"),
-    ("..", "~002E~002E"),
-    ("...", "..."),
-])
+@pytest.mark.parametrize(
+    "session_id,segment",
+    [
+        ("plain-ID_1.2", "plain-ID_1.2"),
+        ("a/b", "a~002Fb"),
+        ("/etc/passwd", "~002Fetc~002Fpasswd"),
+        ("a~b", "a~007Eb"),
+        ("a\x00b", "a~0000b"),
+        ("\ud800", "~D800"),
+        ("\udc00", "~DC00"),
+        ("😀", "~D83D~DE00"),
+        ("~002F", "~007E002F"),
+        (".", "~002E"),
+        ("..", "~002E~002E"),
+        ("...", "..."),
+    ],
+)
 def test_session_id_escaping(session_id: str, segment: str) -> None:
     assert escape_segment(session_id) == segment
 
@@ -171,36 +190,49 @@ def test_session_id_escaping(session_id: str, segment: str) -> None:
 
 
 def test_header_line_key_order_and_default_depth() -> None:
-    header = Header.build(version=0, id="x", createdAt=5, cwd="/c", parentSession="p",
-                          seedLength=2, origin="subagent", agentPreset="a")
+    header = Header.build(
+        version=0,
+        id="x",
+        createdAt=5,
+        cwd="/c",
+        parentSession="p",
+        seedLength=2,
+        origin="subagent",
+        agentPreset="a",
+    )
     assert header_line(header) == (
         b'{"type":"session","version":0,"id":"x","createdAt":5,"cwd":"/c","parentSession":"p",'
-        b'"seedLength":2,"origin":"subagent","delegationDepth":0,"agentPreset":"a"}\n')
+        b'"seedLength":2,"origin":"subagent","delegationDepth":0,"agentPreset":"a"}\n'
+    )
     assert header_line(Header.build(version=0, id="x", createdAt=5, delegationDepth=3)) == (
-        b'{"type":"session","version":0,"id":"x","createdAt":5,"delegationDepth":3}\n')
+        b'{"type":"session","version":0,"id":"x","createdAt":5,"delegationDepth":3}\n'
+    )
 
 
-@pytest.mark.parametrize("first_line", [
-    b'{"type":"session","version":0,"id":"demo-1","createdAt":-0,"cwd":"/home/ana/proj",'
-    b'"delegationDepth":0}',
-    b'{"type":"session","version":0,"id":"demo-1","createdAt":1,"cwd":"/home/ana/proj",'
-    b'"delegationDepth":-0}',
-    b'{"type":"session","version":0,"id":"demo-1","createdAt":1,"cwd":"/home/ana/proj",'
-    b'"delegationDepth":-0.0}',
-    b'{"type":"session","version":0,"id":"demo-1","createdAt":1,"cwd":"/home/ana/proj"}',
-    b'{"type":"session","version":0,"id":"demo-1","createdAt":1.5,"delegationDepth":0,'
-    b'"cwd":"/home/ana/proj"}',
-    b'{"type":"session","version":"0","id":"demo-1","createdAt":1,"delegationDepth":0,'
-    b'"cwd":"/home/ana/proj"}',
-    b'{"type":"session","version":0,"id":"demo-1","createdAt":1,"delegationDepth":0,'
-    b'"cwd":"/home/ana/proj","origin":"user"}',
-    b'{"type":"session","version":0,"id":"demo-1","createdAt":1,"delegationDepth":0,'
-    b'"cwd":"/home/ana/proj","seedLength":true}',
-    b'{"type":"session","version":0,"id":"demo-1","createdAt":1,"delegationDepth":0,'
-    b'"cwd":null}',
-    b'{"type":"event","version":0,"id":"demo-1","createdAt":1,"delegationDepth":0}',
-    b'[1]',
-])
+@pytest.mark.parametrize(
+    "first_line",
+    [
+        b'{"type":"session","version":0,"id":"demo-1","createdAt":-0,"cwd":"/home/ana/proj",'
+        b'"delegationDepth":0}',
+        b'{"type":"session","version":0,"id":"demo-1","createdAt":1,"cwd":"/home/ana/proj",'
+        b'"delegationDepth":-0}',
+        b'{"type":"session","version":0,"id":"demo-1","createdAt":1,"cwd":"/home/ana/proj",'
+        b'"delegationDepth":-0.0}',
+        b'{"type":"session","version":0,"id":"demo-1","createdAt":1,"cwd":"/home/ana/proj"}',
+        b'{"type":"session","version":0,"id":"demo-1","createdAt":1.5,"delegationDepth":0,'
+        b'"cwd":"/home/ana/proj"}',
+        b'{"type":"session","version":"0","id":"demo-1","createdAt":1,"delegationDepth":0,'
+        b'"cwd":"/home/ana/proj"}',
+        b'{"type":"session","version":0,"id":"demo-1","createdAt":1,"delegationDepth":0,'
+        b'"cwd":"/home/ana/proj","origin":"user"}',
+        b'{"type":"session","version":0,"id":"demo-1","createdAt":1,"delegationDepth":0,'
+        b'"cwd":"/home/ana/proj","seedLength":true}',
+        b'{"type":"session","version":0,"id":"demo-1","createdAt":1,"delegationDepth":0,'
+        b'"cwd":null}',
+        b'{"type":"event","version":0,"id":"demo-1","createdAt":1,"delegationDepth":0}',
+        b"[1]",
+    ],
+)
 def test_invalid_header_lines(tmp_path: Path, first_line: bytes) -> None:
     put(transcript_path(tmp_path), first_line + b"\n")
     backend = JsonlBackend(str(tmp_path))
@@ -213,13 +245,16 @@ def test_invalid_header_lines(tmp_path: Path, first_line: bytes) -> None:
 def test_header_not_json_and_headerless(tmp_path: Path) -> None:
     path = put(transcript_path(tmp_path), b'{"type":"session"\n')
     backend = JsonlBackend(str(tmp_path))
-    with pytest.raises(SessionPersistenceCorruptionError,
-                       match="^corrupt session log: header line is not valid JSON$"):
+    with pytest.raises(
+        SessionPersistenceCorruptionError,
+        match="^corrupt session log: header line is not valid JSON$",
+    ):
         backend.inspect("demo-1")
     for content in (b"", line(header_value())[:-1]):
         path.write_bytes(content)
-        with pytest.raises(SessionPersistenceCorruptionError,
-                           match="^empty or header-less session log$"):
+        with pytest.raises(
+            SessionPersistenceCorruptionError, match="^empty or header-less session log$"
+        ):
             backend.inspect("demo-1")
         assert backend.list() == []
 
@@ -236,17 +271,31 @@ def test_retired_header_keys(tmp_path: Path) -> None:
 def test_header_keeps_only_known_fields(tmp_path: Path) -> None:
     put_raw(tmp_path, header=header_value(extra=1, agentPreset="p", delegationDepth=2))
     [header] = JsonlBackend(str(tmp_path)).list()
-    assert header.to_value() == {"version": 0, "id": "demo-1", "createdAt": 1700000000000,
-                                 "cwd": "/home/ana/proj", "delegationDepth": 2,
-                                 "agentPreset": "p"}
+    assert header.to_value() == {
+        "version": 0,
+        "id": "demo-1",
+        "createdAt": 1700000000000,
+        "cwd": "/home/ana/proj",
+        "delegationDepth": 2,
+        "agentPreset": "p",
+    }
 
 
-@pytest.mark.parametrize("version,message", [
-    (1, 'session "demo-1" uses log format v1, but this harness reads only v0: the log was '
-        "written by a newer harness — upgrade the harness to open it"),
-    (-2, 'session "demo-1" uses log format v-2, older than the supported v0, and this build '
-         "ships no upgrade path for it"),
-])
+@pytest.mark.parametrize(
+    "version,message",
+    [
+        (
+            1,
+            'session "demo-1" uses log format v1, but this harness reads only v0: the log was '
+            "written by a newer harness — upgrade the harness to open it",
+        ),
+        (
+            -2,
+            'session "demo-1" uses log format v-2, older than the supported v0, and this build '
+            "ships no upgrade path for it",
+        ),
+    ],
+)
 def test_format_refusal(tmp_path: Path, version: int, message: str) -> None:
     path = put_raw(tmp_path, header=header_value(version=version))
     backend = JsonlBackend(str(tmp_path))
@@ -285,18 +334,21 @@ def inspect_raw(root: Path, *lines: bytes) -> tuple[list[int], bool]:
 
 
 def test_raw_example_gap_without_turn_end_is_torn(tmp_path: Path) -> None:
-    assert inspect_raw(tmp_path, ev_line("turn/start", 0, {"turn": 1}),
-                       ev_line("step/start", 2)) == ([0], True)
+    assert inspect_raw(
+        tmp_path, ev_line("turn/start", 0, {"turn": 1}), ev_line("step/start", 2)
+    ) == ([0], True)
     events = JsonlBackend(str(tmp_path)).inspect("demo-1").events
     assert [(e.type, e.seq) for e in events] == [("turn/start", 0), ("turn/end", 1)]
 
 
 def test_raw_example_gap_before_turn_end_is_corrupt(tmp_path: Path) -> None:
     with pytest.raises(SessionPersistenceCorruptionError) as info:
-        inspect_raw(tmp_path, ev_line("turn/start", 0), ev_line("step/start", 2),
-                    ev_line("turn/end", 3))
+        inspect_raw(
+            tmp_path, ev_line("turn/start", 0), ev_line("step/start", 2), ev_line("turn/end", 3)
+        )
     assert str(info.value) == (
-        "corrupt session log: seq gap in committed region at line 2 (expected 1, got 2)")
+        "corrupt session log: seq gap in committed region at line 2 (expected 1, got 2)"
+    )
 
 
 def test_raw_example_unparsable_before_turn_end_is_corrupt(tmp_path: Path) -> None:
@@ -306,8 +358,9 @@ def test_raw_example_unparsable_before_turn_end_is_corrupt(tmp_path: Path) -> No
 
 
 def test_raw_example_defect_after_turn_end_is_torn(tmp_path: Path) -> None:
-    assert inspect_raw(tmp_path, ev_line("turn/start", 0), ev_line("turn/end", 1),
-                       ev_line("step/start", 9)) == ([0, 1], True)
+    assert inspect_raw(
+        tmp_path, ev_line("turn/start", 0), ev_line("turn/end", 1), ev_line("step/start", 9)
+    ) == ([0, 1], True)
 
 
 def test_raw_example_unparsable_tail_is_torn(tmp_path: Path) -> None:
@@ -319,8 +372,9 @@ def test_raw_example_header_only(tmp_path: Path) -> None:
 
 
 def test_raw_example_nothing_after_defect_is_accepted(tmp_path: Path) -> None:
-    assert inspect_raw(tmp_path, ev_line("turn/start", 0), b"{not json\n",
-                       ev_line("step/start", 1)) == ([0], True)
+    assert inspect_raw(
+        tmp_path, ev_line("turn/start", 0), b"{not json\n", ev_line("step/start", 1)
+    ) == ([0], True)
 
 
 def test_defective_line_that_is_a_turn_end_is_committed(tmp_path: Path) -> None:
@@ -330,16 +384,18 @@ def test_defective_line_that_is_a_turn_end_is_committed(tmp_path: Path) -> None:
 
 def test_unparsable_lines_are_skipped_when_searching_for_turn_end(tmp_path: Path) -> None:
     with pytest.raises(SessionPersistenceCorruptionError, match="unparsable committed event"):
-        inspect_raw(tmp_path, ev_line("turn/start", 0), b"\n", b"garbage\n",
-                    ev_line("turn/end", 7))
+        inspect_raw(tmp_path, ev_line("turn/start", 0), b"\n", b"garbage\n", ev_line("turn/end", 7))
 
 
-@pytest.mark.parametrize("bad,got", [
-    (b"[1,2]\n", "non-object"),
-    (b'{"type":"x","time":0,"data":{}}\n', "missing"),
-    (b'{"type":"x","seq":"1","time":0,"data":{}}\n', '"1"'),
-    (b'{"type":"x","seq":true,"time":0,"data":{}}\n', "true"),
-])
+@pytest.mark.parametrize(
+    "bad,got",
+    [
+        (b"[1,2]\n", "non-object"),
+        (b'{"type":"x","time":0,"data":{}}\n', "missing"),
+        (b'{"type":"x","seq":"1","time":0,"data":{}}\n', '"1"'),
+        (b'{"type":"x","seq":true,"time":0,"data":{}}\n', "true"),
+    ],
+)
 def test_seq_gap_renderings(tmp_path: Path, bad: bytes, got: str) -> None:
     with pytest.raises(SessionPersistenceCorruptionError) as info:
         inspect_raw(tmp_path, ev_line("turn/start", 0), bad, ev_line("turn/end", 2))
@@ -349,21 +405,37 @@ def test_seq_gap_renderings(tmp_path: Path, bad: bytes, got: str) -> None:
 def test_malformed_packed_row_is_unparsable(tmp_path: Path) -> None:
     bad = line({"type": "text-chunks", "seq0": 1, "time0": 0, "data": {"turn": 1}})
     assert inspect_raw(tmp_path, ev_line("turn/start", 0), bad) == ([0], True)
-    with pytest.raises(SessionPersistenceCorruptionError, match="unparsable committed event at "
-                                                                "line 2"):
+    with pytest.raises(
+        SessionPersistenceCorruptionError, match="unparsable committed event at line 2"
+    ):
         inspect_raw(tmp_path, ev_line("turn/start", 0), bad, ev_line("turn/end", 5))
 
 
 def test_torn_fragment_is_ignored(tmp_path: Path) -> None:
     assert inspect_raw(tmp_path, ev_line("turn/start", 0), b'{"type":"turn/end","seq":1') == (
-        [0], True)
+        [0],
+        True,
+    )
 
 
 def test_mixed_packed_and_unpacked_lines_read_alike(tmp_path: Path) -> None:
-    chunks = [ev("assistant/chunk", i, {"turn": 1, "step": 1, "chunk": {
-        "type": "text-delta", "index": 0, "text": str(i)}}, time=i) for i in range(4)]
-    row = line({"type": "text-chunks", "seq0": 1, "time0": 1,
-                "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["1", "2", "3"]}})
+    chunks = [
+        ev(
+            "assistant/chunk",
+            i,
+            {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": str(i)}},
+            time=i,
+        )
+        for i in range(4)
+    ]
+    row = line(
+        {
+            "type": "text-chunks",
+            "seq0": 1,
+            "time0": 1,
+            "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["1", "2", "3"]},
+        }
+    )
     put_raw(tmp_path, chunks[0].raw + b"\n", row)
     assert values(JsonlBackend(str(tmp_path)).inspect("demo-1").events) == values(chunks)
 
@@ -390,18 +462,27 @@ WORKED_LINES = [
     b'{"type":"turn/end","seq":3,"time":1700000000400,"data":{"turn":1,'
     b'"reason":{"kind":"completed"}}}\n',
 ]
-WORKED_HEADER = (b'{"type":"session","version":0,"id":"demo-1","createdAt":1700000000000,'
-                 b'"cwd":"/home/ana/proj","delegationDepth":0}\n')
+WORKED_HEADER = (
+    b'{"type":"session","version":0,"id":"demo-1","createdAt":1700000000000,'
+    b'"cwd":"/home/ana/proj","delegationDepth":0}\n'
+)
 
 
 @pytest.mark.parametrize("compression", ["auto", "none"])
 def test_worked_example(tmp_path: Path, compression: str) -> None:
-    path = put(tmp_path / "--home-ana-proj--" / "demo-1" / "session.jsonl",
-               WORKED_HEADER + b"".join(WORKED_LINES))
+    path = put(
+        tmp_path / "--home-ana-proj--" / "demo-1" / "session.jsonl",
+        WORKED_HEADER + b"".join(WORKED_LINES),
+    )
     backend = JsonlBackend(str(tmp_path), compression=compression)
     [header] = backend.list()
-    assert header.to_value() == {"version": 0, "id": "demo-1", "createdAt": 1700000000000,
-                                 "cwd": "/home/ana/proj", "delegationDepth": 0}
+    assert header.to_value() == {
+        "version": 0,
+        "id": "demo-1",
+        "createdAt": 1700000000000,
+        "cwd": "/home/ana/proj",
+        "delegationDepth": 0,
+    }
     result = backend.inspect("demo-1")
     assert result.meta == header
     assert values(result.events) == [jsoncodec.loads(x) for x in WORKED_LINES]
@@ -409,7 +490,8 @@ def test_worked_example(tmp_path: Path, compression: str) -> None:
     assert snapshot.revision == backend.read_stored("demo-1").revision
     st = path.stat()
     assert snapshot.revision == (
-        f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}")
+        f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+    )
 
 
 def test_worked_example_interrupted_turn(tmp_path: Path) -> None:
@@ -419,8 +501,12 @@ def test_worked_example_interrupted_turn(tmp_path: Path) -> None:
     revision = backend.list_snapshots()[0].revision
     events = backend.inspect("demo-1").events
     assert values(events[:3]) == [jsoncodec.loads(x) for x in WORKED_LINES[:3]]
-    assert events[3].to_value() == {"type": "turn/end", "seq": 3, "time": 1700000000300,
-                                    "data": {"turn": 1, "reason": {"kind": "interrupted"}}}
+    assert events[3].to_value() == {
+        "type": "turn/end",
+        "seq": 3,
+        "time": 1700000000300,
+        "data": {"turn": 1, "reason": {"kind": "interrupted"}},
+    }
     assert len(events) == 4
     assert path.read_bytes() == content
     assert backend.list_snapshots()[0].revision == revision
@@ -433,46 +519,77 @@ def test_worked_example_interrupted_tool_call(tmp_path: Path, with_call: bool) -
         ev_line("turn/start", 0, {"turn": 1}, time=10),
         WORKED_LINES[1],
         ev_line("step/start", 2, {"turn": 1, "step": 1}, time=30),
-        line({"type": "assistant/message", "seq": 3, "time": 40, "data": {
-            "turn": 1, "step": 1, "message": {
-                "id": "m-2", "role": "assistant",
-                "content": [{"type": "tool-call", "id": "call-1", "name": "bash",
-                             "arguments": args}],
-                "source": {"kind": "model", "provider": "p", "model": "m"}}},
-            "surfaceOp": "append"}),
+        line(
+            {
+                "type": "assistant/message",
+                "seq": 3,
+                "time": 40,
+                "data": {
+                    "turn": 1,
+                    "step": 1,
+                    "message": {
+                        "id": "m-2",
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool-call", "id": "call-1", "name": "bash", "arguments": args}
+                        ],
+                        "source": {"kind": "model", "provider": "p", "model": "m"},
+                    },
+                },
+                "surfaceOp": "append",
+            }
+        ),
     ]
     if with_call:
-        lines.append(ev_line("tool/call", 4, {"turn": 1, "step": 1, "callId": "call-1",
-                                              "name": "bash", "arguments": args}, time=50))
+        lines.append(
+            ev_line(
+                "tool/call",
+                4,
+                {"turn": 1, "step": 1, "callId": "call-1", "name": "bash", "arguments": args},
+                time=50,
+            )
+        )
     t = 50 if with_call else 40
     put_raw(tmp_path, *lines, b'{"type":"tool/res')
     events = JsonlBackend(str(tmp_path)).inspect("demo-1").events
     n = len(lines)
     closers = [e.to_value() for e in events[n:]]
     assert [(c["type"], c["seq"], c["time"]) for c in closers] == [
-        ("tool/result", n, t), ("step/end", n + 1, t), ("turn/end", n + 2, t)]
+        ("tool/result", n, t),
+        ("step/end", n + 1, t),
+        ("turn/end", n + 2, t),
+    ]
     result = closers[0]
     assert result["data"]["message"]["id"] == f"interrupted-tool-result-call-1-{n}"
     if with_call:
-        assert result["data"]["error"] == {"name": "ToolOutcomeUnknownError",
-                                           "code": "TOOL_OUTCOME_UNKNOWN"}
+        assert result["data"]["error"] == {
+            "name": "ToolOutcomeUnknownError",
+            "code": "TOOL_OUTCOME_UNKNOWN",
+        }
         assert result["sourceEventSeqs"] == [4]
         text = result["data"]["message"]["content"][0]["content"][0]["text"]
         assert text == OUTCOME_UNKNOWN_TEXT
     else:
-        assert result["data"]["error"] == {"name": "ToolNotStartedError",
-                                           "code": "TOOL_NOT_STARTED"}
+        assert result["data"]["error"] == {
+            "name": "ToolNotStartedError",
+            "code": "TOOL_NOT_STARTED",
+        }
         assert "sourceEventSeqs" not in result
     assert closers[1]["data"] == {"turn": 1, "step": 1}
     assert closers[2]["data"] == {"turn": 1, "reason": {"kind": "interrupted"}}
 
 
 def test_inspect_applies_legacy_normalization(tmp_path: Path) -> None:
-    put_raw(tmp_path, ev_line("turn/start", 0, {"turn": 1, "trigger": {"kind": "user"}}),
-            ev_line("turn/end", 1, {"turn": 1, "reason": {"kind": "disposed"}}))
+    put_raw(
+        tmp_path,
+        ev_line("turn/start", 0, {"turn": 1, "trigger": {"kind": "user"}}),
+        ev_line("turn/end", 1, {"turn": 1, "reason": {"kind": "disposed"}}),
+    )
     events = JsonlBackend(str(tmp_path)).inspect("demo-1").events
     assert [e.data() for e in events] == [
-        {"turn": 1}, {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "disposed"}}}]
+        {"turn": 1},
+        {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "disposed"}}},
+    ]
     put_raw(tmp_path, ev_line("turn/start", 0, {"turn": 0, "trigger": {"kind": "user"}}))
     with pytest.raises(SessionPersistenceCorruptionError, match="pre-react-loop turn/start"):
         JsonlBackend(str(tmp_path)).inspect("demo-1")
@@ -505,8 +622,11 @@ def test_zstd_layout_written_by_the_backend(tmp_path: Path) -> None:
 
 
 def test_zstd_frames_without_content_size_are_read(tmp_path: Path) -> None:
-    put_zstd(tmp_path, frame(WORKED_HEADER, content_size=False),
-             frame(b"".join(WORKED_LINES), content_size=False, checksum=False))
+    put_zstd(
+        tmp_path,
+        frame(WORKED_HEADER, content_size=False),
+        frame(b"".join(WORKED_LINES), content_size=False, checksum=False),
+    )
     events = JsonlBackend(str(tmp_path)).inspect("demo-1").events
     assert values(events) == [jsoncodec.loads(x) for x in WORKED_LINES]
 
@@ -542,8 +662,10 @@ def test_zstd_torn_frame_tail_lines(tmp_path: Path) -> None:
 def test_zstd_torn_frame_defect_before_turn_end_is_corrupt(tmp_path: Path) -> None:
     frames = zstd_log(WORKED_LINES[0], b"{bad\n" + WORKED_LINES[3])
     put_zstd(tmp_path, frames[0], frames[1], frames[2][:-4])
-    with pytest.raises(SessionPersistenceCorruptionError,
-                       match="^corrupt session log: unparsable committed event at line 2$"):
+    with pytest.raises(
+        SessionPersistenceCorruptionError,
+        match="^corrupt session log: unparsable committed event at line 2$",
+    ):
         JsonlBackend(str(tmp_path)).inspect("demo-1")
 
 
@@ -556,13 +678,17 @@ def test_zstd_corrupted_complete_frame(tmp_path: Path) -> None:
     with pytest.raises(SessionPersistenceCorruptionError) as info:
         JsonlBackend(str(tmp_path)).inspect("demo-1")
     assert str(info.value) == (
-        f"corrupt Zstandard session log: frame at byte {start} failed validation")
+        f"corrupt Zstandard session log: frame at byte {start} failed validation"
+    )
 
 
 def test_zstd_defect_inside_complete_frames(tmp_path: Path) -> None:
     message = "^corrupt Zstandard session log: complete frame contains a torn JSONL record$"
-    for batches in ((WORKED_LINES[0], b"{bad\n"), (WORKED_LINES[0], WORKED_LINES[1][:-1]),
-                    (ev_line("x", 5),)):
+    for batches in (
+        (WORKED_LINES[0], b"{bad\n"),
+        (WORKED_LINES[0], WORKED_LINES[1][:-1]),
+        (ev_line("x", 5),),
+    ):
         put_zstd(tmp_path, *zstd_log(*batches))
         with pytest.raises(SessionPersistenceCorruptionError, match=message):
             JsonlBackend(str(tmp_path)).inspect("demo-1")
@@ -571,14 +697,15 @@ def test_zstd_defect_inside_complete_frames(tmp_path: Path) -> None:
 def test_zstd_structural_errors(tmp_path: Path) -> None:
     head, body = zstd_log(WORKED_LINES[0])
     cases = {
-        b"\x50\x2a\x4d\x18\x00\x00\x00\x00" + head + body:
-            "invalid frame magic at byte 0",
-        head + b"\x00\x00\x00\x00" + body:
-            f"invalid frame magic at byte {len(head)}",
-        head + body[:4] + bytes([body[4] | 0x08]) + body[5:]:
-            f"reserved frame-header bit at byte {len(head) + 4}",
-        head + bytes.fromhex("28b52ffd0000") + b"\x07\x00\x00":
-            f"reserved block type at byte {len(head) + 6}",
+        b"\x50\x2a\x4d\x18\x00\x00\x00\x00" + head + body: "invalid frame magic at byte 0",
+        head + b"\x00\x00\x00\x00" + body: f"invalid frame magic at byte {len(head)}",
+        head
+        + body[:4]
+        + bytes([body[4] | 0x08])
+        + body[5:]: f"reserved frame-header bit at byte {len(head) + 4}",
+        head
+        + bytes.fromhex("28b52ffd0000")
+        + b"\x07\x00\x00": f"reserved block type at byte {len(head) + 6}",
     }
     backend = JsonlBackend(str(tmp_path))
     for content, message in cases.items():
@@ -609,8 +736,10 @@ def test_zstd_header_frame_failing_validation_in_listing(tmp_path: Path) -> None
     bad = bytearray(frame(WORKED_HEADER))
     bad[-1] ^= 1
     put_zstd(tmp_path, bytes(bad))
-    with pytest.raises(SessionPersistenceCorruptionError,
-                       match="^corrupt Zstandard session log: header frame failed validation$"):
+    with pytest.raises(
+        SessionPersistenceCorruptionError,
+        match="^corrupt Zstandard session log: header frame failed validation$",
+    ):
         JsonlBackend(str(tmp_path)).list()
 
 
@@ -620,8 +749,9 @@ def test_zstd_without_complete_frame(tmp_path: Path) -> None:
     for content in (b"", head[:2], head[:-1]):
         put_zstd(tmp_path, content)
         assert backend.list() == []  # empty or half-written: skipped
-        with pytest.raises(SessionPersistenceCorruptionError,
-                           match="^empty or header-less Zstandard session log$"):
+        with pytest.raises(
+            SessionPersistenceCorruptionError, match="^empty or header-less Zstandard session log$"
+        ):
             backend.inspect("demo-1")
 
 
@@ -633,10 +763,17 @@ def test_auto_root_with_both_encodings_fails_everything(tmp_path: Path) -> None:
     put_zstd(tmp_path, *zstd_log(), session_id="a")
     raw = put_raw(tmp_path, session_id="b")
     backend = JsonlBackend(str(tmp_path))
-    expected = (f'session artifact "{raw}" uses .jsonl, but this backend is configured for '
-                'compression "zstd"; use a separate root or select the matching compression mode')
-    for operation in (backend.list, backend.list_snapshots, lambda: backend.inspect("a"),
-                      lambda: backend.create(hdr("c")), lambda: backend.stored_count("a")):
+    expected = (
+        f'session artifact "{raw}" uses .jsonl, but this backend is configured for '
+        'compression "zstd"; use a separate root or select the matching compression mode'
+    )
+    for operation in (
+        backend.list,
+        backend.list_snapshots,
+        lambda: backend.inspect("a"),
+        lambda: backend.create(hdr("c")),
+        lambda: backend.stored_count("a"),
+    ):
         with pytest.raises(JsonlBackendError) as info:
             operation()
         assert str(info.value) == expected
@@ -649,7 +786,8 @@ def test_fixed_encoding_rejects_the_opposite_suffix(tmp_path: Path) -> None:
         backend.list()
     assert str(info.value) == (
         f'session artifact "{path}" uses .jsonl.zstd, but this backend is configured for '
-        'compression "none"; use a separate root or select the matching compression mode')
+        'compression "none"; use a separate root or select the matching compression mode'
+    )
     with pytest.raises(JsonlBackendError, match="uses .jsonl.zstd"):
         backend.inspect("demo-1")
 
@@ -670,7 +808,9 @@ def _counting_surveys(backend: JsonlBackend, monkeypatch: pytest.MonkeyPatch) ->
     return calls
 
 
-def test_a_request_surveys_the_root_once_for_its_lookups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_request_surveys_the_root_once_for_its_lookups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for i in range(20):
         put_raw(tmp_path, ev_line("user/message", 0, {"text": f"hello {i}"}), session_id=f"s{i}")
     backend = JsonlBackend(str(tmp_path))
@@ -736,8 +876,10 @@ def test_flat_layout_is_refused(tmp_path: Path, name: str) -> None:
     put_raw(tmp_path)
     flat = put(tmp_path / "--home-ana-proj--" / name, WORKED_HEADER)
     backend = JsonlBackend(str(tmp_path))
-    expected = (f'session artifact "{flat}" uses the unsupported flat-file layout; use a separate '
-                "root or move it into a project/session directory before loading")
+    expected = (
+        f'session artifact "{flat}" uses the unsupported flat-file layout; use a separate '
+        "root or move it into a project/session directory before loading"
+    )
     for operation in (backend.list, lambda: backend.inspect("demo-1")):
         with pytest.raises(JsonlBackendError) as info:
             operation()
@@ -767,7 +909,8 @@ def test_listing_identity_check(tmp_path: Path) -> None:
         JsonlBackend(str(tmp_path)).list()
     expected = transcript_path(tmp_path, "b")
     assert str(info.value) == (
-        f'corrupt session log "{path}": header id "b" and cwd identify "{expected}"')
+        f'corrupt session log "{path}": header id "b" and cwd identify "{expected}"'
+    )
 
 
 @pytest.mark.parametrize("header", [header_value(""), header_value("demo-1", cwd="")])
@@ -797,14 +940,19 @@ def test_listing_duplicate_ids(tmp_path: Path) -> None:
     for operation in (backend.list, backend.list_snapshots, lambda: backend.inspect("s")):
         with pytest.raises(JsonlBackendError) as info:
             operation()
-        assert str(info.value) == 'duplicate JSONL session id "s" appears in multiple project ' \
-                                  "directories"
+        assert (
+            str(info.value) == 'duplicate JSONL session id "s" appears in multiple project '
+            "directories"
+        )
 
 
 def test_listing_reads_long_header_lines(tmp_path: Path) -> None:
     put_raw(tmp_path / "raw", ev_line("x", 0), header=header_value(agentPreset="p" * 200_000))
-    put_zstd(tmp_path / "zstd", frame(line(header_value(agentPreset="q" * 200_000))),
-             frame(ev_line("x", 0)))
+    put_zstd(
+        tmp_path / "zstd",
+        frame(line(header_value(agentPreset="q" * 200_000))),
+        frame(ev_line("x", 0)),
+    )
     [header] = JsonlBackend(str(tmp_path / "raw")).list()
     assert header.agent_preset == "p" * 200_000
     [header] = JsonlBackend(str(tmp_path / "zstd")).list()
@@ -890,13 +1038,15 @@ def test_inspect_requested_id_mismatch(tmp_path: Path) -> None:
     with pytest.raises(SessionPersistenceCorruptionError) as info:
         JsonlBackend(str(tmp_path)).inspect("a")
     assert str(info.value) == (
-        f'corrupt session log "{path}": requested id "a" does not match header id "b"')
+        f'corrupt session log "{path}": requested id "a" does not match header id "b"'
+    )
 
 
 def test_inspect_path_identity(tmp_path: Path) -> None:
     path = put_raw(tmp_path, header=header_value("demo-1", cwd="/elsewhere"))
-    with pytest.raises(SessionPersistenceCorruptionError,
-                       match='and cwd identify ".*--elsewhere--'):
+    with pytest.raises(
+        SessionPersistenceCorruptionError, match='and cwd identify ".*--elsewhere--'
+    ):
         JsonlBackend(str(tmp_path)).inspect("demo-1")
     assert path.exists()
 
@@ -918,8 +1068,11 @@ def test_cancellation(tmp_path: Path) -> None:
     token = CancelToken()
     token.cancel()
     backend = JsonlBackend(str(tmp_path))
-    for operation in (backend.list, backend.list_snapshots,
-                      lambda token: backend.inspect("demo-1", token)):
+    for operation in (
+        backend.list,
+        backend.list_snapshots,
+        lambda token: backend.inspect("demo-1", token),
+    ):
         with pytest.raises(SessionQueryCancelled):
             operation(token)
 
@@ -949,8 +1102,9 @@ def test_create_is_lazy_and_its_failures(tmp_path: Path) -> None:
     other = JsonlBackend(str(tmp_path))
     with pytest.raises(JsonlBackendError) as info:
         other.create(hdr(cwd="/somewhere/else"))
-    assert str(info.value) == ('session "demo-1" already has a persisted log on disk; '
-                               "load/resume it instead of creating")
+    assert str(info.value) == (
+        'session "demo-1" already has a persisted log on disk; load/resume it instead of creating'
+    )
 
 
 def test_materialization_refuses_an_existing_log(tmp_path: Path) -> None:
@@ -960,8 +1114,9 @@ def test_materialization_refuses_an_existing_log(tmp_path: Path) -> None:
     first.append("demo-1", [ev("x", 0)])
     with pytest.raises(JsonlBackendError) as info:
         second.append("demo-1", [ev("x", 0)])
-    assert str(info.value) == ('refusing to materialize "demo-1": a log already exists on disk '
-                               "(load/resume it instead)")
+    assert str(info.value) == (
+        'refusing to materialize "demo-1": a log already exists on disk (load/resume it instead)'
+    )
 
 
 def test_append_failures(tmp_path: Path) -> None:
@@ -979,8 +1134,9 @@ def test_append_failures(tmp_path: Path) -> None:
         backend.append("demo-1", [ev("x", 0)])
     backend.append("demo-1", [ev("x", 1)])
     assert backend.stored_count("demo-1") == 2
-    with pytest.raises(ValueError,
-                       match="^session event batch is not losslessly JSON-serializable"):
+    with pytest.raises(
+        ValueError, match="^session event batch is not losslessly JSON-serializable"
+    ):
         backend.append("demo-1", [Event.from_json(b'{"type":"x","seq":2,"data":"\xff"}')])
     with pytest.raises(ValueError, match="packed-row type text-chunks"):
         backend.append("demo-1", [ev("text-chunks", 2)])
@@ -1034,8 +1190,14 @@ def test_file_modes_and_no_leftover_temp_files(tmp_path: Path) -> None:
 
 
 def test_packing_follows_the_mount_option(tmp_path: Path) -> None:
-    chunks = [ev("assistant/chunk", i, {"turn": 1, "step": 1, "chunk": {
-        "type": "text-delta", "index": 0, "text": "t"}}) for i in range(4)]
+    chunks = [
+        ev(
+            "assistant/chunk",
+            i,
+            {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "t"}},
+        )
+        for i in range(4)
+    ]
     for pack_chunks, lines in ((True, 2), (False, 5)):
         root = tmp_path / str(pack_chunks)
         backend = JsonlBackend(str(root), compression="none", pack_chunks=pack_chunks)
@@ -1077,8 +1239,9 @@ def test_failed_append_is_rolled_back(tmp_path: Path, monkeypatch: pytest.Monkey
     assert seqs(backend.inspect("demo-1").events) == [0, 1]
 
 
-def test_failed_rollback_carries_both_errors(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_rollback_carries_both_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = JsonlBackend(str(tmp_path), compression="none")
     backend.create(hdr())
     backend.append("demo-1", [ev("x", 0)])
@@ -1111,8 +1274,19 @@ def test_failed_publication_leaves_nothing(tmp_path: Path, monkeypatch: pytest.M
     assert backend.stored_count("demo-1") == 1
 
 
-HOSTILE_IDS = ["../x", "..", ".", "a/b", "/etc/passwd", "a\x00b", "开发 ~ 😀", "\ud800x\udfff",
-               "\\..\\..", "-" * 300, "a" * 10_000]
+HOSTILE_IDS = [
+    "../x",
+    "..",
+    ".",
+    "a/b",
+    "/etc/passwd",
+    "a\x00b",
+    "开发 ~ 😀",
+    "\ud800x\udfff",
+    "\\..\\..",
+    "-" * 300,
+    "a" * 10_000,
+]
 
 
 def test_hostile_ids_never_escape_the_root(tmp_path: Path) -> None:
@@ -1140,10 +1314,18 @@ def test_hostile_ids_never_escape_the_root(tmp_path: Path) -> None:
 # property: whatever is written reads back exactly
 
 json_text = st.text(st.characters(codec=None, exclude_categories=()), max_size=8)
-json_scalars = (st.none() | st.booleans() | st.integers(-(2**63), 2**63)
-                | st.floats(allow_nan=False, allow_infinity=False) | json_text)
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(json_text, inner, max_size=3), max_leaves=8)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | json_text
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(json_text, inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @st.composite
@@ -1172,22 +1354,46 @@ def event_specs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], bool]:
                     chunk["argumentsDelta"] = draw(json_text)
                 else:
                     chunk = {"type": f"{part}-delta", "index": index, "text": draw(json_text)}
-                add("assistant/chunk", {"turn": 1, "step": draw(st.sampled_from([1, 1, 1, 2])),
-                                        "chunk": chunk})
+                add(
+                    "assistant/chunk",
+                    {"turn": 1, "step": draw(st.sampled_from([1, 1, 1, 2])), "chunk": chunk},
+                )
         elif part == "message":
-            add("user/message", {"id": draw(json_text), "role": "user",
-                                 "content": [{"type": "text", "text": draw(json_text)}],
-                                 "source": {"kind": "user"}}, surfaceOp="append")
+            add(
+                "user/message",
+                {
+                    "id": draw(json_text),
+                    "role": "user",
+                    "content": [{"type": "text", "text": draw(json_text)}],
+                    "source": {"kind": "user"},
+                },
+                surfaceOp="append",
+            )
         elif part == "call":
-            add("assistant/message", {"turn": 1, "step": 1, "message": {
-                "id": "m", "role": "assistant",
-                "content": [{"type": "tool-call", "id": "k", "name": "n", "arguments": "{}"}],
-                "source": {"kind": "model", "provider": "p", "model": "m"}}},
-                surfaceOp="append", sourceEventSeqs=[0])
+            add(
+                "assistant/message",
+                {
+                    "turn": 1,
+                    "step": 1,
+                    "message": {
+                        "id": "m",
+                        "role": "assistant",
+                        "content": [
+                            {"type": "tool-call", "id": "k", "name": "n", "arguments": "{}"}
+                        ],
+                        "source": {"kind": "model", "provider": "p", "model": "m"},
+                    },
+                },
+                surfaceOp="append",
+                sourceEventSeqs=[0],
+            )
             add("tool/call", {"turn": 1, "step": 1, "callId": "k", "name": "n", "arguments": "{}"})
         else:
-            add(draw(st.sampled_from(["plugin/x", "assistant/chunk", "é/\ud800"])),
-                draw(json_values), **draw(st.sampled_from([{}, {"ignorable": True}])))
+            add(
+                draw(st.sampled_from(["plugin/x", "assistant/chunk", "é/\ud800"])),
+                draw(json_values),
+                **draw(st.sampled_from([{}, {"ignorable": True}])),
+            )
     balanced = not opened or draw(st.booleans())
     if opened and balanced:
         add("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
@@ -1196,15 +1402,16 @@ def event_specs(draw: st.DrawFn) -> tuple[list[dict[str, Any]], bool]:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(event_specs(), st.sampled_from(["zstd", "none"]), st.booleans(), st.data())
-def test_written_logs_read_back_exactly(log: tuple[list[dict[str, Any]], bool], compression: str,
-                                        pack_chunks: bool, data: st.DataObject) -> None:
+def test_written_logs_read_back_exactly(
+    log: tuple[list[dict[str, Any]], bool], compression: str, pack_chunks: bool, data: st.DataObject
+) -> None:
     specs, balanced = log
     events = [Event.from_value(spec) for spec in specs]
     cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(events) - 1)), max_size=3)))
     with tempfile.TemporaryDirectory() as root:
         writer = JsonlBackend(root, compression=compression, pack_chunks=pack_chunks)
         writer.create(hdr("p\ud800"))
-        for start, end in zip([0, *cuts], [*cuts, len(events)]):
+        for start, end in zip([0, *cuts], [*cuts, len(events)], strict=True):
             writer.append("p\ud800", events[start:end])
         reader = JsonlBackend(root)
         if not events:
@@ -1212,7 +1419,7 @@ def test_written_logs_read_back_exactly(log: tuple[list[dict[str, Any]], bool], 
             return
         result = reader.inspect("p\ud800")
         assert result.meta.to_value() == {**hdr("p\ud800").to_value(), "delegationDepth": 0}
-        assert values(result.events[:len(events)]) == specs
+        assert values(result.events[: len(events)]) == specs
         if balanced:
             assert len(result.events) == len(events)
         assert reader.stored_count("p\ud800") == len(events)
@@ -1228,11 +1435,26 @@ def crash_batch(seq: int) -> list[dict[str, Any]]:
     if seq == 0:
         events.append({"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}})
     for k in range(5):
-        events.append({"type": "assistant/chunk", "seq": seq + len(events), "time": seq + k,
-                       "data": {"turn": 1, "step": 1,
-                                "chunk": {"type": "text-delta", "index": 0, "text": f"t{seq}"}}})
-    events.append({"type": "plugin/x", "seq": seq + len(events), "time": seq,
-                   "data": {"pad": "x" * (seq % 997)}})
+        events.append(
+            {
+                "type": "assistant/chunk",
+                "seq": seq + len(events),
+                "time": seq + k,
+                "data": {
+                    "turn": 1,
+                    "step": 1,
+                    "chunk": {"type": "text-delta", "index": 0, "text": f"t{seq}"},
+                },
+            }
+        )
+    events.append(
+        {
+            "type": "plugin/x",
+            "seq": seq + len(events),
+            "time": seq,
+            "data": {"pad": "x" * (seq % 997)},
+        }
+    )
     return events
 
 
@@ -1268,8 +1490,12 @@ def test_kill_9_never_loses_acknowledged_batches(tmp_path: Path) -> None:
         compression = ("zstd", "none")[iteration % 2]
         root = tmp_path / compression
         session_id = f"s{iteration}"
-        child = subprocess.Popen([sys.executable, "-c", script, str(root), compression, session_id],
-                                 stdout=subprocess.PIPE, env=env, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", script, str(root), compression, session_id],
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
         assert child.stdout is not None
         assert child.stdout.readline() == "ready\n"
         # Kill only after the first acknowledgement, so every iteration has a batch to check.

@@ -28,8 +28,19 @@ AGED = time.time() - 3600.0  # an hour ago: safely older than any proof's margin
 
 
 def header(session_id: str, cwd: str, created: int = 1) -> bytes:
-    return jsoncodec.dumps({"type": "session", "version": 0, "id": session_id,
-                            "createdAt": created, "cwd": cwd, "delegationDepth": 0}) + b"\n"
+    return (
+        jsoncodec.dumps(
+            {
+                "type": "session",
+                "version": 0,
+                "id": session_id,
+                "createdAt": created,
+                "cwd": cwd,
+                "delegationDepth": 0,
+            }
+        )
+        + b"\n"
+    )
 
 
 def event(seq: int) -> bytes:
@@ -94,8 +105,7 @@ def mutate(root: Path, outside: Path, kind: str, data: st.DataObject) -> None:
                 file.write(event(1))
     elif kind == "flip" and target is not None:
         for transcript in list(target.iterdir()):
-            flipped = ("session.jsonl" if transcript.name.endswith(".zstd")
-                       else "session.jsonl.zstd")
+            flipped = "session.jsonl" if transcript.name.endswith(".zstd") else "session.jsonl.zstd"
             transcript.rename(target / flipped)
     elif kind == "opposite" and target is not None:
         (target / "session.jsonl.zstd").write_bytes(b"")
@@ -119,31 +129,53 @@ def mutate(root: Path, outside: Path, kind: str, data: st.DataObject) -> None:
         age(root)
 
 
-MUTATIONS = ["add", "remove", "rename", "replace", "append", "flip", "opposite", "unopposite",
-             "flat", "unflat", "dangling", "undangle", "age"]
+MUTATIONS = [
+    "add",
+    "remove",
+    "rename",
+    "replace",
+    "append",
+    "flip",
+    "opposite",
+    "unopposite",
+    "flat",
+    "unflat",
+    "dangling",
+    "undangle",
+    "age",
+]
 
 
 def full_survey_backend(root: Path) -> JsonlBackend:
     """The reference: the same backend, surveying the whole root on every request."""
     backend = JsonlBackend(str(root), compression="none", read_only=True)
-    backend._survey = lambda token: survey_root(backend.root, token)  # type: ignore[method-assign]
+    backend._survey = lambda token: survey_root(backend.root, token)
     return backend
 
 
 def requests(backend: JsonlBackend) -> list[Any]:
     token = CancelToken()  # one request: it lists, then looks sessions up (§3.0.5)
-    answers = [outcome(lambda: sorted((s.header.id, s.revision, s.header.raw)
-                                      for s in backend.list_snapshots(token)))]
+    answers = [
+        outcome(
+            lambda: sorted(
+                (s.header.id, s.revision, s.header.raw) for s in backend.list_snapshots(token)
+            )
+        )
+    ]
     answers += [outcome(lambda i=i: backend.inspect(i, token).meta.raw) for i in IDS[:3]]
     answers.append(outcome(lambda: sorted(h.raw for h in backend.list(NULL_TOKEN))))
     return answers
 
 
-@settings(max_examples=60, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(st.lists(st.sampled_from(MUTATIONS), min_size=1, max_size=12), st.data())
-def test_proofs_answer_as_the_full_survey_on_changing_roots(steps: list[str],
-                                                            data: st.DataObject) -> None:
+def test_proofs_answer_as_the_full_survey_on_changing_roots(
+    steps: list[str], data: st.DataObject
+) -> None:
     with tempfile.TemporaryDirectory() as directory:
         root, outside = Path(directory) / "root", Path(directory) / "outside"
         root.mkdir()
@@ -156,8 +188,9 @@ def test_proofs_answer_as_the_full_survey_on_changing_roots(steps: list[str],
         surveyor = RootSurveyor(str(root))
         for step in ["age", *steps]:
             mutate(root, outside, step, data)
-            assert outcome(lambda: surveyor.survey(NULL_TOKEN)) == \
-                outcome(lambda: survey_root(str(root), NULL_TOKEN))
+            assert outcome(lambda: surveyor.survey(NULL_TOKEN)) == outcome(
+                lambda: survey_root(str(root), NULL_TOKEN)
+            )
             assert requests(fast) == requests(full)
 
 
@@ -215,8 +248,9 @@ def test_a_dangling_transcript_link_is_not_proven_absent(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("compression", ["none", "zstd"])
-def test_listing_a_proven_root_reads_no_header(tmp_path: Path, compression: str,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_listing_a_proven_root_reads_no_header(
+    tmp_path: Path, compression: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = JsonlBackend(str(tmp_path), compression=compression)
     for session_id in IDS:
         backend.create(Header.build(version=0, id=session_id, createdAt=1, cwd=CWDS[0]))

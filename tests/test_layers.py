@@ -117,6 +117,11 @@ def test_the_package_itself_keeps_the_rules():
     """The structure check over dsh_query_server: no import up a layer, no circle, no module over
     600 lines (issue 13). A failure lists each offence with its file and line."""
     root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, "-m", "dsh_query_server.devtools.layers"], cwd=root,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "dsh_query_server.devtools.layers"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr

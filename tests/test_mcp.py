@@ -101,7 +101,8 @@ E8_STRUCTURED = json.loads(
     '{"target":{"header":{"version":0,"id":"s-ghost","createdAt":1700000240000,"cwd":"/w/app",'
     '"origin":"subagent","delegationDepth":2},"live":false,"persisted":true,'
     '"parent":{"kind":"outside-workspace"},"title":null},"ancestors":[],"ancestorBoundary":true,'
-    '"descendants":[]}')
+    '"descendants":[]}'
+)
 
 E10 = """Session s-root — Retry policy
 Target: seq 1 | user/message | current | 2023-11-14T22:13:22.000Z
@@ -135,49 +136,120 @@ After:
 
 E12: list[tuple[str, dict[str, Any], str, str]] = [
     ("session_search", {}, 'invalid arguments: missing required property "query"', "INVALID_ARGS"),
-    ("session_search", {"query": "x", "availability": ["archived"]},
-     'invalid arguments: "availability[0]" must be one of ["live","persisted"]', "INVALID_ARGS"),
-    ("session_event_read", {"seq": "2", "before": 1.5},
-     'invalid arguments: "seq" must be an integer; "before" must be an integer', "INVALID_ARGS"),
-    ("session_search", {"query": " \n "}, "session-search query must contain non-whitespace text",
-     "SESSION_QUERY_INVALID_QUERY"),
-    ("session_search", {"query": "x", "created_at_from": "2023-11-14T22:13"},
-     "session created_at_from range must be an ISO 8601 timestamp with Z or a numeric offset",
-     "SESSION_QUERY_INVALID_FILTER"),
-    ("session_search", {"query": "x", "event_time_from": "2023-02-29T00:00Z"},
-     "session time_from range must be a valid ISO 8601 timestamp", "SESSION_QUERY_INVALID_FILTER"),
-    ("session_event_read", {"session_id": "s-root", "seq": -1},
-     "seq must be a non-negative safe integer", "SESSION_QUERY_INVALID_FILTER"),
-    ("session_event_read", {"session_id": "s-root", "seq": 2, "after": 51},
-     "session event window is invalid", "SESSION_QUERY_INVALID_WINDOW"),
-    ("session_trace", {}, "session_id is required because no current session is configured",
-     "SESSION_QUERY_TOOL_MISSING_CALLER"),
+    (
+        "session_search",
+        {"query": "x", "availability": ["archived"]},
+        'invalid arguments: "availability[0]" must be one of ["live","persisted"]',
+        "INVALID_ARGS",
+    ),
+    (
+        "session_event_read",
+        {"seq": "2", "before": 1.5},
+        'invalid arguments: "seq" must be an integer; "before" must be an integer',
+        "INVALID_ARGS",
+    ),
+    (
+        "session_search",
+        {"query": " \n "},
+        "session-search query must contain non-whitespace text",
+        "SESSION_QUERY_INVALID_QUERY",
+    ),
+    (
+        "session_search",
+        {"query": "x", "created_at_from": "2023-11-14T22:13"},
+        "session created_at_from range must be an ISO 8601 timestamp with Z or a numeric offset",
+        "SESSION_QUERY_INVALID_FILTER",
+    ),
+    (
+        "session_search",
+        {"query": "x", "event_time_from": "2023-02-29T00:00Z"},
+        "session time_from range must be a valid ISO 8601 timestamp",
+        "SESSION_QUERY_INVALID_FILTER",
+    ),
+    (
+        "session_event_read",
+        {"session_id": "s-root", "seq": -1},
+        "seq must be a non-negative safe integer",
+        "SESSION_QUERY_INVALID_FILTER",
+    ),
+    (
+        "session_event_read",
+        {"session_id": "s-root", "seq": 2, "after": 51},
+        "session event window is invalid",
+        "SESSION_QUERY_INVALID_WINDOW",
+    ),
+    (
+        "session_trace",
+        {},
+        "session_id is required because no current session is configured",
+        "SESSION_QUERY_TOOL_MISSING_CALLER",
+    ),
     # More rejected arguments, each with the text of §1.5.
-    ("session_search", {"query": "x", "session_ids": []},
-     "session_ids must contain at least one value when supplied", "SESSION_QUERY_INVALID_FILTER"),
-    ("session_search", {"query": "x", "event_surfaces": []},
-     "surfaces must contain at least one value when supplied", "SESSION_QUERY_INVALID_FILTER"),
-    ("session_search", {"query": "a\x00b"}, "session-search query must not contain NUL",
-     "SESSION_QUERY_INVALID_QUERY"),
-    ("session_search", {"query": "x", "event_seq_from": 3, "event_seq_to": 2},
-     "session sequence range from must be less than or equal to to",
-     "SESSION_QUERY_INVALID_FILTER"),
-    ("session_search", {"query": "x", "event_seq_to": 2**53},
-     "sequence upper bound must be a non-negative safe integer", "SESSION_QUERY_INVALID_FILTER"),
-    ("session_search", {"query": "x", "created_at_from": "2023-11-14T22:15:20.0005Z",
-                        "created_at_to": "2023-11-14T22:15:20.0004Z"},
-     "session created_at range from must be less than or equal to to",
-     "SESSION_QUERY_INVALID_FILTER"),
-    ("session_search", {"query": "x", "include_root_sessions": None, "session_ids": [1]},
-     'invalid arguments: "session_ids[0]" must be a string; '
-     '"include_root_sessions" must be a boolean', "INVALID_ARGS"),
-    ("session_event_search", {"session_id": 7},
-     'invalid arguments: missing required property "query"; "session_id" must be a string',
-     "INVALID_ARGS"),
-    ("session_event_read", {"session_id": "s-root", "seq": 1, "before": -2},
-     "before must be a non-negative safe integer", "SESSION_QUERY_INVALID_FILTER"),
-    ("session_event_read", {"session_id": "s-root", "seq": 99},
-     "session event was not found", "SESSION_QUERY_EVENT_NOT_FOUND"),
+    (
+        "session_search",
+        {"query": "x", "session_ids": []},
+        "session_ids must contain at least one value when supplied",
+        "SESSION_QUERY_INVALID_FILTER",
+    ),
+    (
+        "session_search",
+        {"query": "x", "event_surfaces": []},
+        "surfaces must contain at least one value when supplied",
+        "SESSION_QUERY_INVALID_FILTER",
+    ),
+    (
+        "session_search",
+        {"query": "a\x00b"},
+        "session-search query must not contain NUL",
+        "SESSION_QUERY_INVALID_QUERY",
+    ),
+    (
+        "session_search",
+        {"query": "x", "event_seq_from": 3, "event_seq_to": 2},
+        "session sequence range from must be less than or equal to to",
+        "SESSION_QUERY_INVALID_FILTER",
+    ),
+    (
+        "session_search",
+        {"query": "x", "event_seq_to": 2**53},
+        "sequence upper bound must be a non-negative safe integer",
+        "SESSION_QUERY_INVALID_FILTER",
+    ),
+    (
+        "session_search",
+        {
+            "query": "x",
+            "created_at_from": "2023-11-14T22:15:20.0005Z",
+            "created_at_to": "2023-11-14T22:15:20.0004Z",
+        },
+        "session created_at range from must be less than or equal to to",
+        "SESSION_QUERY_INVALID_FILTER",
+    ),
+    (
+        "session_search",
+        {"query": "x", "include_root_sessions": None, "session_ids": [1]},
+        'invalid arguments: "session_ids[0]" must be a string; '
+        '"include_root_sessions" must be a boolean',
+        "INVALID_ARGS",
+    ),
+    (
+        "session_event_search",
+        {"session_id": 7},
+        'invalid arguments: missing required property "query"; "session_id" must be a string',
+        "INVALID_ARGS",
+    ),
+    (
+        "session_event_read",
+        {"session_id": "s-root", "seq": 1, "before": -2},
+        "before must be a non-negative safe integer",
+        "SESSION_QUERY_INVALID_FILTER",
+    ),
+    (
+        "session_event_read",
+        {"session_id": "s-root", "seq": 99},
+        "session event was not found",
+        "SESSION_QUERY_EVENT_NOT_FOUND",
+    ),
 ]
 
 
@@ -189,19 +261,30 @@ async def test_initialize_and_tools(tmp_path: Path, corpus: str) -> None:
     async with mcp_session(tmp_path, base(corpus)) as session:
         listed = await session.list_tools()
     names = [t.name for t in listed.tools]
-    assert names == ["session_search", "session_event_search", "session_trace",
-                     "session_event_trace", "session_event_read"]
+    assert names == [
+        "session_search",
+        "session_event_search",
+        "session_trace",
+        "session_event_trace",
+        "session_event_read",
+    ]
     read = listed.tools[4]
     assert read.input_schema == {
         "type": "object",
         "properties": {
-            "session_id": {"type": "string",
-                           "description": "Target session id. Omit for the current session."},
+            "session_id": {
+                "type": "string",
+                "description": "Target session id. Omit for the current session.",
+            },
             "seq": {"type": "integer", "description": "Target event sequence number."},
-            "before": {"type": "integer", "description":
-                       "Number of preceding raw events to summarize. Omit for none."},
-            "after": {"type": "integer", "description":
-                      "Number of following raw events to summarize. Omit for none."},
+            "before": {
+                "type": "integer",
+                "description": "Number of preceding raw events to summarize. Omit for none.",
+            },
+            "after": {
+                "type": "integer",
+                "description": "Number of following raw events to summarize. Omit for none.",
+            },
         },
         "required": ["seq"],
     }
@@ -209,28 +292,37 @@ async def test_initialize_and_tools(tmp_path: Path, corpus: str) -> None:
     surfaces = listed.tools[0].input_schema["properties"]["event_surfaces"]
     assert surfaces["items"] == {"type": "string", "enum": ["current", "shadowed", "log-only"]}
     assert all(t.output_schema is None for t in listed.tools)
-    assert all(t.annotations is not None and t.annotations.read_only_hint is True
-               and t.annotations.open_world_hint is False for t in listed.tools)
+    assert all(
+        t.annotations is not None
+        and t.annotations.read_only_hint is True
+        and t.annotations.open_world_hint is False
+        for t in listed.tools
+    )
 
 
 async def test_initialize_result(tmp_path: Path, corpus: str) -> None:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    params = StdioServerParameters(command=sys.executable, cwd=str(tmp_path),
-                                   args=["-m", "dsh_query_server.mcp", *base(corpus)],
-                                   env=private_env(tmp_path))
+    params = StdioServerParameters(
+        command=sys.executable,
+        cwd=str(tmp_path),
+        args=["-m", "dsh_query_server.mcp", *base(corpus)],
+        env=private_env(tmp_path),
+    )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
     assert init.server_info.name == "dsh-query"
     assert init.capabilities.model_dump(by_alias=True, exclude_none=True) == {
-        "tools": {"listChanged": False}}
+        "tools": {"listChanged": False}
+    }
     assert init.instructions == (
         "Use session_search to find relevant work from prior sessions, or session_event_search "
         "to search earlier events in one session. Search results are cursor-free and "
         "workspace-scoped. Follow a useful hit with session_trace, session_event_trace, or "
-        "session_event_read when you need lineage, relationships, or exact data.")
+        "session_event_read when you need lineage, relationships, or exact data."
+    )
 
 
 async def test_worked_examples(tmp_path: Path, corpus: str) -> None:
@@ -238,15 +330,21 @@ async def test_worked_examples(tmp_path: Path, corpus: str) -> None:
         e1 = await call(s, "session_search", {"query": "retry"})
         assert not e1.is_error and text_of(e1) == E1
         assert [i["header"]["id"] for i in e1.structured_content["items"]] == [
-            "s-ghost", "s-leaf", "s-child", "s-root"]
+            "s-ghost",
+            "s-leaf",
+            "s-child",
+            "s-root",
+        ]
         ghost = e1.structured_content["items"][0]
         assert ghost["parent"] == {"kind": "outside-workspace"}
         assert "parentSession" not in ghost["header"]
         assert "s-side" not in json.dumps(e1.model_dump(by_alias=True))
 
-        for arguments in ({"query": "kubernetes"},
-                          {"query": "retry", "parent_session_ids": ["s-side"]},
-                          {"query": "retry", "parent_session_ids": ["s-nope"]}):
+        for arguments in (
+            {"query": "kubernetes"},
+            {"query": "retry", "parent_session_ids": ["s-side"]},
+            {"query": "retry", "parent_session_ids": ["s-nope"]},
+        ):
             r = await call(s, "session_search", arguments)
             assert text_of(r) == "No prior session matches found." and not r.is_error
             assert r.structured_content == {"items": [], "capped": False}
@@ -261,30 +359,45 @@ async def test_worked_examples(tmp_path: Path, corpus: str) -> None:
         e8 = await call(s, "session_trace", {"session_id": "s-ghost"})
         assert text_of(e8) == E8 and e8.structured_content == E8_STRUCTURED
         leaf_trace = text_of(await call(s, "session_trace", {"session_id": "s-leaf"}))
-        assert ("- s-child — Retry notes | 2023-11-14T22:14:20.000Z | persisted\n"
-                "- s-root — Retry policy | 2023-11-14T22:13:20.000Z | persisted") in leaf_trace
+        assert (
+            "- s-child — Retry notes | 2023-11-14T22:14:20.000Z | persisted\n"
+            "- s-root — Retry policy | 2023-11-14T22:13:20.000Z | persisted"
+        ) in leaf_trace
 
         e10 = await call(s, "session_event_trace", {"session_id": "s-root", "seq": 1})
         assert text_of(e10) == E10
-        e11 = await call(s, "session_event_read",
-                         {"session_id": "s-root", "seq": 2, "before": 1, "after": 1})
+        e11 = await call(
+            s, "session_event_read", {"session_id": "s-root", "seq": 2, "before": 1, "after": 1}
+        )
         assert text_of(e11) == E11
         assert e11.structured_content["before"] == [
-            {"seq": 1, "type": "user/message", "time": 1700000002000,
-             "text": "What retry policy should we use?"}]
+            {
+                "seq": 1,
+                "type": "user/message",
+                "time": 1700000002000,
+                "text": "What retry policy should we use?",
+            }
+        ]
 
         # E9: a hidden target and a missing one answer byte-identically.
-        for name, extra in (("session_trace", {}), ("session_event_read", {"seq": 0}),
-                            ("session_event_search", {"query": "retry"}),
-                            ("session_event_trace", {"seq": 0})):
+        for name, extra in (
+            ("session_trace", {}),
+            ("session_event_read", {"seq": 0}),
+            ("session_event_search", {"query": "retry"}),
+            ("session_event_trace", {"seq": 0}),
+        ):
             hidden = await call(s, name, {"session_id": "s-side", **extra})
             missing = await call(s, name, {"session_id": "s-nope", **extra})
             assert hidden.is_error and text_of(hidden) == (
-                "Error: session target is outside the caller workspace")
+                "Error: session target is outside the caller workspace"
+            )
             assert hidden.model_dump_json() == missing.model_dump_json()
-            assert hidden.structured_content == {"error": {
-                "code": "SESSION_QUERY_TOOL_UNAUTHORIZED",
-                "message": "session target is outside the caller workspace"}}
+            assert hidden.structured_content == {
+                "error": {
+                    "code": "SESSION_QUERY_TOOL_UNAUTHORIZED",
+                    "message": "session target is outside the caller workspace",
+                }
+            }
 
         # E12 and more: argument errors are tool errors with their exact text.
         for name, arguments, message, code in E12:
@@ -302,9 +415,13 @@ async def test_worked_examples(tmp_path: Path, corpus: str) -> None:
 async def test_capped(tmp_path: Path, corpus: str) -> None:
     async with mcp_session(tmp_path, base(corpus, "--max-search-results", "2")) as s:
         r = await call(s, "session_search", {"query": "retry"})
-    assert text_of(r) == "\n\n".join(["Session search results (2):", *BLOCKS[:2],
-                                      "Result cap reached. Narrow the query or add filters to "
-                                      "find additional matches."])
+    assert text_of(r) == "\n\n".join(
+        [
+            "Session search results (2):",
+            *BLOCKS[:2],
+            "Result cap reached. Narrow the query or add filters to find additional matches.",
+        ]
+    )
     assert r.structured_content["capped"] is True
 
 
@@ -319,13 +436,17 @@ async def test_caller_root(tmp_path: Path, corpus: str) -> None:
 async def test_caller_leaf_is_clipped(tmp_path: Path, corpus: str) -> None:
     async with mcp_session(tmp_path, base(corpus, "--caller-session", "s-leaf")) as s:
         r = await call(s, "session_event_search", {"query": "retry"})
-        empty = await call(s, "session_event_search",
-                           {"query": "retry", "seq_from": 2, "time_from": "bad"})
-    assert text_of(r) == """Session s-leaf — untitled
+        empty = await call(
+            s, "session_event_search", {"query": "retry", "seq_from": 2, "time_from": "bad"}
+        )
+    assert (
+        text_of(r)
+        == """Session s-leaf — untitled
 
 Event search results (1):
 1. seq 1 | user/message | current | 2023-11-14T22:15:22.000Z
    Snippet: Check the retry jitter"""
+    )
     assert not empty.is_error
     assert text_of(empty) == "Session s-leaf — untitled\n\nNo prior event matches found."
 
@@ -336,7 +457,8 @@ async def test_caller_without_step(tmp_path: Path, corpus: str, monkeypatch: Any
     async with mcp_session(tmp_path, base(corpus), env=env) as s:
         r = await call(s, "session_event_search", {"query": "retry"})
     assert r.is_error and text_of(r) == (
-        "Error: current-session search requires an active step boundary")
+        "Error: current-session search requires an active step boundary"
+    )
     assert r.structured_content["error"]["code"] == "SESSION_QUERY_TOOL_NO_CURRENT_STEP"
 
 
@@ -357,7 +479,10 @@ async def test_roots_change_mid_session(tmp_path: Path, corpus: str) -> None:
         await s.send_roots_list_changed()
         later = await call(s, "session_search", {"query": "retry"})
         side = await call(s, "session_trace", {"session_id": "s-side"})
-    assert text_of(first) == text_of(again) == """Session search results (1):
+    assert (
+        text_of(first)
+        == text_of(again)
+        == """Session search results (1):
 
 1. Session s-child — Retry notes
    Created: 2023-11-14T22:14:20.000Z
@@ -365,6 +490,7 @@ async def test_roots_change_mid_session(tmp_path: Path, corpus: str) -> None:
    Availability: persisted
    Best match: seq 0 | user/message | current | 2023-11-14T22:14:21.000Z
    Snippet: Summarize the retry notes"""
+    )
     ids = [i["header"]["id"] for i in later.structured_content["items"]]
     assert sorted(ids) == ["s-child", "s-ghost", "s-leaf", "s-root", "s-side"]
     assert not side.is_error and len(asked) == 2
@@ -388,8 +514,16 @@ async def test_search_timeout_keeps_serving(tmp_path: Path) -> None:
         backend.create(header(sid, "/w/app", None, 1700000000000 + i, 0))
         backend.append(sid, [event(j, 1700000000000, U(f"retry note {i} {j}")) for j in range(20)])
     backend.close()
-    args = ["--persistence", f"jsonl:{tmp_path / 'big'}", "--index", ":memory:",
-            "--workspace", "/w/app", "--search-timeout-ms", "1"]
+    args = [
+        "--persistence",
+        f"jsonl:{tmp_path / 'big'}",
+        "--index",
+        ":memory:",
+        "--workspace",
+        "/w/app",
+        "--search-timeout-ms",
+        "1",
+    ]
     async with mcp_session(tmp_path, args) as s:
         r = await call(s, "session_search", {"query": "retry"})
         after = await call(s, "session_trace", {"session_id": "s001"})
@@ -398,16 +532,41 @@ async def test_search_timeout_keeps_serving(tmp_path: Path) -> None:
     assert not after.is_error
 
 
-@pytest.mark.parametrize(("flag", "value", "message"), [
-    ("--max-search-results", "0",
-     "tool-session-query: maxSearchResults must be a positive safe integer"),
-    ("--search-timeout-ms", "2147483648", "tool-session-query: searchTimeoutMs must be a "
-     "positive integer no greater than 2147483647"),
-])
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        (
+            "--max-search-results",
+            "0",
+            "tool-session-query: maxSearchResults must be a positive safe integer",
+        ),
+        (
+            "--search-timeout-ms",
+            "2147483648",
+            "tool-session-query: searchTimeoutMs must be a "
+            "positive integer no greater than 2147483647",
+        ),
+    ],
+)
 def test_bad_start_up_values(tmp_path: Path, flag: str, value: str, message: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "dsh_query_server.mcp", "--persistence", "none",
-                           "--index", ":memory:", flag, value], env=private_env(tmp_path),
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dsh_query_server.mcp",
+            "--persistence",
+            "none",
+            "--index",
+            ":memory:",
+            flag,
+            value,
+        ],
+        env=private_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 2
     assert message in done.stderr and done.stdout == ""
 
@@ -416,16 +575,28 @@ async def test_cancelled_search_and_config_file(tmp_path: Path, corpus: str) -> 
     """notifications/cancelled ends a call without an answer and the server keeps serving;
     --config gives keys that flags override."""
     config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"maxSearchResults": 1, "workspace": ["/w/app"],
-                                  "index": ":memory:", "persistence": "none"}))
+    config.write_text(
+        json.dumps(
+            {
+                "maxSearchResults": 1,
+                "workspace": ["/w/app"],
+                "index": ":memory:",
+                "persistence": "none",
+            }
+        )
+    )
     args = ["--config", str(config), "--persistence", corpus, "--max-search-results", "2"]
     async with mcp_session(tmp_path, args) as s:
         with pytest.raises(MCPError):
             await s.call_tool("session_search", {"query": "retry"}, read_timeout_seconds=0.0001)
         r = await call(s, "session_search", {"query": "retry"})
-    assert text_of(r) == "\n\n".join(["Session search results (2):", *BLOCKS[:2],
-                                      "Result cap reached. Narrow the query or add filters to "
-                                      "find additional matches."])
+    assert text_of(r) == "\n\n".join(
+        [
+            "Session search results (2):",
+            *BLOCKS[:2],
+            "Result cap reached. Narrow the query or add filters to find additional matches.",
+        ]
+    )
 
 
 async def test_index_slots_are_never_shared(tmp_path: Path, corpus: str) -> None:
@@ -437,8 +608,11 @@ async def test_index_slots_are_never_shared(tmp_path: Path, corpus: str) -> None
             b = await call(second, "session_search", {"query": "retry"})
     assert text_of(a) == text_of(b) == E1
     log = (tmp_path / "mcp-stderr.log").read_text()
-    slots = sorted(line.rsplit("/", 1)[1] for line in log.splitlines()
-                   if line.startswith("dsh-query mcp: search index"))
+    slots = sorted(
+        line.rsplit("/", 1)[1]
+        for line in log.splitlines()
+        if line.startswith("dsh-query mcp: search index")
+    )
     assert len(slots) == 2 and slots[0].endswith("-1.sqlite") and slots[0] != slots[1]
     cache = Path(env["XDG_CACHE_HOME"]) / "dsh-query"
     assert stat.S_IMODE(cache.stat().st_mode) == 0o700
@@ -452,8 +626,13 @@ async def test_lone_surrogates_still_answer(tmp_path: Path) -> None:
     uri = f"jsonl:{tmp_path / 'odd'}"
     backend = open_backend(uri + "?compression=none")
     backend.create(header("s-odd", "/w/app", None, 1700000000000, 0))
-    backend.append("s-odd", [event(0, 1700000000000, U("retry \ud800 lone")),
-                             event(1, 1700000000000, ("session/title", title("T\udc00", 0), None))])
+    backend.append(
+        "s-odd",
+        [
+            event(0, 1700000000000, U("retry \ud800 lone")),
+            event(1, 1700000000000, ("session/title", title("T\udc00", 0), None)),
+        ],
+    )
     backend.close()
     args = ["--persistence", uri, "--index", ":memory:", "--workspace", "/w/app"]
     async with mcp_session(tmp_path, args) as s:

@@ -29,23 +29,47 @@ Client = tuple[BlockingPortal, ClientSession]
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     tmp = tmp_path_factory.mktemp("fuzz")
     write_corpus(f"jsonl:{tmp / 'ex'}?compression=none")
-    args = ["--persistence", f"jsonl:{tmp / 'ex'}", "--index", ":memory:", "--workspace", "/w/app",
-            "--caller-session", "s-leaf", "--search-timeout-ms", "20000"]
+    args = [
+        "--persistence",
+        f"jsonl:{tmp / 'ex'}",
+        "--index",
+        ":memory:",
+        "--workspace",
+        "/w/app",
+        "--caller-session",
+        "s-leaf",
+        "--search-timeout-ms",
+        "20000",
+    ]
     with start_blocking_portal("asyncio") as portal:
         with portal.wrap_async_context_manager(mcp_session(tmp, args)) as session:
             yield portal, session
 
 
 ids = st.sampled_from(["s-root", "s-child", "s-leaf", "s-side", "s-ghost", "s-nope", ""])
-stamps = st.sampled_from(["2023-11-14T22:15:20Z", "2023-11-14T22:15:20.0005+01:00", "bad",
-                          "2023-02-29T00:00Z", "9999-12-31T23:59:59.999999Z", "0000-01-01T00:00Z"])
+stamps = st.sampled_from(
+    [
+        "2023-11-14T22:15:20Z",
+        "2023-11-14T22:15:20.0005+01:00",
+        "bad",
+        "2023-02-29T00:00Z",
+        "9999-12-31T23:59:59.999999Z",
+        "0000-01-01T00:00Z",
+    ]
+)
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**60), max_value=2**60),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12), ids, stamps,
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**60), max_value=2**60),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    ids,
+    stamps,
     st.sampled_from(["retry", "  ", "live", "current", "user/message"]),
 )
 values = st.one_of(
-    scalars, st.lists(st.one_of(scalars, ids), max_size=4),
+    scalars,
+    st.lists(st.one_of(scalars, ids), max_size=4),
     st.dictionaries(st.text(max_size=4), scalars, max_size=2),
 )
 arguments = st.dictionaries(st.sampled_from(KEYS), values, max_size=6)
@@ -70,15 +94,13 @@ def well_formed(result: Any, sent: dict[str, Any]) -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(NAMES), args=arguments)
-def test_fuzzed_arguments(client: Client, name: str,
-                          args: dict[str, Any]) -> None:
+def test_fuzzed_arguments(client: Client, name: str, args: dict[str, Any]) -> None:
     portal, session = client
     result = portal.call(session.call_tool, name, args)
     well_formed(result, args)
 
 
-def test_unknown_tool_is_a_protocol_error_and_the_server_stays_up(
-        client: Client) -> None:
+def test_unknown_tool_is_a_protocol_error_and_the_server_stays_up(client: Client) -> None:
     portal, session = client
     with pytest.raises(MCPError) as info:
         portal.call(session.call_tool, "session_nope", {})

@@ -26,7 +26,9 @@ import pytest
 from .builders import write_transcript
 from .nvim_helpers import BINARIES, run_nvim
 
-pytestmark = pytest.mark.skipif(not BINARIES, reason="nvim is not installed (make test installs it: mk/nvim.mk)")
+pytestmark = pytest.mark.skipif(
+    not BINARIES, reason="nvim is not installed (make test installs it: mk/nvim.mk)"
+)
 
 
 def lines(result: dict, name: str) -> list[str]:
@@ -138,8 +140,13 @@ def nvim(request):
 
 @pytest.fixture(scope="module")
 def demo(nvim, tmp_path_factory):
-    return run_nvim(nvim, tmp_path_factory.mktemp("nvim-demo"), DEMO, server_args=["--demo"],
-                    init={"index": ":memory:"})
+    return run_nvim(
+        nvim,
+        tmp_path_factory.mktemp("nvim-demo"),
+        DEMO,
+        server_args=["--demo"],
+        init={"index": ":memory:"},
+    )
 
 
 def test_default_connection_path(demo):
@@ -151,7 +158,9 @@ def test_default_connection_path(demo):
 def test_sessions_lists_ids_with_icons(demo):
     text = lines(demo, "sessions")
     assert text[0].startswith("dsh-query · Sessions")
-    assert line_with(demo, "sessions", "fix-flaky-tests:").startswith("▸ ● fix-flaky-tests: Flaky payment retry tests")
+    assert line_with(demo, "sessions", "fix-flaky-tests:").startswith(
+        "▸ ● fix-flaky-tests: Flaky payment retry tests"
+    )
     assert "lagging" in line_with(demo, "sessions", "fix-flaky-tests:")
     assert line_with(demo, "sessions", "release-notes-2-4:").startswith("▸ ◷ ")  # persisted only
     assert line_with(demo, "sessions", "read-refunds:").startswith("▸ ↳ ")  # sub-agent
@@ -162,8 +171,14 @@ def test_sessions_lists_ids_with_icons(demo):
 
 
 def test_tree_buffer_is_a_scratch_buffer(demo):
-    assert demo["buffer"] == {"buftype": "nofile", "bufhidden": "wipe", "modifiable": False,
-                              "filetype": "dshquery", "foldmethod": "marker", "name": "dsh-query://sessions"}
+    assert demo["buffer"] == {
+        "buftype": "nofile",
+        "bufhidden": "wipe",
+        "modifiable": False,
+        "filetype": "dshquery",
+        "foldmethod": "marker",
+        "name": "dsh-query://sessions",
+    }
     assert demo["t_opens"] == "dsh-query://lineage/read-refunds"
 
 
@@ -176,12 +191,13 @@ def test_expanding_a_session_shows_its_children(demo):
     raw = demo["snaps"]["sessions_expanded"]
     assert [line for line in raw if re.search(r"(\{\{\{|\}\}\})\d$", line)] == [
         next(line for line in raw if "fix-flaky-tests:" in line and line.endswith(" {{{1")),
-        next(line for line in raw if "Lineage" in line and line.endswith(" }}}1"))]
+        next(line for line in raw if "Lineage" in line and line.endswith(" }}}1")),
+    ]
     # the Lineage group lists the sub-agent and the fork, one level deeper
     text = lines(demo, "sessions_lineage")
     group = text.index(line_with(demo, "sessions_lineage", "Lineage"))
     assert text[group].startswith("  ▾ ⑂ Lineage")
-    links = text[group + 1:group + 3]
+    links = text[group + 1 : group + 3]
     assert [indent(line) for line in links] == [6, 6]  # depth 2, no expand glyph (leaves)
     assert any("explore-retry-policy:" in line and "sub-agent" in line for line in links), links
     assert any("try-freezegun:" in line for line in links), links
@@ -229,7 +245,13 @@ def test_trace_with_seq_shows_groups(demo):
     assert lines(demo, "trace")[0] == f"dsh-query · Trace of #{seq} in fix-flaky-tests"
     target = line_with(demo, "trace", f"#{seq} user/message")
     assert "target" in target
-    for group in ("Replaced by", "Replacement chain", "Replaced events", "Sources", "Derived events"):
+    for group in (
+        "Replaced by",
+        "Replacement chain",
+        "Replaced events",
+        "Sources",
+        "Derived events",
+    ):
         line_with(demo, "trace", group)
     assert "(none)" in line_with(demo, "trace", "Replaced by")
     sources = line_with(demo, "trace", "Sources")
@@ -253,16 +275,26 @@ def test_read_shows_window_json_with_target_marked(demo):
     assert text[0].startswith('// dsh-query event window · session "fix-flaky-tests"')
     start = text.index(f"// >>> #{seq} user/message  (target)")
     end = text.index(f"// <<< end of target #{seq}")
-    block = json.loads("\n".join(text[start + 1:end]))
+    block = json.loads("\n".join(text[start + 1 : end]))
     assert block["seq"] == seq and block["type"] == "user/message"
     assert block["surfaceOp"] == {"op": "replace", "start": 1, "end": block["surfaceOp"]["end"]}
     assert "Summary so far" in block["data"]["content"][0]["text"]
-    assert text[start + 1] == "{" and text[start + 2] == '  "type": "user/message",'  # pretty, envelope first
+    assert (
+        text[start + 1] == "{" and text[start + 2] == '  "type": "user/message",'
+    )  # pretty, envelope first
     # the neighbours are there too (before = after = 2), each valid JSON under its comment
     headers = [line for line in text if re.match(r"// (>>> )?#\d+ ", line)]
     assert len(headers) == 5
-    assert demo["read_cursor"] == f"// >>> #{seq} user/message  (target)"  # the cursor lands on the target
+    assert (
+        demo["read_cursor"] == f"// >>> #{seq} user/message  (target)"
+    )  # the cursor lands on the target
     assert demo["checks"]["read_wiped_by_q"] is True
+
+
+def first_group(pattern: str, text: str) -> str:
+    match = re.search(pattern, text)
+    assert match is not None, (pattern, text)
+    return match.group(1)
 
 
 def test_search_finds_a_phrase_and_opens_the_hit(demo):
@@ -271,7 +303,7 @@ def test_search_finds_a_phrase_and_opens_the_hit(demo):
     hit = line_with(demo, "search", "fix-flaky-tests #")
     assert "fake clock" in hit and hit.lstrip().startswith("● ")
     line_with(demo, "search", "try-freezegun #")
-    seq = re.search(r"fix-flaky-tests #(\d+)", hit).group(1)
+    seq = first_group(r"fix-flaky-tests #(\d+)", hit)
     assert f"// >>> #{seq} assistant/message  (target)" in lines(demo, "search_open")
 
 
@@ -281,17 +313,23 @@ def test_search_pages_through_more_node(demo):
     assert len(hits) == 1 and first[-1].startswith("▸ … More…")
     second = lines(demo, "search_page2")
     assert second[-2].startswith("▾ … More…") and indent(second[-1]) == 4
-    assert {re.search(r"([\w-]+) #\d+", line).group(1) for line in (hits[0], second[-1])} == {
-        "fix-flaky-tests", "try-freezegun"}
+    assert {first_group(r"([\w-]+) #\d+", line) for line in (hits[0], second[-1])} == {
+        "fix-flaky-tests",
+        "try-freezegun",
+    }
 
 
 def test_errors_are_notified_with_their_code(demo):
     notes = [n["msg"] for n in demo["notes"]]
-    assert any("SESSION_QUERY_SESSION_NOT_FOUND" in n and "no-such-session" in n for n in notes), notes
+    assert any("SESSION_QUERY_SESSION_NOT_FOUND" in n and "no-such-session" in n for n in notes), (
+        notes
+    )
     assert "SESSION_QUERY_SESSION_NOT_FOUND" in "\n".join(lines(demo, "read_missing"))
     # inside a view, the failure is an error node (protocol.md §6)
     node = line_with(demo, "events_missing", "✗")
-    assert 'session "no-such-session" not found' in node and node.endswith("SESSION_QUERY_SESSION_NOT_FOUND")
+    assert 'session "no-such-session" not found' in node and node.endswith(
+        "SESSION_QUERY_SESSION_NOT_FOUND"
+    )
 
 
 def test_session_completion(demo):
@@ -302,16 +340,38 @@ def test_session_completion(demo):
 
 
 def user(seq: int, text: str, **envelope) -> dict:
-    return {"type": "user/message", "seq": seq, "time": 1_700_000_000_000 + seq, "surfaceOp": "append",
-            "data": {"id": f"u{seq}-{abs(hash(text))}", "role": "user", "source": {"kind": "user"},
-                     "content": [{"type": "text", "text": text}]}, **envelope}
+    return {
+        "type": "user/message",
+        "seq": seq,
+        "time": 1_700_000_000_000 + seq,
+        "surfaceOp": "append",
+        "data": {
+            "id": f"u{seq}-{abs(hash(text))}",
+            "role": "user",
+            "source": {"kind": "user"},
+            "content": [{"type": "text", "text": text}],
+        },
+        **envelope,
+    }
 
 
 def assistant(seq: int, text: str) -> dict:
-    return {"type": "assistant/message", "seq": seq, "time": 1_700_000_000_000 + seq, "surfaceOp": "append",
-            "data": {"turn": 1, "step": 1, "message": {
-                "id": f"a{seq}-{abs(hash(text))}", "role": "assistant", "content": [{"type": "text", "text": text}],
-                "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}}}}
+    return {
+        "type": "assistant/message",
+        "seq": seq,
+        "time": 1_700_000_000_000 + seq,
+        "surfaceOp": "append",
+        "data": {
+            "turn": 1,
+            "step": 1,
+            "message": {
+                "id": f"a{seq}-{abs(hash(text))}",
+                "role": "assistant",
+                "content": [{"type": "text", "text": text}],
+                "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"},
+            },
+        },
+    }
 
 
 JSONL = r"""
@@ -339,21 +399,49 @@ snap("search_open")
 def jsonl(nvim, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("nvim-jsonl")
     root = tmp / "root"
-    write_transcript(root, {"version": 0, "id": "parent-session", "createdAt": 1_700_000_000_000, "cwd": "/proj"}, [
-        user(0, "please find the needle in the haystack"),
-        assistant(1, "searching the haystack now"),
-        user(2, "summary: the haystack was searched", surfaceOp={"op": "replace", "start": 0, "end": 1},
-             sourceEventSeqs=[0, 1]),
-    ])
-    write_transcript(root, {"version": 0, "id": "child-agent", "createdAt": 1_700_000_100_000, "cwd": "/proj",
-                            "parentSession": "parent-session", "origin": "subagent", "delegationDepth": 1}, [
-        user(0, "look under the sofa"),
-        assistant(1, "found a blue marble under the sofa"),
-    ])
-    write_transcript(root, {"version": 0, "id": "orphan", "createdAt": 1_700_000_200_000,
-                            "parentSession": "ghost"}, [user(0, "who is my parent")])
-    return run_nvim(nvim, tmp, JSONL, server_args=["--persistence", "none"],
-                    init={"persistence": f"jsonl:{root}", "index": ":memory:"}, force_start_client=True)
+    write_transcript(
+        root,
+        {"version": 0, "id": "parent-session", "createdAt": 1_700_000_000_000, "cwd": "/proj"},
+        [
+            user(0, "please find the needle in the haystack"),
+            assistant(1, "searching the haystack now"),
+            user(
+                2,
+                "summary: the haystack was searched",
+                surfaceOp={"op": "replace", "start": 0, "end": 1},
+                sourceEventSeqs=[0, 1],
+            ),
+        ],
+    )
+    write_transcript(
+        root,
+        {
+            "version": 0,
+            "id": "child-agent",
+            "createdAt": 1_700_000_100_000,
+            "cwd": "/proj",
+            "parentSession": "parent-session",
+            "origin": "subagent",
+            "delegationDepth": 1,
+        },
+        [
+            user(0, "look under the sofa"),
+            assistant(1, "found a blue marble under the sofa"),
+        ],
+    )
+    write_transcript(
+        root,
+        {"version": 0, "id": "orphan", "createdAt": 1_700_000_200_000, "parentSession": "ghost"},
+        [user(0, "who is my parent")],
+    )
+    return run_nvim(
+        nvim,
+        tmp,
+        JSONL,
+        server_args=["--persistence", "none"],
+        init={"persistence": f"jsonl:{root}", "index": ":memory:"},
+        force_start_client=True,
+    )
 
 
 def test_forced_start_client_path(jsonl):
@@ -425,13 +513,22 @@ R.completion = vim.fn.getcompletion("DshSessions ", "cmdline")
 
 @pytest.fixture(scope="module")
 def agents(nvim, tmp_path_factory):
-    return run_nvim(nvim, tmp_path_factory.mktemp("nvim-agents"), AGENTS,
-                    server_args=["--persistence", "none"], init={"index": ":memory:"})
+    return run_nvim(
+        nvim,
+        tmp_path_factory.mktemp("nvim-agents"),
+        AGENTS,
+        server_args=["--persistence", "none"],
+        init={"index": ":memory:"},
+    )
 
 
 def test_sessions_show_an_agent_column(agents):
     # newest first; the column is as wide as the longest agent, so labels line up
-    assert [line.split()[2] for line in lines(agents, "sessions")[2:]] == ["codex", "claude-code", "dsh"]
+    assert [line.split()[2] for line in lines(agents, "sessions")[2:]] == [
+        "codex",
+        "claude-code",
+        "dsh",
+    ]
     assert line_with(agents, "sessions", "codex-one").startswith("▸ ⚙ codex       codex-one")
     assert line_with(agents, "sessions", "claude-one").startswith("▸ ✦ claude-code claude-one")
     assert line_with(agents, "sessions", "dsh-one").startswith("▸ ● dsh         dsh-one")
@@ -446,7 +543,10 @@ def test_sessions_grouped_by_agent_and_by_workspace(agents):
     expanded = lines(agents, "by_agent_expanded")[2:]
     assert expanded[1] == "▾ ✦ claude-code  1 session"
     assert expanded[2].startswith("  ▸ ✦ claude-code claude-one")
-    assert lines(agents, "by_workspace")[2:] == ["▸ ▤ lib  1 session · /work", "▸ ▤ app  2 sessions · /work"]
+    assert lines(agents, "by_workspace")[2:] == [
+        "▸ ▤ lib  1 session · /work",
+        "▸ ▤ app  2 sessions · /work",
+    ]
     assert any("usage: :DshSessions [agent|workspace|none]" in n["msg"] for n in agents["notes"])
     assert agents["completion"] == ["agent", "workspace", "none"]
 
@@ -460,8 +560,13 @@ snap("sessions", sessions)
 
 
 def test_invalid_init_option_is_reported(nvim, tmp_path):
-    result = run_nvim(nvim, tmp_path, BAD, server_args=["--persistence", "none"],
-                      init={"index": ":memory:", "readWindowMax": "lots"})
+    result = run_nvim(
+        nvim,
+        tmp_path,
+        BAD,
+        server_args=["--persistence", "none"],
+        init={"index": ":memory:", "readWindowMax": "lots"},
+    )
     notes = "\n".join(n["msg"] for n in result["notes"])
     assert "SESSION_QUERY_INVALID_CONFIG" in notes, notes
     # the tree does not hang: its roots show the failure

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import pytest
 
 from dsh_query_server.session import packed
 from dsh_query_server.session.packed import PackedLog
 from dsh_query_server.session.store import SessionStore
 
-from .builders import ev
+from .builders import ev, live_snapshot
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 
 
-@pytest.fixture(params=[packed.BLOCK_BYTES, 1, 150], ids=["default-blocks", "seal-every-batch", "small-blocks"])
+@pytest.fixture(
+    params=[packed.BLOCK_BYTES, 1, 150], ids=["default-blocks", "seal-every-batch", "small-blocks"]
+)
 def block_bytes(request):
     saved = packed.BLOCK_BYTES
     packed.BLOCK_BYTES = request.param
@@ -24,7 +25,9 @@ def block_bytes(request):
     packed.BLOCK_BYTES = saved
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(st.lists(texts, min_size=1, max_size=5), max_size=6))
 def test_views_read_back_exact_events_and_ignore_later_appends(block_bytes, batches):
     # Views taken before and after blocks are sealed (compressed) read the same bytes back.
@@ -42,7 +45,9 @@ def test_views_read_back_exact_events_and_ignore_later_appends(block_bytes, batc
         assert len(view) == length and bool(view) == (length > 0)
         assert [e.raw for e in view] == [e.raw for e in appended[:length]]
         assert [e.raw for e in view[1:]] == [e.raw for e in appended[1:length]]
-        assert [view.raw(i) for i in reversed(range(length))] == [e.raw for e in reversed(appended[:length])]
+        assert [view.raw(i) for i in reversed(range(length))] == [
+            e.raw for e in reversed(appended[:length])
+        ]
         if length:
             assert view[-1].raw == appended[length - 1].raw and view[-1].seq == length - 1
             assert view.raw(0) == appended[0].raw
@@ -65,29 +70,50 @@ def test_store_snapshot_is_unchanged_by_later_appends_and_shares_the_fold():
     store = SessionStore()
     store.create({"id": "s", "createdAt": 0})
     store.append("s", [{"type": "turn/start", "data": {"turn": 1}}])
-    first = store.snapshot("s")
-    again = store.snapshot("s")
+    first = live_snapshot(store, "s")
+    again = live_snapshot(store, "s")
     assert again.fold is first.fold  # no append in between: one frozen fold is shared
-    store.append("s", [{"type": "user/message", "surfaceOp": "append",
-                        "data": {"id": "u", "role": "user", "content": [{"type": "text", "text": "hi"}],
-                                 "source": {"kind": "user"}}}])
-    later = store.snapshot("s")
+    store.append(
+        "s",
+        [
+            {
+                "type": "user/message",
+                "surfaceOp": "append",
+                "data": {
+                    "id": "u",
+                    "role": "user",
+                    "content": [{"type": "text", "text": "hi"}],
+                    "source": {"kind": "user"},
+                },
+            }
+        ],
+    )
+    later = live_snapshot(store, "s")
     assert len(first.events) == 1 and first.fold.nodes == []
     assert len(later.events) == 2 and later.fold.nodes == [1]
     assert [e.type for e in later.events] == ["turn/start", "user/message"]
-    header, pending = store.events_from("s", 1)
+    pending_from = store.events_from("s", 1)
+    assert pending_from is not None
+    header, pending = pending_from
     assert header.id == "s" and [e.seq for e in pending] == [1]
 
 
 def test_store_remembers_the_last_title_event():
     store = SessionStore()
-    store.create({"id": "s", "createdAt": 0}, [{"type": "session/title", "seq": 0, "time": 1,
-                                               "data": {"title": "first"}}])
-    assert store.snapshot("s").title_seq == 0
-    store.append("s", [{"type": "turn/start", "data": {"turn": 1}},
-                       {"type": "session/title", "data": {"title": "second"}},
-                       {"type": "turn/end", "data": {"turn": 1}}])
-    snap = store.snapshot("s")
+    store.create(
+        {"id": "s", "createdAt": 0},
+        [{"type": "session/title", "seq": 0, "time": 1, "data": {"title": "first"}}],
+    )
+    assert live_snapshot(store, "s").title_seq == 0
+    store.append(
+        "s",
+        [
+            {"type": "turn/start", "data": {"turn": 1}},
+            {"type": "session/title", "data": {"title": "second"}},
+            {"type": "turn/end", "data": {"turn": 1}},
+        ],
+    )
+    snap = live_snapshot(store, "s")
     assert snap.title_seq == 3 and snap.events[3].data()["title"] == "second"  # seq 1 is end-seed
     store.create({"id": "none", "createdAt": 0})
-    assert store.snapshot("none").title_seq is None
+    assert live_snapshot(store, "none").title_seq is None

@@ -39,8 +39,12 @@ def header(session_id: str = "s", **fields: Any) -> Header:
 
 
 def user(seq: int, text: str = "hi") -> Event:
-    data = {"id": f"u{seq}", "role": "user", "content": [{"type": "text", "text": text}],
-            "source": {"kind": "user"}}
+    data = {
+        "id": f"u{seq}",
+        "role": "user",
+        "content": [{"type": "text", "text": text}],
+        "source": {"kind": "user"},
+    }
     return make_event("user/message", seq, seq, data, surface_op="append")
 
 
@@ -100,7 +104,8 @@ def test_the_uri_scheme_mounts_postgres_and_shows_it_redacted(pg_database: PgDat
 
 
 def test_create_is_lazy_and_materializes_with_the_first_batch(
-        backend: PostgresBackend, pg_database: PgDatabase) -> None:
+    backend: PostgresBackend, pg_database: PgDatabase
+) -> None:
     backend.create(header("s", cwd="/p"))
     assert backend.list() == [] and backend.stored_count("s") is None
     with pytest.raises(LookupError, match='^session "s" not found$'):
@@ -119,16 +124,20 @@ def test_create_refusals(backend: PostgresBackend, pg_database: PgDatabase) -> N
     try:
         with pytest.raises(ValueError) as info:
             other.create(header("s"))
-        assert str(info.value) == ('session "s" already has a persisted log on disk;'
-                                   " load/resume it instead of creating")
+        assert str(info.value) == (
+            'session "s" already has a persisted log on disk; load/resume it instead of creating'
+        )
     finally:
         other.close()
     for created_at in (-1, 1.5, True, MAX_SAFE + 1):
         with pytest.raises(ValueError, match="createdAt"):
             backend.create(Header.build(version=0, id="t", createdAt=created_at))
-    for bad, reason in (("", "it is empty"), ("\ud800", "it contains a lone surrogate"),
-                        ("a\0b", "it contains U+0000"),
-                        ("x" * 1025, "it is longer than 1024 bytes")):
+    for bad, reason in (
+        ("", "it is empty"),
+        ("\ud800", "it contains a lone surrogate"),
+        ("a\0b", "it contains U+0000"),
+        ("x" * 1025, "it is longer than 1024 bytes"),
+    ):
         with pytest.raises(ValueError, match=re.escape("cannot be stored in postgres: " + reason)):
             backend.create(header(bad))
 
@@ -140,8 +149,9 @@ def test_append_errors_write_nothing(backend: PostgresBackend, pg_database: PgDa
     stored(backend, [turn_start(0), user(1)])
     with pytest.raises(ValueError) as info:
         backend.append("s", [user(2), user(4)])
-    assert str(info.value) == ('session "s" append batch is not contiguous at index 1:'
-                               " expected seq 3, got 4")
+    assert str(info.value) == (
+        'session "s" append batch is not contiguous at index 1: expected seq 3, got 4'
+    )
     with pytest.raises(SessionAppendConflictError) as conflict:
         backend.append("s", [user(5)])
     assert str(conflict.value) == 'session "s" append starts at seq 5, stored next seq is 2'
@@ -153,7 +163,8 @@ def test_append_errors_write_nothing(backend: PostgresBackend, pg_database: PgDa
 
 
 def test_appends_continue_a_log_written_by_another_instance(
-        backend: PostgresBackend, pg_database: PgDatabase) -> None:
+    backend: PostgresBackend, pg_database: PgDatabase
+) -> None:
     stored(backend, [turn_start(0)])
     other = open_postgres(pg_database.socket_uri())
     try:
@@ -179,7 +190,8 @@ def test_read_only_mounts_refuse_writes_before_any_io(pg_database: PgDatabase) -
 
 
 def test_an_uninitialized_store_appears_without_a_remount(
-        backend: PostgresBackend, pg_database: PgDatabase) -> None:
+    backend: PostgresBackend, pg_database: PgDatabase
+) -> None:
     reader = open_postgres(pg_database.socket_uri(readOnly="true"))
     try:
         assert reader.list() == [] and reader.stored_count("s") is None
@@ -218,16 +230,31 @@ def logs(draw: st.DrawFn) -> list[Event]:
                 if kind == "run":
                     out.append(chunk(len(out), text))
                 else:
-                    out.append(make_event("assistant/chunk", len(out), len(out), {
-                        "turn": 1, "step": 2, "chunk": {"type": "tool-call-delta", "index": 0,
-                                                       "id": "c", "argumentsDelta": text}}))
+                    out.append(
+                        make_event(
+                            "assistant/chunk",
+                            len(out),
+                            len(out),
+                            {
+                                "turn": 1,
+                                "step": 2,
+                                "chunk": {
+                                    "type": "tool-call-delta",
+                                    "index": 0,
+                                    "id": "c",
+                                    "argumentsDelta": text,
+                                },
+                            },
+                        )
+                    )
     return out
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=_SLOW)
 @given(events=logs(), split=st.integers(min_value=0, max_value=5000))
-def test_logs_read_back_as_the_exact_bytes(pg_database: PgDatabase, events: list[Event],
-                                           split: int) -> None:
+def test_logs_read_back_as_the_exact_bytes(
+    pg_database: PgDatabase, events: list[Event], split: int
+) -> None:
     backend = open_postgres(pg_database.socket_uri())
     session_id = f"s{threading.get_ident()}-{id(events)}"
     try:
@@ -237,9 +264,13 @@ def test_logs_read_back_as_the_exact_bytes(pg_database: PgDatabase, events: list
         backend.append(session_id, events[cut:])
         assert raws(backend.read_stored(session_id).events) == raws(events)
         assert raws(backend.inspect(session_id).events) == raws(events)  # no open turn
-        records = sql(pg_database, "SELECT e.seq, e.last_seq, e.record FROM dsh_query.events e"
-                      " JOIN dsh_query.sessions s ON s.pk = e.session_pk WHERE s.id = %s"
-                      " ORDER BY e.seq", session_id)
+        records = sql(
+            pg_database,
+            "SELECT e.seq, e.last_seq, e.record FROM dsh_query.events e"
+            " JOIN dsh_query.sessions s ON s.pk = e.session_pk WHERE s.id = %s"
+            " ORDER BY e.seq",
+            session_id,
+        )
         by_seq = {event.seq: event.raw for event in events}
         for seq, last_seq, record in records:
             assert last_seq - seq + 1 <= 1024
@@ -251,8 +282,9 @@ def test_logs_read_back_as_the_exact_bytes(pg_database: PgDatabase, events: list
         backend.close()
 
 
-def test_tagged_scalars_and_short_runs_stay_scalar(backend: PostgresBackend,
-                                                   pg_database: PgDatabase) -> None:
+def test_tagged_scalars_and_short_runs_stay_scalar(
+    backend: PostgresBackend, pg_database: PgDatabase
+) -> None:
     events = [Event.from_json(_ODD[2] % 0), chunk(1), chunk(2), user(3), *map(chunk, range(4, 8))]
     stored(backend, events)
     spans = sql(pg_database, "SELECT seq, last_seq FROM dsh_query.events ORDER BY seq")
@@ -266,15 +298,26 @@ def test_tagged_scalars_and_short_runs_stay_scalar(backend: PostgresBackend,
 
 def test_legacy_shapes_are_normalized(backend: PostgresBackend) -> None:
     message = {"id": "m", "role": "user", "content": [], "source": {"kind": "user"}}
-    stored(backend, [turn_start(0), make_event("steering/message", 1, 1,
-                                               {"turn": 1, "message": message}), turn_end(2)])
+    stored(
+        backend,
+        [
+            turn_start(0),
+            make_event("steering/message", 1, 1, {"turn": 1, "message": message}),
+            turn_end(2),
+        ],
+    )
     assert backend.inspect("s").events[1].to_value() == {
-        "type": "user/message", "seq": 1, "time": 1, "data": message}
+        "type": "user/message",
+        "seq": 1,
+        "time": 1,
+        "data": message,
+    }
 
 
 def test_an_open_turn_gets_in_memory_closers(backend: PostgresBackend) -> None:
-    stored(backend, [turn_start(0), user(1),
-                     make_event("step/start", 2, 2, {"turn": 1, "step": 1})])
+    stored(
+        backend, [turn_start(0), user(1), make_event("step/start", 2, 2, {"turn": 1, "step": 1})]
+    )
     tail = [event.to_value() for event in backend.inspect("s").events[3:]]
     assert [event["type"] for event in tail] == ["step/end", "turn/end"]
     assert tail[1]["data"] == {"turn": 1, "reason": {"kind": "interrupted"}}
@@ -283,18 +326,22 @@ def test_an_open_turn_gets_in_memory_closers(backend: PostgresBackend) -> None:
 
 def _window_log() -> list[Event]:
     message = {"id": "m", "role": "user", "content": [], "source": {"kind": "user"}}
-    events = [turn_start(0), user(1), *map(chunk, range(2, 1500)),
-              make_event("session/title", 1500, 1500, {"title": "t"}),
-              make_event("steering/message", 1501, 1501, {"turn": 1, "message": message}),
-              make_event("step/start", 1502, 1502, {"turn": 1, "step": 1})]
+    events = [
+        turn_start(0),
+        user(1),
+        *map(chunk, range(2, 1500)),
+        make_event("session/title", 1500, 1500, {"title": "t"}),
+        make_event("steering/message", 1501, 1501, {"turn": 1, "message": message}),
+        make_event("step/start", 1502, 1502, {"turn": 1, "step": 1}),
+    ]
     return events
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=_SLOW)
-@given(ranges=st.lists(st.tuples(st.integers(0, 1510), st.integers(0, 40)), min_size=1,
-                       max_size=4))
-def test_windows_equal_inspect_sliced(pg_database: PgDatabase,
-                                      ranges: list[tuple[int, int]]) -> None:
+@given(ranges=st.lists(st.tuples(st.integers(0, 1510), st.integers(0, 40)), min_size=1, max_size=4))
+def test_windows_equal_inspect_sliced(
+    pg_database: PgDatabase, ranges: list[tuple[int, int]]
+) -> None:
     backend = open_postgres(pg_database.socket_uri())
     try:
         if backend.stored_count("w") is None:
@@ -304,7 +351,7 @@ def test_windows_equal_inspect_sliced(pg_database: PgDatabase,
             for reader in (backend, open_postgres(pg_database.socket_uri())):
                 window = reader.inspect_window("w", first, first + width)
                 assert window.length == len(whole) and window.start == first
-                assert raws(window.events) == raws(whole[first:first + width + 1])
+                assert raws(window.events) == raws(whole[first : first + width + 1])
                 assert window.title == 1500
                 if reader is not backend:
                     reader.close()
@@ -312,8 +359,9 @@ def test_windows_equal_inspect_sliced(pg_database: PgDatabase,
         backend.close()
 
 
-def test_windows_follow_appends_and_errors(backend: PostgresBackend,
-                                           pg_database: PgDatabase) -> None:
+def test_windows_follow_appends_and_errors(
+    backend: PostgresBackend, pg_database: PgDatabase
+) -> None:
     stored(backend, [turn_start(0), *map(chunk, range(1, 50))])
     assert len(backend.inspect_window("s", 40, 60).events) == 11  # 40..49 + turn/end
     backend.append("s", [*map(chunk, range(50, 60)), turn_end(60)])
@@ -336,30 +384,46 @@ def test_damaged_rows_are_corruption(backend: PostgresBackend, pg_database: PgDa
     sql(pg_database, "UPDATE dsh_query.sessions SET event_count = 3")
     with pytest.raises(SessionPersistenceCorruptionError) as info:
         backend.inspect("s")
-    assert str(info.value) == ("corrupt session log: stored rows end at seq 1, but the session"
-                               " row counts 3 events")
+    assert str(info.value) == (
+        "corrupt session log: stored rows end at seq 1, but the session row counts 3 events"
+    )
     sql(pg_database, "INSERT INTO dsh_query.events SELECT pk, 3, 3, '{}' FROM dsh_query.sessions")
     with pytest.raises(SessionPersistenceCorruptionError, match="seq gap at seq 3 .expected 2"):
         backend.inspect_window("s", 0, 0)
-    sql(pg_database, "INSERT INTO dsh_query.events SELECT pk, 2, 2, '{\"type\":\"x\"}'"
-        " FROM dsh_query.sessions")
+    sql(
+        pg_database,
+        'INSERT INTO dsh_query.events SELECT pk, 2, 2, \'{"type":"x"}\' FROM dsh_query.sessions',
+    )
     sql(pg_database, "UPDATE dsh_query.sessions SET event_count = 4")
     with pytest.raises(SessionPersistenceCorruptionError) as info:
         backend.inspect("s")
     assert str(info.value).startswith("corrupt session log: invalid stored record at seq 2:")
 
 
-@pytest.mark.parametrize(("version", "message"), [
-    (1, 'session "s" uses log format v1, but this harness reads only v0: the log was written by'
-        " a newer harness — upgrade the harness to open it"),
-    (-1, 'session "s" uses log format v-1, older than the supported v0, and this build ships no'
-         " upgrade path for it"),
-])
-def test_other_format_versions_are_refused(backend: PostgresBackend, pg_database: PgDatabase,
-                                           version: int, message: str) -> None:
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [
+        (
+            1,
+            'session "s" uses log format v1, but this harness reads only v0: the log was written by'
+            " a newer harness — upgrade the harness to open it",
+        ),
+        (
+            -1,
+            'session "s" uses log format v-1, older than the supported v0, and this build ships no'
+            " upgrade path for it",
+        ),
+    ],
+)
+def test_other_format_versions_are_refused(
+    backend: PostgresBackend, pg_database: PgDatabase, version: int, message: str
+) -> None:
     stored(backend, [turn_start(0)])
-    sql(pg_database, "UPDATE dsh_query.sessions SET header = %s",
-        f'{{"version":{version},"id":"s","createdAt":1700000000000}}')
+    sql(
+        pg_database,
+        "UPDATE dsh_query.sessions SET header = %s",
+        f'{{"version":{version},"id":"s","createdAt":1700000000000}}',
+    )
     for read in (lambda: backend.inspect("s"), lambda: backend.inspect_window("s", 0, 0)):
         with pytest.raises(SessionFormatUnsupportedError) as info:
             read()
@@ -372,13 +436,14 @@ def test_other_format_versions_are_refused(backend: PostgresBackend, pg_database
 
 
 def test_revisions_change_on_append_only_and_are_qualified(
-        backend: PostgresBackend, pg_database: PgDatabase) -> None:
+    backend: PostgresBackend, pg_database: PgDatabase
+) -> None:
     stored(backend, [turn_start(0)])
     (first,) = backend.list_snapshots()
     backend.inspect("s")
     assert backend.list_snapshots()[0].revision == first.revision
     assert backend.read_stored("s").revision == first.revision
-    store_id, = sql(pg_database, "SELECT store_id::text FROM dsh_query.store")[0]
+    (store_id,) = sql(pg_database, "SELECT store_id::text FROM dsh_query.store")[0]
     assert first.revision.startswith("postgres:")
     assert f":store:{store_id}:events:1:revision:" in first.revision
     with pytest.raises(SessionAppendConflictError):
@@ -390,14 +455,17 @@ def test_revisions_change_on_append_only_and_are_qualified(
     other = open_postgres(pg_database.socket_uri(schema="other_store"))
     try:
         stored(other, [turn_start(0)])
-        assert other.list_snapshots()[0].revision.split(":events:")[0] != first.revision.split(
-            ":events:")[0]
+        assert (
+            other.list_snapshots()[0].revision.split(":events:")[0]
+            != first.revision.split(":events:")[0]
+        )
     finally:
         other.close()
 
 
-def test_listings_see_every_change_by_other_writers(backend: PostgresBackend,
-                                                    pg_database: PgDatabase) -> None:
+def test_listings_see_every_change_by_other_writers(
+    backend: PostgresBackend, pg_database: PgDatabase
+) -> None:
     stored(backend, [turn_start(0)], "a")
     first = backend.list_snapshots()
     assert backend.list_snapshots() is first  # unchanged: the memo, exactly
@@ -416,8 +484,11 @@ def test_listings_see_every_change_by_other_writers(backend: PostgresBackend,
 
 def test_events_are_append_only(backend: PostgresBackend, pg_database: PgDatabase) -> None:
     stored(backend, [turn_start(0), user(1)])
-    for statement in ("UPDATE dsh_query.events SET record = record",
-                      "DELETE FROM dsh_query.events", "TRUNCATE dsh_query.events CASCADE"):
+    for statement in (
+        "UPDATE dsh_query.events SET record = record",
+        "DELETE FROM dsh_query.events",
+        "TRUNCATE dsh_query.events CASCADE",
+    ):
         with pytest.raises(psycopg.errors.RestrictViolation, match="append-only"):
             sql(pg_database, statement)
     sql(pg_database, "DELETE FROM dsh_query.sessions")
@@ -430,14 +501,18 @@ def test_a_fired_token_stops_reads(backend: PostgresBackend) -> None:
     stored(backend, [turn_start(0)])
     token = CancelToken()
     token.cancel()
-    for read in (lambda: backend.inspect("s", token), lambda: backend.list(token),
-                 lambda: backend.inspect_window("s", 0, 0, token)):
+    for read in (
+        lambda: backend.inspect("s", token),
+        lambda: backend.list(token),
+        lambda: backend.inspect_window("s", 0, 0, token),
+    ):
         with pytest.raises(SessionQueryCancelled):
             read()
 
 
 def test_windows_extend_a_verified_log_exactly_as_appends_arrive(
-        backend: PostgresBackend, pg_database: PgDatabase) -> None:
+    backend: PostgresBackend, pg_database: PgDatabase
+) -> None:
     message = {"id": "m", "role": "user", "content": [], "source": {"kind": "user"}}
     stored(backend, [turn_start(0), user(1), *map(chunk, range(2, 10))])
     other = open_postgres(pg_database.socket_uri())
@@ -445,27 +520,35 @@ def test_windows_extend_a_verified_log_exactly_as_appends_arrive(
         assert backend.inspect_window("s", 0, 3).length == 11  # verified whole, one closer
         batches = [
             [turn_end(10), turn_start(11, 2)],
-            [make_event("steering/message", 12, 12, {"turn": 2, "message": message}),
-             make_event("session/title", 13, 13, {"title": "t"})],
+            [
+                make_event("steering/message", 12, 12, {"turn": 2, "message": message}),
+                make_event("session/title", 13, 13, {"title": "t"}),
+            ],
             [make_event("step/start", 14, 14, {"turn": 2, "step": 1}), *map(chunk, range(15, 20))],
             [turn_end(20, 2)],
         ]
         for batch in batches:
             other.append("s", batch)
-            whole = backend.inspect("s").events if batch is batches[-1] else other.inspect(
-                "s").events
+            whole = (
+                backend.inspect("s").events if batch is batches[-1] else other.inspect("s").events
+            )
             for first, last in ((0, 3), (8, 30), (12, 13), (len(whole) - 2, len(whole) + 5)):
                 window = backend.inspect_window("s", first, last)
-                assert raws(window.events) == raws(whole[first:last + 1])
+                assert raws(window.events) == raws(whole[first : last + 1])
                 assert window.length == len(whole)
             assert window.title == (13 if batch is not batches[0] else None)
-        sql(pg_database, "INSERT INTO dsh_query.events SELECT pk, 21, 21, '[]'"
-            " FROM dsh_query.sessions")
-        sql(pg_database, "UPDATE dsh_query.sessions SET event_count = 22,"
-            " revision = gen_random_uuid()")
+        sql(
+            pg_database,
+            "INSERT INTO dsh_query.events SELECT pk, 21, 21, '[]' FROM dsh_query.sessions",
+        )
+        sql(
+            pg_database,
+            "UPDATE dsh_query.sessions SET event_count = 22, revision = gen_random_uuid()",
+        )
         for read in (lambda: backend.inspect("s"), lambda: backend.inspect_window("s", 0, 0)):
-            with pytest.raises(SessionPersistenceCorruptionError,
-                               match="invalid stored record at seq 21"):
+            with pytest.raises(
+                SessionPersistenceCorruptionError, match="invalid stored record at seq 21"
+            ):
                 read()
     finally:
         other.close()

@@ -72,8 +72,10 @@ def test_two_writers_racing_on_one_session(pg_database: PgDatabase) -> None:
                 backend.append("s", batch)
                 outcomes[index].append("ok")
             except SessionAppendConflictError as exc:
-                assert str(exc) == (f'session "s" append starts at seq {start}, stored next seq'
-                                    f" is {start + 2 - index}")
+                assert str(exc) == (
+                    f'session "s" append starts at seq {start}, stored next seq'
+                    f" is {start + 2 - index}"
+                )
                 outcomes[index].append("conflict")
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
@@ -117,7 +119,9 @@ def test_a_materialization_race_has_one_winner(pg_database: PgDatabase) -> None:
         # The loser either met the winner's row at (2) or lost the insert at (3).
         assert sorted(results)[0] == "ok" and sorted(results)[1] in (
             'refusing to materialize "m": a log already exists in the database (load/resume it'
-            " instead)", 'session "m" append starts at seq 0, stored next seq is 2')
+            " instead)",
+            'session "m" append starts at seq 0, stored next seq is 2',
+        )
         winner = f"w{results.index('ok')}"
         events = writers[0].read_stored("m").events
         assert [e.data() for e in events] == [{"writer": winner}] * 2
@@ -133,7 +137,8 @@ _CATALOG = (
     "SELECT c.relname, a.attname, a.attnum, a.attisdropped, t.tgname, t.tgenabled"
     " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
     " LEFT JOIN pg_attribute a ON a.attrelid = c.oid LEFT JOIN pg_trigger t ON t.tgrelid = c.oid"
-    " WHERE n.nspname = 'dsh_query' ORDER BY 1, 2, 3, 4, 5")
+    " WHERE n.nspname = 'dsh_query' ORDER BY 1, 2, 3, 4, 5"
+)
 
 
 def _initialized(db: PgDatabase) -> None:
@@ -146,41 +151,61 @@ def _initialized(db: PgDatabase) -> None:
 
 
 _REFUSALS: list[tuple[str, Callable[[PgDatabase], object], str]] = [
-    ("unrelated table",
-     lambda db: sql(db, "CREATE SCHEMA dsh_query; CREATE TABLE dsh_query.t (x int)"),
-     'postgres schema "dsh_query" is not a dsh-query store: it holds other objects'),
-    ("another application", lambda db: (_initialized(db), sql(
-        db, "UPDATE dsh_query.store SET application = 'other-app'")),
-     'postgres schema "dsh_query" is not a dsh-query store (application "other-app")'),
-    ("version 2", lambda db: (_initialized(db), sql(
-        db, "UPDATE dsh_query.store SET schema_version = 2")),
-     'postgres schema "dsh_query" holds a dsh-query store of schema version 2, written by a'
-     " newer dsh-query-server; this build reads version 1 — upgrade to open it"),
-    ("a dropped column", lambda db: (_initialized(db), sql(
-        db, "ALTER TABLE dsh_query.sessions DROP COLUMN writer")),
-     'postgres schema "dsh_query" does not contain the required schema objects: column 9 of'
-     " dsh_query.sessions is not writer text NOT NULL"),
-    ("a disabled trigger", lambda db: (_initialized(db), sql(
-        db, "ALTER TABLE dsh_query.events DISABLE TRIGGER events_append_only")),
-     'postgres schema "dsh_query" does not contain the required schema objects: trigger'
-     " events_append_only on dsh_query.events is disabled"),
+    (
+        "unrelated table",
+        lambda db: sql(db, "CREATE SCHEMA dsh_query; CREATE TABLE dsh_query.t (x int)"),
+        'postgres schema "dsh_query" is not a dsh-query store: it holds other objects',
+    ),
+    (
+        "another application",
+        lambda db: (
+            _initialized(db),
+            sql(db, "UPDATE dsh_query.store SET application = 'other-app'"),
+        ),
+        'postgres schema "dsh_query" is not a dsh-query store (application "other-app")',
+    ),
+    (
+        "version 2",
+        lambda db: (_initialized(db), sql(db, "UPDATE dsh_query.store SET schema_version = 2")),
+        'postgres schema "dsh_query" holds a dsh-query store of schema version 2, written by a'
+        " newer dsh-query-server; this build reads version 1 — upgrade to open it",
+    ),
+    (
+        "a dropped column",
+        lambda db: (_initialized(db), sql(db, "ALTER TABLE dsh_query.sessions DROP COLUMN writer")),
+        'postgres schema "dsh_query" does not contain the required schema objects: column 9 of'
+        " dsh_query.sessions is not writer text NOT NULL",
+    ),
+    (
+        "a disabled trigger",
+        lambda db: (
+            _initialized(db),
+            sql(db, "ALTER TABLE dsh_query.events DISABLE TRIGGER events_append_only"),
+        ),
+        'postgres schema "dsh_query" does not contain the required schema objects: trigger'
+        " events_append_only on dsh_query.events is disabled",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("case", "prepare", "message"), _REFUSALS, ids=[r[0] for r in _REFUSALS])
 def test_foreign_or_newer_schemas_are_refused_untouched(
-        pg_database: PgDatabase, case: str, prepare: Callable[[PgDatabase], object],
-        message: str) -> None:
+    pg_database: PgDatabase, case: str, prepare: Callable[[PgDatabase], object], message: str
+) -> None:
     prepare(pg_database)
-    before = sql(pg_database, _CATALOG), sql(pg_database, "SELECT * FROM pg_namespace"
-                                                          " WHERE nspname = 'dsh_query'")
+    before = (
+        sql(pg_database, _CATALOG),
+        sql(pg_database, "SELECT * FROM pg_namespace WHERE nspname = 'dsh_query'"),
+    )
     store = sql(pg_database, "SELECT to_regclass('dsh_query.store') IS NOT NULL")[0][0]
     rows_before = sql(pg_database, "SELECT * FROM dsh_query.store") if store else []
     for read_only in ("false", "true"):
         backend = open_postgres(pg_database.socket_uri(readOnly=read_only))
         try:
             reads: list[Callable[[PostgresBackend], object]] = [
-                lambda b: b.list(), lambda b: b.inspect("s")]
+                lambda b: b.list(),
+                lambda b: b.inspect("s"),
+            ]
             if read_only == "false":
                 reads.append(lambda b: b.create(header("new")))
                 reads.append(lambda b: b.append("new", [note(0, "w")]))
@@ -190,8 +215,10 @@ def test_foreign_or_newer_schemas_are_refused_untouched(
                 assert str(info.value) == message, case
         finally:
             backend.close()
-    after = sql(pg_database, _CATALOG), sql(pg_database, "SELECT * FROM pg_namespace"
-                                                         " WHERE nspname = 'dsh_query'")
+    after = (
+        sql(pg_database, _CATALOG),
+        sql(pg_database, "SELECT * FROM pg_namespace WHERE nspname = 'dsh_query'"),
+    )
     assert after == before
     assert (sql(pg_database, "SELECT * FROM dsh_query.store") if store else []) == rows_before
 
@@ -199,18 +226,21 @@ def test_foreign_or_newer_schemas_are_refused_untouched(
 def test_a_sql_ascii_database_is_refused(pg_server: Any) -> None:
     name = f"ascii_{secrets.token_hex(4)}"
     with pg_server.admin() as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'SQL_ASCII'"
-                     " LC_COLLATE 'C' LC_CTYPE 'C'")  # type: ignore[arg-type]
+        conn.execute(
+            f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'SQL_ASCII'"
+            " LC_COLLATE 'C' LC_CTYPE 'C'"
+        )
     backend = open_postgres(PgDatabase(pg_server, name).socket_uri())
     try:
         with pytest.raises(PostgresUnavailableError) as info:
             backend.list()
-        assert str(info.value) == (f'postgres database "{name}" has server_encoding SQL_ASCII;'
-                                   " dsh-query needs UTF8")
+        assert str(info.value) == (
+            f'postgres database "{name}" has server_encoding SQL_ASCII; dsh-query needs UTF8'
+        )
     finally:
         backend.close()
         with pg_server.admin() as conn:
-            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")  # type: ignore[arg-type]
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,9 +257,14 @@ def _role(db: PgDatabase, name: str, password: str, *grants: str) -> None:
 def test_a_read_only_role(pg_database: PgDatabase) -> None:
     _initialized(pg_database)
     password = secrets.token_urlsafe(12)
-    _role(pg_database, "reader_role", password, "GRANT USAGE ON SCHEMA dsh_query TO ROLE",
-          "GRANT SELECT ON ALL TABLES IN SCHEMA dsh_query TO ROLE",
-          "GRANT EXECUTE ON FUNCTION pg_control_system() TO ROLE")
+    _role(
+        pg_database,
+        "reader_role",
+        password,
+        "GRANT USAGE ON SCHEMA dsh_query TO ROLE",
+        "GRANT SELECT ON ALL TABLES IN SCHEMA dsh_query TO ROLE",
+        "GRANT EXECUTE ON FUNCTION pg_control_system() TO ROLE",
+    )
     reader = open_postgres(pg_database.tcp_uri("reader_role", password, readOnly="true"))
     writer = open_postgres(pg_database.tcp_uri("reader_role", password))
     try:
@@ -294,8 +329,11 @@ def test_cancellation_stops_a_blocked_read_on_the_server(pg_database: PgDatabase
         with pytest.raises(SessionQueryCancelled):
             backend.inspect("s", token)
         assert time.monotonic() - started < 1.3  # within 1 s of the token firing
-        active = sql(pg_database, "SELECT count(*) FROM pg_stat_activity WHERE application_name"
-                     " = 'cancel-probe' AND state = 'active'")
+        active = sql(
+            pg_database,
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name"
+            " = 'cancel-probe' AND state = 'active'",
+        )
         assert active == [(0,)]
     finally:
         release.set()
@@ -304,15 +342,15 @@ def test_cancellation_stops_a_blocked_read_on_the_server(pg_database: PgDatabase
 
 
 def test_a_database_that_is_down_mounts_and_fails_operations(pg_database: PgDatabase) -> None:
-    uri = (f"postgres://nobody@127.0.0.1:1/{pg_database.name}?connect_timeout=2"
-           "&poolTimeoutMs=1500")
+    uri = f"postgres://nobody@127.0.0.1:1/{pg_database.name}?connect_timeout=2&poolTimeoutMs=1500"
     backend = open_backend(uri)  # no round trip at mount
     try:
         assert isinstance(backend, PostgresBackend)
         with pytest.raises(PostgresUnavailableError) as info:
             backend.list()
-        assert str(info.value) == (f"postgres store {uri} is unavailable: no connection within"
-                                   " 1500 ms")
+        assert str(info.value) == (
+            f"postgres store {uri} is unavailable: no connection within 1500 ms"
+        )
         assert backend.status()["reachable"] is False
     finally:
         backend.close()
@@ -324,12 +362,17 @@ def test_a_database_that_is_down_mounts_and_fails_operations(pg_database: PgData
 
 def test_passwords_never_appear(pg_database: PgDatabase, caplog: pytest.LogCaptureFixture) -> None:
     password = "Pw-" + secrets.token_hex(10)
-    _role(pg_database, "secret_role", password,
-          f"GRANT ALL ON DATABASE {pg_database.name} TO ROLE",
-          "GRANT CREATE ON SCHEMA public TO ROLE")
+    _role(
+        pg_database,
+        "secret_role",
+        password,
+        f"GRANT ALL ON DATABASE {pg_database.name} TO ROLE",
+        "GRANT CREATE ON SCHEMA public TO ROLE",
+    )
     seen: list[str] = []
     good = pg_database.tcp_uri("secret_role", password)
     backend = open_backend(good)
+    assert isinstance(backend, PostgresBackend)
     try:
         seen += [backend.uri, repr(backend.status())]
         backend.create(header("s"))
@@ -341,11 +384,11 @@ def test_passwords_never_appear(pg_database: PgDatabase, caplog: pytest.LogCaptu
     attempts: list[str] = [
         pg_database.tcp_uri("secret_role", password + "x", poolTimeoutMs="3000"),  # wrong password
         pg_database.tcp_uri("secret_role", password, poolTimeoutMs="1500").replace(
-            str(pg_database.server.port), "1"),  # down
+            str(pg_database.server.port), "1"
+        ),  # down
         pg_database.tcp_uri("secret_role", password, statementTimeoutMs="x"),  # bad parameter
         pg_database.tcp_uri("secret_role", password, options="-c x=1"),  # refused parameter
-        pg_database.socket_uri("secret_role", password=password, sslpassword=password,
-                               bogus="1"),
+        pg_database.socket_uri("secret_role", password=password, sslpassword=password, bogus="1"),
     ]
     for uri in attempts:
         try:
@@ -354,6 +397,7 @@ def test_passwords_never_appear(pg_database: PgDatabase, caplog: pytest.LogCaptu
             assert exc.code == errors.INVALID_CONFIG
             seen.append(exc.message)
             continue
+        assert isinstance(mounted, PostgresBackend)
         try:
             seen += [mounted.uri, repr(mounted.status())]
             with pytest.raises(PostgresUnavailableError) as info:
@@ -372,16 +416,25 @@ def test_password_query_parameters_are_redacted() -> None:
     assert info.value.code == errors.INVALID_CONFIG
     assert info.value.message == (
         "session-query: postgres URI postgresql://u:***@h/db?password=***&sslpassword=***"
-        '&nope=1: unknown parameter "nope"')
+        '&nope=1: unknown parameter "nope"'
+    )
     for bad, detail in (
-            ("application_name=x", 'parameter "application_name" is set by dsh-query; use'
-                                   " applicationName"),
-            ("poolSize=0", 'parameter "poolSize" must be an integer from 1 to 100'),
-            ("schema=pg_x", 'parameter "schema" must be a lower-case identifier of at most 63'
-                            " characters, not pg_…"),
-            ("sslmode=maybe", 'parameter "sslmode" must be one of disable, allow, prefer,'
-                              " require, verify-ca, verify-full"),
-            ("readOnly=true&readOnly=false", 'repeated parameter "readOnly"')):
+        (
+            "application_name=x",
+            'parameter "application_name" is set by dsh-query; use applicationName',
+        ),
+        ("poolSize=0", 'parameter "poolSize" must be an integer from 1 to 100'),
+        (
+            "schema=pg_x",
+            'parameter "schema" must be a lower-case identifier of at most 63 characters, not pg_…',
+        ),
+        (
+            "sslmode=maybe",
+            'parameter "sslmode" must be one of disable, allow, prefer,'
+            " require, verify-ca, verify-full",
+        ),
+        ("readOnly=true&readOnly=false", 'repeated parameter "readOnly"'),
+    ):
         with pytest.raises(QueryError) as info:
             open_backend(f"postgres://h/db?{bad}")
         assert info.value.message.endswith(f": {detail}"), info.value.message
@@ -401,7 +454,10 @@ def test_reads_recover_from_a_restart_without_a_remount(pg_database: PgDatabase)
             assert [e.raw for e in backend.inspect("s").events] == [e.raw for e in logged]
             backend.append("s", [note(len(logged), mode)])
         assert [e.data()["writer"] for e in backend.read_stored("s").events] == [
-            "w", "fast", "immediate"]
+            "w",
+            "fast",
+            "immediate",
+        ]
     finally:
         backend.close()
 
@@ -428,8 +484,11 @@ def test_kill_9_mid_append_loses_no_acknowledged_event(pg_database: PgDatabase) 
     acknowledged = 0
     for _ in range(5):
         producer = subprocess.Popen(
-            [sys.executable, "-c", _PRODUCER, pg_database.socket_uri()], stdout=subprocess.PIPE,
-            text=True, env={**os.environ, "PYTHONPATH": root})
+            [sys.executable, "-c", _PRODUCER, pg_database.socket_uri()],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": root},
+        )
         assert producer.stdout is not None
         for _ in range(random.randint(1, 20)):
             acknowledged = int(producer.stdout.readline())

@@ -47,10 +47,16 @@ def hdr(session_id: str, created: int) -> dict[str, Any]:
 
 
 async def _write(client: LanguageClient, session_id: str, created: int, text: str) -> None:
-    await call(client, "sessionStore/create", {"header": hdr(session_id, created),
-                                               "seed": [U(0, text).to_value()]})
-    await call(client, "sessionStore/append", {"sessionId": session_id, "events": [
-        {"type": "turn/start", "data": {"turn": 1}}]})
+    await call(
+        client,
+        "sessionStore/create",
+        {"header": hdr(session_id, created), "seed": [U(0, text).to_value()]},
+    )
+    await call(
+        client,
+        "sessionStore/append",
+        {"sessionId": session_id, "events": [{"type": "turn/start", "data": {"turn": 1}}]},
+    )
     flushed = await call(client, "sessionStore/checkpoint", {"sessionId": session_id})
     assert flushed == {"flushed": {session_id: 2}}
 
@@ -65,11 +71,14 @@ def team_uri(pg_database: PgDatabase) -> tuple[str, str]:
     return pg_database.tcp_uri(role, password), password
 
 
-async def test_two_servers_share_one_store(server_a: LanguageClient, server_b: LanguageClient,
-                                           team_uri: tuple[str, str]) -> None:
+async def test_two_servers_share_one_store(
+    server_a: LanguageClient, server_b: LanguageClient, team_uri: tuple[str, str]
+) -> None:
     uri, password = team_uri
-    mounted = [await call(client, "sessionPersistence/mount", {"uri": uri})
-               for client in (server_a, server_b)]
+    mounted = [
+        await call(client, "sessionPersistence/mount", {"uri": uri})
+        for client in (server_a, server_b)
+    ]
     for result in mounted:
         assert result["writable"] is True and password not in result["uri"]
         assert result["uri"].startswith("postgresql://team_") and ":***@127.0.0.1:" in result["uri"]
@@ -84,8 +93,14 @@ async def test_two_servers_share_one_store(server_a: LanguageClient, server_b: L
         found = await call(client, "sessionQuery/searchSessions", {"query": "needle", "limit": 5})
         assert sorted(h["header"]["id"] for h in found["items"]) == ["from-a", "from-b"]
     # B sees A's later append (a new revision) exactly.
-    await call(server_a, "sessionStore/append", {"sessionId": "from-a", "events": [
-        {"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}]})
+    await call(
+        server_a,
+        "sessionStore/append",
+        {
+            "sessionId": "from-a",
+            "events": [{"type": "turn/end", "data": {"turn": 1, "reason": {"kind": "completed"}}}],
+        },
+    )
     await call(server_a, "sessionStore/checkpoint", {"sessionId": "from-a"})
     events = await call(server_b, "sessionQuery/listEvents", {"sessionId": "from-a"})
     mine = await call(server_a, "sessionQuery/listEvents", {"sessionId": "from-a"})
@@ -96,7 +111,8 @@ async def test_two_servers_share_one_store(server_a: LanguageClient, server_b: L
 
 
 async def test_a_bad_uri_is_invalid_config_without_the_password(
-        server_a: LanguageClient, team_uri: tuple[str, str]) -> None:
+    server_a: LanguageClient, team_uri: tuple[str, str]
+) -> None:
     uri, password = team_uri
     with pytest.raises(JsonRpcException) as info:
         await call(server_a, "sessionPersistence/mount", {"uri": uri + "?poolSize=500"})

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from dsh_query_server.cli.sync import run
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.postgres import open_postgres
-from dsh_query_server.cli.sync import run
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
 from .pg_server import PgDatabase
@@ -93,17 +93,21 @@ def test_sync_copies_then_appends_only_what_is_new(tmp_path: Path, pg_database: 
 
 
 def test_a_source_that_no_longer_extends_the_stored_log_is_skipped(
-        tmp_path: Path, pg_database: PgDatabase) -> None:
+    tmp_path: Path, pg_database: PgDatabase
+) -> None:
     target = pg_database.socket_uri()
     first = sqlite_source(tmp_path / "one.db", {"s": [ev(0), ev(1, "original")]})
     assert sync("--to", target, first)[0] == 0
     other = sqlite_source(tmp_path / "two.db", {"s": [ev(0), ev(1, "rewritten"), ev(2)]})
     code, out, err = sync("--to", target, other, "--json")
     assert code == 3
-    assert (f'sync: skipped "s" from {other}: the source log no longer extends the stored log'
-            " (first difference at seq 1); the stored log is never overwritten") in err
-    assert json.loads(out)["skipped"] == [{"id": "s", "source": other, "reason": "diverged",
-                                           "seq": 1}]
+    assert (
+        f'sync: skipped "s" from {other}: the source log no longer extends the stored log'
+        " (first difference at seq 1); the stored log is never overwritten"
+    ) in err
+    assert json.loads(out)["skipped"] == [
+        {"id": "s", "source": other, "reason": "diverged", "seq": 1}
+    ]
     reader = open_postgres(target)
     try:
         assert reader.read_stored("s").events[1].data() == {"text": "original", "n": 1.0}
@@ -142,8 +146,7 @@ def test_dry_run_and_jsonl_sources(tmp_path: Path, pg_database: PgDatabase) -> N
         reader.close()
 
 
-def test_exit_codes_for_usage_errors_and_failures(tmp_path: Path,
-                                                  pg_database: PgDatabase) -> None:
+def test_exit_codes_for_usage_errors_and_failures(tmp_path: Path, pg_database: PgDatabase) -> None:
     source = sqlite_source(tmp_path / "s.db", {"s": [ev(0)]})
     target = pg_database.socket_uri()
     assert sync(source)[0] == 2  # no --to
@@ -162,7 +165,8 @@ def test_exit_codes_for_usage_errors_and_failures(tmp_path: Path,
 
 
 def test_watch_repeats_reports_a_skip_once_and_stops_on_sigterm(
-        tmp_path: Path, pg_database: PgDatabase) -> None:
+    tmp_path: Path, pg_database: PgDatabase
+) -> None:
     target = pg_database.socket_uri()
     first = sqlite_source(tmp_path / "a.db", {"s": [ev(0), ev(1, "a")]})
     assert sync("--to", target, first)[0] == 0
@@ -170,9 +174,20 @@ def test_watch_repeats_reports_a_skip_once_and_stops_on_sigterm(
     source = sqlite_source(path, {"s": [ev(0), ev(1, "b")], "t": [ev(0)]})
     root = str(Path(__file__).resolve().parent.parent)
     process = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from dsh_query_server.cli.sync"
-         " import main; sys.exit(main())", "--to", target, source, "--watch", "1"],
-        stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": root})
+        [
+            sys.executable,
+            "-c",
+            "import sys; from dsh_query_server.cli.sync import main; sys.exit(main())",
+            "--to",
+            target,
+            source,
+            "--watch",
+            "1",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": root},
+    )
     try:
         reader = open_postgres(target)
         try:
@@ -196,7 +211,8 @@ def test_watch_repeats_reports_a_skip_once_and_stops_on_sigterm(
 
 
 def test_the_state_file_spares_reads_of_unchanged_sessions(
-        tmp_path: Path, pg_database: PgDatabase, private_state: Path) -> None:
+    tmp_path: Path, pg_database: PgDatabase, private_state: Path
+) -> None:
     path = tmp_path / "s.db"
     source = sqlite_source(path, {"s": [ev(0), ev(1)]})
     target = pg_database.socket_uri()

@@ -47,8 +47,9 @@ def ev(seq: int, kind: str, text: str = "x") -> Event:
     return Event.from_value(value)
 
 
-def write(root: Path, compression: str, sid: str, batches: list[list[str]],
-          cwd: str = "/w/app") -> Path:
+def write(
+    root: Path, compression: str, sid: str, batches: list[list[str]], cwd: str = "/w/app"
+) -> Path:
     backend = JsonlBackend(str(root), compression=compression)
     backend.create(header(sid, cwd, None, 5, 0))
     seq = 0
@@ -86,7 +87,10 @@ def test_raw_artifact_is_the_whole_file_torn_tail_included(tmp_path: Path) -> No
     assert artifact.meta == header("s-1", "/w/app", None, 5, 0)
     after = os.stat(path)
     assert (after.st_size, after.st_mtime_ns, after.st_ctime_ns) == (
-        before.st_size, before.st_mtime_ns, before.st_ctime_ns)
+        before.st_size,
+        before.st_mtime_ns,
+        before.st_ctime_ns,
+    )
     assert backend.list_snapshots() == snapshots  # same revision: nothing was written
 
 
@@ -99,7 +103,7 @@ def test_zstd_artifact_is_the_plaintext_of_complete_frames(tmp_path: Path) -> No
     assert artifact is not None and artifact.content == raw.read_bytes()
     # a torn final frame (half of a third batch's frame) is left out, as are its records
     third = write(tmp_path / "z3", "zstd", "s-1", [*BATCHES, ["turn/start"]]).read_bytes()
-    frame = third[len(whole):]
+    frame = third[len(whole) :]
     zst.write_bytes(whole + frame[: len(frame) - 3])
     artifact = JsonlBackend(str(tmp_path / "z")).read_raw("s-1")
     assert artifact is not None and artifact.content == raw.read_bytes()
@@ -114,12 +118,18 @@ def test_missing_session_is_none(tmp_path: Path) -> None:
     assert JsonlBackend(str(tmp_path / "r")).read_raw("s-2") is None
 
 
-@pytest.mark.parametrize("content", [
-    b"", b'{"type":"session","version":0,"id":"s-1","createdAt":5,"delegationDepth":0}',
-    b"{not json\n", b'{"type":"session","version":0,"id":"other","createdAt":5,'
-    b'"delegationDepth":0}\n', b'{"type":"session","version":0,"id":"s-1","createdAt":5}\n',
-    b'{"type":"session","version":0,"id":"s-1","createdAt":5,"delegationDepth":0,'
-    b'"sandboxMode":"x"}\n'])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b'{"type":"session","version":0,"id":"s-1","createdAt":5,"delegationDepth":0}',
+        b"{not json\n",
+        b'{"type":"session","version":0,"id":"other","createdAt":5,"delegationDepth":0}\n',
+        b'{"type":"session","version":0,"id":"s-1","createdAt":5}\n',
+        b'{"type":"session","version":0,"id":"s-1","createdAt":5,"delegationDepth":0,'
+        b'"sandboxMode":"x"}\n',
+    ],
+)
 def test_invalid_header_line_is_corruption(tmp_path: Path, content: bytes) -> None:
     path = place(tmp_path, "s-1", "/w", content)
     with pytest.raises(SessionPersistenceCorruptionError) as info:
@@ -146,12 +156,14 @@ def test_zstd_frame_errors_are_corruption(tmp_path: Path) -> None:
     with pytest.raises(SessionPersistenceCorruptionError) as info:
         JsonlBackend(str(tmp_path)).read_raw("s-1")
     assert str(info.value) == (
-        f"corrupt Zstandard session log: frame at byte {start} failed validation")
+        f"corrupt Zstandard session log: frame at byte {start} failed validation"
+    )
     path.write_bytes(good + b"\x00\x01\x02\x03\x04")
     with pytest.raises(SessionPersistenceCorruptionError) as info:
         JsonlBackend(str(tmp_path)).read_raw("s-1")
     assert str(info.value) == (
-        f"corrupt Zstandard session log: invalid frame magic at byte {len(good)}")
+        f"corrupt Zstandard session log: invalid frame magic at byte {len(good)}"
+    )
     path.write_bytes(good[:3])
     with pytest.raises(SessionPersistenceCorruptionError) as info:
         JsonlBackend(str(tmp_path)).read_raw("s-1")
@@ -185,8 +197,14 @@ def test_locate_names_the_transcript_without_io(tmp_path: Path) -> None:
     assert not (tmp_path / "none-yet").exists()
     raw = JsonlBackend(str(tmp_path / "r"), compression="none").locate(h)
     assert raw is not None and raw.path.endswith("/a~002Fb/session.jsonl")
-    assert undetermined.locate(Header.from_value(
-        {"version": 0, "id": "x", "createdAt": 1, "cwd": "", "delegationDepth": 0})) is None
+    assert (
+        undetermined.locate(
+            Header.from_value(
+                {"version": 0, "id": "x", "createdAt": 1, "cwd": "", "delegationDepth": 0}
+            )
+        )
+        is None
+    )
 
 
 def test_capabilities_resolve_raw_artifacts_once(tmp_path: Path) -> None:
@@ -218,9 +236,16 @@ def test_capabilities_resolve_raw_artifacts_once(tmp_path: Path) -> None:
 # -- the property: read_raw's bytes, mounted as a raw transcript, read back as inspect does -------
 
 KINDS = st.sampled_from(["turn/start", "user/message", "step/start", "step/end", "turn/end"])
-TAILS = st.sampled_from([b"", b'{"type":"tu', b"{not json\n", b'{"type":"turn/end","seq":99,'
-                         b'"time":1,"data":{"turn":1,"reason":{"kind":"completed"}}}\n',
-                         b"\n", b"\xff\xfe\n"])
+TAILS = st.sampled_from(
+    [
+        b"",
+        b'{"type":"tu',
+        b"{not json\n",
+        b'{"type":"turn/end","seq":99,"time":1,"data":{"turn":1,"reason":{"kind":"completed"}}}\n',
+        b"\n",
+        b"\xff\xfe\n",
+    ]
+)
 
 
 def outcome(root: Path, sid: str, compression: str) -> Outcome:
@@ -232,10 +257,15 @@ def outcome(root: Path, sid: str, compression: str) -> Outcome:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(batches=st.lists(st.lists(KINDS, min_size=1, max_size=4), min_size=1, max_size=4),
-       zstd=st.booleans(), cut=st.integers(0, 400), tail=TAILS)
-def test_read_raw_decodes_to_what_inspect_returns(batches: list[list[str]], zstd: bool, cut: int,
-                                                  tail: bytes) -> None:
+@given(
+    batches=st.lists(st.lists(KINDS, min_size=1, max_size=4), min_size=1, max_size=4),
+    zstd=st.booleans(),
+    cut=st.integers(0, 400),
+    tail=TAILS,
+)
+def test_read_raw_decodes_to_what_inspect_returns(
+    batches: list[list[str]], zstd: bool, cut: int, tail: bytes
+) -> None:
     compression = "zstd" if zstd else "none"
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
@@ -250,11 +280,17 @@ def test_read_raw_decodes_to_what_inspect_returns(batches: list[list[str]], zstd
         except SessionPersistenceCorruptionError as exc:
             assert zstd  # a raw transcript with a valid header line is always copied
             assert outcome(base / "src", "s-p", compression) == (
-                "error", "SessionPersistenceCorruptionError", str(exc))
+                "error",
+                "SessionPersistenceCorruptionError",
+                str(exc),
+            )
             return
         after = os.stat(path)
         assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
-            before.st_size, before.st_mtime_ns, before.st_ino)
+            before.st_size,
+            before.st_mtime_ns,
+            before.st_ino,
+        )
         assert artifact is not None
         place(base / "back", "s-p", "/w/app", artifact.content)
         if not zstd:

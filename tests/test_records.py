@@ -20,14 +20,23 @@ from dsh_query_server.persistence.records import MalformedRow, PackedRow, pack, 
 # helpers
 
 
-def text_chunk(seq: int, time: int, text: str, *, kind: str = "text-delta", turn: Any = 1,
-               step: Any = 1, index: Any = 0) -> Event:
+def text_chunk(
+    seq: int,
+    time: int,
+    text: str,
+    *,
+    kind: str = "text-delta",
+    turn: Any = 1,
+    step: Any = 1,
+    index: Any = 0,
+) -> Event:
     chunk = {"type": kind, "index": index, "text": text}
     return make_event("assistant/chunk", seq, time, {"turn": turn, "step": step, "chunk": chunk})
 
 
-def tool_chunk(seq: int, time: int, args: str, *, call_id: str = "c1", name: Any = None,
-               index: Any = 0) -> Event:
+def tool_chunk(
+    seq: int, time: int, args: str, *, call_id: str = "c1", name: Any = None, index: Any = 0
+) -> Event:
     chunk: dict[str, Any] = {"type": "tool-call-delta", "index": index, "id": call_id}
     if name is not None:
         chunk["name"] = name
@@ -49,6 +58,11 @@ def unpacked(records: list[Event | PackedRow]) -> list[Event]:
     return out
 
 
+def first_row(records: list[Event | PackedRow]) -> PackedRow:
+    assert isinstance(records[0], PackedRow), records[0]
+    return records[0]
+
+
 def ev(kind: str, seq: int, data: Any, time: int = 0, **kw: Any) -> Event:
     return make_event(kind, seq, time, data, **kw)
 
@@ -66,8 +80,12 @@ def test_worked_example_decodes_to_four_events() -> None:
     events = unpack_row(jsoncodec.loads(EXAMPLE_ROW))
     expected = [(3, 1000, "Hel"), (4, 1005, "lo"), (5, 1005, " wor"), (6, 1017, "ld")]
     assert [e.to_value() for e in events] == [
-        {"type": "assistant/chunk", "seq": s, "time": t,
-         "data": {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": x}}}
+        {
+            "type": "assistant/chunk",
+            "seq": s,
+            "time": t,
+            "data": {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": x}},
+        }
         for s, t, x in expected
     ]
     # key order per spec
@@ -89,21 +107,25 @@ def test_worked_example_packs_back_to_the_same_row() -> None:
 def test_tool_row_round_trip_with_and_without_name() -> None:
     named = [tool_chunk(i, 10 - i, a, name="bash") for i, a in enumerate(["{", '"a"', ":1}"])]
     [row] = pack(named)
+    assert isinstance(row, PackedRow)
     assert row.tag == "tool-call-chunks"
     assert list(row.data) == ["turn", "step", "index", "dt", "id", "name", "args"]
     assert row.data["dt"] == [-1, -1]
     assert values(unpacked([row])) == values(named)
     anonymous = [tool_chunk(i, 0, a) for i, a in enumerate("xyz")]
     [row] = pack(anonymous)
+    assert isinstance(row, PackedRow)
     assert "name" not in row.data
     assert values(unpacked([row])) == values(anonymous)
 
 
 def test_reasoning_row_and_odd_numbers_round_trip() -> None:
-    events = [text_chunk(i, -5 + i, "é\ud800", kind="reasoning-delta", turn=1.5, step=2,
-                         index=10**20) for i in range(3)]
+    events = [
+        text_chunk(i, -5 + i, "é\ud800", kind="reasoning-delta", turn=1.5, step=2, index=10**20)
+        for i in range(3)
+    ]
     [row] = pack(events)
-    assert row.tag == "reasoning-chunks"
+    assert isinstance(row, PackedRow) and row.tag == "reasoning-chunks"
     back = unpacked([row])
     assert values(back) == values(events)
     assert [e.raw for e in back] == [e.raw for e in events]
@@ -121,30 +143,127 @@ def test_runs_shorter_than_three_stay_verbatim() -> None:
 @pytest.mark.parametrize(
     "odd",
     [
-        pytest.param(make_event("assistant/chunk", 1, 0, {"turn": True, "step": 1, "chunk": {
-            "type": "text-delta", "index": 0, "text": "b"}}), id="bool-turn"),
-        pytest.param(make_event("assistant/chunk", 1, 0, {"turn": 1, "step": 1, "chunk": {
-            "type": "text-delta", "index": False, "text": "b"}}), id="bool-index"),
-        pytest.param(make_event("assistant/chunk", 1, 0, {"turn": 1, "step": 1, "chunk": {
-            "type": "text-delta", "index": 0, "text": "b"}}, ignorable=True), id="ignorable"),
-        pytest.param(make_event("assistant/chunk", 1, 0, {"turn": 1, "step": 1, "chunk": {
-            "type": "text-delta", "index": 0, "text": "b"}}, surface_op="append"), id="surfaceOp"),
-        pytest.param(Event.from_value({"type": "assistant/chunk", "seq": 1, "time": 0, "x": 1,
-                                       "data": {"turn": 1, "step": 1, "chunk": {
-                                           "type": "text-delta", "index": 0, "text": "b"}}}),
-                     id="extra-envelope-key"),
-        pytest.param(make_event("assistant/chunk", 1, 0, {"turn": 1, "step": 1, "x": 0, "chunk": {
-            "type": "text-delta", "index": 0, "text": "b"}}), id="extra-data-key"),
-        pytest.param(make_event("assistant/chunk", 1, 0, {"turn": 1, "step": 1, "chunk": {
-            "type": "text-delta", "index": 0, "text": "b", "x": 1}}), id="extra-chunk-key"),
-        pytest.param(make_event("assistant/chunk", 1, 0, {"turn": 1, "step": 1, "chunk": {
-            "type": "text-delta", "index": 0, "text": 5}}), id="non-string-text"),
-        pytest.param(make_event("assistant/chunk", 1, 0.5, {"turn": 1, "step": 1, "chunk": {
-            "type": "text-delta", "index": 0, "text": "b"}}), id="fractional-time"),
-        pytest.param(make_event("assistant/chunk", 1.0, 0, {"turn": 1, "step": 1, "chunk": {
-            "type": "text-delta", "index": 0, "text": "b"}}), id="float-seq"),
-        pytest.param(make_event("assistant/chunk", 1, 0, {"turn": 1, "step": 1, "chunk": {
-            "type": "block-start", "index": 0}}), id="block-start"),
+        pytest.param(
+            make_event(
+                "assistant/chunk",
+                1,
+                0,
+                {"turn": True, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "b"}},
+            ),
+            id="bool-turn",
+        ),
+        pytest.param(
+            make_event(
+                "assistant/chunk",
+                1,
+                0,
+                {
+                    "turn": 1,
+                    "step": 1,
+                    "chunk": {"type": "text-delta", "index": False, "text": "b"},
+                },
+            ),
+            id="bool-index",
+        ),
+        pytest.param(
+            make_event(
+                "assistant/chunk",
+                1,
+                0,
+                {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "b"}},
+                ignorable=True,
+            ),
+            id="ignorable",
+        ),
+        pytest.param(
+            make_event(
+                "assistant/chunk",
+                1,
+                0,
+                {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "b"}},
+                surface_op="append",
+            ),
+            id="surfaceOp",
+        ),
+        pytest.param(
+            Event.from_value(
+                {
+                    "type": "assistant/chunk",
+                    "seq": 1,
+                    "time": 0,
+                    "x": 1,
+                    "data": {
+                        "turn": 1,
+                        "step": 1,
+                        "chunk": {"type": "text-delta", "index": 0, "text": "b"},
+                    },
+                }
+            ),
+            id="extra-envelope-key",
+        ),
+        pytest.param(
+            make_event(
+                "assistant/chunk",
+                1,
+                0,
+                {
+                    "turn": 1,
+                    "step": 1,
+                    "x": 0,
+                    "chunk": {"type": "text-delta", "index": 0, "text": "b"},
+                },
+            ),
+            id="extra-data-key",
+        ),
+        pytest.param(
+            make_event(
+                "assistant/chunk",
+                1,
+                0,
+                {
+                    "turn": 1,
+                    "step": 1,
+                    "chunk": {"type": "text-delta", "index": 0, "text": "b", "x": 1},
+                },
+            ),
+            id="extra-chunk-key",
+        ),
+        pytest.param(
+            make_event(
+                "assistant/chunk",
+                1,
+                0,
+                {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": 5}},
+            ),
+            id="non-string-text",
+        ),
+        pytest.param(
+            make_event(
+                "assistant/chunk",
+                1,
+                0.5,  # pyright: ignore[reportArgumentType] - deliberately not an integer
+                {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "b"}},
+            ),
+            id="fractional-time",
+        ),
+        pytest.param(
+            make_event(
+                "assistant/chunk",
+                1.0,  # pyright: ignore[reportArgumentType] - deliberately a float
+                0,
+                {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "b"}},
+            ),
+            id="float-seq",
+        ),
+        pytest.param(
+            make_event(
+                "assistant/chunk",
+                1,
+                0,
+                {"turn": 1, "step": 1, "chunk": {"type": "block-start", "index": 0}},
+            ),
+            id="block-start",
+        ),
         pytest.param(make_event("user/message", 1, 0, {}), id="other-type"),
     ],
 )
@@ -167,9 +286,18 @@ def test_an_ineligible_event_breaks_the_run(odd: Event) -> None:
 def test_runs_split_where_members_differ(second: Event) -> None:
     data = second.data()
     head = [text_chunk(0, -(2**52), "x"), text_chunk(1, -(2**52), "y")]
-    tail = [text_chunk(second.seq + k, second.time, "z", kind=data["chunk"]["type"],
-                       turn=data["turn"], step=data["step"], index=data["chunk"]["index"])
-            for k in (1, 2)]
+    tail = [
+        text_chunk(
+            second.seq + k,
+            second.time,
+            "z",
+            kind=data["chunk"]["type"],
+            turn=data["turn"],
+            step=data["step"],
+            index=data["chunk"]["index"],
+        )
+        for k in (1, 2)
+    ]
     events = head + [second] + tail
     records = pack(events)
     assert [r.members if isinstance(r, PackedRow) else 1 for r in records] == [1, 1, 3]
@@ -177,9 +305,15 @@ def test_runs_split_where_members_differ(second: Event) -> None:
 
 
 def test_tool_runs_split_on_name_presence_or_id() -> None:
-    events = [tool_chunk(0, 0, "a"), tool_chunk(1, 0, "b"), tool_chunk(2, 0, "c", name="n"),
-              tool_chunk(3, 0, "d", name="n"), tool_chunk(4, 0, "e", name="n"),
-              tool_chunk(5, 0, "f", name="m"), tool_chunk(6, 0, "g", name="m", call_id="c2")]
+    events = [
+        tool_chunk(0, 0, "a"),
+        tool_chunk(1, 0, "b"),
+        tool_chunk(2, 0, "c", name="n"),
+        tool_chunk(3, 0, "d", name="n"),
+        tool_chunk(4, 0, "e", name="n"),
+        tool_chunk(5, 0, "f", name="m"),
+        tool_chunk(6, 0, "g", name="m", call_id="c2"),
+    ]
     records = pack(events)
     assert [r.members if isinstance(r, PackedRow) else 1 for r in records] == [1, 1, 3, 1, 1]
     assert values(unpacked(records)) == values(events)
@@ -189,7 +323,7 @@ def test_sqlite_bounds_split_greedily() -> None:
     events = [text_chunk(i, i, "x" * 10) for i in range(10)]
     records = pack(events, max_members=4)
     assert [r.members if isinstance(r, PackedRow) else 1 for r in records] == [4, 4, 1, 1]
-    size_of_3 = len(pack(events[:3])[0].data_json())
+    size_of_3 = len(first_row(pack(events[:3])).data_json())
     records = pack(events, max_members=1024, max_data_bytes=size_of_3)
     assert [r.members if isinstance(r, PackedRow) else 1 for r in records] == [3, 3, 3, 1]
     records = pack(events, max_data_bytes=size_of_3 - 1)
@@ -199,7 +333,7 @@ def test_sqlite_bounds_split_greedily() -> None:
 
 def test_sqlite_bounds_skip_one_oversized_member() -> None:
     events = [text_chunk(0, 0, "x" * 100)] + [text_chunk(i, 0, "y") for i in range(1, 5)]
-    limit = len(pack(events[1:])[0].data_json())
+    limit = len(first_row(pack(events[1:])).data_json())
     records = pack(events, max_data_bytes=limit)
     assert [r.members if isinstance(r, PackedRow) else 1 for r in records] == [1, 4]
 
@@ -215,8 +349,12 @@ def row(tag: str = "text-chunks", **data: Any) -> dict[str, Any]:
     else:
         base["texts"] = ["a", "b", "c"]
     base.update(data)
-    return {"type": tag, "seq0": 0, "time0": 0, "data": {k: v for k, v in base.items()
-                                                         if v is not ...}}
+    return {
+        "type": tag,
+        "seq0": 0,
+        "time0": 0,
+        "data": {k: v for k, v in base.items() if v is not ...},
+    }
 
 
 def with_envelope(value: dict[str, Any], **changes: Any) -> dict[str, Any]:
@@ -253,8 +391,9 @@ MALFORMED = [
 ]
 
 
-@pytest.mark.parametrize("value,fragment", [m[1:] for m in MALFORMED],
-                         ids=[m[0] for m in MALFORMED])
+@pytest.mark.parametrize(
+    "value,fragment", [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED]
+)
 def test_malformed_rows_are_refused(value: dict[str, Any], fragment: str) -> None:
     with pytest.raises(MalformedRow) as info:
         unpack_row(value)
@@ -294,23 +433,54 @@ def worked_tool_log(with_call: bool) -> list[Event]:
     call = {"type": "tool-call", "id": "call-1", "name": "bash", "arguments": '{"cmd":"ls"}'}
     events = [
         ev("turn/start", 0, {"turn": 1}),
-        ev("user/message", 1, {"id": "m-1", "role": "user", "content": [],
-                               "source": {"kind": "user"}}, surface_op="append"),
+        ev(
+            "user/message",
+            1,
+            {"id": "m-1", "role": "user", "content": [], "source": {"kind": "user"}},
+            surface_op="append",
+        ),
         ev("step/start", 2, {"turn": 1, "step": 1}),
-        ev("assistant/message", 3, {"turn": 1, "step": 1, "message": {
-            "id": "m-2", "role": "assistant", "content": [call],
-            "source": {"kind": "model", "provider": "p", "model": "m"}}}, surface_op="append"),
+        ev(
+            "assistant/message",
+            3,
+            {
+                "turn": 1,
+                "step": 1,
+                "message": {
+                    "id": "m-2",
+                    "role": "assistant",
+                    "content": [call],
+                    "source": {"kind": "model", "provider": "p", "model": "m"},
+                },
+            },
+            surface_op="append",
+        ),
     ]
     if with_call:
-        events.append(ev("tool/call", 4, {"turn": 1, "step": 1, "callId": "call-1", "name": "bash",
-                                          "arguments": '{"cmd":"ls"}'}, time=77))
+        events.append(
+            ev(
+                "tool/call",
+                4,
+                {
+                    "turn": 1,
+                    "step": 1,
+                    "callId": "call-1",
+                    "name": "bash",
+                    "arguments": '{"cmd":"ls"}',
+                },
+                time=77,
+            )
+        )
     return events
 
 
 def test_closers_for_a_started_tool_call() -> None:
     out = closers(worked_tool_log(with_call=True))
     assert [(e.type, e.seq, e.time) for e in out] == [
-        ("tool/result", 5, 77), ("step/end", 6, 77), ("turn/end", 7, 77)]
+        ("tool/result", 5, 77),
+        ("step/end", 6, 77),
+        ("turn/end", 7, 77),
+    ]
     result = out[0].to_value()
     assert list(result) == ["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"]
     assert result["surfaceOp"] == "append" and result["sourceEventSeqs"] == [4]
@@ -318,13 +488,22 @@ def test_closers_for_a_started_tool_call() -> None:
     assert list(data) == ["turn", "step", "message", "error"]
     assert data["error"] == {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
     assert data["message"] == {
-        "id": "interrupted-tool-result-call-1-5", "role": "user",
+        "id": "interrupted-tool-result-call-1-5",
+        "role": "user",
         "source": {"kind": "tool", "callId": "call-1"},
-        "content": [{"type": "tool-result", "toolCallId": "call-1", "isError": True,
-                     "content": [{"type": "text", "text": OUTCOME_UNKNOWN_TEXT}]}]}
+        "content": [
+            {
+                "type": "tool-result",
+                "toolCallId": "call-1",
+                "isError": True,
+                "content": [{"type": "text", "text": OUTCOME_UNKNOWN_TEXT}],
+            }
+        ],
+    }
     assert OUTCOME_UNKNOWN_TEXT.startswith(
         "The tool call was interrupted after it was recorded, but no result was durably "
-        "recorded. Its outcome is unknown. ")
+        "recorded. Its outcome is unknown. "
+    )
     assert out[1].to_value()["data"] == {"turn": 1, "step": 1}
     assert out[2].to_value()["data"] == {"turn": 1, "reason": {"kind": "interrupted"}}
 
@@ -336,15 +515,20 @@ def test_closers_for_a_tool_call_not_started() -> None:
     assert result["data"]["error"] == {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
     assert result["data"]["message"]["content"][0]["content"][0]["text"] == (
         "The tool call was interrupted before the Harness recorded it as started. "
-        "Retry it if it is still needed.")
+        "Retry it if it is still needed."
+    )
     assert [e.type for e in out] == ["tool/result", "step/end", "turn/end"]
 
 
 def test_interrupted_turn_without_open_step() -> None:
     events = [ev("turn/start", 0, {"turn": 1}, time=100), ev("user/message", 1, {}, time=300)]
     [closer] = closers(events)
-    assert closer.to_value() == {"type": "turn/end", "seq": 2, "time": 300,
-                                 "data": {"turn": 1, "reason": {"kind": "interrupted"}}}
+    assert closer.to_value() == {
+        "type": "turn/end",
+        "seq": 2,
+        "time": 300,
+        "data": {"turn": 1, "reason": {"kind": "interrupted"}},
+    }
 
 
 def test_balanced_or_empty_logs_get_no_closers() -> None:
@@ -358,12 +542,25 @@ def test_closer_scan_ignores_unusable_fields() -> None:
         ev("turn/start", 0, {"turn": 2}),
         ev("turn/start", 1, {"no": "turn"}),  # ignored
         ev("step/start", 2, "not an object"),  # ignored
-        ev("assistant/message", 3, {"message": {"content": [
-            {"type": "tool-call", "id": 5}, {"type": "tool-call", "id": "a"},
-            {"type": "tool-call", "id": "b"}]}}),  # no step: closers omit it
+        ev(
+            "assistant/message",
+            3,
+            {
+                "message": {
+                    "content": [
+                        {"type": "tool-call", "id": 5},
+                        {"type": "tool-call", "id": "a"},
+                        {"type": "tool-call", "id": "b"},
+                    ]
+                }
+            },
+        ),  # no step: closers omit it
         ev("tool/call", 4, {"callId": "b"}),
-        ev("assistant/message", 5, {"step": 3, "message": {"content": [
-            {"type": "tool-call", "id": "b"}]}}),  # re-register: keeps position, drops callSeq
+        ev(
+            "assistant/message",
+            5,
+            {"step": 3, "message": {"content": [{"type": "tool-call", "id": "b"}]}},
+        ),  # re-register: keeps position, drops callSeq
         ev("tool/call", 6, {"callId": 7}),
         ev("tool/result", 7, {"message": {"source": {"callId": None}}}),
         ev("tool/result", 8, {"message": {"source": {"callId": "zzz"}}}),
@@ -380,8 +577,11 @@ def test_closer_scan_ignores_unusable_fields() -> None:
 def test_step_end_clears_pending_calls() -> None:
     events = [
         ev("turn/start", 0, {"turn": 1}),
-        ev("assistant/message", 1, {"step": 1, "message": {"content": [
-            {"type": "tool-call", "id": "a"}]}}),
+        ev(
+            "assistant/message",
+            1,
+            {"step": 1, "message": {"content": [{"type": "tool-call", "id": "a"}]}},
+        ),
         ev("step/end", 2, None),
     ]
     assert [e.type for e in closers(events)] == ["turn/end"]
@@ -401,64 +601,111 @@ def test_turn_start_trigger_is_dropped() -> None:
     assert out["data"] == {"turn": 1}
 
 
-@pytest.mark.parametrize("data", [
-    {"turn": 0, "trigger": {"kind": "user"}},
-    {"turn": 1, "trigger": {"kind": ""}},
-    {"turn": 1, "trigger": "user"},
-    {"turn": 1, "trigger": {"kind": "user"}, "x": 1},
-    {"turn": True, "trigger": {"kind": "user"}},
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"turn": 0, "trigger": {"kind": "user"}},
+        {"turn": 1, "trigger": {"kind": ""}},
+        {"turn": 1, "trigger": "user"},
+        {"turn": 1, "trigger": {"kind": "user"}, "x": 1},
+        {"turn": True, "trigger": {"kind": "user"}},
+    ],
+)
 def test_malformed_turn_start_trigger(data: dict[str, Any]) -> None:
     with pytest.raises(SessionPersistenceCorruptionError) as info:
         normalize_legacy("sid", [ev("turn/start", 4, data)])
     assert str(info.value) == 'session "sid" contains malformed pre-react-loop turn/start at seq 4'
 
 
-@pytest.mark.parametrize("reason,expected", [
-    ({"kind": "disposed"}, {"kind": "aborted", "reason": {"kind": "disposed"}}),
-    ({"kind": "aborted"}, {"kind": "aborted", "reason": {"kind": "legacy"}}),
-    ({"kind": "error", "step": 2, "failure": {"message": "m", "code": "c", "status": 500,
-                                              "providerRetryAfterMs": 1.5, "requestId": "r"}},
-     {"kind": "error", "error": {"message": "m", "code": "c", "status": 500,
-                                 "providerRetryAfterMs": 1.5, "requestId": "r"}}),
-    ({"kind": "error", "step": 0, "message": "m"},
-     {"kind": "error", "error": {"message": "m", "code": "UNKNOWN"}}),
-    ({"kind": "error", "step": 0, "message": "m", "code": "X"},
-     {"kind": "error", "error": {"message": "m", "code": "X"}}),
-])
+@pytest.mark.parametrize(
+    "reason,expected",
+    [
+        ({"kind": "disposed"}, {"kind": "aborted", "reason": {"kind": "disposed"}}),
+        ({"kind": "aborted"}, {"kind": "aborted", "reason": {"kind": "legacy"}}),
+        (
+            {
+                "kind": "error",
+                "step": 2,
+                "failure": {
+                    "message": "m",
+                    "code": "c",
+                    "status": 500,
+                    "providerRetryAfterMs": 1.5,
+                    "requestId": "r",
+                },
+            },
+            {
+                "kind": "error",
+                "error": {
+                    "message": "m",
+                    "code": "c",
+                    "status": 500,
+                    "providerRetryAfterMs": 1.5,
+                    "requestId": "r",
+                },
+            },
+        ),
+        (
+            {"kind": "error", "step": 0, "message": "m"},
+            {"kind": "error", "error": {"message": "m", "code": "UNKNOWN"}},
+        ),
+        (
+            {"kind": "error", "step": 0, "message": "m", "code": "X"},
+            {"kind": "error", "error": {"message": "m", "code": "X"}},
+        ),
+    ],
+)
 def test_legacy_turn_end_reasons(reason: dict[str, Any], expected: dict[str, Any]) -> None:
     out = norm_one(ev("turn/end", 0, {"turn": 1, "reason": reason}))
     assert out["data"] == {"turn": 1, "reason": expected}
 
 
-@pytest.mark.parametrize("data", [
-    {"turn": 0, "reason": {"kind": "disposed"}},
-    {"turn": 1, "reason": {"kind": "disposed"}, "x": 1},
-    {"turn": 1, "reason": {"kind": "disposed", "x": 1}},
-    {"turn": 1, "reason": {"kind": "aborted", "x": 1}},
-    {"turn": 1, "reason": {"kind": "error", "message": "m"}},
-    {"turn": 1, "reason": {"kind": "error", "step": -1, "message": "m"}},
-    {"turn": 1, "reason": {"kind": "error", "step": 1, "message": 5}},
-    {"turn": 1, "reason": {"kind": "error", "step": 1, "message": "m", "code": 5}},
-    {"turn": 1, "reason": {"kind": "error", "step": 1, "failure": {"message": "m"}}},
-    {"turn": 1, "reason": {"kind": "error", "step": 1,
-                           "failure": {"message": "m", "code": "c", "status": "500"}}},
-    {"turn": 1, "reason": {"kind": "error", "step": 1,
-                           "failure": {"message": "m", "code": "c", "other": 1}}},
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"turn": 0, "reason": {"kind": "disposed"}},
+        {"turn": 1, "reason": {"kind": "disposed"}, "x": 1},
+        {"turn": 1, "reason": {"kind": "disposed", "x": 1}},
+        {"turn": 1, "reason": {"kind": "aborted", "x": 1}},
+        {"turn": 1, "reason": {"kind": "error", "message": "m"}},
+        {"turn": 1, "reason": {"kind": "error", "step": -1, "message": "m"}},
+        {"turn": 1, "reason": {"kind": "error", "step": 1, "message": 5}},
+        {"turn": 1, "reason": {"kind": "error", "step": 1, "message": "m", "code": 5}},
+        {"turn": 1, "reason": {"kind": "error", "step": 1, "failure": {"message": "m"}}},
+        {
+            "turn": 1,
+            "reason": {
+                "kind": "error",
+                "step": 1,
+                "failure": {"message": "m", "code": "c", "status": "500"},
+            },
+        },
+        {
+            "turn": 1,
+            "reason": {
+                "kind": "error",
+                "step": 1,
+                "failure": {"message": "m", "code": "c", "other": 1},
+            },
+        },
+    ],
+)
 def test_malformed_legacy_turn_end(data: dict[str, Any]) -> None:
     with pytest.raises(SessionPersistenceCorruptionError) as info:
         normalize_legacy("sid", [ev("turn/end", 9, data)])
     assert str(info.value) == 'session "sid" contains malformed pre-react-loop turn/end at seq 9'
 
 
-@pytest.mark.parametrize("data", [
-    {"turn": 1, "reason": {"kind": "completed"}},
-    {"turn": "odd", "reason": {"kind": "aborted", "reason": {"kind": "user"}}},
-    {"turn": 1, "reason": {"kind": "error", "error": {"message": "m", "code": "c"}}},
-    {"turn": 1},
-    "not an object",
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"turn": 1, "reason": {"kind": "completed"}},
+        {"turn": "odd", "reason": {"kind": "aborted", "reason": {"kind": "user"}}},
+        {"turn": 1, "reason": {"kind": "error", "error": {"message": "m", "code": "c"}}},
+        {"turn": 1},
+        "not an object",
+    ],
+)
 def test_current_turn_end_forms_are_untouched(data: Any) -> None:
     event = ev("turn/end", 0, data)
     assert normalize_legacy("s", [event])[0] is event
@@ -466,14 +713,31 @@ def test_current_turn_end_forms_are_untouched(data: Any) -> None:
 
 def test_steering_message_forms() -> None:
     message = {"id": "m", "role": "user", "content": [], "source": {"kind": "user"}}
-    out = norm_one(ev("steering/message", 3, {"turn": 1, "message": message},
-                      surface_op="append", source_seqs=[1]))
-    assert out == {"type": "user/message", "seq": 3, "time": 0, "data": message,
-                   "surfaceOp": "append", "sourceEventSeqs": [1]}
+    out = norm_one(
+        ev(
+            "steering/message",
+            3,
+            {"turn": 1, "message": message},
+            surface_op="append",
+            source_seqs=[1],
+        )
+    )
+    assert out == {
+        "type": "user/message",
+        "seq": 3,
+        "time": 0,
+        "data": message,
+        "surfaceOp": "append",
+        "sourceEventSeqs": [1],
+    }
     out = norm_one(ev("steering/message", 3, {"turn": 1, "content": ["c"], "source": "s"}), "S")
     assert out["type"] == "user/message"
-    assert out["data"] == {"content": ["c"], "source": "s", "id": "legacy-message:S:3",
-                           "role": "user"}
+    assert out["data"] == {
+        "content": ["c"],
+        "source": "s",
+        "id": "legacy-message:S:3",
+        "role": "user",
+    }
     assert list(out["data"]) == ["content", "source", "id", "role"]
 
 
@@ -482,34 +746,62 @@ def test_steering_message_with_legacy_inner_message_gets_identity() -> None:
     assert out["data"] == {"content": [], "source": {}, "id": "legacy-message:s:2", "role": "user"}
 
 
-@pytest.mark.parametrize("data", [
-    None, [], {"turn": 1}, {"turn": 1.5, "message": {}}, {"turn": 1, "message": "m"},
-    {"turn": 1, "content": [], "source": {}, "x": 1},
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        [],
+        {"turn": 1},
+        {"turn": 1.5, "message": {}},
+        {"turn": 1, "message": "m"},
+        {"turn": 1, "content": [], "source": {}, "x": 1},
+    ],
+)
 def test_malformed_steering_message(data: Any) -> None:
     with pytest.raises(SessionPersistenceCorruptionError) as info:
         normalize_legacy("sid", [ev("steering/message", 1, data)])
     assert str(info.value) == (
-        'session "sid" contains malformed pre-react-loop steering/message at seq 1')
+        'session "sid" contains malformed pre-react-loop steering/message at seq 1'
+    )
 
 
 def test_user_message_without_identity() -> None:
     out = norm_one(ev("user/message", 5, {"content": ["x"], "source": {"kind": "user"}}))
-    assert out["data"] == {"content": ["x"], "source": {"kind": "user"},
-                           "id": "legacy-message:s:5", "role": "user"}
-    for data in ({"id": "i", "content": [], "source": {}}, {"role": "user", "content": [],
-                                                            "source": {}}, {"content": []}):
+    assert out["data"] == {
+        "content": ["x"],
+        "source": {"kind": "user"},
+        "id": "legacy-message:s:5",
+        "role": "user",
+    }
+    for data in (
+        {"id": "i", "content": [], "source": {}},
+        {"role": "user", "content": [], "source": {}},
+        {"content": []},
+    ):
         event = ev("user/message", 0, data)
         assert normalize_legacy("s", [event])[0] is event
 
 
 def test_assistant_message_without_identity() -> None:
-    data = {"turn": 1, "content": ["c"], "step": 2, "provenance": {"kind": "x", "provider": "p"},
-            "usage": {}}
+    data = {
+        "turn": 1,
+        "content": ["c"],
+        "step": 2,
+        "provenance": {"kind": "x", "provider": "p"},
+        "usage": {},
+    }
     out = norm_one(ev("assistant/message", 7, data))
-    assert out["data"] == {"turn": 1, "step": 2, "usage": {}, "message": {
-        "id": "legacy-message:s:7", "role": "assistant", "content": ["c"],
-        "source": {"kind": "model", "provider": "p"}}}
+    assert out["data"] == {
+        "turn": 1,
+        "step": 2,
+        "usage": {},
+        "message": {
+            "id": "legacy-message:s:7",
+            "role": "assistant",
+            "content": ["c"],
+            "source": {"kind": "model", "provider": "p"},
+        },
+    }
     assert list(out["data"]) == ["turn", "step", "usage", "message"]
     assert list(out["data"]["message"]["source"]) == ["kind", "provider"]
     out = norm_one(ev("assistant/message", 7, {"content": [], "provenance": None}))
@@ -521,40 +813,67 @@ def test_tool_result_without_identity_and_replace_lookup() -> None:
         ev("user/message", 0, {"id": "u-0", "role": "user", "content": [], "source": {}}),
         ev("assistant/message", 1, {"content": [], "provenance": {}}),
         ev("tool/result", 2, {"turn": 1, "callId": "c", "content": ["r"], "isError": False}),
-        ev("tool/result", 3, {"callId": "c", "content": [], "isError": True},
-           surface_op={"op": "replace", "start": 1, "end": 2}),
-        ev("tool/result", 4, {"callId": "c", "content": [], "isError": True},
-           surface_op={"op": "replace", "start": 0.0, "end": 2}),
-        ev("tool/result", 5, {"callId": "c", "content": [], "isError": True},
-           surface_op={"op": "replace", "start": 99, "end": 2}),
-        ev("tool/result", 6, {"callId": "c", "content": [], "isError": True},
-           surface_op={"op": "replace", "start": "1", "end": 2}),
+        ev(
+            "tool/result",
+            3,
+            {"callId": "c", "content": [], "isError": True},
+            surface_op={"op": "replace", "start": 1, "end": 2},
+        ),
+        ev(
+            "tool/result",
+            4,
+            {"callId": "c", "content": [], "isError": True},
+            surface_op={"op": "replace", "start": 0.0, "end": 2},
+        ),
+        ev(
+            "tool/result",
+            5,
+            {"callId": "c", "content": [], "isError": True},
+            surface_op={"op": "replace", "start": 99, "end": 2},
+        ),
+        ev(
+            "tool/result",
+            6,
+            {"callId": "c", "content": [], "isError": True},
+            surface_op={"op": "replace", "start": "1", "end": 2},
+        ),
     ]
     out = [e.to_value() for e in normalize_legacy("S", events)]
-    assert out[2]["data"] == {"turn": 1, "message": {
-        "id": "legacy-message:S:2", "role": "user",
-        "content": [{"type": "tool-result", "toolCallId": "c", "content": ["r"],
-                     "isError": False}],
-        "source": {"kind": "tool", "callId": "c"}}}
+    assert out[2]["data"] == {
+        "turn": 1,
+        "message": {
+            "id": "legacy-message:S:2",
+            "role": "user",
+            "content": [
+                {"type": "tool-result", "toolCallId": "c", "content": ["r"], "isError": False}
+            ],
+            "source": {"kind": "tool", "callId": "c"},
+        },
+    }
     assert out[3]["data"]["message"]["id"] == "legacy-message:S:1"  # id of the rewritten seq 1
     assert out[4]["data"]["message"]["id"] == "u-0"
     assert "id" not in out[5]["data"]["message"]
     assert list(out[5]["data"]["message"]) == ["role", "content", "source"]
     assert out[6]["data"]["message"]["id"] == "legacy-message:S:6"
-    assert all(o["surfaceOp"] == e.surface_op for o, e in zip(out[3:], events[3:]))
+    assert all(o["surfaceOp"] == e.surface_op for o, e in zip(out[3:], events[3:], strict=True))
 
 
 def test_current_events_pass_through_unchanged() -> None:
     events = worked_tool_log(with_call=True)
-    assert all(a is b for a, b in zip(normalize_legacy("s", events), events))
+    assert all(a is b for a, b in zip(normalize_legacy("s", events), events, strict=True))
 
 
 def test_logical_log_normalizes_then_closes() -> None:
     events = [ev("turn/start", 0, {"turn": 1, "trigger": {"kind": "user"}}, time=5)]
     assert [e.to_value() for e in logical_log("s", events)] == [
         {"type": "turn/start", "seq": 0, "time": 5, "data": {"turn": 1}},
-        {"type": "turn/end", "seq": 1, "time": 5,
-         "data": {"turn": 1, "reason": {"kind": "interrupted"}}}]
+        {
+            "type": "turn/end",
+            "seq": 1,
+            "time": 5,
+            "data": {"turn": 1, "reason": {"kind": "interrupted"}},
+        },
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -581,8 +900,9 @@ def chunk_batches(draw: st.DrawFn) -> list[Event]:
             elif kind == "other":
                 events.append(ev("tool/call", seq, {"x": draw(texts)}, time=time))
             else:
-                events.append(text_chunk(seq, time, draw(texts), kind=kind, turn=turn, step=step,
-                                         index=index))
+                events.append(
+                    text_chunk(seq, time, draw(texts), kind=kind, turn=turn, step=step, index=index)
+                )
     return events
 
 
@@ -601,7 +921,14 @@ def test_a_window_replace_without_its_verified_message_id_is_a_stale_shape():
     # a replace it has no id for means the log changed without a new revision: verify again.
     from dsh_query_server.persistence.legacy import Normalizer, StaleShape
 
-    legacy = Event.from_value({"type": "tool/result", "seq": 5, "time": 1, "surfaceOp": {
-        "op": "replace", "start": 2, "end": 2}, "data": {"callId": "c1", "content": [], "isError": False}})
+    legacy = Event.from_value(
+        {
+            "type": "tool/result",
+            "seq": 5,
+            "time": 1,
+            "surfaceOp": {"op": "replace", "start": 2, "end": 2},
+            "data": {"callId": "c1", "content": [], "isError": False},
+        }
+    )
     with pytest.raises(StaleShape):
         Normalizer("s", known={}).run([legacy])

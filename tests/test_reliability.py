@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -35,10 +36,12 @@ ABORTED = "SESSION_QUERY_ABORTED"
 
 def start(options=None, **kw) -> WireClient:
     init = {"index": ":memory:", "checkpoint": {"mode": "manual"}, **(options or {})}
-    return WireClient(["--persistence", "none"], env=TEST_ENV, initialization_options=init, timeout=30, **kw)
+    return WireClient(
+        ["--persistence", "none"], env=TEST_ENV, initialization_options=init, timeout=30, **kw
+    )
 
 
-def outcome(client: WireClient, method: str, params=None, timeout: float = 30):
+def outcome(client: WireClient, method: str, params=None, timeout: float = 30) -> tuple[Any, ...]:
     """("ok", result) or ("error", json-rpc code, data.code, message); checks message hygiene."""
     response = client.call(method, {} if params is None else params, timeout=timeout)
     if "error" not in response:
@@ -49,7 +52,7 @@ def outcome(client: WireClient, method: str, params=None, timeout: float = 30):
     return ("error", error.get("code"), data.get("code"), error.get("message"))
 
 
-FORBIDDEN = ("Traceback", 'File "', ".py\"", ".py,", ".py:", "site-packages", ROOT, sys.prefix)
+FORBIDDEN = ("Traceback", 'File "', '.py"', ".py,", ".py:", "site-packages", ROOT, sys.prefix)
 
 
 def assert_clean(error) -> None:
@@ -58,7 +61,9 @@ def assert_clean(error) -> None:
     for needle in FORBIDDEN:
         assert needle not in text, f"{needle!r} leaked into {text[:400]}"
     data = error.get("data")
-    assert isinstance(data, dict) and isinstance(data.get("code"), str) or error.get("code") == -32601, text
+    assert (
+        isinstance(data, dict) and isinstance(data.get("code"), str) or error.get("code") == -32601
+    ), text
 
 
 def code_of(result):
@@ -66,12 +71,26 @@ def code_of(result):
 
 
 LIVE_READS = [
-    ("sessionQuery/listEvents", {"sessionId": "live"}, lambda r: [e["seq"] for e in r] == [0, 1, 2]),
-    ("sessionQuery/filterEvents", {"sessionId": "live", "filters": [{"kind": "text", "text": "needle"}]},
-     lambda r: [d["seq"] for d in r] == [0]),
-    ("sessionQuery/readEvent", {"sessionId": "live", "seq": 1, "before": 1, "after": 1},
-     lambda r: (r["startSeq"], r["endSeq"]) == (0, 2)),
-    ("sessionQuery/readSurface", {"sessionId": "live"}, lambda r: [e["seq"] for e in r["events"]] == [0, 1]),
+    (
+        "sessionQuery/listEvents",
+        {"sessionId": "live"},
+        lambda r: [e["seq"] for e in r] == [0, 1, 2],
+    ),
+    (
+        "sessionQuery/filterEvents",
+        {"sessionId": "live", "filters": [{"kind": "text", "text": "needle"}]},
+        lambda r: [d["seq"] for d in r] == [0],
+    ),
+    (
+        "sessionQuery/readEvent",
+        {"sessionId": "live", "seq": 1, "before": 1, "after": 1},
+        lambda r: (r["startSeq"], r["endSeq"]) == (0, 2),
+    ),
+    (
+        "sessionQuery/readSurface",
+        {"sessionId": "live"},
+        lambda r: [e["seq"] for e in r["events"]] == [0, 1],
+    ),
     ("sessionQuery/readSession", {"sessionId": "live"}, lambda r: len(r["events"]) == 3),
     ("sessionQuery/readTitle", {"sessionId": "live"}, lambda r: r["session"]["id"] == "live"),
     ("sessionQuery/traceEvent", {"sessionId": "live", "seq": 0}, lambda r: r["target"]["seq"] == 0),
@@ -86,8 +105,13 @@ def assert_live_reads_work(client: WireClient) -> None:
 
 
 def create_live(client: WireClient) -> None:
-    client.request("sessionStore/create", {"header": hdr("live", 5, cwd="/p"),
-                                           "seed": [U(0, "live needle").to_value(), A(1, "ok").to_value()]})
+    client.request(
+        "sessionStore/create",
+        {
+            "header": hdr("live", 5, cwd="/p"),
+            "seed": [U(0, "live needle").to_value(), A(1, "ok").to_value()],
+        },
+    )
 
 
 @pytest.fixture(scope="module")
@@ -112,9 +136,15 @@ def cross_corpus(client: WireClient) -> dict[str, object]:
     return {
         "listSessions": code_of(outcome(client, "sessionQuery/listSessions")),
         "filterSessions": code_of(outcome(client, "sessionQuery/filterSessions", {"filters": []})),
-        "traceSession": code_of(outcome(client, "sessionQuery/traceSession", {"sessionId": "live"})),
-        "readEvent": code_of(outcome(client, "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0})),
-        "readTitles": "ok" if persisted_title["status"] == "fulfilled" else persisted_title["reason"]["code"],
+        "traceSession": code_of(
+            outcome(client, "sessionQuery/traceSession", {"sessionId": "live"})
+        ),
+        "readEvent": code_of(
+            outcome(client, "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0})
+        ),
+        "readTitles": "ok"
+        if persisted_title["status"] == "fulfilled"
+        else persisted_title["reason"]["code"],
         "search": code_of(outcome(client, "sessionQuery/searchSessions", {"query": "needle"})),
     }
 
@@ -128,10 +158,17 @@ KINDS = ["os", "key", "type", "recursion", "memory", "empty", "coded", "corrupt"
 def test_every_read_operation_raises(server, kind):
     mount(server, f"test:raise:list,list_snapshots,inspect:{kind}")
     codes = cross_corpus(server)
-    search = NOT_FOUND if kind == "coded" else PERSISTENCE_FAILED  # §6.5 2.4: coded errors pass through
-    assert codes == {"listSessions": PERSISTENCE_FAILED, "filterSessions": PERSISTENCE_FAILED,
-                     "traceSession": PERSISTENCE_FAILED, "readEvent": PERSISTENCE_FAILED,
-                     "readTitles": PERSISTENCE_FAILED, "search": search}
+    search = (
+        NOT_FOUND if kind == "coded" else PERSISTENCE_FAILED
+    )  # §6.5 2.4: coded errors pass through
+    assert codes == {
+        "listSessions": PERSISTENCE_FAILED,
+        "filterSessions": PERSISTENCE_FAILED,
+        "traceSession": PERSISTENCE_FAILED,
+        "readEvent": PERSISTENCE_FAILED,
+        "readTitles": PERSISTENCE_FAILED,
+        "search": search,
+    }
     assert_live_reads_work(server)
 
 
@@ -140,17 +177,28 @@ def test_inspect_raises(server, kind):
     mount(server, f"test:raise:inspect:{kind}")
     codes = cross_corpus(server)
     exact = CORRUPT if kind == "corrupt" else PERSISTENCE_FAILED
-    search = NOT_FOUND if kind == "coded" else PERSISTENCE_FAILED  # corruption is never CORRUPT here
-    assert codes == {"listSessions": "ok", "filterSessions": "ok", "traceSession": "ok",
-                     "readEvent": exact, "readTitles": exact, "search": search}
+    search = (
+        NOT_FOUND if kind == "coded" else PERSISTENCE_FAILED
+    )  # corruption is never CORRUPT here
+    assert codes == {
+        "listSessions": "ok",
+        "filterSessions": "ok",
+        "traceSession": "ok",
+        "readEvent": exact,
+        "readTitles": exact,
+        "search": search,
+    }
     assert_live_reads_work(server)
 
 
 def test_list_failure_message_keeps_the_cause(server):
     mount(server, "test:raise:list:os")
     _, code, data_code, message = outcome(server, "sessionQuery/listSessions")
-    assert (code, data_code, message) == (-32803, PERSISTENCE_FAILED,
-                                          "session persistence listing failed: injected list failure")
+    assert (code, data_code, message) == (
+        -32803,
+        PERSISTENCE_FAILED,
+        "session persistence listing failed: injected list failure",
+    )
     error = server.call("sessionQuery/listSessions")["error"]
     assert error["data"]["cause"] == "injected list failure"
 
@@ -160,9 +208,11 @@ def test_backend_raising_a_base_exception_is_answered(server, kind):
     """A BaseException that is not an Exception (a backend calling sys.exit(), say) must still be
     answered, and must not take the server down."""
     mount(server, f"test:raise:list,list_snapshots,inspect:{kind}")
-    for method, params in [("sessionQuery/listSessions", {}),
-                           ("sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0}),
-                           ("sessionQuery/searchSessions", {"query": "needle"})]:
+    for method, params in [
+        ("sessionQuery/listSessions", {}),
+        ("sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0}),
+        ("sessionQuery/searchSessions", {"query": "needle"}),
+    ]:
         result = outcome(server, method, params, timeout=10)
         assert result[0] == "error" and result[1] in (-32603, -32803), (method, result)
     assert server.alive()
@@ -172,15 +222,32 @@ def test_backend_raising_a_base_exception_is_answered(server, kind):
 # -- backends that hang ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method,params,op,message", [
-    ("sessionQuery/listSessions", {}, "list", "session query request cancelled"),
-    ("sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0}, "list", "session query request cancelled"),
-    ("sessionQuery/searchSessions", {"query": "needle"}, "list_snapshots", "session-search aborted"),
-])
-def test_hung_call_is_cancelled_only_after_it_settles(server, tmp_path, method, params, op, message):
+@pytest.mark.parametrize(
+    "method,params,op,message",
+    [
+        ("sessionQuery/listSessions", {}, "list", "session query request cancelled"),
+        (
+            "sessionQuery/readEvent",
+            {"sessionId": "persisted-a", "seq": 0},
+            "list",
+            "session query request cancelled",
+        ),
+        (
+            "sessionQuery/searchSessions",
+            {"query": "needle"},
+            "list_snapshots",
+            "session-search aborted",
+        ),
+    ],
+)
+def test_hung_call_is_cancelled_only_after_it_settles(
+    server, tmp_path, method, params, op, message
+):
     mount(server, f"test:hang:{tmp_path}")
     msg_id, future = server.submit(method, params)
-    assert wait_until(lambda: (tmp_path / f"{op}.started").exists(), 10), "the backend call never started"
+    assert wait_until(lambda: (tmp_path / f"{op}.started").exists(), 10), (
+        "the backend call never started"
+    )
     # While the call hangs, live reads are answered.
     assert_live_reads_work(server)
     assert not future.done()
@@ -194,12 +261,22 @@ def test_hung_call_is_cancelled_only_after_it_settles(server, tmp_path, method, 
     assert_clean(response["error"])
 
 
-@pytest.mark.parametrize("method,params,message", [
-    ("sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0}, "session query request cancelled"),
-    ("sessionQuery/readTitles", {"sessionIds": ["live", "persisted-a", "persisted-b"]},
-     "session query request cancelled"),
-    ("sessionQuery/searchSessions", {"query": "needle"}, "session-search aborted"),
-])
+@pytest.mark.parametrize(
+    "method,params,message",
+    [
+        (
+            "sessionQuery/readEvent",
+            {"sessionId": "persisted-a", "seq": 0},
+            "session query request cancelled",
+        ),
+        (
+            "sessionQuery/readTitles",
+            {"sessionIds": ["live", "persisted-a", "persisted-b"]},
+            "session query request cancelled",
+        ),
+        ("sessionQuery/searchSessions", {"query": "needle"}, "session-search aborted"),
+    ],
+)
 def test_hung_inspect_is_cancelled_only_after_it_settles(server, tmp_path, method, params, message):
     mount(server, f"test:hang-on:inspect:{tmp_path}")
     msg_id, future = server.submit(method, params)
@@ -208,8 +285,11 @@ def test_hung_inspect_is_cancelled_only_after_it_settles(server, tmp_path, metho
     server.cancel(msg_id)
     response = future.result(15)
     assert (tmp_path / "inspect.settled").exists(), "answered before inspect settled"
-    assert (response["error"]["code"], response["error"]["data"]["code"], response["error"]["message"]) == \
-        (-32800, ABORTED, message)
+    assert (
+        response["error"]["code"],
+        response["error"]["data"]["code"],
+        response["error"]["message"],
+    ) == (-32800, ABORTED, message)
     # The title batch ran at most persistedInspectConcurrency inspections and claimed nothing after
     # the cancel: every started inspection settled before the answer.
     started = (tmp_path / "inspect.started").read_text().split()
@@ -220,7 +300,9 @@ def test_hung_inspect_is_cancelled_only_after_it_settles(server, tmp_path, metho
 def test_hung_listing_in_a_title_batch_cancels_the_whole_batch(server, tmp_path):
     mount(server, f"test:hang:{tmp_path}")
     # The one list call of the batch hangs: cancelling it cancels the whole batch.
-    msg_id, future = server.submit("sessionQuery/readTitles", {"sessionIds": ["live", "persisted-a", "persisted-b"]})
+    msg_id, future = server.submit(
+        "sessionQuery/readTitles", {"sessionIds": ["live", "persisted-a", "persisted-b"]}
+    )
     assert wait_until(lambda: (tmp_path / "list.started").exists(), 10)
     server.cancel(msg_id)
     response = future.result(15)
@@ -238,7 +320,9 @@ def test_validation_is_answered_without_waiting_for_a_blocked_backend(server, tm
         _, blocked = server.submit("sessionQuery/listSessions", {})
         assert wait_until(lambda: (tmp_path / "list.started").exists(), 10)
         started = time.monotonic()
-        invalid = outcome(server, "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0, "before": -1})
+        invalid = outcome(
+            server, "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0, "before": -1}
+        )
         assert invalid[:3] == ("error", -32602, "SESSION_QUERY_INVALID_WINDOW")
         assert time.monotonic() - started < 2 and not blocked.done()
         # A cancel for an id that is not in flight is ignored.
@@ -264,7 +348,9 @@ def test_hung_backend_calls_do_not_starve_live_reads(tmp_path):
             (tmp_path / "release").write_text("")
             for future in hung:
                 future.result(60)
-        assert result is not None and result[0] == "ok", "a live read waited behind hung persisted reads"
+        assert result is not None and result[0] == "ok", (
+            "a live read waited behind hung persisted reads"
+        )
         assert time.monotonic() - started < 5
     finally:
         client.close()
@@ -273,21 +359,77 @@ def test_hung_backend_calls_do_not_starve_live_reads(tmp_path):
 # -- inconsistent listings ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mode,expected", [
-    ("revisions", {"listSessions": "ok", "filterSessions": "ok", "traceSession": "ok", "readEvent": "ok",
-                   "readTitles": "ok", "search": PERSISTENCE_FAILED}),
-    ("phantom", {"listSessions": "ok", "filterSessions": "ok", "traceSession": "ok", "readEvent": "ok",
-                 "readTitles": "ok", "search": PERSISTENCE_FAILED}),
-    ("conflict", {"listSessions": "ok", "filterSessions": "ok", "traceSession": "ok", "readEvent": CONFLICT,
-                  "readTitles": CONFLICT, "search": CONFLICT}),
-    ("duplicates", {"listSessions": "ok", "filterSessions": "ok", "traceSession": "ok", "readEvent": "ok",
-                    "readTitles": "ok", "search": PERSISTENCE_FAILED}),
-    ("garbage", {"listSessions": PERSISTENCE_FAILED, "filterSessions": PERSISTENCE_FAILED,
-                 "traceSession": PERSISTENCE_FAILED, "readEvent": PERSISTENCE_FAILED,
-                 "readTitles": PERSISTENCE_FAILED, "search": PERSISTENCE_FAILED}),
-    ("badlog", {"listSessions": "ok", "filterSessions": "ok", "traceSession": "ok", "readEvent": "ok",
-                "readTitles": "ok", "search": "SESSION_QUERY_INVALID_SURFACE"}),
-])
+@pytest.mark.parametrize(
+    "mode,expected",
+    [
+        (
+            "revisions",
+            {
+                "listSessions": "ok",
+                "filterSessions": "ok",
+                "traceSession": "ok",
+                "readEvent": "ok",
+                "readTitles": "ok",
+                "search": PERSISTENCE_FAILED,
+            },
+        ),
+        (
+            "phantom",
+            {
+                "listSessions": "ok",
+                "filterSessions": "ok",
+                "traceSession": "ok",
+                "readEvent": "ok",
+                "readTitles": "ok",
+                "search": PERSISTENCE_FAILED,
+            },
+        ),
+        (
+            "conflict",
+            {
+                "listSessions": "ok",
+                "filterSessions": "ok",
+                "traceSession": "ok",
+                "readEvent": CONFLICT,
+                "readTitles": CONFLICT,
+                "search": CONFLICT,
+            },
+        ),
+        (
+            "duplicates",
+            {
+                "listSessions": "ok",
+                "filterSessions": "ok",
+                "traceSession": "ok",
+                "readEvent": "ok",
+                "readTitles": "ok",
+                "search": PERSISTENCE_FAILED,
+            },
+        ),
+        (
+            "garbage",
+            {
+                "listSessions": PERSISTENCE_FAILED,
+                "filterSessions": PERSISTENCE_FAILED,
+                "traceSession": PERSISTENCE_FAILED,
+                "readEvent": PERSISTENCE_FAILED,
+                "readTitles": PERSISTENCE_FAILED,
+                "search": PERSISTENCE_FAILED,
+            },
+        ),
+        (
+            "badlog",
+            {
+                "listSessions": "ok",
+                "filterSessions": "ok",
+                "traceSession": "ok",
+                "readEvent": "ok",
+                "readTitles": "ok",
+                "search": "SESSION_QUERY_INVALID_SURFACE",
+            },
+        ),
+    ],
+)
 def test_inconsistent_listings(server, mode, expected):
     mount(server, f"test:inconsistent:{mode}")
     assert cross_corpus(server) == expected
@@ -300,24 +442,38 @@ def test_inconsistent_listing_details(server):
     assert message == "session-search persistence observation did not stabilize after one retry"
     mount(server, "test:inconsistent:phantom")
     assert "ghost" in [s["header"]["id"] for s in server.request("sessionQuery/listSessions")]
-    assert code_of(outcome(server, "sessionQuery/readEvent", {"sessionId": "ghost", "seq": 0})) == PERSISTENCE_FAILED
+    assert (
+        code_of(outcome(server, "sessionQuery/readEvent", {"sessionId": "ghost", "seq": 0}))
+        == PERSISTENCE_FAILED
+    )
     mount(server, "test:inconsistent:duplicates")
     ids = [s["header"]["id"] for s in server.request("sessionQuery/listSessions")]
     assert sorted(ids) == ["live", "persisted-a", "persisted-b"]  # a later duplicate overwrites
     mount(server, "test:inconsistent:badlog")
-    assert code_of(outcome(server, "sessionQuery/listEvents", {"sessionId": "persisted-a"})) == \
-        "SESSION_QUERY_INVALID_SURFACE"
-    assert code_of(outcome(server, "sessionQuery/readSession", {"sessionId": "persisted-a"})) == CORRUPT
+    assert (
+        code_of(outcome(server, "sessionQuery/listEvents", {"sessionId": "persisted-a"}))
+        == "SESSION_QUERY_INVALID_SURFACE"
+    )
+    assert (
+        code_of(outcome(server, "sessionQuery/readSession", {"sessionId": "persisted-a"}))
+        == CORRUPT
+    )
     # A listing that flips between calls never fails a call; each answer is one of the two states.
     mount(server, "test:inconsistent:flip")
     seen = set()
     for _ in range(4):
-        seen.add(tuple(sorted(s["header"]["id"] for s in server.request("sessionQuery/listSessions"))))
+        seen.add(
+            tuple(sorted(s["header"]["id"] for s in server.request("sessionQuery/listSessions")))
+        )
     for _ in range(4):
-        assert code_of(outcome(server, "sessionQuery/readEvent", {"sessionId": "persisted-b", "seq": 0})) in \
-            ("ok", NOT_FOUND)
+        assert code_of(
+            outcome(server, "sessionQuery/readEvent", {"sessionId": "persisted-b", "seq": 0})
+        ) in ("ok", NOT_FOUND)
     assert seen == {("live", "persisted-a", "persisted-b"), ("live", "persisted-a")}
-    assert code_of(outcome(server, "sessionQuery/searchSessions", {"query": "needle"})) == PERSISTENCE_FAILED
+    assert (
+        code_of(outcome(server, "sessionQuery/searchSessions", {"query": "needle"}))
+        == PERSISTENCE_FAILED
+    )
     assert_live_reads_work(server)
     server.request("sessionPersistence/unmount")
 
@@ -334,8 +490,10 @@ def test_checkpoint_churn_of_a_live_session_does_not_fail_searches(server):
     # The same churn on an id that is not live still retries, and then fails.
     server.request("sessionStore/remove", {"sessionId": "live"})
     try:
-        assert code_of(outcome(server, "sessionQuery/searchSessions", {"query": "needle"})) == \
-            PERSISTENCE_FAILED
+        assert (
+            code_of(outcome(server, "sessionQuery/searchSessions", {"query": "needle"}))
+            == PERSISTENCE_FAILED
+        )
     finally:
         create_live(server)
         server.request("sessionPersistence/unmount")
@@ -357,8 +515,12 @@ def test_create_without_created_at_is_refused_and_creates_nothing(tmp_path, head
         mount(client, f"jsonl:{root}")
         seed = [U(0, "untimed needle").to_value()]
         result = outcome(client, "sessionStore/create", {"header": header, "seed": seed})
-        assert result == ("error", -32602, "SESSION_STORE_INVALID_HEADER",
-                          "session header createdAt must be a non-negative safe integer")
+        assert result == (
+            "error",
+            -32602,
+            "SESSION_STORE_INVALID_HEADER",
+            "session header createdAt must be a non-negative safe integer",
+        )
         assert client.request("sessionQuery/listSessions") == []
         listed = outcome(client, "sessionQuery/listEvents", {"sessionId": "untimed"})
         assert code_of(listed) == NOT_FOUND
@@ -384,24 +546,40 @@ def test_mount_and_unmount_between_pages_make_a_cross_session_cursor_stale(tmp_p
     client = start()
     try:
         for sid in ("a", "b"):
-            client.request("sessionStore/create", {"header": hdr(sid, 1), "seed": [
-                U(0, "needle one").to_value(), U(1, "needle two").to_value()]})
+            client.request(
+                "sessionStore/create",
+                {
+                    "header": hdr(sid, 1),
+                    "seed": [U(0, "needle one").to_value(), U(1, "needle two").to_value()],
+                },
+            )
 
         def cursor():
             page = client.request("sessionQuery/searchSessions", {"query": "needle", "limit": 1})
             return page["nextCursor"]
 
         def events_cursor():
-            return client.request("sessionQuery/searchEvents",
-                                  {"sessionId": "a", "query": "needle", "limit": 1})["nextCursor"]
+            return client.request(
+                "sessionQuery/searchEvents", {"sessionId": "a", "query": "needle", "limit": 1}
+            )["nextCursor"]
 
         def page(c):
-            return code_of(outcome(client, "sessionQuery/searchSessions",
-                                   {"query": "needle", "limit": 1, "cursor": c}))
+            return code_of(
+                outcome(
+                    client,
+                    "sessionQuery/searchSessions",
+                    {"query": "needle", "limit": 1, "cursor": c},
+                )
+            )
 
         def events_page(c):
-            return code_of(outcome(client, "sessionQuery/searchEvents",
-                                   {"sessionId": "a", "query": "needle", "limit": 1, "cursor": c}))
+            return code_of(
+                outcome(
+                    client,
+                    "sessionQuery/searchEvents",
+                    {"sessionId": "a", "query": "needle", "limit": 1, "cursor": c},
+                )
+            )
 
         stale = "SESSION_QUERY_STALE_CURSOR"
         c, e = cursor(), events_cursor()
@@ -443,7 +621,10 @@ def test_sqlite_file_overwritten_with_garbage_while_mounted(server, tmp_path):
     db = tmp_path / "store.db"
     sqlite_store(db, {"persisted-a": [U(0, "alpha needle"), A(1)]})
     mount(server, f"sqlite:{db}?readOnly=true")
-    assert code_of(outcome(server, "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 1})) == "ok"
+    assert (
+        code_of(outcome(server, "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 1}))
+        == "ok"
+    )
     assert code_of(outcome(server, "sessionQuery/searchSessions", {"query": "alpha"})) == "ok"
     rng = random.Random(7)
     for path in [db, *tmp_path.glob("store.db-*")]:
@@ -467,12 +648,18 @@ def test_jsonl_root_deleted_or_replaced_mid_run(server, tmp_path):
     root = tmp_path / "root"
     write_transcript(root, hdr("persisted-a", 1, cwd="/p"), [U(0, "alpha needle")])
     mount(server, f"jsonl:{root}?readOnly=true")
-    assert code_of(outcome(server, "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0})) == "ok"
+    assert (
+        code_of(outcome(server, "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0}))
+        == "ok"
+    )
     # Deleted: an absent root is an empty store, not a failure.
     shutil.rmtree(root)
     ids = [s["header"]["id"] for s in server.request("sessionQuery/listSessions")]
     assert ids == ["live"]
-    assert code_of(outcome(server, "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0})) == NOT_FOUND
+    assert (
+        code_of(outcome(server, "sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0}))
+        == NOT_FOUND
+    )
     assert code_of(outcome(server, "sessionQuery/searchSessions", {"query": "alpha"})) == "ok"
     assert_live_reads_work(server)
     # Replaced by another root: read per call, no cache, so the new content shows at once.
@@ -501,9 +688,11 @@ def test_jsonl_root_deleted_or_replaced_mid_run(server, tmp_path):
 
 
 def turn_events(n: int, text: str) -> list[dict]:
-    return [{"type": "turn/start", "data": {"turn": n}},
-            {"type": "user/message", "surfaceOp": "append", "data": user_data(text)},
-            {"type": "turn/end", "data": {"turn": n, "reason": {"kind": "completed"}}}]
+    return [
+        {"type": "turn/start", "data": {"turn": n}},
+        {"type": "user/message", "surfaceOp": "append", "data": user_data(text)},
+        {"type": "turn/end", "data": {"turn": n, "reason": {"kind": "completed"}}},
+    ]
 
 
 def test_failing_writes_keep_live_data_until_a_checkpoint_succeeds(tmp_path):
@@ -513,17 +702,23 @@ def test_failing_writes_keep_live_data_until_a_checkpoint_succeeds(tmp_path):
         mount(client, f"test:flaky-writes:{flag}")
         client.request("sessionStore/create", {"header": hdr("w", 1)})
         client.request("sessionStore/append", {"sessionId": "w", "events": turn_events(1, "one")})
-        assert client.request("sessionStore/checkpoint", {"sessionId": "w"}) == {"flushed": {"w": 2}}
+        assert client.request("sessionStore/checkpoint", {"sessionId": "w"}) == {
+            "flushed": {"w": 2}
+        }
         flag.write_text("")
         sent = 3
         for n in range(2, 6):
-            client.request("sessionStore/append", {"sessionId": "w", "events": turn_events(n, f"turn {n}")})
+            client.request(
+                "sessionStore/append", {"sessionId": "w", "events": turn_events(n, f"turn {n}")}
+            )
             sent += 3
         failed = outcome(client, "sessionStore/checkpoint", {})
         assert failed[:3] == ("error", -32803, "SESSION_STORE_PERSISTENCE_FAILED"), failed
         # remove refuses to drop unpersisted events
-        assert code_of(outcome(client, "sessionStore/remove", {"sessionId": "w"})) == \
-            "SESSION_STORE_PERSISTENCE_FAILED"
+        assert (
+            code_of(outcome(client, "sessionStore/remove", {"sessionId": "w"}))
+            == "SESSION_STORE_PERSISTENCE_FAILED"
+        )
         assert len(client.request("sessionQuery/listEvents", {"sessionId": "w"})) == sent
         status = client.request("sessionPersistence/status")
         assert status["pendingEvents"] >= sent - 3
@@ -544,14 +739,19 @@ def test_live_data_survives_a_store_destroyed_under_the_checkpointer(tmp_path):
     try:
         mount(client, f"sqlite:{db}")
         client.request("sessionStore/create", {"header": hdr("s", 1)})
-        client.request("sessionStore/append", {"sessionId": "s", "events": turn_events(1, "before")})
+        client.request(
+            "sessionStore/append", {"sessionId": "s", "events": turn_events(1, "before")}
+        )
         assert client.request("sessionStore/checkpoint", {}) == {"flushed": {"s": 2}}
         for path in [db, *tmp_path.glob("store.db-*")]:
             with open(path, "r+b") as f:
                 f.write(os.urandom(max(8192, path.stat().st_size)))
         client.request("sessionStore/append", {"sessionId": "s", "events": turn_events(2, "after")})
         time.sleep(0.2)  # the auto checkpointer hits the garbage
-        assert code_of(outcome(client, "sessionStore/checkpoint", {})) == "SESSION_STORE_PERSISTENCE_FAILED"
+        assert (
+            code_of(outcome(client, "sessionStore/checkpoint", {}))
+            == "SESSION_STORE_PERSISTENCE_FAILED"
+        )
         assert len(client.request("sessionQuery/listEvents", {"sessionId": "s"})) == 6
         # A fresh store: the next checkpoint writes the whole live log there.
         fresh = tmp_path / "fresh.db"
@@ -569,19 +769,46 @@ def test_live_data_survives_a_store_destroyed_under_the_checkpointer(tmp_path):
 def producer_batch(rng: random.Random, turn: int) -> list[dict]:
     """One batch as a producer sends it: sometimes a closed turn, sometimes an open one, with chunk
     runs (packed rows in both stores)."""
-    events = [{"type": "turn/start", "data": {"turn": turn}},
-              {"type": "user/message", "surfaceOp": "append", "data": user_data(f"question {turn}")}]
+    events = [
+        {"type": "turn/start", "data": {"turn": turn}},
+        {"type": "user/message", "surfaceOp": "append", "data": user_data(f"question {turn}")},
+    ]
     for i in range(rng.randint(0, 12)):
-        events.append({"type": "assistant/chunk", "data": {"turn": turn, "step": 1, "chunk": {
-            "type": "text-delta", "index": 0, "text": f"piece {i} "}}})
-    events.append({"type": "assistant/message", "surfaceOp": "append",
-                   "data": {"turn": turn, "step": 1, "message": {
-                       "id": f"a{turn}", "role": "assistant", "content": [{"type": "text", "text": "answer"}],
-                       "source": {"kind": "model", "provider": "p", "model": "m"}}}})
+        events.append(
+            {
+                "type": "assistant/chunk",
+                "data": {
+                    "turn": turn,
+                    "step": 1,
+                    "chunk": {"type": "text-delta", "index": 0, "text": f"piece {i} "},
+                },
+            }
+        )
+    events.append(
+        {
+            "type": "assistant/message",
+            "surfaceOp": "append",
+            "data": {
+                "turn": turn,
+                "step": 1,
+                "message": {
+                    "id": f"a{turn}",
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "answer"}],
+                    "source": {"kind": "model", "provider": "p", "model": "m"},
+                },
+            },
+        }
+    )
     if rng.random() < 0.7:
         events.append({"type": "turn/end", "data": {"turn": turn, "reason": {"kind": "completed"}}})
     else:
-        events.append({"type": "turn/end", "data": {"turn": turn, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}})
+        events.append(
+            {
+                "type": "turn/end",
+                "data": {"turn": turn, "reason": {"kind": "aborted", "reason": {"kind": "user"}}},
+            }
+        )
     return events
 
 
@@ -601,11 +828,17 @@ def crash_iteration(uri: str, sid: str, rng: random.Random) -> tuple[int, list[d
             while not stop.is_set():
                 turn += 1
                 batch = producer_batch(rng, turn)
-                answer = client.request("sessionStore/append", {"sessionId": sid, "events": batch}, timeout=10)
-                for seq, event in zip(range(answer["firstSeq"], answer["lastSeq"] + 1), batch):
+                answer = client.request(
+                    "sessionStore/append", {"sessionId": sid, "events": batch}, timeout=10
+                )
+                for seq, event in zip(
+                    range(answer["firstSeq"], answer["lastSeq"] + 1), batch, strict=True
+                ):
                     accepted.append({**event, "seq": seq})
                 if turn % 3 == 0:
-                    flushed = client.request("sessionStore/checkpoint", {"sessionId": sid}, timeout=10)["flushed"]
+                    flushed = client.request(
+                        "sessionStore/checkpoint", {"sessionId": sid}, timeout=10
+                    )["flushed"]
                     acked = max(acked, flushed.get(sid, -1))
         except (ServerGone, TimeoutError, RpcError, ConnectionError, OSError):
             return
@@ -621,8 +854,12 @@ def crash_iteration(uri: str, sid: str, rng: random.Random) -> tuple[int, list[d
 
 
 def comparable(event: dict) -> tuple:
-    return (event["type"], event["seq"], json.dumps(event["data"], sort_keys=True),
-            json.dumps(event.get("surfaceOp"), sort_keys=True))
+    return (
+        event["type"],
+        event["seq"],
+        json.dumps(event["data"], sort_keys=True),
+        json.dumps(event.get("surfaceOp"), sort_keys=True),
+    )
 
 
 @pytest.mark.parametrize("scheme", ["sqlite", "jsonl"])
@@ -640,12 +877,18 @@ def test_kill_9_during_checkpoints_loses_nothing_acknowledged(tmp_path, scheme):
             for known, (last, sent) in acknowledged.items():
                 if last < 0:
                     continue
-                log = reader.request("sessionQuery/readSession", {"sessionId": known})  # replay-validates
+                log = reader.request(
+                    "sessionQuery/readSession", {"sessionId": known}
+                )  # replay-validates
                 stored = log["events"]
-                assert len(stored) >= last + 1, f"{known}: acknowledged seq {last} but {len(stored)} stored"
+                assert len(stored) >= last + 1, (
+                    f"{known}: acknowledged seq {last} but {len(stored)} stored"
+                )
                 expected = [comparable(e) for e in sent[: last + 1]]
                 assert [comparable(e) for e in stored[: last + 1]] == expected
                 assert all(e["seq"] == i for i, e in enumerate(stored))
         finally:
             reader.close()
-    assert any(last >= 0 for last, _ in acknowledged.values()), "no checkpoint was acknowledged at all"
+    assert any(last >= 0 for last, _ in acknowledged.values()), (
+        "no checkpoint was acknowledged at all"
+    )

@@ -13,15 +13,15 @@ import time
 import pytest
 
 from dsh_query_server import errors
+from dsh_query_server.cancel import NULL_TOKEN, CancelToken, SessionQueryCancelled
 from dsh_query_server.errors import QueryError
-from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.persistence.base import (
     SessionPersistenceCorruptionError,
     Snapshot,
 )
+from dsh_query_server.search import schema
 from dsh_query_server.search.cursor import encode_cursor, sessions_fingerprint
 from dsh_query_server.search.reconcile import SearchIndex
-from dsh_query_server.search import schema
 from dsh_query_server.search.schema import APPLICATION_ID
 from dsh_query_server.search.snippet import END, START, snippet
 
@@ -44,7 +44,9 @@ from .search_helpers import (
 
 def live(store, sid, *texts, created=0, time_=5, **header):
     """A live session whose seed is one user message per text (all at the same time)."""
-    store.create(hdr(sid, created, **header), seed=values([U(i, t, time=time_) for i, t in enumerate(texts)]))
+    store.create(
+        hdr(sid, created, **header), seed=values([U(i, t, time=time_) for i, t in enumerate(texts)])
+    )
 
 
 def persisted(backend, sid, *texts, created=0, time_=5, **header):
@@ -57,7 +59,9 @@ def db_file(path):
         return (
             conn.execute("PRAGMA application_id").fetchone()[0],
             conn.execute("PRAGMA user_version").fetchone()[0],
-            sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")),
+            sorted(
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            ),
             conn.execute("PRAGMA journal_mode").fetchone()[0],
         )
     finally:
@@ -160,14 +164,19 @@ def test_unusable_path_is_index_failed_with_cause(tmp_path):
 def test_first_search_open_failure_is_final(tmp_path, monkeypatch):
     attempts = []
     real_open = SearchIndex.open.__func__
-    monkeypatch.setattr(SearchIndex, "open", classmethod(
-        lambda cls, *args: attempts.append(args) or real_open(cls, *args)))
+    monkeypatch.setattr(
+        SearchIndex,
+        "open",
+        classmethod(lambda cls, *args: attempts.append(args) or real_open(cls, *args)),
+    )
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     store, _, service = make(path=str(blocker / "index.sqlite"), open_at="first-search")
     live(store, "s", "needle")
-    concurrent = [threading.Thread(target=error, args=(service.search_sessions, {"query": "needle"}))
-                  for _ in range(3)]
+    concurrent = [
+        threading.Thread(target=error, args=(service.search_sessions, {"query": "needle"}))
+        for _ in range(3)
+    ]
     for thread in concurrent:
         thread.start()
     for thread in concurrent:
@@ -191,7 +200,8 @@ def test_open_failure_without_a_message(monkeypatch):
     _, _, service = make()
     assert code(service.open) == (
         errors.INDEX_FAILED,
-        "session-search SQLite index failed to open: session-search dependency rejected with a non-Error value")
+        "session-search SQLite index failed to open: session-search dependency rejected with a non-Error value",
+    )
 
 
 def test_first_search_opens_lazily_and_close_before_touches_nothing(tmp_path):
@@ -218,7 +228,7 @@ def test_never_is_disabled_before_validation(tmp_path):
         for request in (5, {"query": 7}, {"query": "x"}):
             assert code(call, request, token) == (
                 errors.SEARCH_DISABLED,
-                'session search is disabled: this deployment configures the session-query index '
+                "session search is disabled: this deployment configures the session-query index "
                 'with openAt "never"',
             )
     service.open()
@@ -234,8 +244,12 @@ def test_close_is_idempotent_and_later_searches_fail():
     service.close()
     service.close()
     assert code(service.search_sessions, {"query": "needle"}) == (
-        errors.INDEX_FAILED, "session-search SQLite index is closed")
-    assert code(service.search_events, {"sessionId": "s", "query": "needle"})[0] == errors.INDEX_FAILED
+        errors.INDEX_FAILED,
+        "session-search SQLite index is closed",
+    )
+    assert (
+        code(service.search_events, {"sessionId": "s", "query": "needle"})[0] == errors.INDEX_FAILED
+    )
     # validation still comes first
     assert code(service.search_sessions, {"query": " "})[0] == errors.INVALID_QUERY
 
@@ -307,8 +321,16 @@ def test_query_whitespace_is_normalized_for_matching_and_cursors():
     live(store, "s", "alpha beta", "x alpha beta")
     first = j(service.search_events({"sessionId": "s", "query": "alpha beta", "limit": 1}))
     assert len(first["items"]) == 1
-    second = j(service.search_events(
-        {"sessionId": "s", "query": "  alpha\n beta\u3000 ", "limit": 1, "cursor": first["nextCursor"]}))
+    second = j(
+        service.search_events(
+            {
+                "sessionId": "s",
+                "query": "  alpha\n beta\u3000 ",
+                "limit": 1,
+                "cursor": first["nextCursor"],
+            }
+        )
+    )
     assert len(second["items"]) == 1
     assert second["items"][0]["seq"] != first["items"][0]["seq"]
 
@@ -318,24 +340,66 @@ def test_query_whitespace_is_normalized_for_matching_and_cursors():
     [
         ({}, (errors.INVALID_QUERY, "session-search query must be text")),
         ({"query": None}, (errors.INVALID_QUERY, "session-search query must be text")),
-        ({"query": " \t\u00a0\ufeff"}, (errors.INVALID_QUERY, "session-search query must contain non-whitespace text")),
+        (
+            {"query": " \t\u00a0\ufeff"},
+            (errors.INVALID_QUERY, "session-search query must contain non-whitespace text"),
+        ),
         ({"query": "a\x00b"}, (errors.INVALID_QUERY, "session-search query must not contain NUL")),
-        ({"query": "x", "cursor": None}, (errors.INVALID_CURSOR, "session-search cursor must be text")),
-        ({"query": "x", "cursor": 3}, (errors.INVALID_CURSOR, "session-search cursor must be text")),
-        ({"query": "x", "limit": 0}, (errors.INVALID_LIMIT, "session-search limit must be an integer between 1 and 100")),
-        ({"query": "x", "limit": 101}, (errors.INVALID_LIMIT, "session-search limit must be an integer between 1 and 100")),
-        ({"query": "x", "limit": 1.5}, (errors.INVALID_LIMIT, "session-search limit must be an integer between 1 and 100")),
-        ({"query": "x", "limit": True}, (errors.INVALID_LIMIT, "session-search limit must be an integer between 1 and 100")),
-        ({"query": "x", "limit": "5"}, (errors.INVALID_LIMIT, "session-search limit must be an integer between 1 and 100")),
-        ({"query": "x", "sessionFilters": {}}, (errors.INVALID_FILTER, "session filters must be an array")),
-        ({"query": "x", "sessionFilters": [{"kind": "seq"}]}, (errors.INVALID_FILTER, 'session unknown filter kind "seq"')),
-        ({"query": "x", "eventFilters": [{"kind": "id", "values": []}]}, (errors.INVALID_FILTER, 'session unknown filter kind "id"')),
-        ({"query": "x", "eventFilters": [{"kind": "text", "text": "a"}]},
-         (errors.INVALID_FILTER, "session-search metadata filters do not accept text clauses")),
-        ({"query": "x", "eventFilters": [{"kind": "seq", "from": None}, {"kind": "text", "text": "a"}]},
-         (errors.INVALID_FILTER, "session-search metadata filters do not accept text clauses")),
-        ({"query": "x", "eventFilters": [{"kind": "surface", "values": ["gone"]}]},
-         (errors.INVALID_FILTER, 'session surface filter contains unknown value "gone"')),
+        (
+            {"query": "x", "cursor": None},
+            (errors.INVALID_CURSOR, "session-search cursor must be text"),
+        ),
+        (
+            {"query": "x", "cursor": 3},
+            (errors.INVALID_CURSOR, "session-search cursor must be text"),
+        ),
+        (
+            {"query": "x", "limit": 0},
+            (errors.INVALID_LIMIT, "session-search limit must be an integer between 1 and 100"),
+        ),
+        (
+            {"query": "x", "limit": 101},
+            (errors.INVALID_LIMIT, "session-search limit must be an integer between 1 and 100"),
+        ),
+        (
+            {"query": "x", "limit": 1.5},
+            (errors.INVALID_LIMIT, "session-search limit must be an integer between 1 and 100"),
+        ),
+        (
+            {"query": "x", "limit": True},
+            (errors.INVALID_LIMIT, "session-search limit must be an integer between 1 and 100"),
+        ),
+        (
+            {"query": "x", "limit": "5"},
+            (errors.INVALID_LIMIT, "session-search limit must be an integer between 1 and 100"),
+        ),
+        (
+            {"query": "x", "sessionFilters": {}},
+            (errors.INVALID_FILTER, "session filters must be an array"),
+        ),
+        (
+            {"query": "x", "sessionFilters": [{"kind": "seq"}]},
+            (errors.INVALID_FILTER, 'session unknown filter kind "seq"'),
+        ),
+        (
+            {"query": "x", "eventFilters": [{"kind": "id", "values": []}]},
+            (errors.INVALID_FILTER, 'session unknown filter kind "id"'),
+        ),
+        (
+            {"query": "x", "eventFilters": [{"kind": "text", "text": "a"}]},
+            (errors.INVALID_FILTER, "session-search metadata filters do not accept text clauses"),
+        ),
+        (
+            {
+                "query": "x",
+                "eventFilters": [{"kind": "seq", "from": None}, {"kind": "text", "text": "a"}],
+            },
+            (errors.INVALID_FILTER, "session-search metadata filters do not accept text clauses"),
+        ),
+        (
+            {"query": "x", "eventFilters": [{"kind": "surface", "values": ["gone"]}]},
+            (errors.INVALID_FILTER, 'session surface filter contains unknown value "gone"'),
+        ),
     ],
 )
 def test_sessions_request_validation(request_, expected):
@@ -349,29 +413,56 @@ def test_validation_order_and_precedence_over_cancellation():
     binding.mount(backend)
     token = CancelToken()
     token.cancel()
-    everything_wrong = {"sessionFilters": 1, "eventFilters": 1, "cursor": None, "query": 1, "limit": 0}
-    steps = [("sessionFilters", errors.INVALID_FILTER), ("eventFilters", errors.INVALID_FILTER),
-             ("cursor", errors.INVALID_CURSOR), ("query", errors.INVALID_QUERY), ("limit", errors.INVALID_LIMIT)]
+    everything_wrong = {
+        "sessionFilters": 1,
+        "eventFilters": 1,
+        "cursor": None,
+        "query": 1,
+        "limit": 0,
+    }
+    steps = [
+        ("sessionFilters", errors.INVALID_FILTER),
+        ("eventFilters", errors.INVALID_FILTER),
+        ("cursor", errors.INVALID_CURSOR),
+        ("query", errors.INVALID_QUERY),
+        ("limit", errors.INVALID_LIMIT),
+    ]
     request = dict(everything_wrong)
     for key, expected in steps:
         assert code(service.search_sessions, request, token)[0] == expected
         request[key] = {"sessionFilters": [], "eventFilters": [], "query": "x", "limit": 1}.get(key)
         if key == "cursor":
             del request["cursor"]
-    assert code(service.search_sessions, request, token) == (errors.ABORTED, "session-search aborted")
-    assert code(service.search_sessions, 5, token) == (errors.INVALID_REQUEST, "request must be an object")
+    assert code(service.search_sessions, request, token) == (
+        errors.ABORTED,
+        "session-search aborted",
+    )
+    assert code(service.search_sessions, 5, token) == (
+        errors.INVALID_REQUEST,
+        "request must be an object",
+    )
     assert code(service.search_events, {"sessionId": 1, "filters": 1}, token) == (
-        errors.INVALID_FILTER, "session-search session id must be text")
+        errors.INVALID_FILTER,
+        "session-search session id must be text",
+    )
     assert code(service.search_events, {"sessionId": "s", "filters": 1}, token) == (
-        errors.INVALID_FILTER, "session filters must be an array")
-    assert code(service.search_events, {"sessionId": "s", "filters": None, "query": "x"}, token)[0] == errors.ABORTED
+        errors.INVALID_FILTER,
+        "session filters must be an array",
+    )
+    assert (
+        code(service.search_events, {"sessionId": "s", "filters": None, "query": "x"}, token)[0]
+        == errors.ABORTED
+    )
     assert backend.calls == []
 
 
 def test_limit_ceiling_is_two_to_the_53_minus_2():
     _, _, service = make(max_limit=2**53 - 2, default_limit=1)
     big = code(service.search_sessions, {"query": "x", "limit": 2**53 - 1})
-    assert big == (errors.INVALID_LIMIT, "session-search limit must be an integer between 1 and 9007199254740990")
+    assert big == (
+        errors.INVALID_LIMIT,
+        "session-search limit must be an integer between 1 and 9007199254740990",
+    )
     assert j(service.search_sessions({"query": "x", "limit": 2**53 - 2})) == {"items": []}
     assert j(service.search_sessions({"query": "x", "limit": None})) == {"items": []}
 
@@ -393,34 +484,78 @@ def _clauses(kind, n, values=("v",)):
     return [{"kind": kind, "values": list(values)} for _ in range(n)]
 
 
-BUDGET = (errors.INVALID_FILTER,
-          "session-search request exceeds the supported SQLite FTS5 outer-predicate budget of 14; reduce filters")
-BINDING = (errors.INVALID_FILTER,
-           "session-search request exceeds SQLite's portable 32766-variable limit; reduce filter values")
+BUDGET = (
+    errors.INVALID_FILTER,
+    "session-search request exceeds the supported SQLite FTS5 outer-predicate budget of 14; reduce filters",
+)
+BINDING = (
+    errors.INVALID_FILTER,
+    "session-search request exceeds SQLite's portable 32766-variable limit; reduce filter values",
+)
 
 
 def test_budget_examples():
     store, _, service = make()
     live(store, "s", "needle", cwd="/proj")
     # Each range bound is one predicate, a bare created-at and a two-value availability none.
-    four = [{"kind": "id", "values": ["s"]}, {"kind": "cwd", "values": ["/proj"]},
-            {"kind": "created-at", "from": 0}, {"kind": "parent", "values": [None]},
-            {"kind": "availability", "values": ["live", "persisted"]}, {"kind": "created-at"}]
+    four = [
+        {"kind": "id", "values": ["s"]},
+        {"kind": "cwd", "values": ["/proj"]},
+        {"kind": "created-at", "from": 0},
+        {"kind": "parent", "values": [None]},
+        {"kind": "availability", "values": ["live", "persisted"]},
+        {"kind": "created-at"},
+    ]
     ten_more = _clauses("cwd", 10, ["/proj", None])
     assert ids(sessions(service, "needle", sessionFilters=four + ten_more)) == ["s"]  # 4 + 10 = 14
-    assert ids(sessions(service, "needle", sessionFilters=_clauses("cwd", 14, ["/proj", None]))) == ["s"]
-    assert len(events(service, "s", "needle", filters=_clauses("type", 13, ["user/message"]))["items"]) == 1
-    assert code(service.search_sessions, {"query": "needle", "sessionFilters": _clauses("id", 15)}) == BUDGET
-    assert code(service.search_sessions, {"query": "needle", "sessionFilters": _clauses("id", 7),
-                                          "eventFilters": _clauses("type", 8)}) == BUDGET
-    assert code(service.search_events, {"sessionId": "s", "query": "needle",
-                                        "filters": _clauses("type", 14)}) == BUDGET
-    assert code(service.search_sessions, {"query": "needle", "sessionFilters": _clauses("id", 1100)}) == BUDGET
-    assert code(service.search_sessions, {"query": "needle", "eventFilters": _clauses("type", 1100)}) == BUDGET
-    assert code(service.search_sessions, {"query": "needle",
-                                          "sessionFilters": four + _clauses("cwd", 11, ["/proj", None])}) == BUDGET
+    assert ids(
+        sessions(service, "needle", sessionFilters=_clauses("cwd", 14, ["/proj", None]))
+    ) == ["s"]
+    assert (
+        len(events(service, "s", "needle", filters=_clauses("type", 13, ["user/message"]))["items"])
+        == 1
+    )
+    assert (
+        code(service.search_sessions, {"query": "needle", "sessionFilters": _clauses("id", 15)})
+        == BUDGET
+    )
+    assert (
+        code(
+            service.search_sessions,
+            {
+                "query": "needle",
+                "sessionFilters": _clauses("id", 7),
+                "eventFilters": _clauses("type", 8),
+            },
+        )
+        == BUDGET
+    )
+    assert (
+        code(
+            service.search_events,
+            {"sessionId": "s", "query": "needle", "filters": _clauses("type", 14)},
+        )
+        == BUDGET
+    )
+    assert (
+        code(service.search_sessions, {"query": "needle", "sessionFilters": _clauses("id", 1100)})
+        == BUDGET
+    )
+    assert (
+        code(service.search_sessions, {"query": "needle", "eventFilters": _clauses("type", 1100)})
+        == BUDGET
+    )
+    assert (
+        code(
+            service.search_sessions,
+            {"query": "needle", "sessionFilters": four + _clauses("cwd", 11, ["/proj", None])},
+        )
+        == BUDGET
+    )
     both_bounds = [{"kind": "created-at", "from": 0, "to": 0}] + _clauses("cwd", 13, ["/proj"])
-    assert code(service.search_sessions, {"query": "needle", "sessionFilters": both_bounds}) == BUDGET
+    assert (
+        code(service.search_sessions, {"query": "needle", "sessionFilters": both_bounds}) == BUDGET
+    )
 
 
 def test_binding_limit_examples():
@@ -428,34 +563,84 @@ def test_binding_limit_examples():
     live(store, "s", "needle")
     ids_ = [f"id{i}" for i in range(16383)]
     types = ["user/message"] * 16383
-    assert code(service.search_sessions, {"query": "needle", "sessionFilters": [{"kind": "id", "values": ids_}],
-                                          "eventFilters": [{"kind": "type", "values": types}]}) == BINDING
-    assert code(service.search_events, {"sessionId": "s", "query": "needle",
-                                        "filters": [{"kind": "type", "values": types},
-                                                    {"kind": "surface", "values": ["current"] * 16383}]}) == BINDING
-    assert code(service.search_sessions, {"query": "needle",
-                                          "sessionFilters": [{"kind": "id", "values": ids_ * 8}]}) == BINDING
+    assert (
+        code(
+            service.search_sessions,
+            {
+                "query": "needle",
+                "sessionFilters": [{"kind": "id", "values": ids_}],
+                "eventFilters": [{"kind": "type", "values": types}],
+            },
+        )
+        == BINDING
+    )
+    assert (
+        code(
+            service.search_events,
+            {
+                "sessionId": "s",
+                "query": "needle",
+                "filters": [
+                    {"kind": "type", "values": types},
+                    {"kind": "surface", "values": ["current"] * 16383},
+                ],
+            },
+        )
+        == BINDING
+    )
+    assert (
+        code(
+            service.search_sessions,
+            {"query": "needle", "sessionFilters": [{"kind": "id", "values": ids_ * 8}]},
+        )
+        == BINDING
+    )
     # 32,754 values cross-session and 32,753 within one session are the maximum.
     most = [{"kind": "id", "values": ["s"] + [f"x{i}" for i in range(32753)]}]
     assert ids(sessions(service, "needle", sessionFilters=most)) == ["s"]
     within = [{"kind": "type", "values": ["user/message"] * 32753}]
     assert len(events(service, "s", "needle", filters=within)["items"]) == 1
     within[0]["values"].append("x")
-    assert code(service.search_events, {"sessionId": "s", "query": "needle", "filters": within}) == BINDING
+    assert (
+        code(service.search_events, {"sessionId": "s", "query": "needle", "filters": within})
+        == BINDING
+    )
 
 
 def test_budget_check_order():
     store, _, service = make()
     live(store, "s", "needle")
     heavy_sessions = _clauses("id", 15, [f"v{i}" for i in range(3000)])
-    assert code(service.search_sessions, {"query": "needle", "sessionFilters": heavy_sessions}) == BINDING
-    assert code(service.search_sessions, {"query": "needle", "sessionFilters": _clauses("id", 15),
-                                          "eventFilters": [{"kind": "type", "values": ["t"] * 40000}]}) == BUDGET
+    assert (
+        code(service.search_sessions, {"query": "needle", "sessionFilters": heavy_sessions})
+        == BINDING
+    )
+    assert (
+        code(
+            service.search_sessions,
+            {
+                "query": "needle",
+                "sessionFilters": _clauses("id", 15),
+                "eventFilters": [{"kind": "type", "values": ["t"] * 40000}],
+            },
+        )
+        == BUDGET
+    )
     # Budget failures come after the cursor and target checks.
-    assert code(service.search_sessions, {"query": "needle", "sessionFilters": _clauses("id", 15),
-                                          "cursor": "!"})[0] == errors.INVALID_CURSOR
-    assert code(service.search_events, {"sessionId": "gone", "query": "needle",
-                                        "filters": _clauses("type", 14)})[0] == errors.SESSION_NOT_FOUND
+    assert (
+        code(
+            service.search_sessions,
+            {"query": "needle", "sessionFilters": _clauses("id", 15), "cursor": "!"},
+        )[0]
+        == errors.INVALID_CURSOR
+    )
+    assert (
+        code(
+            service.search_events,
+            {"sessionId": "gone", "query": "needle", "filters": _clauses("type", 14)},
+        )[0]
+        == errors.SESSION_NOT_FOUND
+    )
 
 
 def test_predicates_and_empty_lists():
@@ -471,18 +656,32 @@ def test_predicates_and_empty_lists():
 
     assert only() == ["child", "durable", "root"]
     assert only(sessionFilters=[{"kind": "cwd", "values": [None]}]) == ["durable", "root"]
-    assert only(sessionFilters=[{"kind": "cwd", "values": ["/c", None]}]) == ["child", "durable", "root"]
+    assert only(sessionFilters=[{"kind": "cwd", "values": ["/c", None]}]) == [
+        "child",
+        "durable",
+        "root",
+    ]
     assert only(sessionFilters=[{"kind": "parent", "values": ["root"]}]) == ["child"]
-    assert only(sessionFilters=[{"kind": "created-at", "from": 10.5, "to": 30}]) == ["child", "durable"]
+    assert only(sessionFilters=[{"kind": "created-at", "from": 10.5, "to": 30}]) == [
+        "child",
+        "durable",
+    ]
     assert only(sessionFilters=[{"kind": "created-at", "to": 19.9999}]) == ["root"]
     assert only(sessionFilters=[{"kind": "availability", "values": ["persisted"]}]) == ["durable"]
-    assert only(sessionFilters=[{"kind": "availability", "values": ["live", "live"]}]) == ["child", "root"]
+    assert only(sessionFilters=[{"kind": "availability", "values": ["live", "live"]}]) == [
+        "child",
+        "root",
+    ]
     assert only(sessionFilters=[{"kind": "availability", "values": []}]) == []
     assert only(sessionFilters=[{"kind": "id", "values": []}]) == []
     assert only(eventFilters=[{"kind": "surface", "values": []}]) == []
     assert only(eventFilters=[{"kind": "time", "from": 5, "to": 5}]) == ["child", "durable", "root"]
     assert only(eventFilters=[{"kind": "time", "from": 5.00001}]) == []
-    assert only(eventFilters=[{"kind": "seq", "from": -1e300, "to": 10**30}]) == ["child", "durable", "root"]
+    assert only(eventFilters=[{"kind": "seq", "from": -1e300, "to": 10**30}]) == [
+        "child",
+        "durable",
+        "root",
+    ]
     assert only(eventFilters=[{"kind": "type", "values": ["tool/result"]}]) == []
 
 
@@ -494,8 +693,12 @@ def _example_a(store):
         U(0, "needle original", time=10),
         chunk(1, "needle raw", time=11),
         U(2, "needle summary", op=R(0, 0), src=[0], time=12),
-        log_only("turn/end", 3, {"turn": 1, "reason": {"kind": "error", "error": {"message": "needle failure"}}},
-                 time=13),
+        log_only(
+            "turn/end",
+            3,
+            {"turn": 1, "reason": {"kind": "error", "error": {"message": "needle failure"}}},
+            time=13,
+        ),
     ]
     store.create(hdr("a", 20, cwd="/a", parentSession="p"), seed=values(log))  # + end-seed at seq 4
 
@@ -504,17 +707,36 @@ def test_visibility_example():
     store, _, service = make()
     _example_a(store)
     hits = events(service, "a", "needle")["items"]
-    assert sorted((h["seq"], h["surface"]) for h in hits) == [(0, "shadowed"), (2, "current"), (3, "log-only")]
-    filtered = events(service, "a", "needle", filters=[
-        {"kind": "seq", "from": 2, "to": 2}, {"kind": "time", "from": 12, "to": 12},
-        {"kind": "type", "values": ["user/message"]}, {"kind": "surface", "values": ["current"]}])
+    assert sorted((h["seq"], h["surface"]) for h in hits) == [
+        (0, "shadowed"),
+        (2, "current"),
+        (3, "log-only"),
+    ]
+    filtered = events(
+        service,
+        "a",
+        "needle",
+        filters=[
+            {"kind": "seq", "from": 2, "to": 2},
+            {"kind": "time", "from": 12, "to": 12},
+            {"kind": "type", "values": ["user/message"]},
+            {"kind": "surface", "values": ["current"]},
+        ],
+    )
     assert [h["seq"] for h in filtered["items"]] == [2]
     every_session_clause = [
-        {"kind": "id", "values": ["a"]}, {"kind": "cwd", "values": ["/a"]},
-        {"kind": "created-at", "from": 20, "to": 20}, {"kind": "parent", "values": ["p"]},
-        {"kind": "availability", "values": ["live"]}]
-    page = sessions(service, "needle", sessionFilters=every_session_clause,
-                    eventFilters=[{"kind": "surface", "values": ["shadowed"]}])
+        {"kind": "id", "values": ["a"]},
+        {"kind": "cwd", "values": ["/a"]},
+        {"kind": "created-at", "from": 20, "to": 20},
+        {"kind": "parent", "values": ["p"]},
+        {"kind": "availability", "values": ["live"]},
+    ]
+    page = sessions(
+        service,
+        "needle",
+        sessionFilters=every_session_clause,
+        eventFilters=[{"kind": "surface", "values": ["shadowed"]}],
+    )
     assert len(page["items"]) == 1
     hit = page["items"][0]
     assert (hit["header"]["id"], hit["live"], hit["persisted"]) == ("a", True, False)
@@ -566,7 +788,9 @@ def test_unmount_hides_but_does_not_delete(tmp_path):
     binding.unmount(mount)
     assert ids(sessions(service, "needle")) == ["l"]
     assert code(service.search_events, {"sessionId": "p", "query": "needle"}) == (
-        errors.SESSION_NOT_FOUND, 'session "p" not found')
+        errors.SESSION_NOT_FOUND,
+        'session "p" not found',
+    )
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT id FROM persisted_sessions").fetchall() == [("p",)]
     conn.close()
@@ -586,7 +810,9 @@ def test_session_without_documents_is_found_with_no_hits():
     binding.mount(backend)
     assert events(service, "quiet", "x")["session"]["id"] == "quiet"
     assert code(service.search_events, {"sessionId": "nobody", "query": "x"}) == (
-        errors.SESSION_NOT_FOUND, 'session "nobody" not found')
+        errors.SESSION_NOT_FOUND,
+        'session "nobody" not found',
+    )
 
 
 # -- §6.9 ranking and hits -----------------------------------------------------------------------------
@@ -630,7 +856,10 @@ def test_event_ranking_keys():
     store.create(hdr("s"), seed=values(log))
     assert [h["seq"] for h in events(service, "s", "needle")["items"]] == [1, 4, 3, 0, 2, 5]
     # Overlapping phrase instances are one span: "alpha alpha alpha" has one for `alpha alpha`.
-    store.create(hdr("t"), seed=values([U(0, "alpha alpha alpha", time=1), U(1, "alpha alpha x alpha alpha", time=1)]))
+    store.create(
+        hdr("t"),
+        seed=values([U(0, "alpha alpha alpha", time=1), U(1, "alpha alpha x alpha alpha", time=1)]),
+    )
     assert [h["seq"] for h in events(service, "t", "alpha alpha")["items"]] == [1, 0]
 
 
@@ -645,17 +874,47 @@ def test_session_best_match_and_ties():
 
 def test_hit_headers_are_rebuilt_from_index_columns():
     store, _, service = make()
-    store.create(hdr("s", 7, cwd="/w", seedLength=1, delegationDepth=2, agentPreset="minimal",
-                     origin="subagent", extra="dropped"),
-                 seed=values([U(0, "An AI assistant")]))
-    expected = {"version": 0, "id": "s", "createdAt": 7, "cwd": "/w", "seedLength": 1,
-                "delegationDepth": 2, "agentPreset": "minimal"}
+    store.create(
+        hdr(
+            "s",
+            7,
+            cwd="/w",
+            seedLength=1,
+            delegationDepth=2,
+            agentPreset="minimal",
+            origin="subagent",
+            extra="dropped",
+        ),
+        seed=values([U(0, "An AI assistant")]),
+    )
+    expected = {
+        "version": 0,
+        "id": "s",
+        "createdAt": 7,
+        "cwd": "/w",
+        "seedLength": 1,
+        "delegationDepth": 2,
+        "agentPreset": "minimal",
+    }
     page = events(service, "s", "AI")
     assert page["session"] == expected
-    assert page["items"] == [{"sessionId": "s", "seq": 0, "type": "user/message", "time": 0,
-                              "surface": "current", "snippet": "An AI assistant"}]
+    assert page["items"] == [
+        {
+            "sessionId": "s",
+            "seq": 0,
+            "type": "user/message",
+            "time": 0,
+            "surface": "current",
+            "snippet": "An AI assistant",
+        }
+    ]
     hit = sessions(service, "AI")["items"][0]
-    assert hit == {"header": expected, "live": True, "persisted": False, "bestMatch": page["items"][0]}
+    assert hit == {
+        "header": expected,
+        "live": True,
+        "persisted": False,
+        "bestMatch": page["items"][0],
+    }
     store.create(hdr("zero", 7, delegationDepth=0), seed=values([U(0, "AI")]))
     assert events(service, "zero", "AI")["session"]["delegationDepth"] == 0
 
@@ -666,13 +925,21 @@ def test_extracted_text_feeds_the_index():
         U(0, "hello"),
         T(1, "failed", error={"name": "Oops", "code": "E_OOPS"}),
         log_only("todo/write", 2, {"todos": [{"content": "ship search", "status": "in_progress"}]}),
-        log_only("turn/end", 3, {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}),
+        log_only(
+            "turn/end", 3, {"turn": 1, "reason": {"kind": "aborted", "reason": {"kind": "user"}}}
+        ),
         log_only("turn/end", 4, {"turn": 1, "reason": {"kind": "blocked"}}),
-        log_only("tool/call", 5, {"turn": 1, "step": 1, "callId": "c", "name": "bash", "arguments": '{"cmd":"pwd"}'}),
+        log_only(
+            "tool/call",
+            5,
+            {"turn": 1, "step": 1, "callId": "c", "name": "bash", "arguments": '{"cmd":"pwd"}'},
+        ),
     ]
     store.create(hdr("s"), seed=values(log))
     assert [h["seq"] for h in events(service, "s", "E_OOPS")["items"]] == [1]
-    assert events(service, "s", "in_progress ship")["items"][0]["snippet"] == "in_progress ship search"
+    assert (
+        events(service, "s", "in_progress ship")["items"][0]["snippet"] == "in_progress ship search"
+    )
     assert [h["seq"] for h in events(service, "s", "aborted")["items"]] == [3]
     assert events(service, "s", "blocked")["items"] == []
     assert events(service, "s", "cmd pwd")["items"][0]["snippet"] == 'bash {"cmd":"pwd"}'
@@ -718,7 +985,11 @@ def _cursor_value(cursor):
 
 
 def _encode(value):
-    return base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode().rstrip("=")
+    return (
+        base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode())
+        .decode()
+        .rstrip("=")
+    )
 
 
 def test_cursor_wire_format_and_paging():
@@ -727,9 +998,14 @@ def test_cursor_wire_format_and_paging():
     first = events(service, "s1", "needle", limit=1)
     value = _cursor_value(first["nextCursor"])
     assert list(value) == ["version", "instance", "scope", "fingerprint", "generation", "offset"]
-    assert value["version"] == 1 and value["instance"] == service.instance and value["scope"] == "events"
+    assert (
+        value["version"] == 1
+        and value["instance"] == service.instance
+        and value["scope"] == "events"
+    )
     assert value["fingerprint"] == (
-        '{"scope":"events","sessionId":"s1","query":"needle","filters":[],"limit":1}')
+        '{"scope":"events","sessionId":"s1","query":"needle","filters":[],"limit":1}'
+    )
     assert value["generation"].startswith("live:") and value["offset"] == 1
     assert "=" not in first["nextCursor"]
     items = page_all(service.search_events, {"sessionId": "s1", "query": "needle", "limit": 1})
@@ -737,15 +1013,23 @@ def test_cursor_wire_format_and_paging():
     # A client may re-encode a cursor with another offset, padded or not.
     value["offset"] = 2
     padded = base64.urlsafe_b64encode(json.dumps(value, separators=(",", ":")).encode()).decode()
-    assert [h["seq"] for h in events(service, "s1", "needle", limit=1, cursor=padded)["items"]] == [2]
+    assert [h["seq"] for h in events(service, "s1", "needle", limit=1, cursor=padded)["items"]] == [
+        2
+    ]
     assert "nextCursor" not in events(service, "s1", "needle", limit=1, cursor=padded)
 
 
 def test_sessions_fingerprint_is_canonical():
-    f1 = [{"kind": "id", "values": ["b", "a", "b"]}, {"kind": "cwd", "values": ["/x", None]},
-          {"kind": "created-at", "from": 3.0}]
-    f2 = [{"kind": "created-at", "from": 3, "extra": 1}, {"kind": "cwd", "values": [None, "/x"]},
-          {"kind": "id", "values": ["b", "b", "a"]}]
+    f1 = [
+        {"kind": "id", "values": ["b", "a", "b"]},
+        {"kind": "cwd", "values": ["/x", None]},
+        {"kind": "created-at", "from": 3.0},
+    ]
+    f2 = [
+        {"kind": "created-at", "from": 3, "extra": 1},
+        {"kind": "cwd", "values": [None, "/x"]},
+        {"kind": "id", "values": ["b", "b", "a"]},
+    ]
     store, _, service = make()
     live(store, "a", "needle", created=3, cwd="/x")
     live(store, "b", "needle", created=3)
@@ -757,7 +1041,8 @@ def test_sessions_fingerprint_is_canonical():
         '{"scope":"sessions","query":"needle","sessionFilters":['
         '{"kind":"created-at","from":3,"to":null},'
         '{"kind":"cwd","values":[null,"/x"]},'
-        '{"kind":"id","values":["a","b","b"]}],"eventFilters":[],"limit":1}')
+        '{"kind":"id","values":["a","b","b"]}],"eventFilters":[],"limit":1}'
+    )
 
 
 def test_cursor_decoding_errors_are_invalid():
@@ -787,16 +1072,37 @@ def test_cursor_decoding_errors_are_invalid():
         _encode({k: v for k, v in good.items() if k != "offset"}),
     ]
     for text in bad:
-        assert code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": text}) == invalid, text
-    assert code(service.search_sessions, {"query": "needle", "limit": 2, "cursor": cursor}) == invalid
-    assert code(service.search_sessions, {"query": "other", "limit": 1, "cursor": cursor}) == invalid
-    assert code(service.search_events, {"sessionId": "s", "query": "needle", "limit": 1, "cursor": cursor}) == invalid
+        assert (
+            code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": text})
+            == invalid
+        ), text
+    assert (
+        code(service.search_sessions, {"query": "needle", "limit": 2, "cursor": cursor}) == invalid
+    )
+    assert (
+        code(service.search_sessions, {"query": "other", "limit": 1, "cursor": cursor}) == invalid
+    )
+    assert (
+        code(
+            service.search_events,
+            {"sessionId": "s", "query": "needle", "limit": 1, "cursor": cursor},
+        )
+        == invalid
+    )
     # Identity first: changed generation plus another request is INVALID, not STALE.
     store.create(hdr("u"), seed=values([U(0, "x")]))
-    assert code(service.search_sessions, {"query": "other", "limit": 1, "cursor": cursor}) == invalid
-    assert code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": cursor})[0] == errors.STALE_CURSOR
+    assert (
+        code(service.search_sessions, {"query": "other", "limit": 1, "cursor": cursor}) == invalid
+    )
+    assert (
+        code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": cursor})[0]
+        == errors.STALE_CURSOR
+    )
     _, _, other_instance = make(store)
-    assert code(other_instance.search_sessions, {"query": "needle", "limit": 1, "cursor": cursor}) == invalid
+    assert (
+        code(other_instance.search_sessions, {"query": "needle", "limit": 1, "cursor": cursor})
+        == invalid
+    )
 
 
 def test_encode_cursor_round_trip():
@@ -824,17 +1130,40 @@ def test_staleness_example():
     assert sessions(service, "needle", limit=1, cursor=session_cursor)["items"]
     live(store, "unrelated", "nothing")
     assert events(service, "target", "needle", limit=1, cursor=event_cursor)["items"]
-    assert code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": session_cursor}) == STALE
-    assert code(service.search_events, {"sessionId": "target", "query": "other", "limit": 1,
-                                        "cursor": event_cursor})[0] == errors.INVALID_CURSOR
-    assert code(service.search_events, {"sessionId": "target", "query": "needle", "limit": 2,
-                                        "cursor": event_cursor})[0] == errors.INVALID_CURSOR
+    assert (
+        code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": session_cursor})
+        == STALE
+    )
+    assert (
+        code(
+            service.search_events,
+            {"sessionId": "target", "query": "other", "limit": 1, "cursor": event_cursor},
+        )[0]
+        == errors.INVALID_CURSOR
+    )
+    assert (
+        code(
+            service.search_events,
+            {"sessionId": "target", "query": "needle", "limit": 2, "cursor": event_cursor},
+        )[0]
+        == errors.INVALID_CURSOR
+    )
     store.append("target", [{"type": "turn/start", "data": {"turn": 9}}])
-    assert code(service.search_events, {"sessionId": "target", "query": "needle", "limit": 1,
-                                        "cursor": event_cursor}) == STALE
+    assert (
+        code(
+            service.search_events,
+            {"sessionId": "target", "query": "needle", "limit": 1, "cursor": event_cursor},
+        )
+        == STALE
+    )
     store.remove("target")
-    assert code(service.search_events, {"sessionId": "target", "query": "needle", "limit": 1,
-                                        "cursor": event_cursor})[0] == errors.SESSION_NOT_FOUND
+    assert (
+        code(
+            service.search_events,
+            {"sessionId": "target", "query": "needle", "limit": 1, "cursor": event_cursor},
+        )[0]
+        == errors.SESSION_NOT_FOUND
+    )
 
 
 def test_cross_session_cursor_stales_on_every_corpus_change():
@@ -848,7 +1177,10 @@ def test_cross_session_cursor_stales_on_every_corpus_change():
         return sessions(service, "needle", limit=1)["nextCursor"]
 
     def stale(cursor):
-        return code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": cursor}) == STALE
+        return (
+            code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": cursor})
+            == STALE
+        )
 
     cursor = fresh()
     store.append("l", [{"type": "turn/start", "data": {"turn": 1}}])
@@ -953,7 +1285,7 @@ def test_no_change_path_reads_no_logs():
     assert len(sessions(service, "needle", limit=100)["items"]) == 100
     calls = []
     original = store.snapshot
-    store.snapshot = lambda sid: calls.append(sid) or original(sid)
+    store.snapshot = lambda session_id: calls.append(session_id) or original(session_id)
     store.snapshots = lambda: pytest.fail("no full copy of the store")
     assert len(sessions(service, "needle", limit=100)["items"]) == 100
     assert calls == []
@@ -968,7 +1300,9 @@ def test_observation_that_never_stabilizes():
     persisted(backend, "p", "needle")
     binding.mount(backend)
     assert code(service.search_sessions, {"query": "needle"}) == (
-        errors.PERSISTENCE_FAILED, "session-search persistence observation did not stabilize after one retry")
+        errors.PERSISTENCE_FAILED,
+        "session-search persistence observation did not stabilize after one retry",
+    )
     assert ops(backend).count("list_snapshots") == 4
 
 
@@ -980,7 +1314,7 @@ def test_retry_once_then_succeed():
     original = backend.list_snapshots
     listings = []
 
-    def list_snapshots(token=None):
+    def list_snapshots(token: CancelToken = NULL_TOKEN):
         listings.append(1)
         if len(listings) == 2:
             store.create(hdr("late"), seed=values([U(0, "needle")]))  # the live set changes once
@@ -991,25 +1325,31 @@ def test_retry_once_then_succeed():
     assert len(listings) == 4
 
 
-def test_attach_during_inspect_retries_and_live_wins():
+def test_attach_during_inspect_retries_and_live_wins(monkeypatch):
     store, binding, service = make()
     backend = MemoryBackend()
     persisted(backend, "s", "stored needle")
     binding.mount(backend)
     original = backend.inspect
 
-    def inspect(sid, token=None):
+    def inspect(sid: str, token: CancelToken = NULL_TOKEN):
         result = original(sid, token)
         if not store.is_live(sid):
             store.create(hdr("s"), seed=values([U(0, "live needle")]))
         return result
 
-    backend.inspect = inspect
+    monkeypatch.setattr(backend, "inspect", inspect)
     assert [h["snippet"] for h in events(service, "s", "needle")["items"]] == ["live needle"]
-    assert ops(backend) == ["list_snapshots", "inspect", "list_snapshots", "list_snapshots", "list_snapshots"]
+    assert ops(backend) == [
+        "list_snapshots",
+        "inspect",
+        "list_snapshots",
+        "list_snapshots",
+        "list_snapshots",
+    ]
 
 
-def test_binding_replaced_during_observation_discards_error():
+def test_binding_replaced_during_observation_discards_error(monkeypatch):
     store, binding, service = make()
     broken = MemoryBackend("memory:broken")
     persisted(broken, "p", "needle")
@@ -1019,11 +1359,11 @@ def test_binding_replaced_during_observation_discards_error():
     binding.mount(broken)
     original = broken.inspect
 
-    def inspect(sid, token=None):
+    def inspect(sid: str, token: CancelToken = NULL_TOKEN):
         binding.mount(healthy)
         return original(sid, token)
 
-    broken.inspect = inspect
+    monkeypatch.setattr(broken, "inspect", inspect)
     assert ids(sessions(service, "needle")) == ["p"]
     assert ops(healthy) == ["list_snapshots", "inspect", "list_snapshots"]
 
@@ -1033,8 +1373,10 @@ def test_binding_replaced_during_observation_discards_error():
     [
         ({"p": 1}, "persistence snapshots must be an array"),
         ([{"header": hdr("p"), "revision": 3}], "persistence snapshot revision must be a string"),
-        ([{"header": hdr("p"), "revision": "1"}, {"header": hdr("p"), "revision": "2"}],
-         'persistence listed duplicate session "p"'),
+        (
+            [{"header": hdr("p"), "revision": "1"}, {"header": hdr("p"), "revision": "2"}],
+            'persistence listed duplicate session "p"',
+        ),
     ],
 )
 def test_malformed_listing_is_persistence_failed(listing, inner):
@@ -1044,7 +1386,10 @@ def test_malformed_listing_is_persistence_failed(listing, inner):
     binding.mount(backend)
     exc = error(service.search_sessions, {"query": "x"})
     assert (exc.code, exc.message, exc.cause) == (
-        errors.PERSISTENCE_FAILED, f"session-search persistence observation failed: {inner}", inner)
+        errors.PERSISTENCE_FAILED,
+        f"session-search persistence observation failed: {inner}",
+        inner,
+    )
 
 
 def test_backend_failures_map_to_persistence_failed_and_next_search_retries():
@@ -1056,18 +1401,27 @@ def test_backend_failures_map_to_persistence_failed_and_next_search_retries():
     backend.fail["list_snapshots"] = OSError("disk on fire")
     exc = error(service.search_sessions, {"query": "needle"})
     assert (exc.code, exc.message, exc.cause) == (
-        errors.PERSISTENCE_FAILED, "session-search persistence observation failed: disk on fire", "disk on fire")
+        errors.PERSISTENCE_FAILED,
+        "session-search persistence observation failed: disk on fire",
+        "disk on fire",
+    )
     del backend.fail["list_snapshots"]
     backend.corrupt.add("bad")
     assert code(service.search_sessions, {"query": "needle"}) == (
-        errors.PERSISTENCE_FAILED, "session-search persistence observation failed: bad bytes")
+        errors.PERSISTENCE_FAILED,
+        "session-search persistence observation failed: bad bytes",
+    )
     backend.corrupt.clear()
     backend.fail["inspect"] = RuntimeError()
     assert code(service.search_events, {"sessionId": "l", "query": "needle"}) == (
-        errors.PERSISTENCE_FAILED, "session-search persistence observation failed: unknown error")
+        errors.PERSISTENCE_FAILED,
+        "session-search persistence observation failed: unknown error",
+    )
     backend.fail["inspect"] = QueryError(errors.SESSION_NOT_FOUND, "coded by the backend")
     assert code(service.search_sessions, {"query": "needle"}) == (
-        errors.SESSION_NOT_FOUND, "coded by the backend")
+        errors.SESSION_NOT_FOUND,
+        "coded by the backend",
+    )
     del backend.fail["inspect"]
     assert sorted(ids(sessions(service, "needle"))) == ["bad", "l"]
 
@@ -1085,12 +1439,16 @@ def test_invalid_surface_and_conflicts_fail_every_search():
     backend.put(hdr("broken"), [U(0, "needle")])
     backend.inspect_meta["broken"] = backend.sessions["broken"][0].from_value(hdr("broken", 99))
     assert code(service.search_sessions, {"query": "needle"}) == (
-        errors.SOURCE_CONFLICT, 'session source headers conflict for session "broken"')
+        errors.SOURCE_CONFLICT,
+        'session source headers conflict for session "broken"',
+    )
     del backend.inspect_meta["broken"]
     assert sorted(ids(sessions(service, "needle"))) == ["broken", "fine"]
     persisted(backend, "fine", "needle", cwd="/elsewhere")
     assert code(service.search_sessions, {"query": "needle"}) == (
-        errors.SOURCE_CONFLICT, 'session source headers conflict for session "fine"')
+        errors.SOURCE_CONFLICT,
+        'session source headers conflict for session "fine"',
+    )
     persisted(backend, "fine", "needle", agentPreset="other", delegationDepth=0)
     assert sorted(ids(sessions(service, "needle"))) == ["broken", "fine"]
 
@@ -1098,7 +1456,8 @@ def test_invalid_surface_and_conflicts_fail_every_search():
 def test_failed_transaction_is_index_failed_and_commits_nothing():
     store, binding, service = make()
     backend = MemoryBackend()
-    backend.put(hdr("bad", "yesterday"), [U(0, "needle")])  # createdAt cannot be stored
+    # createdAt cannot be stored: deliberately not an integer
+    backend.put(hdr("bad", "yesterday"), [U(0, "needle")])  # pyright: ignore[reportArgumentType]
     persisted(backend, "good", "needle")
     binding.mount(backend)
     exc = error(service.search_sessions, {"query": "needle"})
@@ -1130,7 +1489,10 @@ def test_cancelled_before_queueing_reads_nothing():
     binding.mount(backend)
     token = CancelToken()
     token.cancel()
-    assert code(service.search_sessions, {"query": "x"}, token) == (errors.ABORTED, "session-search aborted")
+    assert code(service.search_sessions, {"query": "x"}, token) == (
+        errors.ABORTED,
+        "session-search aborted",
+    )
     assert code(service.search_events, {"sessionId": "s", "query": "x"}, token)[0] == errors.ABORTED
     assert backend.calls == []
 
@@ -1142,7 +1504,9 @@ def test_cancelled_while_queued_reports_promptly():
     backend.gate = threading.Event()
     binding.mount(backend)
     results = {}
-    first = threading.Thread(target=lambda: results.setdefault("first", sessions(service, "needle")))
+    first = threading.Thread(
+        target=lambda: results.setdefault("first", sessions(service, "needle"))
+    )
     first.start()
     assert backend.started.wait(5)
     token = CancelToken()
@@ -1186,7 +1550,7 @@ def test_searches_never_overlap():
     assert ops(backend) == ["list_snapshots"] * 6
 
 
-def test_cancel_during_backend_call_awaits_it_and_commits_nothing():
+def test_cancel_during_backend_call_awaits_it_and_commits_nothing(monkeypatch):
     store, binding, service = make()
     backend = MemoryBackend()
     persisted(backend, "p", "needle")
@@ -1196,16 +1560,19 @@ def test_cancel_during_backend_call_awaits_it_and_commits_nothing():
     original = backend.inspect
     settled = []
 
-    def inspect(sid, tok=None):
+    def inspect(sid: str, tok: CancelToken = NULL_TOKEN):
         token.cancel()
         release.wait(5)  # ignores the token
         settled.append(sid)
         return original(sid, tok)
 
-    backend.inspect = inspect
+    monkeypatch.setattr(backend, "inspect", inspect)
     result = {}
-    thread = threading.Thread(target=lambda: result.setdefault("exc", error(service.search_sessions,
-                                                                              {"query": "needle"}, token)))
+    thread = threading.Thread(
+        target=lambda: result.setdefault(
+            "exc", error(service.search_sessions, {"query": "needle"}, token)
+        )
+    )
     thread.start()
     time.sleep(0.05)
     assert thread.is_alive()  # the in-flight call is awaited
@@ -1220,22 +1587,26 @@ def test_cancel_during_backend_call_awaits_it_and_commits_nothing():
     assert ops(backend).count("inspect") == 1  # nothing was committed
 
 
-def test_backend_error_after_cancellation_is_aborted_with_cause():
+def test_backend_error_after_cancellation_is_aborted_with_cause(monkeypatch):
     _, binding, service = make()
     backend = MemoryBackend()
     token = CancelToken()
 
-    def list_snapshots(tok=None):
+    def list_snapshots(tok: CancelToken = NULL_TOKEN):
         tok.cancel()
         tok.raise_if_cancelled()
 
-    backend.list_snapshots = list_snapshots
+    monkeypatch.setattr(backend, "list_snapshots", list_snapshots)
     binding.mount(backend)
     exc = error(service.search_sessions, {"query": "x"}, token)
-    assert (exc.code, exc.message, exc.cause) == (errors.ABORTED, "session-search aborted", "cancelled")
+    assert (exc.code, exc.message, exc.cause) == (
+        errors.ABORTED,
+        "session-search aborted",
+        "cancelled",
+    )
 
 
-def test_cancel_at_the_last_listing_commits_nothing():
+def test_cancel_at_the_last_listing_commits_nothing(monkeypatch):
     store, binding, service = make()
     live(store, "l", "needle")
     backend = MemoryBackend()
@@ -1243,13 +1614,13 @@ def test_cancel_at_the_last_listing_commits_nothing():
     token = CancelToken()
     original = backend.list_snapshots
 
-    def list_snapshots(tok=None):
+    def list_snapshots(tok: CancelToken = NULL_TOKEN):
         result = original(tok)
         if ops(backend).count("list_snapshots") == 2:
             token.cancel()
         return result
 
-    backend.list_snapshots = list_snapshots
+    monkeypatch.setattr(backend, "list_snapshots", list_snapshots)
     assert code(service.search_sessions, {"query": "needle"}, token)[0] == errors.ABORTED
     cursor_free = sessions(service, "needle", limit=1)
     assert ids(cursor_free) == ["l"]
@@ -1260,16 +1631,23 @@ def test_coded_cancellation_from_backend_class():
     backend = MemoryBackend()
     backend.fail["list_snapshots"] = SessionQueryCancelled("cancelled")
     binding.mount(backend)
-    assert code(service.search_sessions, {"query": "x"})[0] == errors.PERSISTENCE_FAILED  # token not fired
+    assert (
+        code(service.search_sessions, {"query": "x"})[0] == errors.PERSISTENCE_FAILED
+    )  # token not fired
 
 
-def test_snapshot_objects_and_dicts_are_both_accepted():
+def test_snapshot_objects_and_dicts_are_both_accepted(monkeypatch):
     _, binding, service = make()
     backend = MemoryBackend()
     persisted(backend, "p", "needle")
     original = backend.list_snapshots
-    backend.list_snapshots = lambda token=None: [
-        {"header": s.header.to_value(), "revision": s.revision} for s in original(token)]
+    monkeypatch.setattr(
+        backend,
+        "list_snapshots",
+        lambda token=NULL_TOKEN: [
+            {"header": s.header.to_value(), "revision": s.revision} for s in original(token)
+        ],
+    )
     binding.mount(backend)
     assert ids(sessions(service, "needle")) == ["p"]
     assert isinstance(original()[0], Snapshot)

@@ -15,12 +15,30 @@ from hypothesis import strategies as st
 
 from dsh_query_server.query.text import documents
 
-from .builders import A, U, hdr
+from .builders import A, U, hdr, live_snapshot
 from .fakes import MemoryBackend
 from .search_helpers import j, make, page_all, values
 
-WORDS = ["alpha", "Alpha", "ALPHA", "beta", "BETA", "café", "CAFÉ", "cafe", "Cafe", "naïve", "NAIVE",
-         "über", "Uber", "or", "OR", "x1", "ai", "AI"]
+WORDS = [
+    "alpha",
+    "Alpha",
+    "ALPHA",
+    "beta",
+    "BETA",
+    "café",
+    "CAFÉ",
+    "cafe",
+    "Cafe",
+    "naïve",
+    "NAIVE",
+    "über",
+    "Uber",
+    "or",
+    "OR",
+    "x1",
+    "ai",
+    "AI",
+]
 SEPARATORS = [" ", "  ", "\n", ", ", "—", "-", ".", "'", '"', "\t", " * ", "\u00a0"]
 
 
@@ -42,23 +60,32 @@ def phrase_in(phrase: list[str], tokens: list[str]) -> bool:
 
 
 def texts(min_words: int = 1, max_words: int = 6) -> st.SearchStrategy[str]:
-    pieces = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)),
-                      min_size=min_words, max_size=max_words)
+    pieces = st.lists(
+        st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)),
+        min_size=min_words,
+        max_size=max_words,
+    )
     return pieces.map(lambda ps: "".join(w + s for w, s in ps))
 
 
 def logs() -> st.SearchStrategy[list]:
     messages = st.lists(st.tuples(st.booleans(), texts()), min_size=0, max_size=4)
-    return messages.map(lambda ms: [(U if user else A)(i, text, time=i) for i, (user, text) in enumerate(ms)])
+    return messages.map(
+        lambda ms: [(U if user else A)(i, text, time=i) for i, (user, text) in enumerate(ms)]
+    )
 
 
-corpora = st.fixed_dictionaries({
-    "live": st.dictionaries(st.sampled_from(["a", "b", "c", "shared"]), logs(), max_size=3),
-    "persisted": st.dictionaries(st.sampled_from(["p", "q", "shared", "É"]), logs(), max_size=3),
-    "bound": st.booleans(),
-    "queries": st.lists(texts(1, 3), min_size=1, max_size=3),
-    "limit": st.integers(1, 3),
-})
+corpora = st.fixed_dictionaries(
+    {
+        "live": st.dictionaries(st.sampled_from(["a", "b", "c", "shared"]), logs(), max_size=3),
+        "persisted": st.dictionaries(
+            st.sampled_from(["p", "q", "shared", "É"]), logs(), max_size=3
+        ),
+        "bound": st.booleans(),
+        "queries": st.lists(texts(1, 3), min_size=1, max_size=3),
+        "limit": st.integers(1, 3),
+    }
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -79,17 +106,26 @@ def test_search_equals_brute_force_phrase_scan(corpus):
     if corpus["bound"]:
         visible.update(backend.sessions)
     for sid in corpus["live"]:
-        visible[sid] = (None, store.snapshot(sid).events)
-    docs = {sid: [(int(e.seq), model_tokens(text)) for e, text in documents(evs)]
-            for sid, (_, evs) in visible.items()}
+        visible[sid] = (None, live_snapshot(store, sid).events)
+    docs = {
+        sid: [(int(e.seq), model_tokens(text)) for e, text in documents(evs)]
+        for sid, (_, evs) in visible.items()
+    }
 
     limit = corpus["limit"]
     for query in corpus["queries"]:
         phrase = model_tokens(query)
-        expected = {(sid, seq) for sid, ds in docs.items() for seq, tokens in ds if phrase_in(phrase, tokens)}
+        expected = {
+            (sid, seq)
+            for sid, ds in docs.items()
+            for seq, tokens in ds
+            if phrase_in(phrase, tokens)
+        }
         found = set()
         for sid in visible:
-            items = page_all(service.search_events, {"sessionId": sid, "query": query, "limit": limit})
+            items = page_all(
+                service.search_events, {"sessionId": sid, "query": query, "limit": limit}
+            )
             keys = [(h["sessionId"], h["seq"]) for h in items]
             assert len(keys) == len(set(keys))  # paging never repeats a hit
             found.update(keys)
@@ -129,7 +165,24 @@ def walk_clean(marked: str) -> tuple[str, int]:
 
 # Spec whitespace, code points only str.split() or only §0.3 call whitespace, markers, text.
 MARKED_ALPHABET = st.sampled_from(
-    [" ", "\n", "\t", "\u00a0", "\u3000", "\ufeff", "\x1c", "\x1f", "\x85", START, END, "a", "é", "😀", "—"])
+    [
+        " ",
+        "\n",
+        "\t",
+        "\u00a0",
+        "\u3000",
+        "\ufeff",
+        "\x1c",
+        "\x1f",
+        "\x85",
+        START,
+        END,
+        "a",
+        "é",
+        "😀",
+        "—",
+    ]
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -158,7 +211,10 @@ class ReusingBackend(MemoryBackend):
         self._enter("list_snapshots", None, token)
         state = tuple(sorted(self.revisions.items()))
         if self._cache is None or self._cache[0] != state:
-            self._cache = (state, [Snapshot(h, f"rev-{self.revisions[s]}") for s, (h, _) in self.sessions.items()])
+            self._cache = (
+                state,
+                [Snapshot(h, f"rev-{self.revisions[s]}") for s, (h, _) in self.sessions.items()],
+            )
         return list(self._cache[1])
 
 
@@ -169,8 +225,11 @@ def _generation(page: dict) -> str | None:
     return json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))["generation"]
 
 
-OPS = st.lists(st.sampled_from(["none", "create", "append", "remove", "put", "drop", "mount", "unmount"]),
-               min_size=1, max_size=12)
+OPS = st.lists(
+    st.sampled_from(["none", "create", "append", "remove", "put", "drop", "mount", "unmount"]),
+    min_size=1,
+    max_size=12,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -192,8 +251,11 @@ def test_skipping_the_observation_equals_observing(ops_, rng):
         if service is full and index is not None:
             index._seen = None  # forget: observe everything again
         try:
-            return j(service.search_sessions(request)) if "sessionId" not in request else \
-                j(service.search_events(request))
+            return (
+                j(service.search_sessions(request))
+                if "sessionId" not in request
+                else j(service.search_events(request))
+            )
         except Exception as exc:  # noqa: BLE001 - both must fail alike
             return ("error", getattr(exc, "code", type(exc).__name__))
 
@@ -215,19 +277,32 @@ def test_skipping_the_observation_equals_observing(ops_, rng):
             mount = binding.mount(backend)
         elif op == "unmount":
             binding.unmount(mount)
-        for request in ({"query": "needle", "limit": 1}, {"sessionId": "p0", "query": "needle", "limit": 1},
-                        {"sessionId": "l0", "query": "needle", "limit": 1}):
+        for request in (
+            {"query": "needle", "limit": 1},
+            {"sessionId": "p0", "query": "needle", "limit": 1},
+            {"sessionId": "l0", "query": "needle", "limit": 1},
+        ):
             key = json.dumps(request)
             pages = []
             for i, service in enumerate((fast, full)):
                 previous = cursors.get(key, (None, None))[i]
-                verdict = None if previous is None else search(service, {**request, "cursor": previous})
+                verdict = (
+                    None if previous is None else search(service, {**request, "cursor": previous})
+                )
                 verdict = verdict if isinstance(verdict, tuple) or verdict is None else "valid"
                 page = search(service, request)
-                pages.append((page if isinstance(page, tuple) else (page["items"], _generation(page)), verdict))
+                pages.append(
+                    (
+                        page if isinstance(page, tuple) else (page["items"], _generation(page)),
+                        verdict,
+                    )
+                )
             assert pages[0] == pages[1], (op, request)
-            cursors[key] = tuple(None if isinstance(p, tuple) else p.get("nextCursor")
-                                 for p in (search(fast, request), search(full, request)))
+            fast_cursor, full_cursor = (
+                None if isinstance(p, tuple) else p.get("nextCursor")
+                for p in (search(fast, request), search(full, request))
+            )
+            cursors[key] = (fast_cursor, full_cursor)
     fast.close()
     full.close()
 
@@ -258,21 +333,34 @@ def rank_texts() -> st.SearchStrategy[str]:
 
 def rank_logs() -> st.SearchStrategy[list]:
     entries = st.lists(st.tuples(rank_texts(), st.integers(0, 2)), min_size=0, max_size=5)
-    return entries.map(lambda es: [U(i, text, time=t) if i % 2 else A(i, text, time=t)
-                                   for i, (text, t) in enumerate(es)])
+    return entries.map(
+        lambda es: [
+            U(i, text, time=t) if i % 2 else A(i, text, time=t) for i, (text, t) in enumerate(es)
+        ]
+    )
 
 
-rank_corpora = st.fixed_dictionaries({
-    "live": st.dictionaries(st.sampled_from(["a", "b", "shared", "é"]), st.tuples(rank_logs(), st.sampled_from(CWDS)),
-                            max_size=3),
-    "persisted": st.dictionaries(st.sampled_from(["p", "q", "shared", "Z"]),
-                                 st.tuples(rank_logs(), st.sampled_from(CWDS)), max_size=3),
-    "query": st.sampled_from(["needle", "needle needle", "café", "hay needle", "needle hay needle"]),
-    "cwd": st.sampled_from([None, ["/a"], ["/b", None]]),
-    "availability": st.sampled_from([None, ["live"], ["persisted"]]),
-    "type": st.sampled_from([None, ["user/message"], ["assistant/message", "user/message"]]),
-    "limit": st.integers(1, 3),
-})
+rank_corpora = st.fixed_dictionaries(
+    {
+        "live": st.dictionaries(
+            st.sampled_from(["a", "b", "shared", "é"]),
+            st.tuples(rank_logs(), st.sampled_from(CWDS)),
+            max_size=3,
+        ),
+        "persisted": st.dictionaries(
+            st.sampled_from(["p", "q", "shared", "Z"]),
+            st.tuples(rank_logs(), st.sampled_from(CWDS)),
+            max_size=3,
+        ),
+        "query": st.sampled_from(
+            ["needle", "needle needle", "café", "hay needle", "needle hay needle"]
+        ),
+        "cwd": st.sampled_from([None, ["/a"], ["/b", None]]),
+        "availability": st.sampled_from([None, ["live"], ["persisted"]]),
+        "type": st.sampled_from([None, ["user/message"], ["assistant/message", "user/message"]]),
+        "limit": st.integers(1, 3),
+    }
+)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -289,14 +377,26 @@ def test_ranking_equals_the_model(corpus):
         store.create(hdr(sid, 1, **({"cwd": cwd} if cwd else {})), seed=values(log))
 
     visible = {sid: (cwd, log, False) for sid, (log, cwd) in corpus["persisted"].items()}
-    visible.update({sid: (cwd, store.snapshot(sid).events, True) for sid, (_, cwd) in corpus["live"].items()})
+    visible.update(
+        {
+            sid: (cwd, live_snapshot(store, sid).events, True)
+            for sid, (_, cwd) in corpus["live"].items()
+        }
+    )
     phrase = model_tokens(corpus["query"])
     keyed = {}  # sid -> [(sort key, seq)], the §6.9 event order
     for sid, (cwd, evs, live) in visible.items():
         if corpus["cwd"] is not None and cwd not in corpus["cwd"]:
             continue
-        persisted = not live or sid in corpus["persisted"]  # a live row's flag: in the bound backend too
-        if corpus["availability"] == ["live"] and not live or corpus["availability"] == ["persisted"] and not persisted:
+        persisted = (
+            not live or sid in corpus["persisted"]
+        )  # a live row's flag: in the bound backend too
+        if (
+            corpus["availability"] == ["live"]
+            and not live
+            or corpus["availability"] == ["persisted"]
+            and not persisted
+        ):
             continue
         hits = []
         for event, text in documents(evs):
@@ -314,19 +414,32 @@ def test_ranking_equals_the_model(corpus):
     if corpus["availability"] is not None:
         filters.append({"kind": "availability", "values": corpus["availability"]})
     events_filters = [] if corpus["type"] is None else [{"kind": "type", "values": corpus["type"]}]
-    request = {"query": corpus["query"], "limit": corpus["limit"], "sessionFilters": filters,
-               "eventFilters": events_filters}
+    request = {
+        "query": corpus["query"],
+        "limit": corpus["limit"],
+        "sessionFilters": filters,
+        "eventFilters": events_filters,
+    }
     best = page_all(service.search_sessions, request)
     expected = sorted(keyed, key=lambda sid: (keyed[sid][0][0][:3], sid, keyed[sid][0][0][3]))
-    assert [(h["header"]["id"], h["bestMatch"]["seq"]) for h in best] == [(sid, keyed[sid][0][1]) for sid in expected]
+    assert [(h["header"]["id"], h["bestMatch"]["seq"]) for h in best] == [
+        (sid, keyed[sid][0][1]) for sid in expected
+    ]
     assert all(h["live"] == (h["header"]["id"] in corpus["live"]) for h in best)
     assert all(h["persisted"] == (h["header"]["id"] in corpus["persisted"]) for h in best)
     assert all(h["header"].get("cwd") == visible[h["header"]["id"]][0] for h in best)
 
     for sid in visible:
         if corpus["cwd"] is None and corpus["availability"] is None:
-            items = page_all(service.search_events, {"sessionId": sid, "query": corpus["query"],
-                                                     "limit": corpus["limit"], "filters": events_filters})
+            items = page_all(
+                service.search_events,
+                {
+                    "sessionId": sid,
+                    "query": corpus["query"],
+                    "limit": corpus["limit"],
+                    "filters": events_filters,
+                },
+            )
             assert [h["seq"] for h in items] == [seq for _, seq in keyed.get(sid, [])]
     service.close()
 
@@ -356,8 +469,11 @@ SPAN_WORDS = ["a", "b", "A", "á", "c"]
 
 @settings(max_examples=300, deadline=None)
 @given(
-    texts=st.lists(st.lists(st.sampled_from(SPAN_WORDS), min_size=1, max_size=12).map(" ".join),
-                   min_size=1, max_size=6),
+    texts=st.lists(
+        st.lists(st.sampled_from(SPAN_WORDS), min_size=1, max_size=12).map(" ".join),
+        min_size=1,
+        max_size=6,
+    ),
     query=st.lists(st.sampled_from(SPAN_WORDS), min_size=1, max_size=3),
 )
 def test_match_spans_counts_what_highlight_marks(texts, query):
@@ -371,9 +487,13 @@ def test_match_spans_counts_what_highlight_marks(texts, query):
         conn.executemany("INSERT INTO t (text) VALUES (?)", [(text,) for text in texts])
         phrase = '"' + " ".join(query) + '"'
         wanted = model_tokens(" ".join(query))
-        rows = list(conn.execute(
-            "SELECT match_spans(t), length(highlight(t, 0, char(64976), '')) - length(text), text"
-            " FROM t WHERE t MATCH ?", (phrase,)))
+        rows = list(
+            conn.execute(
+                "SELECT match_spans(t), length(highlight(t, 0, char(64976), '')) - length(text), text"
+                " FROM t WHERE t MATCH ?",
+                (phrase,),
+            )
+        )
         for counted, marked, text in rows:
             assert counted == marked, (text, query)
             assert counted == spans(wanted, model_tokens(text))

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
 from dsh_query_server import errors
+from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.model.event import Header
-from dsh_query_server.cancel import CancelToken
 from dsh_query_server.persistence.base import Snapshot
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
@@ -43,8 +44,13 @@ class ReusingBackend(MemoryBackend):
         self._enter("list_snapshots", None, token)
         state = tuple(sorted(self.revisions.items()))
         if self._cache is None or self._cache[0] != state:
-            self._cache = (state, tuple(Snapshot(h, f"rev-{self.revisions[sid]}")
-                                        for sid, (h, _) in self.sessions.items()))
+            self._cache = (
+                state,
+                tuple(
+                    Snapshot(h, f"rev-{self.revisions[sid]}")
+                    for sid, (h, _) in self.sessions.items()
+                ),
+            )
         return self._cache[1] if self.as_tuple else list(self._cache[1])
 
 
@@ -112,7 +118,9 @@ def test_skipped_reconcile_still_sees_every_change():
     assert sorted(ids(sessions(service, "needle"))) == ["l", "p"]
     backend.fail["list_snapshots"] = OSError("disk on fire")
     assert code(service.search_sessions, {"query": "needle"}) == (
-        errors.PERSISTENCE_FAILED, "session-search persistence observation failed: disk on fire")
+        errors.PERSISTENCE_FAILED,
+        "session-search persistence observation failed: disk on fire",
+    )
     del backend.fail["list_snapshots"]
     assert sorted(ids(sessions(service, "needle"))) == ["l", "p"]
 
@@ -136,8 +144,10 @@ def test_a_list_changed_in_place_is_never_trusted():
     persisted(backend, "p", "needle")
     listing = []
 
-    def list_snapshots(token=None):
-        listing[:] = [Snapshot(h, f"rev-{backend.revisions[sid]}") for sid, (h, _) in backend.sessions.items()]
+    def list_snapshots(token: CancelToken = NULL_TOKEN):
+        listing[:] = [
+            Snapshot(h, f"rev-{backend.revisions[sid]}") for sid, (h, _) in backend.sessions.items()
+        ]
         return listing  # always the same list object
 
     backend.list_snapshots = list_snapshots
@@ -158,8 +168,13 @@ def test_sqlite_backend_commits_by_another_connection_are_seen(tmp_path):
     cursor = events(service, "s", "needle", limit=1)["nextCursor"]
     assert events(service, "s", "needle", limit=1, cursor=cursor)["items"]  # unchanged: skipped
     writer.append("s", [U(2, "third needle")])
-    assert code(service.search_events, {"sessionId": "s", "query": "needle", "limit": 1,
-                                        "cursor": cursor}) == STALE
+    assert (
+        code(
+            service.search_events,
+            {"sessionId": "s", "query": "needle", "limit": 1, "cursor": cursor},
+        )
+        == STALE
+    )
     assert len(events(service, "s", "needle")["items"]) == 3
     writer.close()
 
@@ -187,13 +202,19 @@ class AppendingMidway(SqliteBackend):
         self.windows += 1
         if self.windows == self.after_windows:
             writer = SqliteBackend(self.path)
-            writer.append("s", [U(writer.stored_count("s"), "late needle")])
+            stored = writer.stored_count("s")
+            assert stored is not None
+            writer.append("s", [U(stored, "late needle")])
             writer.close()
         return super().inspect_window(session_id, first, last, token)
 
 
-@pytest.mark.parametrize("after_windows", [2, 5, 7])  # during the fold pass, at its end, while writing
-def test_a_log_growing_between_windows_is_indexed_at_its_new_revision(tmp_path, monkeypatch, after_windows):
+@pytest.mark.parametrize(
+    "after_windows", [2, 5, 7]
+)  # during the fold pass, at its end, while writing
+def test_a_log_growing_between_windows_is_indexed_at_its_new_revision(
+    tmp_path, monkeypatch, after_windows
+):
     from dsh_query_server.search import documents
 
     monkeypatch.setattr(documents, "WINDOW", 4)
@@ -254,7 +275,7 @@ def test_a_retry_rolls_back_what_the_first_attempt_wrote():
     original = backend.list_snapshots
     calls = []
 
-    def list_snapshots(token=None):
+    def list_snapshots(token: CancelToken = NULL_TOKEN):
         calls.append(1)
         if len(calls) == 2:
             live(store, "late", "needle")  # the live set moves: retry
@@ -266,35 +287,40 @@ def test_a_retry_rolls_back_what_the_first_attempt_wrote():
     assert ops(backend).count("inspect") == 3  # warm up, then once per attempt
 
 
-def test_a_failed_write_waits_for_the_observation():
+def test_a_failed_write_waits_for_the_observation(monkeypatch):
     store, binding, service = make()
     backend = MemoryBackend()
-    backend.put(hdr("bad", "yesterday"), [U(0, "needle")])  # createdAt cannot be stored
+    # createdAt cannot be stored: deliberately not an integer
+    backend.put(hdr("bad", "yesterday"), [U(0, "needle")])  # pyright: ignore[reportArgumentType]
     persisted(backend, "broken", "needle")
     binding.mount(backend)
     original = backend.inspect
 
-    def inspect(sid, token=None):
+    def inspect(sid: str, token: CancelToken = NULL_TOKEN):
         if sid == "broken":
             raise OSError("gone")
         return original(sid, token)
 
-    backend.inspect = inspect
+    monkeypatch.setattr(backend, "inspect", inspect)
     # The write of "bad" failed first, but the observation error takes precedence.
     assert code(service.search_sessions, {"query": "needle"}) == (
-        errors.PERSISTENCE_FAILED, "session-search persistence observation failed: gone")
+        errors.PERSISTENCE_FAILED,
+        "session-search persistence observation failed: gone",
+    )
     backend.inspect = original
     failure = code(service.search_sessions, {"query": "needle"})
-    assert failure[0] == errors.INDEX_FAILED and failure[1].startswith("session-search reconciliation failed: ")
+    assert failure[0] == errors.INDEX_FAILED and failure[1].startswith(
+        "session-search reconciliation failed: "
+    )
     # Cancelled after the observation: aborted, whatever the plan held.
     token = CancelToken()
 
-    def cancelling(sid, tok=None):
+    def cancelling(sid: str, tok: CancelToken = NULL_TOKEN):
         if sid == "broken":
             token.cancel()
         return original(sid, tok)
 
-    backend.inspect = cancelling
+    monkeypatch.setattr(backend, "inspect", cancelling)
     assert code(service.search_sessions, {"query": "needle"}, token)[0] == errors.ABORTED
     del backend.sessions["bad"]
     backend.inspect = original
@@ -336,7 +362,6 @@ def test_a_search_waits_for_a_flush_in_progress_and_stays_cancellable():
     assert answered == [["s"]]
 
 
-
 # -- §6.5 step 2.3: what moves between the two listings ----------------------------------------
 
 
@@ -346,7 +371,7 @@ class MovingBetweenListings(MemoryBackend):
 
     def __init__(self) -> None:
         super().__init__("memory:moving")
-        self.move = None
+        self.move: Callable[[], object] | None = None
         self.listings = 0
 
     def list_snapshots(self, token=None):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,7 @@ from dsh_query_server import errors
 from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
+from dsh_query_server.model.event import Event
 from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.query import labels
 from dsh_query_server.query.service import SessionQueryService
@@ -61,7 +63,9 @@ def test_source_matrix_example(env):
     binding.mount(backend)
     out = j(service.list_sessions())
     assert [(r["header"]["id"], r["live"], r["persisted"]) for r in out] == [
-        ("shared", True, True), ("durable", False, True)]
+        ("shared", True, True),
+        ("durable", False, True),
+    ]
     window = j(service.read_event("shared", 0))
     assert window["target"]["data"]["content"][0]["text"] == "live text"
     backend.calls.clear()
@@ -74,7 +78,9 @@ def test_source_matrix_example(env):
     backend.put(hdr("shared", 10, cwd="/p", delegationDepth=0, agentPreset="x", origin="subagent"))
     assert len(service.list_sessions()) == 2
     binding.unmount()
-    assert [(r["header"]["id"], r["persisted"]) for r in j(service.list_sessions())] == [("shared", False)]
+    assert [(r["header"]["id"], r["persisted"]) for r in j(service.list_sessions())] == [
+        ("shared", False)
+    ]
 
 
 def test_failing_backend_keeps_live_reads(env):
@@ -105,7 +111,10 @@ def test_inspect_failures_map_by_class(env):
     assert (code, message) == (errors.CORRUPT_SESSION, 'stored session "bad" is corrupt: bad bytes')
     backend.fail["inspect"] = RuntimeError()
     code, message = code_of(service.list_events, "io")
-    assert (code, message) == (errors.PERSISTENCE_FAILED, 'failed to inspect session "io": unknown error')
+    assert (code, message) == (
+        errors.PERSISTENCE_FAILED,
+        'failed to inspect session "io": unknown error',
+    )
     backend.fail["inspect"] = QueryError(errors.INVALID_FILTER, "odd")
     assert code_of(service.list_events, "io")[0] == errors.PERSISTENCE_FAILED
 
@@ -158,7 +167,10 @@ def test_read_event_window_example(env):
     for kw in ({"before": -1}, {"before": 2}, {"after": 0.5}, {"before": None}):
         code, message = code_of(service.read_event, "s", 2, **kw)
         assert code == errors.INVALID_WINDOW
-    assert code_of(service.read_event, "s", 2, before=2)[1] == "before must be an integer between 0 and 1"
+    assert (
+        code_of(service.read_event, "s", 2, before=2)[1]
+        == "before must be an integer between 0 and 1"
+    )
     assert code_of(service.read_event, 5, 2)[1] == "sessionId must be a string"
     assert code_of(service.read_event, "s", "2")[1] == "seq must be a number"
     assert code_of(service.read_event, "s", True)[0] == errors.INVALID_REQUEST
@@ -174,7 +186,10 @@ def test_read_event_works_on_invalid_surface_and_checks_shape(env):
     binding.mount(backend)
     assert j(service.read_event("s", 0))["target"]["seq"] == 0
     code, message = code_of(service.read_event, "s", 0, 0, 1)
-    assert (code, message) == (errors.CORRUPT_SESSION, "session event at seq 1 lacks an identified message")
+    assert (code, message) == (
+        errors.CORRUPT_SESSION,
+        "session event at seq 1 lacks an identified message",
+    )
     assert code_of(service.list_events, "s")[0] == errors.INVALID_SURFACE
     assert code_of(service.trace_event, "s", 7)[0] == errors.EVENT_NOT_FOUND
     assert code_of(service.trace_event, "s", 0)[0] == errors.INVALID_SURFACE
@@ -187,10 +202,23 @@ def test_read_surface_order_and_list_events(env):
     assert [e["seq"] for e in surface["events"]] == [0, 4, 7]
     assert surface["capturedThroughSeq"] == 9  # the end-seed
     records = j(service.list_events("c"))
-    assert [r["surface"] for r in records][:9] == ["current", "shadowed", "shadowed", "shadowed",
-                                                    "current", "log-only", "shadowed", "current", "log-only"]
+    assert [r["surface"] for r in records][:9] == [
+        "current",
+        "shadowed",
+        "shadowed",
+        "shadowed",
+        "current",
+        "log-only",
+        "shadowed",
+        "current",
+        "log-only",
+    ]
     store.create(hdr("empty"))
-    assert j(service.read_surface("empty")) == {"session": hdr("empty"), "capturedThroughSeq": None, "events": []}
+    assert j(service.read_surface("empty")) == {
+        "session": hdr("empty"),
+        "capturedThroughSeq": None,
+        "events": [],
+    }
 
 
 def test_read_session_replay_validation(env):
@@ -216,30 +244,54 @@ def test_filter_events_combined_example(env):
     store.create(hdr("s"), seed=seed_values(events))
     docs = j(service.filter_events("s", []))
     assert [(d["seq"], d["text"], d["surface"]) for d in docs] == [
-        (0, "Hello\n(AI)+", "shadowed"), (2, "replacement", "current"), (3, "interrupted", "log-only")]
-    filters = [{"kind": "seq", "from": 0, "to": 1}, {"kind": "time", "from": 9, "to": 11},
-               {"kind": "type", "values": ["user/message", "tool/result"]},
-               {"kind": "surface", "values": ["shadowed"]}, {"kind": "text", "text": "hello   (ai)+"}]
+        (0, "Hello\n(AI)+", "shadowed"),
+        (2, "replacement", "current"),
+        (3, "interrupted", "log-only"),
+    ]
+    filters = [
+        {"kind": "seq", "from": 0, "to": 1},
+        {"kind": "time", "from": 9, "to": 11},
+        {"kind": "type", "values": ["user/message", "tool/result"]},
+        {"kind": "surface", "values": ["shadowed"]},
+        {"kind": "text", "text": "hello   (ai)+"},
+    ]
     assert [d["seq"] for d in j(service.filter_events("s", filters))] == [0]
     assert j(service.filter_events("s", [{"kind": "surface", "values": []}])) == []
-    assert code_of(service.filter_events, "s", [{"kind": "text", "text": "  "}])[1] == \
-        "session text filter must contain non-whitespace text"
-    assert code_of(service.filter_events, "missing", [{"kind": "text", "text": " "}])[0] == errors.SESSION_NOT_FOUND
+    assert (
+        code_of(service.filter_events, "s", [{"kind": "text", "text": "  "}])[1]
+        == "session text filter must contain non-whitespace text"
+    )
+    assert (
+        code_of(service.filter_events, "missing", [{"kind": "text", "text": " "}])[0]
+        == errors.SESSION_NOT_FOUND
+    )
     assert code_of(service.filter_events, "s", None)[1] == "session filters must be an array"
-    assert code_of(service.filter_events, "s", [{"kind": "seq", "from": 2, "to": 1}])[1] == \
-        "session seq filter from must be less than or equal to to"
-    assert code_of(service.filter_events, "s", [{"kind": "seq", "from": None}])[1] == \
-        "session seq filter from must be finite"
-    assert code_of(service.filter_events, "s", [{"kind": "nope"}])[1] == 'session unknown filter kind "nope"'
+    assert (
+        code_of(service.filter_events, "s", [{"kind": "seq", "from": 2, "to": 1}])[1]
+        == "session seq filter from must be less than or equal to to"
+    )
+    assert (
+        code_of(service.filter_events, "s", [{"kind": "seq", "from": None}])[1]
+        == "session seq filter from must be finite"
+    )
+    assert (
+        code_of(service.filter_events, "s", [{"kind": "nope"}])[1]
+        == 'session unknown filter kind "nope"'
+    )
     assert code_of(service.filter_events, "s", [{}])[1] == "session unknown filter kind (missing)"
-    assert code_of(service.filter_events, "s", [{"kind": "surface", "values": ["x"]}])[1] == \
-        'session surface filter contains unknown value "x"'
+    assert (
+        code_of(service.filter_events, "s", [{"kind": "surface", "values": ["x"]}])[1]
+        == 'session surface filter contains unknown value "x"'
+    )
 
 
 def test_literal_scan_examples(env):
     store, _, service = env
     store.create(hdr("s"), seed=seed_values([U(0, "Alpha\n beta"), U(1, "other"), U(2, "café")]))
-    find = lambda text: [d.seq for d in service.filter_events("s", [{"kind": "text", "text": text}])]
+
+    def find(text: str) -> list[int]:
+        return [d.seq for d in service.filter_events("s", [{"kind": "text", "text": text}])]
+
     assert find("alpha beta") == [0]
     assert find("CAFÉ") == [2]
 
@@ -251,7 +303,10 @@ def test_filter_sessions(env):
     backend = MemoryBackend()
     backend.put(hdr("c", 3, cwd="/y"), [U(0)])
     binding.mount(backend)
-    ids = lambda f: [j(r)["header"]["id"] for r in service.filter_sessions(f)]
+
+    def ids(f: list[dict[str, Any]]) -> list[str]:
+        return [j(r)["header"]["id"] for r in service.filter_sessions(f)]
+
     assert ids([]) == ["c", "b", "a"]
     assert ids([{"kind": "cwd", "values": [None]}]) == ["b"]
     assert ids([{"kind": "parent", "values": [None]}]) == ["c", "b"]
@@ -259,53 +314,97 @@ def test_filter_sessions(env):
     assert ids([{"kind": "availability", "values": []}]) == []
     assert ids([{"kind": "created-at", "from": 1.5, "to": 2.9999}]) == ["b"]
     assert ids([{"kind": "id", "values": ["a", "c"]}, {"kind": "cwd", "values": ["/y"]}]) == ["c"]
-    assert code_of(service.filter_sessions, [{"kind": "seq"}])[1] == 'session unknown filter kind "seq"'
-    assert code_of(service.filter_sessions, [{"kind": "cwd", "values": [1]}])[1] == \
-        "session cwd filter values must be an array of strings or null"
-    assert code_of(service.filter_sessions, [{"kind": "id", "values": [None]}])[1] == \
-        "session id filter values must be an array of strings"
+    assert (
+        code_of(service.filter_sessions, [{"kind": "seq"}])[1]
+        == 'session unknown filter kind "seq"'
+    )
+    assert (
+        code_of(service.filter_sessions, [{"kind": "cwd", "values": [1]}])[1]
+        == "session cwd filter values must be an array of strings or null"
+    )
+    assert (
+        code_of(service.filter_sessions, [{"kind": "id", "values": [None]}])[1]
+        == "session id filter values must be an array of strings"
+    )
 
 
 def test_titles(env):
     store, binding, service = env
-    title = lambda seq, text, time=20, **src: log_only(
-        "session/title", seq, {"title": text, "messageSeqs": [0], "source": src or {"kind": "user"}}, time=time)
+
+    def title(seq: int, text: str, time: int = 20, **src: Any) -> Event:
+        return log_only(
+            "session/title",
+            seq,
+            {"title": text, "messageSeqs": [0], "source": src or {"kind": "user"}},
+            time=time,
+        )
+
     backend = MemoryBackend()
-    backend.put(hdr("first"), [title(0, "Persisted title", kind="provider", provider="ds", model={"provider": "ds", "model": "m"}, extra=1)])
+    backend.put(
+        hdr("first"),
+        [
+            title(
+                0,
+                "Persisted title",
+                kind="provider",
+                provider="ds",
+                model={"provider": "ds", "model": "m"},
+                extra=1,
+            )
+        ],
+    )
     backend.put(hdr("second"), [title(0, "Second")])
     backend.put(hdr("broken"), [title(0, "old"), log_only("session/title", 1, {"title": 5})])
     binding.mount(backend)
     out = j(service.read_titles(["second", "first", "second", "missing"]))
     assert [(r["sessionId"], r["status"]) for r in out] == [
-        ("second", "fulfilled"), ("first", "fulfilled"), ("missing", "rejected")]
-    assert out[1]["value"]["title"] == {"title": "Persisted title", "messageSeqs": [0],
-                                        "source": {"kind": "provider", "provider": "ds",
-                                                   "model": {"provider": "ds", "model": "m"}},
-                                        "eventSeq": 0, "updatedAt": 20}
+        ("second", "fulfilled"),
+        ("first", "fulfilled"),
+        ("missing", "rejected"),
+    ]
+    assert out[1]["value"]["title"] == {
+        "title": "Persisted title",
+        "messageSeqs": [0],
+        "source": {"kind": "provider", "provider": "ds", "model": {"provider": "ds", "model": "m"}},
+        "eventSeq": 0,
+        "updatedAt": 20,
+    }
     assert ops(backend) == ["list", "inspect", "inspect"]
     assert [arg for op, arg in backend.calls if op == "inspect"] == ["second", "first"]
     assert out[2]["reason"]["code"] == errors.SESSION_NOT_FOUND
     broken = j(service.read_titles(["broken"]))[0]
-    assert broken["reason"] == {"code": errors.CORRUPT_SESSION,
-                                "message": 'session "broken" has a malformed session/title event at seq 1'}
+    assert broken["reason"] == {
+        "code": errors.CORRUPT_SESSION,
+        "message": 'session "broken" has a malformed session/title event at seq 1',
+    }
     binding.unmount()
     store.create(hdr("live"))
     assert j(service.read_titles(["live", "live"])) == [
-        {"sessionId": "live", "status": "fulfilled", "value": {"session": hdr("live")}}]
+        {"sessionId": "live", "status": "fulfilled", "value": {"session": hdr("live")}}
+    ]
     assert code_of(service.read_title, "missing")[0] == errors.SESSION_NOT_FOUND
 
 
 def test_lineage_example(env):
     store, _, service = env
-    for sid, created, parent in [("root", 0, None), ("parent", 1, "root"), ("target", 2, "parent"),
-                                 ("b", 4, "target"), ("a", 4, "target"), ("older", 3, "target"),
-                                 ("grandchild", 5, "a"), ("orphan", 6, "outside")]:
+    for sid, created, parent in [
+        ("root", 0, None),
+        ("parent", 1, "root"),
+        ("target", 2, "parent"),
+        ("b", 4, "target"),
+        ("a", 4, "target"),
+        ("older", 3, "target"),
+        ("grandchild", 5, "a"),
+        ("orphan", 6, "outside"),
+    ]:
         store.create(hdr(sid, created, **({"parentSession": parent} if parent else {})))
     out = j(service.trace_session("target"))
     assert out["complete"] is True and out["root"]["header"]["id"] == "root"
     assert [r["header"]["id"] for r in out["ancestors"]] == ["parent", "root"]
     assert [n["session"]["header"]["id"] for n in out["descendants"]] == ["older", "a", "b"]
-    assert [n["session"]["header"]["id"] for n in out["descendants"][1]["descendants"]] == ["grandchild"]
+    assert [n["session"]["header"]["id"] for n in out["descendants"][1]["descendants"]] == [
+        "grandchild"
+    ]
     root = j(service.trace_session("root"))
     assert root["ancestors"] == [] and root["root"]["header"]["id"] == "root"
     orphan = j(service.trace_session("orphan"))
@@ -318,7 +417,10 @@ def test_lineage_cycles_and_depth(env):
     store.create(hdr("a", 0, parentSession="b"))
     store.create(hdr("b", 0, parentSession="a"))
     store.create(hdr("self", 0, parentSession="self"))
-    assert code_of(service.trace_session, "a") == (errors.INVALID_LINEAGE, 'session lineage contains a cycle at "a"')
+    assert code_of(service.trace_session, "a") == (
+        errors.INVALID_LINEAGE,
+        'session lineage contains a cycle at "a"',
+    )
     assert code_of(service.trace_session, "self")[0] == errors.INVALID_LINEAGE
     for i in range(3000):
         store.create(hdr(f"n{i}", i, **({"parentSession": f"n{i - 1}"} if i else {})))
@@ -341,8 +443,12 @@ def test_trace_event_table_example_a(env):
         out = j(service.trace_event("a", seq))
         assert out.get("replacedBy") == by
         assert ("replacedBy" in out) == (by is not None)
-        assert (out["replacementChain"], out["replacedEventSeqs"], out["sourceEventSeqs"],
-                out["derivedEventSeqs"]) == (chain, replaced, sources, derived)
+        assert (
+            out["replacementChain"],
+            out["replacedEventSeqs"],
+            out["sourceEventSeqs"],
+            out["derivedEventSeqs"],
+        ) == (chain, replaced, sources, derived)
         assert out["session"] == hdr("a")
 
 
@@ -355,8 +461,12 @@ def test_validation_beats_cancellation_and_no_backend_call(env):
     token.cancel()
     assert code_of(service.read_event, "s", 0, before=-1, token=token)[0] == errors.INVALID_WINDOW
     assert code_of(service.filter_sessions, "x", token=token)[0] == errors.INVALID_FILTER
-    for call in (lambda: service.list_sessions(token), lambda: service.read_event("s", 0, token=token),
-                 lambda: service.trace_session("s", token), lambda: service.read_titles(["s"], token)):
+    for call in (
+        lambda: service.list_sessions(token),
+        lambda: service.read_event("s", 0, token=token),
+        lambda: service.trace_session("s", token),
+        lambda: service.read_titles(["s"], token),
+    ):
         code, message = code_of(call)
         assert (code, message) == (errors.ABORTED, "session query request cancelled")
     assert backend.calls == []
@@ -401,20 +511,40 @@ def test_results_are_detached(env):
 def test_store_append_rules(env):
     store, _, service = env
     store.create(hdr("s"), seed=seed_values([U(0)]))
-    first, last = store.append("s", [{"type": "turn/start", "data": {"turn": 1}},
-                                     A(0).to_value() | {"seq": 3}])
+    first, last = store.append(
+        "s", [{"type": "turn/start", "data": {"turn": 1}}, A(0).to_value() | {"seq": 3}]
+    )
     assert (first, last) == (2, 3)
     with pytest.raises(QueryError) as info:
-        store.append("s", [{"type": "turn/end", "data": {}},
-                           {"type": "user/message", "data": user_data("x")}])
+        store.append(
+            "s",
+            [{"type": "turn/end", "data": {}}, {"type": "user/message", "data": user_data("x")}],
+        )
     assert info.value.code == errors.STORE_INVALID_EVENT and "events[1]" in info.value.message
     assert "requires a surfaceOp marker" in info.value.message
     assert len(service.read_session("s").events) == 4  # the failed batch left nothing
     with pytest.raises(QueryError) as info:
-        store.append("s", [{"type": "user/message", "data": user_data(), "surfaceOp": R(0, 0), "sourceEventSeqs": [0]},
-                           {"type": "user/message", "data": user_data(), "surfaceOp": R(0, 0), "sourceEventSeqs": [0]}])
+        store.append(
+            "s",
+            [
+                {
+                    "type": "user/message",
+                    "data": user_data(),
+                    "surfaceOp": R(0, 0),
+                    "sourceEventSeqs": [0],
+                },
+                {
+                    "type": "user/message",
+                    "data": user_data(),
+                    "surfaceOp": R(0, 0),
+                    "sourceEventSeqs": [0],
+                },
+            ],
+        )
     assert "not found in surface" in info.value.message
-    assert j(service.read_surface("s"))["events"][0]["seq"] == 0  # the rollback restored the surface
+    assert (
+        j(service.read_surface("s"))["events"][0]["seq"] == 0
+    )  # the rollback restored the surface
     with pytest.raises(QueryError) as info:
         store.append("nope", [{"type": "x", "data": {}}])
     assert info.value.code == errors.STORE_SESSION_NOT_FOUND
@@ -424,7 +554,9 @@ def test_store_append_rules(env):
     with pytest.raises(QueryError) as info:
         store.create(hdr("rel", cwd="relative"))
     assert (info.value.code, info.value.message) == (
-        errors.STORE_INVALID_HEADER, 'session header cwd must be an absolute path, got "relative"')
+        errors.STORE_INVALID_HEADER,
+        'session header cwd must be an absolute path, got "relative"',
+    )
 
 
 def test_seed_boundary(env):
@@ -438,7 +570,10 @@ def test_seed_boundary(env):
     assert len(service.list_events("ended")) == 1
     with pytest.raises(QueryError) as info:
         store.create(hdr("gap"), seed=[{"type": "turn/start", "seq": 1, "time": 1, "data": {}}])
-    assert info.value.message == "seed event at index 0 has seq 1 (expected 0); seed must be contiguous from 0"
+    assert (
+        info.value.message
+        == "seed event at index 0 has seq 1 (expected 0); seed must be contiguous from 0"
+    )
     store.remove("one")
     store.create(hdr("one"))
     assert store.ids()[-1] == "one"
@@ -464,7 +599,10 @@ def test_error_precedence_table(env):
     assert code_of(service.read_event, "missing", 0, token=fired)[0] == errors.ABORTED
     assert code_of(service.trace_session, "missing", token=fired)[0] == errors.ABORTED
     # Load then fold then blank text; fold then message shape.
-    assert code_of(service.filter_events, "bad", [{"kind": "text", "text": " "}])[0] == errors.INVALID_SURFACE
+    assert (
+        code_of(service.filter_events, "bad", [{"kind": "text", "text": " "}])[0]
+        == errors.INVALID_SURFACE
+    )
     assert code_of(service.read_surface, "bad")[0] == errors.INVALID_SURFACE
     # traceSession: SOURCE_CONFLICT beats SESSION_NOT_FOUND.
     store.create(hdr("shared", 1, cwd="/live"))
@@ -500,8 +638,10 @@ def test_titles_and_labels_share_one_bounded_pool():
     binding.mount(backend)
     ids = [f"s{i}" for i in range(6)]
     records = service.corpus()
-    threads = [threading.Thread(target=service.read_titles, args=(ids,)),
-               threading.Thread(target=labels.read_labels, args=(service, records))]
+    threads = [
+        threading.Thread(target=service.read_titles, args=(ids,)),
+        threading.Thread(target=labels.read_labels, args=(service, records)),
+    ]
     for t in threads:
         t.start()
     for t in threads:

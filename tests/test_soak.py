@@ -42,20 +42,47 @@ BATCH_SECONDS = 0.02
 
 
 def batch(turn: int, rng: random.Random) -> list[dict]:
-    events = [{"type": "turn/start", "data": {"turn": turn}},
-              {"type": "user/message", "surfaceOp": "append", "data": user_data(f"soak batch {turn} needle")}]
+    events = [
+        {"type": "turn/start", "data": {"turn": turn}},
+        {
+            "type": "user/message",
+            "surfaceOp": "append",
+            "data": user_data(f"soak batch {turn} needle"),
+        },
+    ]
     for i in range(rng.randint(3, 30)):
-        events.append({"type": "assistant/chunk", "data": {"turn": turn, "step": 1, "chunk": {
-            "type": "text-delta", "index": 0, "text": f"t{turn}c{i} "}}})
-    events.append({"type": "assistant/message", "surfaceOp": "append", "data": {"turn": turn, "step": 1, "message": {
-        "id": f"a{turn}", "role": "assistant", "content": [{"type": "text", "text": f"answer {turn}"}],
-        "source": {"kind": "model", "provider": "p", "model": "m"}}}})
+        events.append(
+            {
+                "type": "assistant/chunk",
+                "data": {
+                    "turn": turn,
+                    "step": 1,
+                    "chunk": {"type": "text-delta", "index": 0, "text": f"t{turn}c{i} "},
+                },
+            }
+        )
+    events.append(
+        {
+            "type": "assistant/message",
+            "surfaceOp": "append",
+            "data": {
+                "turn": turn,
+                "step": 1,
+                "message": {
+                    "id": f"a{turn}",
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": f"answer {turn}"}],
+                    "source": {"kind": "model", "provider": "p", "model": "m"},
+                },
+            },
+        }
+    )
     events.append({"type": "turn/end", "data": {"turn": turn, "reason": {"kind": "completed"}}})
     return events
 
 
 def turn_of(event: dict) -> int:
-    data = event.get("data")
+    data = event["data"]
     if event["type"] == "user/message":
         return int(data["content"][0]["text"].split()[2])
     return data["turn"]
@@ -67,7 +94,9 @@ class Soak:
         self.rng = random.Random(99)
         self.stop = threading.Event()
         self.errors: list[str] = []
-        self.sizes: dict[tuple[str, int], int] = {}  # (session, turn) -> batch size, set before sending
+        self.sizes: dict[
+            tuple[str, int], int
+        ] = {}  # (session, turn) -> batch size, set before sending
         self.live: list[str] = []
         self.retired: list[str] = []
         self.lock = threading.Lock()
@@ -96,7 +125,9 @@ class Soak:
                 turns[sid] += 1
                 events = batch(turns[sid], self.rng)
                 self.sizes[(sid, turns[sid])] = len(events)
-                answer = self.client.request("sessionStore/append", {"sessionId": sid, "events": events})
+                answer = self.client.request(
+                    "sessionStore/append", {"sessionId": sid, "events": events}
+                )
                 if answer != {"firstSeq": lengths[sid], "lastSeq": lengths[sid] + len(events) - 1}:
                     self.fail(f"append answered {answer} at length {lengths[sid]}")
                 lengths[sid] += len(events)
@@ -118,7 +149,10 @@ class Soak:
             self.fail(f"producer: {type(exc).__name__}: {exc}")
 
     def _create(self, sid: str, turns: dict, lengths: dict) -> None:
-        self.client.request("sessionStore/create", {"header": {"id": sid, "createdAt": len(turns) + 10, "cwd": "/soak"}})
+        self.client.request(
+            "sessionStore/create",
+            {"header": {"id": sid, "createdAt": len(turns) + 10, "cwd": "/soak"}},
+        )
         turns[sid], lengths[sid] = 0, 0
         with self.lock:
             self.live.append(sid)
@@ -139,7 +173,7 @@ class Soak:
 
     def check_batches(self, sid: str, items: list[tuple[str, int]], where: str) -> None:
         counts: dict[int, int] = defaultdict(int)
-        for kind, turn in items:
+        for _, turn in items:
             counts[turn] += 1
         if items and items[-1][0] != "turn/end":
             self.fail(f"{where} {sid}: snapshot ends inside a batch ({items[-1]})")
@@ -156,8 +190,20 @@ class Soak:
             if sid is None:
                 time.sleep(0.01)
                 continue
-            op = rng.choice(["listEvents", "readSession", "readEvent", "readSurface", "listSessions",
-                             "searchEvents", "searchSessions", "readTitles", "filterEvents", "traceSession"])
+            op = rng.choice(
+                [
+                    "listEvents",
+                    "readSession",
+                    "readEvent",
+                    "readSurface",
+                    "listSessions",
+                    "searchEvents",
+                    "searchSessions",
+                    "readTitles",
+                    "filterEvents",
+                    "traceSession",
+                ]
+            )
             try:
                 if op == "listEvents":
                     records = client.request("sessionQuery/listEvents", {"sessionId": sid})
@@ -172,18 +218,27 @@ class Soak:
                     length = len(client.request("sessionQuery/listEvents", {"sessionId": sid}))
                     if length:
                         seq = rng.randrange(length)
-                        window = client.request("sessionQuery/readEvent",
-                                                {"sessionId": sid, "seq": seq, "before": 50, "after": 50})
+                        window = client.request(
+                            "sessionQuery/readEvent",
+                            {"sessionId": sid, "seq": seq, "before": 50, "after": 50},
+                        )
                         seqs = [e["seq"] for e in window["events"]]
-                        if seqs != list(range(window["startSeq"], window["endSeq"] + 1)) or window["target"]["seq"] != seq:
+                        if (
+                            seqs != list(range(window["startSeq"], window["endSeq"] + 1))
+                            or window["target"]["seq"] != seq
+                        ):
                             self.fail(f"readEvent {sid}@{seq}: window {seqs[:3]}…")
                 elif op == "readSurface":
                     surface = client.request("sessionQuery/readSurface", {"sessionId": sid})
                     last = surface["capturedThroughSeq"]
                     if last is not None:
-                        end = client.request("sessionQuery/readEvent", {"sessionId": sid, "seq": last})["target"]
+                        end = client.request(
+                            "sessionQuery/readEvent", {"sessionId": sid, "seq": last}
+                        )["target"]
                         if end["type"] != "turn/end":
-                            self.fail(f"readSurface {sid}: captured through a torn batch ({end['type']})")
+                            self.fail(
+                                f"readSurface {sid}: captured through a torn batch ({end['type']})"
+                            )
                 elif op == "listSessions":
                     ids = {r["header"]["id"] for r in client.request("sessionQuery/listSessions")}
                     with self.lock:
@@ -192,21 +247,33 @@ class Soak:
                     if missing:
                         self.fail(f"listSessions misses live sessions {missing}")
                 elif op == "searchEvents":
-                    page = client.request("sessionQuery/searchEvents", {"sessionId": sid, "query": "needle", "limit": 5})
+                    page = client.request(
+                        "sessionQuery/searchEvents",
+                        {"sessionId": sid, "query": "needle", "limit": 5},
+                    )
                     for hit in page["items"]:
                         if hit["type"] != "user/message" or hit["sessionId"] != sid:
                             self.fail(f"searchEvents {sid}: odd hit {hit}")
                 elif op == "searchSessions":
-                    page = client.request("sessionQuery/searchSessions", {"query": "soak batch", "limit": 5})
+                    page = client.request(
+                        "sessionQuery/searchSessions", {"query": "soak batch", "limit": 5}
+                    )
                     if not page["items"]:
                         self.fail("searchSessions found nothing")
                 elif op == "readTitles":
-                    results = client.request("sessionQuery/readTitles", {"sessionIds": [sid, "soak-nope"]})
+                    results = client.request(
+                        "sessionQuery/readTitles", {"sessionIds": [sid, "soak-nope"]}
+                    )
                     if [r["status"] for r in results] != ["fulfilled", "rejected"]:
                         self.fail(f"readTitles: {results}")
                 elif op == "filterEvents":
-                    docs = client.request("sessionQuery/filterEvents",
-                                          {"sessionId": sid, "filters": [{"kind": "type", "values": ["assistant/message"]}]})
+                    docs = client.request(
+                        "sessionQuery/filterEvents",
+                        {
+                            "sessionId": sid,
+                            "filters": [{"kind": "type", "values": ["assistant/message"]}],
+                        },
+                    )
                     turns = [int(d["text"].split()[1]) for d in docs]
                     if turns != sorted(turns) or len(set(turns)) != len(turns):
                         self.fail(f"filterEvents {sid}: turns {turns[:5]}…")
@@ -226,16 +293,27 @@ class Soak:
 
 
 def test_soak_four_readers_and_a_producer_on_one_connection(tmp_path):
-    options = {"persistence": f"sqlite:{tmp_path / 'store.db'}", "index": str(tmp_path / "index.sqlite"),
-               "checkpoint": {"mode": "auto", "intervalMs": 200}}
-    client = WireClient(["--persistence", "none"], env={**os.environ, "PYTHONPATH": ROOT},
-                        initialization_options=options, timeout=60)
+    options = {
+        "persistence": f"sqlite:{tmp_path / 'store.db'}",
+        "index": str(tmp_path / "index.sqlite"),
+        "checkpoint": {"mode": "auto", "intervalMs": 200},
+    }
+    client = WireClient(
+        ["--persistence", "none"],
+        env={**os.environ, "PYTHONPATH": ROOT},
+        initialization_options=options,
+        timeout=60,
+    )
     soak = Soak(client)
     try:
         started = time.monotonic()
-        threads = [threading.Thread(target=soak.produce, name="producer"),
-                   threading.Thread(target=soak.sample, args=(started,), name="rss")]
-        threads += [threading.Thread(target=soak.read, args=(i,), name=f"reader-{i}") for i in range(4)]
+        threads = [
+            threading.Thread(target=soak.produce, name="producer"),
+            threading.Thread(target=soak.sample, args=(started,), name="rss"),
+        ]
+        threads += [
+            threading.Thread(target=soak.read, args=(i,), name=f"reader-{i}") for i in range(4)
+        ]
         for thread in threads:
             thread.start()
         time.sleep(SECONDS)
@@ -247,16 +325,25 @@ def test_soak_four_readers_and_a_producer_on_one_connection(tmp_path):
         assert not soak.errors, soak.errors
         rate = soak.produced / elapsed
         reads = sum(soak.reads.values())
-        print(f"\nsoak {elapsed:.0f}s: {soak.produced:,} events produced ({rate:,.0f}/s), {reads:,} reads "
-              f"({dict(soak.reads)}), {len(soak.retired)} sessions rotated out")
+        print(
+            f"\nsoak {elapsed:.0f}s: {soak.produced:,} events produced ({rate:,.0f}/s), {reads:,} reads "
+            f"({dict(soak.reads)}), {len(soak.retired)} sessions rotated out"
+        )
         assert rate >= 0.4 * TARGET_RATE, f"the producer reached only {rate:.0f} events/s"
-        assert all(soak.reads[op] > 0 for op in ("listEvents", "readSession", "searchSessions")), soak.reads
+        assert all(soak.reads[op] > 0 for op in ("listEvents", "readSession", "searchSessions")), (
+            soak.reads
+        )
         # Memory is flat: after a warm-up of a quarter of the run, RSS stays within 25 MiB and
         # does not keep climbing (the last quarter's mean is within 30 MiB of the second quarter's).
         samples = [kib for t, kib in soak.rss if t >= elapsed / 4]
         assert samples, soak.rss
-        print("RSS MiB over the run:", [round(kib / 1024) for _, kib in soak.rss[:: max(1, len(soak.rss) // 20)]])
-        assert (max(samples) - min(samples)) / 1024 <= 25, f"RSS moved {(max(samples) - min(samples)) / 1024:.0f} MiB"
+        print(
+            "RSS MiB over the run:",
+            [round(kib / 1024) for _, kib in soak.rss[:: max(1, len(soak.rss) // 20)]],
+        )
+        assert (max(samples) - min(samples)) / 1024 <= 25, (
+            f"RSS moved {(max(samples) - min(samples)) / 1024:.0f} MiB"
+        )
         quarter = max(1, len(samples) // 3)
         early, late = samples[:quarter], samples[-quarter:]
         growth = (sum(late) / len(late) - sum(early) / len(early)) / 1024

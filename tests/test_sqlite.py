@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -18,10 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec import UNSET
 
-from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence.sqlite import backend as sqlite_backend
-from dsh_query_server.persistence.sqlite import codec as sqlite_codec
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
+from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.base import (
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
@@ -36,24 +35,38 @@ from dsh_query_server.persistence.sqlite import (
     encode_provenance,
     stored_data,
 )
+from dsh_query_server.persistence.sqlite import backend as sqlite_backend
+from dsh_query_server.persistence.sqlite import codec as sqlite_codec
 
 MAX_SAFE = 2**53 - 1
 
 # The canonical statements exactly as persistence.md §5.4 prints them.
 SPEC_SCHEMA = [
-    ("table", "events", "events",
-     "CREATE TABLE events ( session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
-     " seq INTEGER NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL, data ANY NOT NULL,"
-     " source_event_seqs ANY, surface_op TEXT, ignorable INTEGER CHECK (ignorable IS NULL OR"
-     " ignorable IN (0, 1)), PRIMARY KEY (session_id, seq) ) STRICT"),
-    ("table", "persistence_state", "persistence_state",
-     "CREATE TABLE persistence_state ( singleton INTEGER PRIMARY KEY CHECK (singleton = 1),"
-     " store_id TEXT NOT NULL ) STRICT"),
-    ("table", "sessions", "sessions",
-     "CREATE TABLE sessions ( id TEXT PRIMARY KEY, version INTEGER NOT NULL, created_at INTEGER"
-     " NOT NULL, cwd TEXT, parent_session TEXT, seed_length INTEGER, origin TEXT,"
-     " delegation_depth INTEGER, agent_preset TEXT, incarnation TEXT NOT NULL, revision INTEGER"
-     " NOT NULL ) STRICT"),
+    (
+        "table",
+        "events",
+        "events",
+        "CREATE TABLE events ( session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,"
+        " seq INTEGER NOT NULL, type TEXT NOT NULL, time INTEGER NOT NULL, data ANY NOT NULL,"
+        " source_event_seqs ANY, surface_op TEXT, ignorable INTEGER CHECK (ignorable IS NULL OR"
+        " ignorable IN (0, 1)), PRIMARY KEY (session_id, seq) ) STRICT",
+    ),
+    (
+        "table",
+        "persistence_state",
+        "persistence_state",
+        "CREATE TABLE persistence_state ( singleton INTEGER PRIMARY KEY CHECK (singleton = 1),"
+        " store_id TEXT NOT NULL ) STRICT",
+    ),
+    (
+        "table",
+        "sessions",
+        "sessions",
+        "CREATE TABLE sessions ( id TEXT PRIMARY KEY, version INTEGER NOT NULL, created_at INTEGER"
+        " NOT NULL, cwd TEXT, parent_session TEXT, seed_length INTEGER, origin TEXT,"
+        " delegation_depth INTEGER, agent_preset TEXT, incarnation TEXT NOT NULL, revision INTEGER"
+        " NOT NULL ) STRICT",
+    ),
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -65,10 +78,13 @@ def header(session_id: str = "s", **fields: Any) -> Header:
 
 
 def user(seq: int, text: str = "hi", time: int | None = None) -> Event:
-    data = {"id": f"u{seq}", "role": "user", "content": [{"type": "text", "text": text}],
-            "source": {"kind": "user"}}
-    return make_event("user/message", seq, seq if time is None else time, data,
-                      surface_op="append")
+    data = {
+        "id": f"u{seq}",
+        "role": "user",
+        "content": [{"type": "text", "text": text}],
+        "source": {"kind": "user"},
+    }
+    return make_event("user/message", seq, seq if time is None else time, data, surface_op="append")
 
 
 def turn_start(seq: int, turn: int = 1) -> Event:
@@ -118,7 +134,8 @@ def tamper(path: Path, sql: str, *params: Any) -> None:
 def physical(path: Path) -> list[tuple[Any, ...]]:
     conn = sqlite3.connect(path)
     rows = conn.execute(
-        "SELECT seq, type, typeof(data), data, ignorable FROM events ORDER BY seq").fetchall()
+        "SELECT seq, type, typeof(data), data, ignorable FROM events ORDER BY seq"
+    ).fetchall()
     conn.close()
     return rows
 
@@ -157,7 +174,8 @@ def test_fresh_database_has_the_canonical_schema_and_settings(tmp_path: Path) ->
     conn = sqlite3.connect(path)
     objects = conn.execute(
         "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT GLOB 'sqlite_*'"
-        " ORDER BY type, name").fetchall()
+        " ORDER BY type, name"
+    ).fetchall()
     assert [(t, n, tb, " ".join(sql.split())) for t, n, tb, sql in objects] == SPEC_SCHEMA
     assert conn.execute("PRAGMA user_version").fetchone() == (17,)
     assert conn.execute("PRAGMA application_id").fetchone() == (1146308688,)
@@ -203,14 +221,16 @@ def test_refuses_a_foreign_application_id(tmp_path: Path) -> None:
     path = tmp_path / "d" / "other.db"
     private_db(path, "PRAGMA application_id = 1146308689", "PRAGMA user_version = 17")
     assert refusal(path) == (
-        f'session database at "{path}" has application id 1146308689, expected 1146308688')
+        f'session database at "{path}" has application id 1146308689, expected 1146308688'
+    )
 
 
 def test_refuses_the_search_index_database(tmp_path: Path) -> None:
     path = tmp_path / "d" / "index.db"
     private_db(path, "PRAGMA application_id = 1146308689", "PRAGMA user_version = 8")
     assert refusal(path) == (
-        f'session database at "{path}" has schema version 8, incompatible with this build (17)')
+        f'session database at "{path}" has schema version 8, incompatible with this build (17)'
+    )
 
 
 @pytest.mark.parametrize("statement", ["CREATE TABLE t (x)", "PRAGMA application_id = 7"])
@@ -218,7 +238,8 @@ def test_refuses_an_unversioned_database(tmp_path: Path, statement: str) -> None
     path = tmp_path / "d" / "unversioned.db"
     private_db(path, statement)
     assert refusal(path) == (
-        f'session database at "{path}" has an unversioned schema or application identity')
+        f'session database at "{path}" has an unversioned schema or application identity'
+    )
     conn = sqlite3.connect(path)  # a refused file is left alone
     assert conn.execute("PRAGMA user_version").fetchone() == (0,)
     conn.close()
@@ -229,11 +250,13 @@ def test_refuses_a_tampered_schema(tmp_path: Path) -> None:
     stored(path, [turn_start(0)]).close()
     tamper(path, "CREATE INDEX extra ON events (type)")
     assert refusal(path) == (
-        f'session database at "{path}" does not contain the required schema objects')
+        f'session database at "{path}" does not contain the required schema objects'
+    )
 
 
-@pytest.mark.parametrize("sql", ["DELETE FROM persistence_state",
-                                 "UPDATE persistence_state SET store_id = 'not-a-uuid'"])
+@pytest.mark.parametrize(
+    "sql", ["DELETE FROM persistence_state", "UPDATE persistence_state SET store_id = 'not-a-uuid'"]
+)
 def test_refuses_a_missing_store_identity(tmp_path: Path, sql: str) -> None:
     path = db_path(tmp_path)
     stored(path, [turn_start(0)]).close()
@@ -272,7 +295,8 @@ def test_refuses_a_symlinked_database(tmp_path: Path) -> None:
     with pytest.raises(SessionDatabaseRefused) as info:
         SqliteBackend(str(link))
     assert str(info.value) == (
-        f'session database "{link}" must be a regular file, not a symbolic link')
+        f'session database "{link}" must be a regular file, not a symbolic link'
+    )
 
 
 def test_refuses_a_group_readable_database(tmp_path: Path) -> None:
@@ -283,7 +307,8 @@ def test_refuses_a_group_readable_database(tmp_path: Path) -> None:
         SqliteBackend(str(path))
     assert str(info.value) == (
         f'session database "{path}" must be owned by the current user and accessible only by'
-        " that user")
+        " that user"
+    )
 
 
 def test_refuses_a_world_writable_parent(tmp_path: Path) -> None:
@@ -294,7 +319,8 @@ def test_refuses_a_world_writable_parent(tmp_path: Path) -> None:
         SqliteBackend(str(parent / "sessions.db"))
     assert str(info.value) == (
         f'session database parent "{parent}" must be owned by the current user and not'
-        " group/world-writable")
+        " group/world-writable"
+    )
 
 
 def test_refuses_a_symlinked_parent(tmp_path: Path) -> None:
@@ -337,17 +363,20 @@ def varint(value: int) -> bytes:
     return bytes(out)
 
 
-@pytest.mark.parametrize(("blob", "reason"), [
-    (b"\x80\x00", "non-canonical varint"),
-    (b"\x05\x81\x00", "non-canonical varint"),
-    (b"\x80", "truncated varint"),
-    (b"\x05\xff", "truncated varint"),
-    (varint(MAX_SAFE + 1), "first value at byte 0 out of range"),
-    (b"\x00" + varint(2 * MAX_SAFE + 1), "delta at byte 1 out of range"),
-    (b"\x80" * 9 + b"\x01", "out of range (more than 8 continuation steps)"),
-    (b"\x00\x01", "decoded seq -1 at byte 1 out of range"),
-    (varint(MAX_SAFE) + b"\x02", "out of range"),
-])
+@pytest.mark.parametrize(
+    ("blob", "reason"),
+    [
+        (b"\x80\x00", "non-canonical varint"),
+        (b"\x05\x81\x00", "non-canonical varint"),
+        (b"\x80", "truncated varint"),
+        (b"\x05\xff", "truncated varint"),
+        (varint(MAX_SAFE + 1), "first value at byte 0 out of range"),
+        (b"\x00" + varint(2 * MAX_SAFE + 1), "delta at byte 1 out of range"),
+        (b"\x80" * 9 + b"\x01", "out of range (more than 8 continuation steps)"),
+        (b"\x00\x01", "decoded seq -1 at byte 1 out of range"),
+        (varint(MAX_SAFE) + b"\x02", "out of range"),
+    ],
+)
 def test_malformed_provenance(blob: bytes, reason: str) -> None:
     with pytest.raises(MalformedProvenance) as info:
         decode_provenance(blob)
@@ -362,12 +391,18 @@ def test_eight_continuation_steps_are_not_a_shift_overflow() -> None:
 
 
 def test_provenance_column_keeps_empty_arrays_and_duplicates(tmp_path: Path) -> None:
-    events = [turn_start(0), make_event("user/message", 1, 1, {"id": "u"}, source_seqs=[]),
-              make_event("user/message", 2, 2, {"id": "v"}, source_seqs=[1, 0, 0, 1])]
+    events = [
+        turn_start(0),
+        make_event("user/message", 1, 1, {"id": "u"}, source_seqs=[]),
+        make_event("user/message", 2, 2, {"id": "v"}, source_seqs=[1, 0, 0, 1]),
+    ]
     backend = stored(db_path(tmp_path), events)
     conn = sqlite3.connect(db_path(tmp_path))
     assert conn.execute("SELECT source_event_seqs FROM events ORDER BY seq").fetchall() == [
-        (None,), (b"",), (b"\x01\x01\x00\x02",)]
+        (None,),
+        (b"",),
+        (b"\x01\x01\x00\x02",),
+    ]
     conn.close()
     assert values(backend.inspect("s").events[:3]) == values(events)
 
@@ -395,14 +430,15 @@ def test_compression_threshold_round_trip(tmp_path: Path, monkeypatch: pytest.Mo
     kinds = [(seq, kind) for seq, _, kind, _, _ in physical(path)]
     assert kinds == [(0, "text"), (1, "blob"), (2, "text")]
     assert values(SqliteBackend(str(path)).inspect("s").events) == values(
-        [small, large, incompressible])
+        [small, large, incompressible]
+    )
 
 
 def test_compressed_blob_is_a_single_standard_frame(tmp_path: Path) -> None:
     path = db_path(tmp_path)
     event = opaque(0, ["x" * 5000])
     stored(path, [event]).close()
-    (_, _, kind, data, _), = physical(path)
+    ((_, _, kind, data, _),) = physical(path)
     assert kind == "blob" and json.loads(data_text(data)) == ["x" * 5000]
 
 
@@ -420,7 +456,10 @@ def test_a_long_run_splits_at_1024_members(tmp_path: Path) -> None:
     backend = stored(path, events)
     rows = physical(path)
     assert [(seq, kind, ign) for seq, kind, _, _, ign in rows] == [
-        (0, "text-chunks", 0), (1024, "text-chunks", 0), (2048, "text-chunks", 0)]
+        (0, "text-chunks", 0),
+        (1024, "text-chunks", 0),
+        (2048, "text-chunks", 0),
+    ]
     assert [member_count(data) for _, _, _, data, _ in rows] == [1024, 1024, 452]
     assert values(backend.inspect("s").events) == values(events)
 
@@ -446,8 +485,12 @@ def test_short_runs_and_mixed_batches_stay_scalar(tmp_path: Path) -> None:
     events = [turn_start(0), chunk(1), chunk(2), user(3), chunk(4), chunk(5), chunk(6)]
     stored(path, events).close()
     assert [(seq, kind, ign) for seq, kind, _, _, ign in physical(path)] == [
-        (0, "turn/start", None), (1, "assistant/chunk", None), (2, "assistant/chunk", None),
-        (3, "user/message", None), (4, "text-chunks", 0)]
+        (0, "turn/start", None),
+        (1, "assistant/chunk", None),
+        (2, "assistant/chunk", None),
+        (3, "user/message", None),
+        (4, "text-chunks", 0),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -467,18 +510,23 @@ def test_seq_gap_before_a_turn_end_is_corruption(tmp_path: Path) -> None:
     path = db_path(tmp_path)
     stored(path, two_turns()).close()
     tamper(path, "DELETE FROM events WHERE seq = 1")
-    with pytest.raises(SessionPersistenceCorruptionError,
-                       match=r"^corrupt session log: invalid committed physical row at seq 2$"):
+    with pytest.raises(
+        SessionPersistenceCorruptionError,
+        match=r"^corrupt session log: invalid committed physical row at seq 2$",
+    ):
         SqliteBackend(str(path)).inspect("s")
 
 
-@pytest.mark.parametrize("sql", [
-    "UPDATE events SET data = '{bad' WHERE seq = 4",
-    "UPDATE events SET data = x'28b52ffd00' WHERE seq = 4",  # a torn Zstandard frame
-    "UPDATE events SET source_event_seqs = x'80' WHERE seq = 4",
-    "UPDATE events SET ignorable = 0 WHERE seq = 4",  # packed marker on a non-chunk type
-    "UPDATE events SET seq = 9 WHERE seq = 4",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE events SET data = '{bad' WHERE seq = 4",
+        "UPDATE events SET data = x'28b52ffd00' WHERE seq = 4",  # a torn Zstandard frame
+        "UPDATE events SET source_event_seqs = x'80' WHERE seq = 4",
+        "UPDATE events SET ignorable = 0 WHERE seq = 4",  # packed marker on a non-chunk type
+        "UPDATE events SET seq = 9 WHERE seq = 4",
+    ],
+)
 def test_invalid_row_after_the_last_turn_end_is_a_torn_tail(tmp_path: Path, sql: str) -> None:
     path = db_path(tmp_path)
     stored(path, two_turns()).close()
@@ -488,8 +536,13 @@ def test_invalid_row_after_the_last_turn_end_is_a_torn_tail(tmp_path: Path, sql:
     events = backend.inspect("s").events
     assert values(events[:4]) == values(two_turns()[:4])
     assert values(events[4:]) == [
-        {"type": "turn/end", "seq": 4, "time": 3,
-         "data": {"turn": 2, "reason": {"kind": "interrupted"}}}]
+        {
+            "type": "turn/end",
+            "seq": 4,
+            "time": 3,
+            "data": {"turn": 2, "reason": {"kind": "interrupted"}},
+        }
+    ]
     assert backend.read_stored("s").torn and backend.stored_count("s") == 4
     with pytest.raises(ValueError) as info:
         backend.append("s", [user(4)])
@@ -522,8 +575,10 @@ def test_bad_columns_are_corruption_anywhere(tmp_path: Path) -> None:
     path = db_path(tmp_path)
     stored(path, two_turns()).close()
     tamper(path, "UPDATE events SET data = 5 WHERE seq = 4")
-    with pytest.raises(SessionPersistenceCorruptionError,
-                       match=r"^corrupt session log: invalid events row at seq 4: data is not"):
+    with pytest.raises(
+        SessionPersistenceCorruptionError,
+        match=r"^corrupt session log: invalid events row at seq 4: data is not",
+    ):
         SqliteBackend(str(path)).inspect("s")
 
 
@@ -545,19 +600,24 @@ def test_packed_rows_with_surface_fields_are_invalid(tmp_path: Path) -> None:
 
 
 def test_scalar_rows_may_carry_a_tag_name(tmp_path: Path) -> None:
-    events = [make_event("text-chunks", 0, 0, {"x": 1}, ignorable=True),
-              make_event("text-chunks", 1, 1, {"x": 2})]
+    events = [
+        make_event("text-chunks", 0, 0, {"x": 1}, ignorable=True),
+        make_event("text-chunks", 1, 1, {"x": 2}),
+    ]
     backend = stored(db_path(tmp_path), events)
     assert values(backend.inspect("s").events) == values(events)
 
 
-@pytest.mark.parametrize(("sql", "problem"), [
-    ("UPDATE sessions SET cwd = 'relative'", "cwd must be absent or an absolute path"),
-    ("UPDATE sessions SET origin = 'human'", 'origin must be absent or "subagent"'),
-    ("UPDATE sessions SET created_at = -1", "created_at must be a non-negative safe integer"),
-    ("UPDATE sessions SET incarnation = 'x'", "incarnation must be a UUID"),
-    ("UPDATE sessions SET id = ''", "id must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    ("sql", "problem"),
+    [
+        ("UPDATE sessions SET cwd = 'relative'", "cwd must be absent or an absolute path"),
+        ("UPDATE sessions SET origin = 'human'", 'origin must be absent or "subagent"'),
+        ("UPDATE sessions SET created_at = -1", "created_at must be a non-negative safe integer"),
+        ("UPDATE sessions SET incarnation = 'x'", "incarnation must be a UUID"),
+        ("UPDATE sessions SET id = ''", "id must be a non-empty string"),
+    ],
+)
 def test_invalid_sessions_rows_are_corruption(tmp_path: Path, sql: str, problem: str) -> None:
     path = db_path(tmp_path)
     stored(path, [turn_start(0)]).close()
@@ -568,12 +628,21 @@ def test_invalid_sessions_rows_are_corruption(tmp_path: Path, sql: str, problem:
         backend.list()
 
 
-@pytest.mark.parametrize(("version", "message"), [
-    (1, 'session "s" uses log format v1, but this harness reads only v0: the log was written by'
-        " a newer harness — upgrade the harness to open it"),
-    (-2, 'session "s" uses log format v-2, older than the supported v0, and this build ships no'
-         " upgrade path for it"),
-])
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [
+        (
+            1,
+            'session "s" uses log format v1, but this harness reads only v0: the log was written by'
+            " a newer harness — upgrade the harness to open it",
+        ),
+        (
+            -2,
+            'session "s" uses log format v-2, older than the supported v0, and this build ships no'
+            " upgrade path for it",
+        ),
+    ],
+)
 def test_other_format_versions_are_refused(tmp_path: Path, version: int, message: str) -> None:
     path = db_path(tmp_path)
     stored(path, [turn_start(0)]).close()
@@ -586,35 +655,62 @@ def test_other_format_versions_are_refused(tmp_path: Path, version: int, message
 
 
 def test_header_columns_round_trip(tmp_path: Path) -> None:
-    full = header("full", cwd="/home/ana", parentSession="p", seedLength=3, origin="subagent",
-                  delegationDepth=2, agentPreset="fast")
+    full = header(
+        "full",
+        cwd="/home/ana",
+        parentSession="p",
+        seedLength=3,
+        origin="subagent",
+        delegationDepth=2,
+        agentPreset="fast",
+    )
     backend = SqliteBackend(str(db_path(tmp_path)))
     for h in (full, header("bare")):
         backend.create(h)
         backend.append(h.id, [turn_start(0)])
     assert {h.id: h.to_value() for h in backend.list()} == {
-        "full": full.to_value(), "bare": header("bare").to_value()}
+        "full": full.to_value(),
+        "bare": header("bare").to_value(),
+    }
     assert backend.inspect("bare").meta.to_value() == header("bare").to_value()
 
 
 def test_legacy_shapes_are_normalized(tmp_path: Path) -> None:
     message = {"id": "m", "role": "user", "content": [], "source": {"kind": "user"}}
-    backend = stored(db_path(tmp_path), [
-        turn_start(0), make_event("steering/message", 1, 1, {"turn": 1, "message": message}),
-        turn_end(2)])
+    backend = stored(
+        db_path(tmp_path),
+        [
+            turn_start(0),
+            make_event("steering/message", 1, 1, {"turn": 1, "message": message}),
+            turn_end(2),
+        ],
+    )
     assert backend.inspect("s").events[1].to_value() == {
-        "type": "user/message", "seq": 1, "time": 1, "data": message}
+        "type": "user/message",
+        "seq": 1,
+        "time": 1,
+        "data": message,
+    }
 
 
 def test_closers_for_an_interrupted_tool_call(tmp_path: Path) -> None:
     call = {"type": "tool-call", "id": "call-1", "name": "bash", "arguments": '{"cmd":"ls"}'}
-    assistant = {"turn": 1, "step": 1, "message": {
-        "id": "a", "role": "assistant", "content": [call], "source": {"kind": "model"}}}
+    assistant = {
+        "turn": 1,
+        "step": 1,
+        "message": {"id": "a", "role": "assistant", "content": [call], "source": {"kind": "model"}},
+    }
     events = [
-        turn_start(0), user(1), make_event("step/start", 2, 2, {"turn": 1, "step": 1}),
+        turn_start(0),
+        user(1),
+        make_event("step/start", 2, 2, {"turn": 1, "step": 1}),
         make_event("assistant/message", 3, 3, assistant, surface_op="append", source_seqs=[1]),
-        make_event("tool/call", 4, 40, {"turn": 1, "step": 1, "callId": "call-1", "name": "bash",
-                                        "arguments": '{"cmd":"ls"}'}),
+        make_event(
+            "tool/call",
+            4,
+            40,
+            {"turn": 1, "step": 1, "callId": "call-1", "name": "bash", "arguments": '{"cmd":"ls"}'},
+        ),
     ]
     backend = stored(db_path(tmp_path), events)
     logical = backend.inspect("s").events
@@ -622,13 +718,19 @@ def test_closers_for_an_interrupted_tool_call(tmp_path: Path) -> None:
     result, step_end, end = values(logical[5:])
     assert result["seq"] == 5 and result["time"] == 40
     assert result["data"]["message"]["id"] == "interrupted-tool-result-call-1-5"
-    assert result["data"]["error"] == {"name": "ToolOutcomeUnknownError",
-                                       "code": "TOOL_OUTCOME_UNKNOWN"}
+    assert result["data"]["error"] == {
+        "name": "ToolOutcomeUnknownError",
+        "code": "TOOL_OUTCOME_UNKNOWN",
+    }
     assert result["sourceEventSeqs"] == [4] and result["surfaceOp"] == "append"
     assert result["data"]["message"]["content"][0]["content"][0]["text"] == OUTCOME_UNKNOWN_TEXT
     assert step_end == {"type": "step/end", "seq": 6, "time": 40, "data": {"turn": 1, "step": 1}}
-    assert end == {"type": "turn/end", "seq": 7, "time": 40,
-                   "data": {"turn": 1, "reason": {"kind": "interrupted"}}}
+    assert end == {
+        "type": "turn/end",
+        "seq": 7,
+        "time": 40,
+        "data": {"turn": 1, "reason": {"kind": "interrupted"}},
+    }
     assert backend.stored_count("s") == 5  # closers are never stored
 
 
@@ -683,7 +785,8 @@ def test_create_refusals(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as info:
         SqliteBackend(str(path)).create(header("s"))
     assert str(info.value) == (
-        'session "s" already has a persisted log on disk; load/resume it instead of creating')
+        'session "s" already has a persisted log on disk; load/resume it instead of creating'
+    )
     for created_at in (-1, 1.5, True, MAX_SAFE + 1):
         with pytest.raises(ValueError, match="created_at"):
             backend.create(Header.build(version=0, id="t", createdAt=created_at))
@@ -742,8 +845,9 @@ def test_lone_surrogates_in_ids_and_types(tmp_path: Path) -> None:
     assert backend.stored_count(session_id) == 2
 
 
-def test_the_first_append_materializes_atomically(tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_first_append_materializes_atomically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = SqliteBackend(str(db_path(tmp_path)))
     backend.create(header("s"))
     # fail after the sessions row is inserted, inside the same transaction
@@ -843,13 +947,18 @@ def test_concurrent_readers_and_a_writer(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 # property: random balanced logs survive storage exactly
 
-TEXT = st.text(st.one_of(st.characters(), st.sampled_from(["\ud800", "\udfff", "\u2028", "😀"])),
-               max_size=6)
+TEXT = st.text(
+    st.one_of(st.characters(), st.sampled_from(["\ud800", "\udfff", "\u2028", "😀"])), max_size=6
+)
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-MAX_SAFE, MAX_SAFE)
-    | st.floats(allow_nan=False, allow_infinity=False) | TEXT,
+    st.none()
+    | st.booleans()
+    | st.integers(-MAX_SAFE, MAX_SAFE)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | TEXT,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
-    max_leaves=6)
+    max_leaves=6,
+)
 SOURCES = st.none() | st.lists(st.integers(0, MAX_SAFE), max_size=4)
 
 
@@ -877,27 +986,69 @@ def log_item(draw: st.DrawFn, turn: int) -> list[dict[str, Any]]:
     if choice == 0:
         return draw(chunk_run(turn))
     if choice == 1:
-        data = {"id": draw(TEXT), "role": "user", "content": [{"type": "text", "text": draw(TEXT)}],
-                "source": {"kind": "user"}}
-        return [{"type": "user/message", "data": data, "surfaceOp": "append",
-                 "sources": draw(SOURCES)}]
+        data = {
+            "id": draw(TEXT),
+            "role": "user",
+            "content": [{"type": "text", "text": draw(TEXT)}],
+            "source": {"kind": "user"},
+        }
+        return [
+            {"type": "user/message", "data": data, "surfaceOp": "append", "sources": draw(SOURCES)}
+        ]
     if choice == 2:
-        content = [{"type": "text", "text": draw(TEXT)},
-                   {"type": "tool-call", "id": "c1", "name": "bash", "arguments": "{}"}]
-        data = {"turn": turn, "step": 1, "message": {
-            "id": draw(TEXT), "role": "assistant", "content": content, "source": {"kind": "model"}}}
+        content = [
+            {"type": "text", "text": draw(TEXT)},
+            {"type": "tool-call", "id": "c1", "name": "bash", "arguments": "{}"},
+        ]
+        data = {
+            "turn": turn,
+            "step": 1,
+            "message": {
+                "id": draw(TEXT),
+                "role": "assistant",
+                "content": content,
+                "source": {"kind": "model"},
+            },
+        }
         op = draw(st.sampled_from(["append", {"op": "replace", "start": 0, "end": 1}]))
-        return [{"type": "assistant/message", "data": data, "surfaceOp": op,
-                 "sources": draw(SOURCES)}]
+        return [
+            {"type": "assistant/message", "data": data, "surfaceOp": op, "sources": draw(SOURCES)}
+        ]
     if choice == 3:
-        return [{"type": "tool/call", "data": {"turn": turn, "step": 1, "callId": "c1",
-                                               "name": "bash", "arguments": "{}"}}]
+        return [
+            {
+                "type": "tool/call",
+                "data": {
+                    "turn": turn,
+                    "step": 1,
+                    "callId": "c1",
+                    "name": "bash",
+                    "arguments": "{}",
+                },
+            }
+        ]
     if choice == 4:
-        message = {"id": "r", "role": "user", "source": {"kind": "tool", "callId": "c1"},
-                   "content": [{"type": "tool-result", "toolCallId": "c1", "isError": False,
-                                "content": [{"type": "text", "text": draw(TEXT)}]}]}
-        return [{"type": "tool/result", "data": {"turn": turn, "step": 1, "message": message},
-                 "surfaceOp": "append", "sources": draw(SOURCES)}]
+        message = {
+            "id": "r",
+            "role": "user",
+            "source": {"kind": "tool", "callId": "c1"},
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": "c1",
+                    "isError": False,
+                    "content": [{"type": "text", "text": draw(TEXT)}],
+                }
+            ],
+        }
+        return [
+            {
+                "type": "tool/result",
+                "data": {"turn": turn, "step": 1, "message": message},
+                "surfaceOp": "append",
+                "sources": draw(SOURCES),
+            }
+        ]
     kind = draw(st.sampled_from(["plugin/x", "text-chunks", "tool-call-chunks", "x/\ud800"]))
     return [{"type": kind, "data": draw(JSON), "ignorable": draw(st.booleans())}]
 
@@ -913,16 +1064,22 @@ def balanced_batches(draw: st.DrawFn) -> list[list[Event]]:
     time = draw(st.integers(-MAX_SAFE // 2, MAX_SAFE // 2))
     events = []
     for seq, item in enumerate(items):
-        time += draw(st.integers(-10**6, 10**6))
+        time += draw(st.integers(-(10**6), 10**6))
         sources = item.get("sources")
-        events.append(make_event(
-            item["type"], seq, time, item["data"],
-            surface_op=item.get("surfaceOp", UNSET),
-            source_seqs=UNSET if sources is None else sources,
-            ignorable=True if item.get("ignorable") else UNSET))
+        events.append(
+            make_event(
+                item["type"],
+                seq,
+                time,
+                item["data"],
+                surface_op=item.get("surfaceOp", UNSET),
+                source_seqs=UNSET if sources is None else sources,
+                ignorable=True if item.get("ignorable") else UNSET,
+            )
+        )
     cuts = sorted(draw(st.sets(st.integers(1, len(events) - 1), max_size=4)))
     bounds = [0, *cuts, len(events)]
-    return [events[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [events[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -947,7 +1104,8 @@ def crash_batch(start: int) -> list[Event]:
     """One complete turn of BATCH events from seq ``start``; the crash child writes these."""
     turn = start // BATCH + 1
     return [
-        turn_start(start, turn), user(start + 1, f"question {turn}"),
+        turn_start(start, turn),
+        user(start + 1, f"question {turn}"),
         *(chunk(start + k, f"{turn}.{k}") for k in range(2, 6)),
         make_event("assistant/message", start + 6, start + 6, {"turn": turn, "text": "a" * 5000}),
         turn_end(start + 7, turn),
@@ -980,9 +1138,13 @@ def test_acknowledged_batches_survive_kill_9(tmp_path: Path) -> None:
     rng = random.Random(7)
     acknowledged = 0
     for _ in range(5):
-        child = subprocess.Popen([sys.executable, "-c", CRASH_CHILD, str(path), tests_dir],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                 text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", CRASH_CHILD, str(path), tests_dir],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
         assert child.stdout is not None
         watchdog = threading.Timer(10, child.kill)  # a stuck child fails the test, not the run
         watchdog.start()

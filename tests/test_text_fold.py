@@ -5,7 +5,7 @@ property on whole texts."""
 
 from __future__ import annotations
 
-import _sre
+import _sre  # pyright: ignore[reportMissingImports] - CPython's own module, no stub
 import re
 import sys
 import time
@@ -78,7 +78,9 @@ def test_single_characters_match_exactly_as_the_regex_did():
 
 
 ALPHABET = st.sampled_from(
-    list("aAbBkKsSiI(). *+?\\[]") + list(WHITESPACE_CHARS[:8]) + list("\u3000\u00a0\ufeff")
+    list("aAbBkKsSiI(). *+?\\[]")
+    + list(WHITESPACE_CHARS[:8])
+    + list("\u3000\u00a0\ufeff")
     + list("İıſKÅµμΣσςΙιͅβϐθϑΐΐßẞǅǄǆéÉ")
     + [chr(c) for others in _EXTRA_CASES.values() for c in others]
 )
@@ -93,6 +95,7 @@ def test_new_scan_agrees_with_the_regex(needle, document, data):
     assert (old is None) == (new is None)
     if old is None or new is None:
         return
+
     # Also a document that contains the needle with its cases and whitespace runs varied.
     def vary(c: str) -> str:
         if c in WHITESPACE_CHARS:

@@ -57,7 +57,7 @@ def header(
 # -- over the wire ---------------------------------------------------------------------------
 
 
-async def test_agents_and_groupings_over_the_wire(client):  # noqa: F811 (the fixture)
+async def test_agents_and_groupings_over_the_wire(client):
     corpus = [
         header("d1", 1000, cwd="/work/app"),
         header("c1", 2000, source=CLAUDE, cwd="/work/app"),

@@ -40,8 +40,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -103,7 +104,12 @@ def _user(seq: int, text: str, **envelope: Any) -> dict[str, Any]:
         "type": "user/message",
         "time": T0 + seq * 1000,
         "surfaceOp": envelope.pop("op", "append"),
-        "data": {"id": f"u{seq}", "role": "user", "content": [{"type": "text", "text": text}], "source": {"kind": "user"}},
+        "data": {
+            "id": f"u{seq}",
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "user"},
+        },
         **envelope,
     }
 
@@ -136,7 +142,11 @@ def _turn(seq: int, kind: str, turn: int = 1) -> dict[str, Any]:
 
 def _persist(root: Path, sessions: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> None:
     """Writes sessions into a JSONL root through the server's own producer methods."""
-    env = {**os.environ, "XDG_STATE_HOME": str(root.parent / "state"), "XDG_CACHE_HOME": str(root.parent / "cache")}
+    env = {
+        **os.environ,
+        "XDG_STATE_HOME": str(root.parent / "state"),
+        "XDG_CACHE_HOME": str(root.parent / "cache"),
+    }
     with StdioClient(
         ["--persistence", f"jsonl:{root}"],
         initialization_options={"index": ":memory:", "checkpoint": {"mode": "manual"}},
@@ -145,7 +155,9 @@ def _persist(root: Path, sessions: list[tuple[dict[str, Any], list[dict[str, Any
         for header, events in sessions:
             client.request("sessionStore/create", {"header": header})
             client.request("sessionStore/append", {"sessionId": header["id"], "events": events})
-            client.request("sessionStore/remove", {"sessionId": header["id"]})  # flushes, then persisted only
+            client.request(
+                "sessionStore/remove", {"sessionId": header["id"]}
+            )  # flushes, then persisted only
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -170,14 +182,28 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                     _assistant(2, "I will start a sub-agent to survey the ledger schema."),
                     _turn(3, "turn/end"),
                     # a compaction: #1 and #2 leave the surface, replaced by one summary
-                    _user(4, "Summary: the quokka migration needs the ledger schema survey.",
-                          op={"op": "replace", "start": 1, "end": 2}, sourceEventSeqs=[1, 2]),
+                    _user(
+                        4,
+                        "Summary: the quokka migration needs the ledger schema survey.",
+                        op={"op": "replace", "start": 1, "end": 2},
+                        sourceEventSeqs=[1, 2],
+                    ),
                 ],
             ),
             (
-                {"version": 0, "id": SUBAGENT, "createdAt": T0 + 60_000, "cwd": "/srv/ledger",
-                 "parentSession": PARENT, "origin": "subagent", "delegationDepth": 1},
-                [_user(0, SUBAGENT_LABEL), _assistant(1, "The ledger schema has 12 tables; quokka touches 3.")],
+                {
+                    "version": 0,
+                    "id": SUBAGENT,
+                    "createdAt": T0 + 60_000,
+                    "cwd": "/srv/ledger",
+                    "parentSession": PARENT,
+                    "origin": "subagent",
+                    "delegationDepth": 1,
+                },
+                [
+                    _user(0, SUBAGENT_LABEL),
+                    _assistant(1, "The ledger schema has 12 tables; quokka touches 3."),
+                ],
             ),
         ],
     )
@@ -186,7 +212,12 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     shutil.copytree(first, base / "root-one-pristine")
     _persist(
         second,
-        [({"version": 0, "id": LATER, "createdAt": T0 + 120_000}, [_user(0, LATER_LABEL), _assistant(1, "Noted.")])],
+        [
+            (
+                {"version": 0, "id": LATER, "createdAt": T0 + 120_000},
+                [_user(0, LATER_LABEL), _assistant(1, "Noted.")],
+            )
+        ],
     )
     return {"first": first, "second": second, "pristine": base / "root-one-pristine"}
 
@@ -204,7 +235,9 @@ def _wait_healthy(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise AssertionError(f"code-server exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+            raise AssertionError(
+                f"code-server exited with {proc.returncode}:\n{log.read_text()[-4000:]}"
+            )
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
                 if r.status == 200:
@@ -235,7 +268,9 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture(scope="module")
-def code_server(corpus: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def code_server(
+    corpus: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
     vsix = build_vsix()
     home = tmp_path_factory.mktemp("vscode-e2e-home")
     user, extensions, workspace = home / "user", home / "extensions", home / "workspace"
@@ -265,28 +300,60 @@ def code_server(corpus: dict[str, Path], tmp_path_factory: pytest.TempPathFactor
     }
     (user / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
     binary = str(code_server_dir() / "node_modules" / ".bin" / "code-server")
-    env = node_env(XDG_STATE_HOME=str(home / "state"), XDG_CACHE_HOME=str(home / "cache"),
-                   XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"))
+    env = node_env(
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+    )
     assert (node24_bin() / "node").exists()
     common = ["--user-data-dir", str(user), "--extensions-dir", str(extensions)]
-    installed = subprocess.run([binary, *common, "--install-extension", str(vsix)], env=env,
-                               capture_output=True, text=True, timeout=120)
-    assert installed.returncode == 0 and "successfully installed" in installed.stdout, installed.stdout + installed.stderr
+    installed = subprocess.run(
+        [binary, *common, "--install-extension", str(vsix)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert installed.returncode == 0 and "successfully installed" in installed.stdout, (
+        installed.stdout + installed.stderr
+    )
     port = _free_port()
     config = home / "code-server.yaml"
     config.write_text(f"bind-addr: 127.0.0.1:{port}\nauth: none\ncert: false\n")
     log = home / "code-server.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [binary, "--config", str(config), "--auth", "none", "--bind-addr", f"127.0.0.1:{port}", *common,
-             "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
-             "--disable-getting-started-override", str(workspace)],
-            env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            [
+                binary,
+                "--config",
+                str(config),
+                "--auth",
+                "none",
+                "--bind-addr",
+                f"127.0.0.1:{port}",
+                *common,
+                "--disable-telemetry",
+                "--disable-update-check",
+                "--disable-workspace-trust",
+                "--disable-getting-started-override",
+                str(workspace),
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
         )
     try:
         _wait_healthy(port, proc, log)
-        yield {"url": f"http://127.0.0.1:{port}/?folder={workspace}", "log": log, "home": home, "corpus": corpus,
-               "workspace": workspace}
+        yield {
+            "url": f"http://127.0.0.1:{port}/?folder={workspace}",
+            "log": log,
+            "home": home,
+            "corpus": corpus,
+            "workspace": workspace,
+        }
     finally:
         _stop(proc)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -324,7 +391,10 @@ class Workbench:
 
     def labels(self, title: str) -> list[str]:
         rows = self.rows(title)
-        return [rows.nth(i).get_attribute("aria-label") or rows.nth(i).inner_text() for i in range(rows.count())]
+        return [
+            rows.nth(i).get_attribute("aria-label") or rows.nth(i).inner_text()
+            for i in range(rows.count())
+        ]
 
     def wait_row(self, title: str, text: str, timeout: float = 30_000) -> Any:
         """The row showing `text`, scrolling the (virtualized) list to find it."""
@@ -348,10 +418,18 @@ class Workbench:
         for _ in range(60):
             if row.count() and row.is_visible():
                 return True
-            before = self.rows(title).first.get_attribute("data-index") if self.rows(title).count() else None
+            before = (
+                self.rows(title).first.get_attribute("data-index")
+                if self.rows(title).count()
+                else None
+            )
             self.page.mouse.wheel(0, 120)
             time.sleep(0.05)
-            after = self.rows(title).first.get_attribute("data-index") if self.rows(title).count() else None
+            after = (
+                self.rows(title).first.get_attribute("data-index")
+                if self.rows(title).count()
+                else None
+            )
             if before == after and (row.count() == 0 or not row.is_visible()):
                 # one more step can still reveal the last rows; stop when nothing moves twice
                 self.page.mouse.wheel(0, 120)
@@ -394,7 +472,11 @@ class Workbench:
         return tab.get_attribute("aria-label") or ""
 
     def editor_text(self) -> str:
-        return self.page.locator(".editor-instance .monaco-editor .view-lines").first.inner_text().replace("\u00a0", " ")
+        return (
+            self.page.locator(".editor-instance .monaco-editor .view-lines")
+            .first.inner_text()
+            .replace("\u00a0", " ")
+        )
 
     def wait_for(self, predicate: Any, what: str, timeout: float = 30) -> None:
         deadline = time.monotonic() + timeout
@@ -436,7 +518,9 @@ def test_sessions_view_lists_the_corpus(workbench: Workbench) -> None:
     # each row's accessible label carries the server's tooltip: the session id and its state
     assert any(f"id: {PARENT}" in label and "state: persisted" in label for label in labels), labels
     assert any(f"id: {SUBAGENT}" in label for label in labels), labels
-    assert any("state: live" in label for label in labels), "the demo's live sessions are listed too"
+    assert any("state: live" in label for label in labels), (
+        "the demo's live sessions are listed too"
+    )
     assert not wb.pane("Sessions").locator(".welcome-view-content").is_visible()
 
 
@@ -453,7 +537,9 @@ def test_expanding_a_session_shows_events_with_surface_status(workbench: Workben
     wb.shot("session-expanded")
 
 
-def test_selecting_a_session_fills_events_and_trace_with_the_sub_agent(workbench: Workbench) -> None:
+def test_selecting_a_session_fills_events_and_trace_with_the_sub_agent(
+    workbench: Workbench,
+) -> None:
     wb = workbench
     wb.row("Sessions", PARENT_LABEL).locator(".monaco-tl-contents").click()
     wb.wait_row("Events", "#4 user/message")
@@ -494,13 +580,16 @@ def test_group_sessions_by_workspace_and_by_agent(workbench: Workbench) -> None:
     def top_rows() -> list[str]:
         # one snapshot of the list (rows come and go while it re-renders)
         return wb.rows("Sessions").evaluate_all(
-            "rows => rows.filter(r => r.getAttribute('aria-level') === '1').map(r => r.innerText)")
+            "rows => rows.filter(r => r.getAttribute('aria-level') === '1').map(r => r.innerText)"
+        )
 
     group_by("Workspace")
     wb.wait_for(lambda: "by workspace" in header.inner_text(), "the view described as grouped")
     ledger = wb.wait_row("Sessions", "/srv")
-    wb.wait_for(lambda: "ledger" in ledger.inner_text() and "2 sessions" in ledger.inner_text(),
-                "the ledger group")
+    wb.wait_for(
+        lambda: "ledger" in ledger.inner_text() and "2 sessions" in ledger.inner_text(),
+        "the ledger group",
+    )
     ledger.locator(".monaco-tl-twistie").click()
     wb.wait_row("Sessions", PARENT_LABEL)
     wb.wait_row("Sessions", SUBAGENT_LABEL)
@@ -536,15 +625,23 @@ def test_palette_search_finds_a_phrase_pages_and_opens_the_hit(workbench: Workbe
     box.wait_for(state="visible")
     box.fill("quokka migration")
     items = wb.quick_items()
-    wb.wait_for(lambda: any("Load more" in t for t in items.all_inner_texts()), "a first page with Load more")
+    wb.wait_for(
+        lambda: any("Load more" in t for t in items.all_inner_texts()),
+        "a first page with Load more",
+    )
     first_page = [t for t in items.all_inner_texts() if "Load more" not in t]
     assert len(first_page) == 1, first_page  # dshQuery.search.limit is 1
     wb.shot("search-first-page")
     wb.page.locator(".quick-input-list .monaco-list-row", has_text="Load more").first.click()
-    wb.wait_for(lambda: len([t for t in items.all_inner_texts() if "Load more" not in t]) >= 2, "the second page")
+    wb.wait_for(
+        lambda: len([t for t in items.all_inner_texts() if "Load more" not in t]) >= 2,
+        "the second page",
+    )
     texts = items.all_inner_texts()
     assert any(PARENT in t for t in texts) and any(SUBAGENT in t for t in texts), texts
-    assert all("quokka" in t.lower() for t in texts if "Load more" not in t), texts  # snippets shown
+    assert all("quokka" in t.lower() for t in texts if "Load more" not in t), (
+        texts
+    )  # snippets shown
     wb.shot("search-loaded-more")
     # the mouse still rests where "Load more" was: its hover card can cover the hit (flaky click)
     wb.page.mouse.move(5, 5)
@@ -555,7 +652,9 @@ def test_palette_search_finds_a_phrase_pages_and_opens_the_hit(workbench: Workbe
     wb.shot("search-hit-opened")
 
 
-def test_mount_persistence_refreshes_the_sessions_view(workbench: Workbench, code_server: dict[str, Any]) -> None:
+def test_mount_persistence_refreshes_the_sessions_view(
+    workbench: Workbench, code_server: dict[str, Any]
+) -> None:
     wb = workbench
     second = code_server["corpus"]["second"]
     wb.palette("Session Query: Mount Persistence")
@@ -566,7 +665,10 @@ def test_mount_persistence_refreshes_the_sessions_view(workbench: Workbench, cod
     wb.page.keyboard.press("Enter")
     # no Refresh: the server's sessionQuery/didChange {corpus} refreshes the view
     wb.wait_row("Sessions", LATER_LABEL)
-    wb.wait_for(lambda: not wb.row("Sessions", SUBAGENT_LABEL).is_visible(), "the first root's sessions gone")
+    wb.wait_for(
+        lambda: not wb.row("Sessions", SUBAGENT_LABEL).is_visible(),
+        "the first root's sessions gone",
+    )
     assert any("state: live" in label for label in wb.labels("Sessions"))
     toast = wb.page.locator(".notifications-toasts").inner_text()
     assert "mounted" in toast, toast
@@ -600,31 +702,52 @@ def test_readme_screenshot(workbench: Workbench, code_server: dict[str, Any]) ->
         shutil.copy(path, ROOT / "vscode-extension" / "media" / "screenshot.png")
 
 
-def test_a_server_that_cannot_start_says_why_and_recovers(workbench: Workbench, code_server: dict[str, Any]) -> None:
+def test_a_server_that_cannot_start_says_why_and_recovers(
+    workbench: Workbench, code_server: dict[str, Any]
+) -> None:
     wb = workbench
     folder: Path = code_server["workspace"] / ".vscode"
     folder.mkdir(exist_ok=True)
     path = folder / "settings.json"
-    broken = {"dshQuery.interpreter": [sys.executable, "-c",
-                                       "import sys; sys.stderr.write('no dsh-query-server here\\n'); sys.exit(3)"]}
+    broken = {
+        "dshQuery.interpreter": [
+            sys.executable,
+            "-c",
+            "import sys; sys.stderr.write('no dsh-query-server here\\n'); sys.exit(3)",
+        ]
+    }
     wb.palette("Notifications: Clear All Notifications")
     # a workspace setting overrides the user's; it is a server setting, so the server restarts
     path.write_text(json.dumps(broken, indent=2))
     toasts = wb.page.locator(".notifications-toasts")
-    wb.wait_for(lambda: "failed to start" in toasts.inner_text(), "the start failure notification", timeout=45)
+    wb.wait_for(
+        lambda: "failed to start" in toasts.inner_text(),
+        "the start failure notification",
+        timeout=45,
+    )
     text = toasts.inner_text()
     assert "Session Query server failed to start: no dsh-query-server here" in text, text
     assert "Show Output" in text
     welcome = wb.pane("Sessions").locator(".welcome-view-content")
-    wb.wait_for(lambda: welcome.is_visible() and "not running" in welcome.inner_text(), "the not-running welcome")
+    wb.wait_for(
+        lambda: welcome.is_visible() and "not running" in welcome.inner_text(),
+        "the not-running welcome",
+    )
     wb.shot("server-failed")
     toasts.locator("a.monaco-button, .monaco-button", has_text="Show Output").first.click()
     output = wb.page.locator(".part.panel")
-    wb.wait_for(lambda: output.is_visible() and "[error] no dsh-query-server here" in output.inner_text().replace("\u00a0", " "),
-                "the output channel")
+    wb.wait_for(
+        lambda: (
+            output.is_visible()
+            and "[error] no dsh-query-server here" in output.inner_text().replace("\u00a0", " ")
+        ),
+        "the output channel",
+    )
     wb.shot("server-output")
     # back to a working interpreter; with a root the demo has not written to yet, because the demo
     # cannot populate a root that already holds its sessions (reported to the server's owner)
-    path.write_text(json.dumps({"dshQuery.persistence": f"jsonl:{code_server['corpus']['pristine']}"}))
+    path.write_text(
+        json.dumps({"dshQuery.persistence": f"jsonl:{code_server['corpus']['pristine']}"})
+    )
     wb.wait_row("Sessions", PARENT_LABEL, timeout=45_000)
     assert not welcome.is_visible()

@@ -37,7 +37,12 @@ def test_typecheck_and_bundle(node_modules: None) -> None:
 def test_unit_tests(node_modules: None) -> None:
     """node --test: every test passes, none is skipped (the server contract tests get a Python)."""
     result = run(["npm", "test"], env=node_env(DSH_QUERY_PYTHON=sys.executable), timeout=300)
-    counts = {k: int(v) for k, v in re.findall(r"^(?:#|ℹ) (tests|pass|fail|skipped|cancelled) (\d+)$", result.stdout, re.M)}
+    counts = {
+        k: int(v)
+        for k, v in re.findall(
+            r"^(?:#|ℹ) (tests|pass|fail|skipped|cancelled) (\d+)$", result.stdout, re.M
+        )
+    }
     assert counts.get("tests", 0) >= 40, result.stdout[-3000:]
     assert counts.get("fail") == 0 and counts.get("cancelled", 0) == 0, result.stdout[-3000:]
     assert counts.get("skipped") == 0, "the server contract tests must run"
@@ -57,6 +62,10 @@ def test_package_vsix(node_modules: None) -> None:
     assert "extension/media/session-query.svg" in names
     assert any(n.lower() == "extension/readme.md" for n in names)
     assert any(n.lower().startswith("extension/license") for n in names)
-    unexpected = [n for n in names if n.startswith(("extension/src/", "extension/node_modules/", "extension/test/"))]
+    unexpected = [
+        n
+        for n in names
+        if n.startswith(("extension/src/", "extension/node_modules/", "extension/test/"))
+    ]
     assert not unexpected, unexpected
     assert vsix.stat().st_size < 2_000_000

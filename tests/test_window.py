@@ -16,20 +16,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_query_server import errors
+from dsh_query_server.cancel import CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence import jsonl as jsonl_backend
-from dsh_query_server.persistence.jsonl import decode as jsonl_decode
 from dsh_query_server.persistence import closers, logical, records
-from dsh_query_server.persistence.sqlite import backend as sqlite_backend
-from dsh_query_server.cancel import CancelToken
+from dsh_query_server.persistence import jsonl as jsonl_backend
 from dsh_query_server.persistence.base import Inspection, Window
 from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.persistence.jsonl import JsonlBackend
+from dsh_query_server.persistence.jsonl import decode as jsonl_decode
 from dsh_query_server.persistence.memo import VerificationMemo
 from dsh_query_server.persistence.records import ChunkOutline
 from dsh_query_server.persistence.sqlite import SqliteBackend
+from dsh_query_server.persistence.sqlite import backend as sqlite_backend
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore
 
@@ -46,9 +46,12 @@ def header() -> Header:
 
 
 def chunk(seq: int, turn: int) -> Event:
-    return make_event("assistant/chunk", seq, 1000 + seq,
-                      {"turn": turn, "step": 1, "chunk": {"type": "text-delta", "index": 0,
-                                                          "text": f"t{seq}"}})
+    return make_event(
+        "assistant/chunk",
+        seq,
+        1000 + seq,
+        {"turn": turn, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": f"t{seq}"}},
+    )
 
 
 def build_log(plan: list[tuple[str, int]]) -> list[Event]:
@@ -70,38 +73,63 @@ def build_log(plan: list[tuple[str, int]]) -> list[Event]:
         elif kind == "stepend":
             add("step/end", {"turn": turn, "step": n})
         elif kind == "user":
-            add("user/message", {"id": f"u{len(events)}", "role": "user",
-                                 "content": [{"type": "text", "text": "hi"}],
-                                 "source": {"kind": "user"}}, surface_op="append")
+            add(
+                "user/message",
+                {
+                    "id": f"u{len(events)}",
+                    "role": "user",
+                    "content": [{"type": "text", "text": "hi"}],
+                    "source": {"kind": "user"},
+                },
+                surface_op="append",
+            )
         elif kind == "call":
             call_id = f"c{n}"
-            add("assistant/message", {"turn": turn, "step": 1, "message": {
-                "id": f"a{len(events)}", "role": "assistant", "source": {"kind": "model"},
-                "content": [{"type": "tool-call", "id": call_id, "name": "x", "input": {}}]}},
-                surface_op="append")
+            add(
+                "assistant/message",
+                {
+                    "turn": turn,
+                    "step": 1,
+                    "message": {
+                        "id": f"a{len(events)}",
+                        "role": "assistant",
+                        "source": {"kind": "model"},
+                        "content": [{"type": "tool-call", "id": call_id, "name": "x", "input": {}}],
+                    },
+                },
+                surface_op="append",
+            )
             if n % 2:
                 add("tool/call", {"turn": turn, "callId": call_id})
         elif kind == "chunks":
             base = len(events)
             events.extend([chunk(base + k, turn) for k in range(n)])
         elif kind == "legacy-user":
-            add("user/message", {"content": [{"type": "text", "text": "old"}],
-                                 "source": {"kind": "user"}}, surface_op="append")
+            add(
+                "user/message",
+                {"content": [{"type": "text", "text": "old"}], "source": {"kind": "user"}},
+                surface_op="append",
+            )
         elif kind == "legacy-steering":
             add("steering/message", {"turn": 1, "content": [], "source": {"kind": "user"}})
         elif kind == "legacy-result":
             # A pre-react-loop tool result replacing an earlier event: its message id comes
             # from that event (rewrite 4), which may lie far outside a window.
             start = n % max(len(events), 1)
-            add("tool/result", {"callId": "c1", "content": [], "isError": False},
-                surface_op={"op": "replace", "start": start, "end": start})
+            add(
+                "tool/result",
+                {"callId": "c1", "content": [], "isError": False},
+                surface_op={"op": "replace", "start": start, "end": start},
+            )
         elif kind == "bad-legacy":
             add("turn/start", {"turn": 0, "trigger": {"kind": "user"}})  # malformed: corrupt
         elif kind == "bad-shape":
             add("user/message", {"content": "not blocks"}, surface_op="append")
         elif kind == "title":
-            add("session/title", {"title": f"title {len(events)}", "messageSeqs": [],
-                                  "source": {"kind": "user"}})
+            add(
+                "session/title",
+                {"title": f"title {len(events)}", "messageSeqs": [], "source": {"kind": "user"}},
+            )
         elif kind == "bad-title":  # readTitles rejects the log when this is the last title
             add("session/title", {"title": 7, "messageSeqs": [], "source": {"kind": "user"}})
     return events
@@ -111,14 +139,19 @@ PLAN_STEP = st.one_of(
     st.tuples(st.sampled_from(["turn", "end", "user", "turn", "end", "user"]), st.just(0)),
     st.tuples(st.sampled_from(["step", "stepend", "call"]), st.integers(1, 3)),
     st.tuples(st.just("chunks"), st.integers(1, 40)),
-    st.tuples(st.sampled_from(["legacy-user", "legacy-steering", "legacy-result"]),
-              st.integers(0, 500)),
+    st.tuples(
+        st.sampled_from(["legacy-user", "legacy-steering", "legacy-result"]), st.integers(0, 500)
+    ),
     st.tuples(st.sampled_from(["bad-legacy", "bad-shape"]), st.just(0)),
     st.tuples(st.sampled_from(["title", "title", "bad-title"]), st.just(0)),
 )
 # A defect applied to the stored log: none, an invalid row/line at some position, or a torn tail.
-DEFECT = st.one_of(st.none(), st.tuples(
-    st.sampled_from(["bad", "gap", "torn", "overlap", "overlap-end"]), st.integers(0, 10**6)))
+DEFECT = st.one_of(
+    st.none(),
+    st.tuples(
+        st.sampled_from(["bad", "gap", "torn", "overlap", "overlap-end"]), st.integers(0, 10**6)
+    ),
+)
 
 
 def batches(events: list[Event], cuts: list[int]) -> list[list[Event]]:
@@ -158,9 +191,11 @@ def damage_sqlite(path: str, defect: tuple[str, int] | None) -> None:
                 # The last packed row is the likeliest to have no turn/end after it (torn).
                 start = packed[-1] if kind == "overlap" else packed[where % len(packed)]
                 # A turn/end proves the overlap committed (corrupt); another type is torn.
-                conn.execute("INSERT OR IGNORE INTO events (session_id, seq, type, time, data)"
-                             " VALUES ('s', ?, ?, 0, '{\"turn\":1}')",
-                             (start + 1, "turn/end" if kind == "overlap-end" else "plugin/note"))
+                conn.execute(
+                    "INSERT OR IGNORE INTO events (session_id, seq, type, time, data)"
+                    " VALUES ('s', ?, ?, 0, '{\"turn\":1}')",
+                    (start + 1, "turn/end" if kind == "overlap-end" else "plugin/note"),
+                )
         else:  # a torn last row, as a crash mid-append could leave
             conn.execute("UPDATE events SET data = '{torn' WHERE seq = ?", (seqs[-1],))
     conn.commit()
@@ -209,7 +244,7 @@ def damage_zstd(root: str, defect: tuple[str, int] | None) -> None:
     with open(path, "rb") as f:
         data = f.read()
     frames, _ = jsonl_backend.scan_frames(data)
-    head, body = data[:frames[0][1]], [data[a:b] for a, b in frames[1:]]
+    head, body = data[: frames[0][1]], [data[a:b] for a, b in frames[1:]]
     compress = jsonl_backend.zstd_frame
     if kind == "bad" and body:
         at = where % len(body)
@@ -219,14 +254,16 @@ def damage_zstd(root: str, defect: tuple[str, int] | None) -> None:
     elif kind == "gap" and body:
         del body[where % len(body)]
     elif kind == "torn" and body:
-        body[-1] = body[-1][:max(4, (where % len(body[-1])))]
+        body[-1] = body[-1][: max(4, (where % len(body[-1])))]
     elif kind == "overlap" and body:  # re-split the plaintext: lines spanning frames
         plain = b"".join(zstandard.ZstdDecompressor().decompressobj().decompress(f) for f in body)
-        cuts = sorted({(where * (k + 1) * 7919) % max(len(plain), 1) for k in range(3)} | {0, len(plain)})
+        cuts = sorted(
+            {(where * (k + 1) * 7919) % max(len(plain), 1) for k in range(3)} | {0, len(plain)}
+        )
         body = [compress(plain[a:b]) for a, b in itertools.pairwise(cuts) if b > a]
     elif kind == "overlap-end":
         extra = compress(b'{"type":"plugin/note","seq":999999,"time":0,"data":{}}\n' * 3)
-        body.append(extra[:max(4, where % len(extra))])
+        body.append(extra[: max(4, where % len(extra))])
     with open(path, "wb") as f:
         f.write(head + b"".join(body))
 
@@ -262,16 +299,21 @@ def outcome(call: Any, *args: Any) -> Any:
         return ("error", exc.code, exc.message)
 
 
-def same_answers(fast: SessionQueryService, full: SessionQueryService, length: int,
-                 probes: list[tuple[Any, int, int]]) -> None:
+def same_answers(
+    fast: SessionQueryService,
+    full: SessionQueryService,
+    length: int,
+    probes: list[tuple[Any, int, int]],
+) -> None:
     seqs = [0, 1, length - 1, length, length + 3, -1, 2.5] + [p[0] for p in probes]
     windows = [(s, b, a) for s in seqs for b, a in [(0, 0), (50, 50)]] + probes
     # Every window start, up to a point: a row boundary is where a window read could go wrong.
     windows += [(s, 0, 0) for s in range(min(length + 2, 150))]
     for repeat in range(2):  # the second pass reads through the memo
         for seq, before, after in windows:
-            assert outcome(fast.read_event, SID, seq, before, after) == \
-                outcome(full.read_event, SID, seq, before, after), (repeat, seq, before, after)
+            assert outcome(fast.read_event, SID, seq, before, after) == outcome(
+                full.read_event, SID, seq, before, after
+            ), (repeat, seq, before, after)
     assert outcome(fast.list_events, SID) == outcome(full.list_events, SID)
     for _ in range(2):  # verified, then through the memo: the title event is read alone
         assert outcome(fast.read_titles, [SID]) == outcome(full.read_titles, [SID])
@@ -281,11 +323,14 @@ def same_answers(fast: SessionQueryService, full: SessionQueryService, length: i
 
 LOG = st.lists(PLAN_STEP, max_size=30)
 CUTS = st.lists(st.integers(0, 10**6), max_size=6)
-PROBES = st.lists(st.tuples(st.integers(0, 400), st.integers(0, 50), st.integers(0, 50)),
-                  min_size=1, max_size=6)
-PROPERTY = settings(max_examples=100, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow,
-                                           HealthCheck.function_scoped_fixture])
+PROBES = st.lists(
+    st.tuples(st.integers(0, 400), st.integers(0, 50), st.integers(0, 50)), min_size=1, max_size=6
+)
+PROPERTY = settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 def compare_sqlite(plan, cuts, defect, probes) -> None:
@@ -313,8 +358,9 @@ def test_sqlite_windows_equal_the_full_inspect_path(plan, cuts, defect, probes) 
 
 @PROPERTY
 @given(LOG, CUTS, DEFECT, PROBES, st.sampled_from(["none", "zstd"]), st.integers(1, 5))
-def test_jsonl_windows_equal_the_full_inspect_path(monkeypatch, plan, cuts, defect, probes,
-                                                   compression, mark_every) -> None:
+def test_jsonl_windows_equal_the_full_inspect_path(
+    monkeypatch, plan, cuts, defect, probes, compression, mark_every
+) -> None:
     monkeypatch.setattr(jsonl_decode, "MARK_EVERY", mark_every)  # seek hints in short logs
     events = build_log(plan)
     if not events:
@@ -331,8 +377,17 @@ def test_jsonl_windows_equal_the_full_inspect_path(monkeypatch, plan, cuts, defe
 
 
 def open_turn_log() -> list[Event]:
-    return build_log([("turn", 0), ("user", 0), ("end", 0), ("turn", 0), ("chunks", 30),
-                      ("call", 1), ("chunks", 30)])
+    return build_log(
+        [
+            ("turn", 0),
+            ("user", 0),
+            ("end", 0),
+            ("turn", 0),
+            ("chunks", 30),
+            ("call", 1),
+            ("chunks", 30),
+        ]
+    )
 
 
 def test_sqlite_window_at_a_verified_revision_reads_only_its_rows(tmp_path, monkeypatch) -> None:
@@ -358,13 +413,36 @@ def test_sqlite_append_changes_the_revision_and_the_window(tmp_path) -> None:
     before = to_builtins(service.read_event(SID, len(events), 0, 2))
     assert before["target"]["type"] == "tool/result"  # an interrupted-call closer
     writer = SqliteBackend(path)
-    writer.append(SID, [make_event("tool/result", len(events), 5, {
-        "turn": 2, "message": {"id": "r", "role": "user", "source": {"kind": "tool", "callId": "c1"},
-                               "content": [{"type": "tool-result", "toolCallId": "c1",
-                                            "content": [], "isError": False}]}},
-        surface_op="append"),
-                        make_event("turn/end", len(events) + 1, 6,
-                                   {"turn": 2, "reason": {"kind": "completed"}})])
+    writer.append(
+        SID,
+        [
+            make_event(
+                "tool/result",
+                len(events),
+                5,
+                {
+                    "turn": 2,
+                    "message": {
+                        "id": "r",
+                        "role": "user",
+                        "source": {"kind": "tool", "callId": "c1"},
+                        "content": [
+                            {
+                                "type": "tool-result",
+                                "toolCallId": "c1",
+                                "content": [],
+                                "isError": False,
+                            }
+                        ],
+                    },
+                },
+                surface_op="append",
+            ),
+            make_event(
+                "turn/end", len(events) + 1, 6, {"turn": 2, "reason": {"kind": "completed"}}
+            ),
+        ],
+    )
     after = to_builtins(service.read_event(SID, len(events), 0, 5))
     assert after["target"]["data"]["message"]["id"] == "r"
     assert after["endSeq"] == len(events) + 1  # no closers any more
@@ -424,7 +502,9 @@ def test_jsonl_append_changes_the_revision(tmp_path) -> None:
     service = service_over(reader)
     assert to_builtins(service.read_event(SID, len(events) - 1, 0, 0))["endSeq"] == len(events) - 1
     writer = JsonlBackend(root)
-    writer.append(SID, [make_event("turn/end", len(events), 5, {"turn": 2, "reason": {"kind": "completed"}})])
+    writer.append(
+        SID, [make_event("turn/end", len(events), 5, {"turn": 2, "reason": {"kind": "completed"}})]
+    )
     window = to_builtins(service.read_event(SID, len(events), 2, 2))
     assert window["target"]["data"]["reason"] == {"kind": "completed"}
     assert window["endSeq"] == len(events)
@@ -449,9 +529,14 @@ def test_outline_events_carry_no_payload_but_the_same_envelope(tmp_path) -> None
     full = backend.inspect(SID).events
     assert len(outline) == len(full)
     assert any(isinstance(e, ChunkOutline) for e in outline)
-    for a, b in zip(outline, full):
-        assert (a.type, a.seq, a.time, a.surface_op, a.source_seqs) == \
-            (b.type, b.seq, b.time, b.surface_op, b.source_seqs)
+    for a, b in zip(outline, full, strict=True):
+        assert (a.type, a.seq, a.time, a.surface_op, a.source_seqs) == (
+            b.type,
+            b.seq,
+            b.time,
+            b.surface_op,
+            b.source_seqs,
+        )
         if not isinstance(a, ChunkOutline):
             assert a.raw == b.raw
 
@@ -483,12 +568,13 @@ class WindowBackend:
         self.calls.append("inspect")
         return Inspection(header(), list(self.events))
 
-    def inspect_window(self, session_id: str, first: int, last: int,
-                       token: CancelToken | None = None) -> Window:
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken | None = None
+    ) -> Window:
         self.calls.append("inspect_window")
         if self.cancel_during == "inspect_window" and token is not None:
             token.cancel()  # fires mid-call; the call still settles normally
-        return Window(header(), len(self.events), first, self.events[first:last + 1])
+        return Window(header(), len(self.events), first, self.events[first : last + 1])
 
 
 def test_read_event_uses_inspect_window_and_honours_cancellation() -> None:
@@ -538,9 +624,10 @@ def test_sqlite_window_errors_match_inspect_for_format_and_missing_sessions(tmp_
 
 def test_window_header_is_checked_against_the_listing() -> None:
     backend = WindowBackend()
-    listed = Header.build(version=0, id=SID, createdAt=1_700_000_000_000, cwd="/elsewhere",
-                          delegationDepth=0)
-    backend.list = lambda token=None: [listed]  # type: ignore[method-assign]
+    listed = Header.build(
+        version=0, id=SID, createdAt=1_700_000_000_000, cwd="/elsewhere", delegationDepth=0
+    )
+    backend.list = lambda token=None: [listed]
     with pytest.raises(QueryError) as info:
         service_over(backend).read_event(SID, 0)
     assert info.value.code == errors.SOURCE_CONFLICT
@@ -551,31 +638,54 @@ def test_sqlite_torn_rows_overlapping_the_prefix_stay_out_of_windows(tmp_path) -
     part of the log: a window read must not take it for the row holding that seq."""
     path = write_sqlite(str(tmp_path), [chunk(seq, 1) for seq in range(5)], [])
     conn = sqlite3.connect(path)
-    conn.execute("INSERT INTO events (session_id, seq, type, time, data) VALUES"
-                 " ('s', 4, 'plugin/note', 4, '{}')")
+    conn.execute(
+        "INSERT INTO events (session_id, seq, type, time, data) VALUES"
+        " ('s', 4, 'plugin/note', 4, '{}')"
+    )
     conn.execute("UPDATE sessions SET revision = revision + 1")
     conn.commit()
     conn.close()
     fast, full = service_over(SqliteBackend(path)), service_over(InspectOnly(SqliteBackend(path)))
     for _ in range(2):  # verify, then read through the memo
         for seq in range(6):
-            assert outcome(fast.read_event, SID, seq, 0, 0) == outcome(full.read_event, SID, seq, 0, 0)
+            assert outcome(fast.read_event, SID, seq, 0, 0) == outcome(
+                full.read_event, SID, seq, 0, 0
+            )
     assert to_builtins(fast.read_event(SID, 4))["target"]["type"] == "assistant/chunk"
 
 
-@pytest.mark.parametrize("data", [
-    {"turn": 1, "step": 1, "index": 0, "dt": [1, 2], "texts": ["a", "b", "c"]},
-    {"turn": 1.5, "step": -1, "index": 0, "dt": [0, -5], "texts": ["a", "b", "c"]},
-    {"turn": 1, "step": 1, "index": 0, "dt": [1.0, 2], "texts": ["a", "b", "c"]},  # float dt
-    {"turn": True, "step": 1, "index": 0, "dt": [1, 2], "texts": ["a", "b", "c"]},
-    {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b", "c"]},
-    {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b"]},  # too few for sqlite
-    {"turn": 1, "step": 1, "index": 0, "dt": [2**53, 0], "texts": ["a", "b", "c"]},
-    {"turn": 1, "step": 1, "index": 0, "dt": [1, 2], "texts": ["a", "b", "c"], "x": 1},
-    {"turn": 1, "step": 1, "index": 0, "dt": [1, 2], "id": "c", "args": ["a", "b", "c"]},
-    {"turn": 1, "step": 1, "index": 0, "dt": [1, 2], "id": "c", "name": None, "args": ["a", "b", "c"]},
-    {"turn": 1, "step": 1, "index": 0, "dt": [1, 2], "id": "c", "name": "n", "args": ["a", "b", "c"]},
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"turn": 1, "step": 1, "index": 0, "dt": [1, 2], "texts": ["a", "b", "c"]},
+        {"turn": 1.5, "step": -1, "index": 0, "dt": [0, -5], "texts": ["a", "b", "c"]},
+        {"turn": 1, "step": 1, "index": 0, "dt": [1.0, 2], "texts": ["a", "b", "c"]},  # float dt
+        {"turn": True, "step": 1, "index": 0, "dt": [1, 2], "texts": ["a", "b", "c"]},
+        {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b", "c"]},
+        {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b"]},  # too few for sqlite
+        {"turn": 1, "step": 1, "index": 0, "dt": [2**53, 0], "texts": ["a", "b", "c"]},
+        {"turn": 1, "step": 1, "index": 0, "dt": [1, 2], "texts": ["a", "b", "c"], "x": 1},
+        {"turn": 1, "step": 1, "index": 0, "dt": [1, 2], "id": "c", "args": ["a", "b", "c"]},
+        {
+            "turn": 1,
+            "step": 1,
+            "index": 0,
+            "dt": [1, 2],
+            "id": "c",
+            "name": None,
+            "args": ["a", "b", "c"],
+        },
+        {
+            "turn": 1,
+            "step": 1,
+            "index": 0,
+            "dt": [1, 2],
+            "id": "c",
+            "name": "n",
+            "args": ["a", "b", "c"],
+        },
+    ],
+)
 @pytest.mark.parametrize("tag", ["text-chunks", "tool-call-chunks"])
 @pytest.mark.parametrize("time0", [0, 2**53 - 2])
 def test_the_outline_fast_path_agrees_with_row_validation(data, tag, time0) -> None:
@@ -583,8 +693,9 @@ def test_the_outline_fast_path_agrees_with_row_validation(data, tag, time0) -> N
 
     fast = records.outline_members(tag, 7, time0, jsoncodec.dumps(data), sqlite=True)
     try:
-        exact = records.unpack_row({"type": tag, "seq0": 7, "time0": time0, "data": data},
-                                   sqlite=True, outline=True)
+        exact = records.unpack_row(
+            {"type": tag, "seq0": 7, "time0": time0, "data": data}, sqlite=True, outline=True
+        )
     except records.MalformedRow:
         assert fast is None
     else:
@@ -598,8 +709,25 @@ def test_the_outline_fast_path_agrees_with_row_validation(data, tag, time0) -> N
 # and without legacy replaces (each sends the streamed pass back to a whole read; the property
 # tests above cover that), so the streamed closers and seq bookkeeping get exercised.
 GOOD_STEP = st.one_of(
-    st.tuples(st.sampled_from(["turn", "end", "user", "turn", "user", "step", "stepend", "call",
-                               "call", "legacy-user", "legacy-steering", "title"]), st.integers(1, 3)),
+    st.tuples(
+        st.sampled_from(
+            [
+                "turn",
+                "end",
+                "user",
+                "turn",
+                "user",
+                "step",
+                "stepend",
+                "call",
+                "call",
+                "legacy-user",
+                "legacy-steering",
+                "title",
+            ]
+        ),
+        st.integers(1, 3),
+    ),
     st.tuples(st.just("chunks"), st.integers(1, 40)),
 )
 GOOD_LOG = st.lists(GOOD_STEP, max_size=30)
@@ -608,7 +736,8 @@ GOOD_LOG = st.lists(GOOD_STEP, max_size=30)
 @PROPERTY
 @given(GOOD_LOG, CUTS, DEFECT, PROBES, st.integers(1, 4))
 def test_streamed_sqlite_verification_equals_the_full_inspect_path(
-        monkeypatch, plan, cuts, defect, probes, fold) -> None:
+    monkeypatch, plan, cuts, defect, probes, fold
+) -> None:
     monkeypatch.setattr(closers, "_FOLD_EVERY", fold)  # fold the open turn's events often
     compare_sqlite(plan, cuts, defect, probes)
 
@@ -616,7 +745,8 @@ def test_streamed_sqlite_verification_equals_the_full_inspect_path(
 @PROPERTY
 @given(GOOD_LOG, CUTS, DEFECT, PROBES, st.integers(1, 4))
 def test_streamed_raw_jsonl_verification_equals_the_full_inspect_path(
-        monkeypatch, plan, cuts, defect, probes, fold) -> None:
+    monkeypatch, plan, cuts, defect, probes, fold
+) -> None:
     monkeypatch.setattr(closers, "_FOLD_EVERY", fold)
     monkeypatch.setattr(jsonl_decode, "MARK_EVERY", 3)
     events = build_log(plan)
@@ -633,8 +763,10 @@ def test_the_first_window_read_does_not_hold_the_whole_log(tmp_path, monkeypatch
     events = open_turn_log()
     path = write_sqlite(str(tmp_path), events, [9])
     root = write_jsonl(str(tmp_path), events, [9], "none")
-    expected = [to_builtins(service_over(InspectOnly(backend)).read_event(SID, 60, 3, 10))
-                for backend in (SqliteBackend(path), JsonlBackend(root, read_only=True))]
+    expected = [
+        to_builtins(service_over(InspectOnly(backend)).read_event(SID, 60, 3, 10))
+        for backend in (SqliteBackend(path), JsonlBackend(root, read_only=True))
+    ]
 
     def whole(*args: Any) -> Any:
         raise AssertionError("a current-form log must be verified streamed")
@@ -642,19 +774,31 @@ def test_the_first_window_read_does_not_hold_the_whole_log(tmp_path, monkeypatch
     monkeypatch.setattr(sqlite_backend, "committed_prefix", whole)
     monkeypatch.setattr(logical, "verified_log", whole)
     # (the jsonl backend and persistence/windows.py call logical.verified_log, patched above)
-    found = [to_builtins(service_over(backend).read_event(SID, 60, 3, 10))
-             for backend in (SqliteBackend(path), JsonlBackend(root, read_only=True))]
+    found = [
+        to_builtins(service_over(backend).read_event(SID, 60, 3, 10))
+        for backend in (SqliteBackend(path), JsonlBackend(root, read_only=True))
+    ]
     assert found == expected
     assert [e["type"] for e in found[0]["events"]][-2:] == ["tool/result", "turn/end"]
 
 
 @pytest.mark.parametrize("damage", ["committed", "torn"])
-def test_streamed_verification_reports_storage_defects_before_legacy_ones(tmp_path,
-                                                                         damage) -> None:
+def test_streamed_verification_reports_storage_defects_before_legacy_ones(tmp_path, damage) -> None:
     """``inspect`` decodes the whole prefix before it normalizes: a committed storage defect
     after a malformed legacy event wins; a torn tail leaves the legacy error to be reported."""
-    events = build_log([("turn", 0), ("bad-legacy", 0), ("user", 0), ("end", 0), ("turn", 0),
-                        ("user", 0), ("end", 0), ("turn", 0), ("user", 0)])
+    events = build_log(
+        [
+            ("turn", 0),
+            ("bad-legacy", 0),
+            ("user", 0),
+            ("end", 0),
+            ("turn", 0),
+            ("user", 0),
+            ("end", 0),
+            ("turn", 0),
+            ("user", 0),
+        ]
+    )
     path = write_sqlite(str(tmp_path), events, [])
     damage_sqlite(path, ("bad", 5) if damage == "committed" else ("torn", 0))
     fast, full = service_over(SqliteBackend(path)), service_over(InspectOnly(SqliteBackend(path)))
@@ -673,11 +817,23 @@ def test_streamed_closers_hold_a_scan_failure_only_for_the_open_turn(monkeypatch
     there must surface only when ``closers`` (which scans the last open turn) would meet it.
     (Only the types in _TURN_STATE_TYPES reach the scan: observe() ignores every other.)"""
     monkeypatch.setattr(closers, "_FOLD_EVERY", fold)
-    events = build_log([("turn", 0), ("call", 1), ("step", 1), ("end", 0), ("turn", 0),
-                        ("step", 1), ("call", 2), ("call", 3), ("chunks", 4)])
+    events = build_log(
+        [
+            ("turn", 0),
+            ("call", 1),
+            ("step", 1),
+            ("end", 0),
+            ("turn", 0),
+            ("step", 1),
+            ("call", 2),
+            ("call", 3),
+            ("chunks", 4),
+        ]
+    )
     observe = closers._TurnState.observe
 
     for failing in range(len(events)):
+
         def flaky(self: Any, event: Event, failing: int = failing) -> None:
             if event.seq == failing and event.type in closers._TURN_STATE_TYPES:
                 raise ValueError(f"scan failed at {failing}")
@@ -698,14 +854,30 @@ def test_streamed_closers_hold_a_scan_failure_only_for_the_open_turn(monkeypatch
 
 
 def test_a_legacy_replace_sends_the_streamed_verification_to_a_whole_read(tmp_path) -> None:
-    events = build_log([("turn", 0), ("legacy-user", 0), ("chunks", 5), ("legacy-result", 1),
-                        ("end", 0), ("turn", 0), ("legacy-result", 3), ("chunks", 4)])
+    events = build_log(
+        [
+            ("turn", 0),
+            ("legacy-user", 0),
+            ("chunks", 5),
+            ("legacy-result", 1),
+            ("end", 0),
+            ("turn", 0),
+            ("legacy-result", 3),
+            ("chunks", 4),
+        ]
+    )
     path = write_sqlite(str(tmp_path), events, [4])
     root = write_jsonl(str(tmp_path), events, [4], "none")
-    for fast, full in [(SqliteBackend(path), SqliteBackend(path)),
-                       (JsonlBackend(root, read_only=True), JsonlBackend(root, read_only=True))]:
-        same_answers(service_over(fast), service_over(InspectOnly(full)), len(events),
-                     [(7, 2, 2), (13, 0, 5)])
+    for fast, full in [
+        (SqliteBackend(path), SqliteBackend(path)),
+        (JsonlBackend(root, read_only=True), JsonlBackend(root, read_only=True)),
+    ]:
+        same_answers(
+            service_over(fast),
+            service_over(InspectOnly(full)),
+            len(events),
+            [(7, 2, 2), (13, 0, 5)],
+        )
         replaced = to_builtins(service_over(fast).read_event(SID, 7))["target"]
         assert replaced["data"]["message"]["id"] == f"legacy-message:{SID}:1"
 
@@ -719,7 +891,9 @@ from dsh_query_server.search import documents as search_documents  # noqa: E402
 def read_outcome(backend: Any) -> Any:
     """What the index would write for the log, or the error it would meet."""
     try:
-        read = search_documents.read_persisted(PersistenceBinding().mount(backend), SID, CancelToken())
+        read = search_documents.read_persisted(
+            PersistenceBinding().mount(backend), SID, CancelToken()
+        )
         docs = list(read)
         read.raise_error()
         return ("ok", read.meta.raw, docs)
@@ -731,8 +905,9 @@ def read_outcome(backend: Any) -> Any:
 
 @PROPERTY
 @given(LOG, CUTS, DEFECT, st.sampled_from(["sqlite", "none", "zstd"]), st.integers(1, 7))
-def test_windowed_index_documents_equal_the_whole_log(monkeypatch, plan, cuts, defect, store,
-                                                      window) -> None:
+def test_windowed_index_documents_equal_the_whole_log(
+    monkeypatch, plan, cuts, defect, store, window
+) -> None:
     monkeypatch.setattr(search_documents, "WINDOW", window)
     events = build_log(plan)
     if not events:
@@ -757,7 +932,9 @@ def test_a_log_that_grows_between_windows_is_retried(tmp_path, monkeypatch) -> N
     events = build_log([("turn", 0), ("user", 0), ("chunks", 20), ("end", 0)])
     path = write_sqlite(str(tmp_path), events, [])
     backend = SqliteBackend(path)
-    read = search_documents.read_persisted(PersistenceBinding().mount(backend), SID, CancelToken())  # the fold pass is done
+    read = search_documents.read_persisted(
+        PersistenceBinding().mount(backend), SID, CancelToken()
+    )  # the fold pass is done
     writer = SqliteBackend(path)
     writer.append(SID, [make_event("turn/start", len(events), 0, {"turn": 2})])
     writer.close()

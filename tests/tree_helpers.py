@@ -7,14 +7,16 @@ import asyncio
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from .lsp_client import config, init_params
 from .builders import TEST_ENV
+from .lsp_client import config, init_params
 
 
 @pytest_lsp.fixture(config=config("--persistence", "none", env=TEST_ENV), name="client")
 async def client_fixture(lsp_client: LanguageClient):
     # Manual checkpoints: what is persisted is exactly what each test wrote.
-    await lsp_client.initialize_session(init_params({"index": ":memory:", "checkpoint": {"mode": "manual"}}))
+    await lsp_client.initialize_session(
+        init_params({"index": ":memory:", "checkpoint": {"mode": "manual"}})
+    )
     yield
     await asyncio.wait_for(lsp_client.shutdown_session(), 10)
 

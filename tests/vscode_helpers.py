@@ -41,8 +41,12 @@ def node_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run(cmd: list[str], *, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(cmd, cwd=EXT, env=env or node_env(), capture_output=True, text=True, timeout=timeout)
+def run(
+    cmd: list[str], *, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        cmd, cwd=EXT, env=env or node_env(), capture_output=True, text=True, timeout=timeout
+    )
     assert result.returncode == 0, (
         f"{' '.join(cmd)} failed ({result.returncode})\n--- stdout\n{result.stdout[-6000:]}\n--- stderr\n{result.stderr[-6000:]}"
     )

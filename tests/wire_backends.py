@@ -36,9 +36,9 @@ import os
 import time
 
 from dsh_query_server import errors
+from dsh_query_server.cancel import SessionQueryCancelled
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header
-from dsh_query_server.cancel import SessionQueryCancelled
 from dsh_query_server.persistence.base import (
     Inspection,
     SessionPersistenceCorruptionError,
@@ -190,13 +190,14 @@ class InconsistentBackend(MemoryBackend):
         self._enter("list_snapshots", None, token)
         if self.mode == "garbage":
             return "not a list"
+        return [Snapshot(h, self._revision(h)) for h in self._headers()]
+
+    def _revision(self, h):
         if self.mode == "revisions":
-            revision = lambda h: f"rev-{self.counter}"  # noqa: E731
-        elif self.mode == "churn-live":
-            revision = lambda h: f"rev-{self.counter}" if h.id == "live" else f"rev-{self.revisions[h.id]}"  # noqa: E731
-        else:
-            revision = lambda h: f"rev-{self.revisions.get(h.id, 0)}"  # noqa: E731
-        return [Snapshot(h, revision(h)) for h in self._headers()]
+            return f"rev-{self.counter}"
+        if self.mode == "churn-live":
+            return f"rev-{self.counter}" if h.id == "live" else f"rev-{self.revisions[h.id]}"
+        return f"rev-{self.revisions.get(h.id, 0)}"
 
     def inspect(self, session_id, token=None):
         self._enter("inspect", session_id, token)

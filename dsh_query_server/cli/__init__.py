@@ -28,14 +28,20 @@ SUBCOMMANDS: list[Callable[[Any, argparse.ArgumentParser], None]] = [
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dsh-query", description="Exact inspection of agent session histories.")
+    parser = argparse.ArgumentParser(
+        prog="dsh-query", description="Exact inspection of agent session histories."
+    )
     parser.add_argument("--version", action="version", version=f"dsh-query {__version__}")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--persistence", metavar="URI", action="append",
-                        help="backend to mount: auto, jsonl:<root>, sqlite:<file>, claude:<home>, "
-                        "codex:<home>, or none; repeat it to mount several as one (default: auto, "
-                        "the embedded sqlite store plus the dsh, Claude Code and Codex homes that "
-                        "exist)")
+    common.add_argument(
+        "--persistence",
+        metavar="URI",
+        action="append",
+        help="backend to mount: auto, jsonl:<root>, sqlite:<file>, claude:<home>, "
+        "codex:<home>, or none; repeat it to mount several as one (default: auto, "
+        "the embedded sqlite store plus the dsh, Claude Code and Codex homes that "
+        "exist)",
+    )
     common.add_argument("--json", action="store_true", help="print JSON instead of tables")
     sub = parser.add_subparsers(dest="command", required=True)
     for register in SUBCOMMANDS:

@@ -51,8 +51,15 @@ def cmd_events(args: argparse.Namespace) -> None:
 def cmd_read(args: argparse.Namespace) -> None:
     with connect(args) as client:
         args.session_id = session_arg(client, args.session_id)
-        window = client.request("sessionQuery/readEvent", {"sessionId": args.session_id, "seq": args.seq,
-                                                          "before": args.before, "after": args.after})
+        window = client.request(
+            "sessionQuery/readEvent",
+            {
+                "sessionId": args.session_id,
+                "seq": args.seq,
+                "before": args.before,
+                "after": args.after,
+            },
+        )
     if args.json:
         return print_json(window)
     out = console()
@@ -73,12 +80,18 @@ def cmd_surface(args: argparse.Namespace) -> None:
         return print_json(surface)
     from rich.table import Table
 
-    table = Table(title=f"surface of {safe(args.session_id)} (through seq {surface['capturedThroughSeq']})",
-                  title_justify="left")
+    table = Table(
+        title=f"surface of {safe(args.session_id)} (through seq {surface['capturedThroughSeq']})",
+        title_justify="left",
+    )
     for column in ("seq", "type", "text"):
         table.add_column(column, overflow="fold")
     for event in surface["events"]:
-        table.add_row(str(event["seq"]), safe(event["type"]), first_line(extract_text(Event.from_value(event))))
+        table.add_row(
+            str(event["seq"]),
+            safe(event["type"]),
+            first_line(extract_text(Event.from_value(event))),
+        )
     console().print(table)
 
 
@@ -95,12 +108,18 @@ def cmd_mount(args: argparse.Namespace) -> None:
     args.persistence = ["none"]
     uris = [_absolute(u) for u in args.uri]
     with connect(args) as client:
-        mounted = client.request("sessionPersistence/mount", {"uri": uris[0] if len(uris) == 1 else uris})
+        mounted = client.request(
+            "sessionPersistence/mount", {"uri": uris[0] if len(uris) == 1 else uris}
+        )
         if args.json:
-            return print_json({"mount": mounted, "sessions": client.request("sessionQuery/listSessions")})
+            return print_json(
+                {"mount": mounted, "sessions": client.request("sessionQuery/listSessions")}
+            )
         shown = mounted["uri"] if isinstance(mounted["uri"], str) else " + ".join(mounted["uri"])
-        console().print(f"mounted [bold]{safe(shown)}[/bold] "
-                        f"({'writable' if mounted['writable'] else 'read-only'})")
+        console().print(
+            f"mounted [bold]{safe(shown)}[/bold] "
+            f"({'writable' if mounted['writable'] else 'read-only'})"
+        )
         show_sessions(client, False)
 
 
@@ -133,10 +152,23 @@ def cmd_search(args: argparse.Namespace) -> None:
     if args.json:
         return print_json(page)
     short = short_ids(listed)
-    columns = [Column("session"), Column("seq", right=True), Column("type"), Column("surface"),
-               Column("snippet", flexible=True)]
-    rows = [[short.get(sid, sid), str(hit["seq"]), str(hit["type"]), str(hit["surface"]),
-             first_line(str(hit["snippet"]), 400, escape=False)] for sid, hit in hits]
+    columns = [
+        Column("session"),
+        Column("seq", right=True),
+        Column("type"),
+        Column("surface"),
+        Column("snippet", flexible=True),
+    ]
+    rows = [
+        [
+            short.get(sid, sid),
+            str(hit["seq"]),
+            str(hit["type"]),
+            str(hit["surface"]),
+            first_line(str(hit["snippet"]), 400, escape=False),
+        ]
+        for sid, hit in hits
+    ]
     lines = [f'search "{args.query}": {len(hits)} hits', *render(columns, rows, terminal_width())]
     if "nextCursor" in page:
         lines.append(f"next page: --cursor {page['nextCursor']}")
@@ -145,15 +177,26 @@ def cmd_search(args: argparse.Namespace) -> None:
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     sessions = sub.add_parser("sessions", parents=[common], help="list sessions, one line each")
-    sessions.add_argument("--agent", action="append", metavar="NAME",
-                          help="only this agent's sessions: dsh, claude-code (or claude), codex; repeatable")
+    sessions.add_argument(
+        "--agent",
+        action="append",
+        metavar="NAME",
+        help="only this agent's sessions: dsh, claude-code (or claude), codex; repeatable",
+    )
     sessions.add_argument("--cwd", metavar="DIR", help="only sessions whose cwd is DIR or below it")
-    sessions.add_argument("--since", metavar="WHEN", type=since_ms,
-                          help="only sessions created since WHEN: 30m, 12h, 7d, 2w or an ISO date (UTC)")
+    sessions.add_argument(
+        "--since",
+        metavar="WHEN",
+        type=since_ms,
+        help="only sessions created since WHEN: 30m, 12h, 7d, 2w or an ISO date (UTC)",
+    )
     sessions.add_argument("--limit", type=int, metavar="N", help="show at most N sessions")
     sessions.set_defaults(func=cmd_sessions)
-    events = sub.add_parser("events", parents=[common], help="list a session's events with surface status "
-                            "(through $PAGER on a terminal)")
+    events = sub.add_parser(
+        "events",
+        parents=[common],
+        help="list a session's events with surface status (through $PAGER on a terminal)",
+    )
     events.add_argument("session_id", help="a session id or its unique prefix")
     events.add_argument("--limit", type=int, metavar="N", help="show the first N events only")
     events.set_defaults(func=cmd_events)
@@ -163,10 +206,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     read.add_argument("--before", type=int, default=0)
     read.add_argument("--after", type=int, default=0)
     read.set_defaults(func=cmd_read)
-    surface = sub.add_parser("surface", parents=[common], help="the model's current context of a session")
+    surface = sub.add_parser(
+        "surface", parents=[common], help="the model's current context of a session"
+    )
     surface.add_argument("session_id")
     surface.set_defaults(func=cmd_surface)
-    trace = sub.add_parser("trace", parents=[common], help="lineage of a session, or the trace of one event")
+    trace = sub.add_parser(
+        "trace", parents=[common], help="lineage of a session, or the trace of one event"
+    )
     trace.add_argument("session_id")
     trace.add_argument("seq", type=int, nargs="?")
     trace.set_defaults(func=cmd_trace)
@@ -175,7 +222,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     mount.set_defaults(func=cmd_mount)
     search = sub.add_parser("search", parents=[common], help="full-text search")
     search.add_argument("query")
-    search.add_argument("--session", metavar="ID", help="search within one session (an id or its prefix)")
+    search.add_argument(
+        "--session", metavar="ID", help="search within one session (an id or its prefix)"
+    )
     search.add_argument("--limit", type=int, default=DEFAULTS.search.default_limit)
     search.add_argument("--cursor", help="continue from a previous page")
     search.set_defaults(func=cmd_search)

@@ -22,7 +22,9 @@ def persistence_option(values: list[str] | None) -> str | list[str] | None:
         return None
     if len(values) == 1:
         return values[0] if values[0] == "auto" else absolute_uri(values[0])
-    return [v if v in ("auto", "none") else absolute_uri(v) for v in values]  # the server refuses those
+    return [
+        v if v in ("auto", "none") else absolute_uri(v) for v in values
+    ]  # the server refuses those
 
 
 def persistence_flags(values: list[str] | None) -> list[str]:
@@ -36,7 +38,9 @@ def persistence_flags(values: list[str] | None) -> list[str]:
 
 
 @contextlib.contextmanager
-def connect(args: argparse.Namespace, env: dict[str, str] | None = None, **init: Any) -> Iterator[StdioClient]:
+def connect(
+    args: argparse.Namespace, env: dict[str, str] | None = None, **init: Any
+) -> Iterator[StdioClient]:
     """Commands that do not search open no index; search uses its own index file, because an
     index must never be shared with a running server."""
     from rich.console import Console

@@ -60,39 +60,84 @@ class _Log:
         self._add("turn/end", {"turn": turn, "reason": {"kind": kind}})
 
     def user(self, text: str, **envelope: Any) -> int:
-        data = {"id": self._mid(), "role": "user", "content": [{"type": "text", "text": text}],
-                "source": {"kind": "user"}}
+        data = {
+            "id": self._mid(),
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "user"},
+        }
         return self._add("user/message", data, surfaceOp=envelope.pop("op", "append"), **envelope)
 
-    def assistant(self, text: str, turn: int = 1, *, tool: tuple[str, str, str] | None = None,
-                  **envelope: Any) -> int:
-        content: list[dict[str, Any]] = [{"type": "reasoning", "text": "thinking about it"},
-                                         {"type": "text", "text": text}]
+    def assistant(
+        self, text: str, turn: int = 1, *, tool: tuple[str, str, str] | None = None, **envelope: Any
+    ) -> int:
+        content: list[dict[str, Any]] = [
+            {"type": "reasoning", "text": "thinking about it"},
+            {"type": "text", "text": text},
+        ]
         if tool:
-            content.append({"type": "tool-call", "id": tool[0], "name": tool[1], "arguments": tool[2]})
-        data = {"turn": turn, "step": 1, "message": {
-            "id": self._mid(), "role": "assistant", "content": content,
-            "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"}}}
-        return self._add("assistant/message", data, surfaceOp=envelope.pop("op", "append"), **envelope)
+            content.append(
+                {"type": "tool-call", "id": tool[0], "name": tool[1], "arguments": tool[2]}
+            )
+        data = {
+            "turn": turn,
+            "step": 1,
+            "message": {
+                "id": self._mid(),
+                "role": "assistant",
+                "content": content,
+                "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"},
+            },
+        }
+        return self._add(
+            "assistant/message", data, surfaceOp=envelope.pop("op", "append"), **envelope
+        )
 
     def chunks(self, text: str, turn: int = 1) -> None:
         for piece in text.split(" "):
-            self._add("assistant/chunk", {"turn": turn, "step": 1,
-                                          "chunk": {"type": "text-delta", "index": 0, "text": piece + " "}})
+            self._add(
+                "assistant/chunk",
+                {
+                    "turn": turn,
+                    "step": 1,
+                    "chunk": {"type": "text-delta", "index": 0, "text": piece + " "},
+                },
+            )
 
-    def tool(self, call_id: str, name: str, arguments: str, output: str, turn: int = 1) -> tuple[int, int]:
-        call = self._add("tool/call", {"turn": turn, "step": 1, "callId": call_id, "name": name,
-                                       "arguments": arguments})
-        result = self._add("tool/result", self.result_data(call_id, output, turn), surfaceOp="append",
-                           sourceEventSeqs=[call])
+    def tool(
+        self, call_id: str, name: str, arguments: str, output: str, turn: int = 1
+    ) -> tuple[int, int]:
+        call = self._add(
+            "tool/call",
+            {"turn": turn, "step": 1, "callId": call_id, "name": name, "arguments": arguments},
+        )
+        result = self._add(
+            "tool/result",
+            self.result_data(call_id, output, turn),
+            surfaceOp="append",
+            sourceEventSeqs=[call],
+        )
         return call, result
 
-    def result_data(self, call_id: str, output: str, turn: int = 1, mid: str | None = None) -> dict[str, Any]:
-        return {"turn": turn, "step": 1, "message": {
-            "id": mid or f"{self.sid}-result-{call_id}", "role": "user",
-            "content": [{"type": "tool-result", "toolCallId": call_id,
-                         "content": [{"type": "text", "text": output}]}],
-            "source": {"kind": "tool", "callId": call_id}}}
+    def result_data(
+        self, call_id: str, output: str, turn: int = 1, mid: str | None = None
+    ) -> dict[str, Any]:
+        return {
+            "turn": turn,
+            "step": 1,
+            "message": {
+                "id": mid or f"{self.sid}-result-{call_id}",
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool-result",
+                        "toolCallId": call_id,
+                        "content": [{"type": "text", "text": output}],
+                    }
+                ],
+                "source": {"kind": "tool", "callId": call_id},
+            },
+        }
 
     def title(self, text: str, seqs: list[int]) -> None:
         self._add("session/title", {"title": text, "messageSeqs": seqs, "source": {"kind": "user"}})
@@ -105,7 +150,12 @@ class _Log:
 
 
 def _header(sid: str, minutes: int, cwd: str | None, **extra: Any) -> dict[str, Any]:
-    header: dict[str, Any] = {"version": 0, "id": sid, "createdAt": BASE_TIME + minutes * 60_000, **extra}
+    header: dict[str, Any] = {
+        "version": 0,
+        "id": sid,
+        "createdAt": BASE_TIME + minutes * 60_000,
+        **extra,
+    }
     if cwd is not None:
         header["cwd"] = cwd
     return header
@@ -122,23 +172,38 @@ def populate(producer: Producer) -> dict[str, str]:
     main.turn(1)
     first = main.user("The payment retry tests are flaky on CI. Find out why.")
     main.chunks("Let me run the suite a few times")
-    ask = main.assistant("Let me run the suite a few times.", tool=("call-1", "bash", '{"cmd":"pytest -x tests/retry"}'))
-    _, result = main.tool("call-1", "bash", '{"cmd":"pytest -x tests/retry"}', "FAILED test_retry_backoff - timeout after 5s")
+    ask = main.assistant(
+        "Let me run the suite a few times.",
+        tool=("call-1", "bash", '{"cmd":"pytest -x tests/retry"}'),
+    )
+    _, result = main.tool(
+        "call-1",
+        "bash",
+        '{"cmd":"pytest -x tests/retry"}',
+        "FAILED test_retry_backoff - timeout after 5s",
+    )
     answer = main.assistant("The backoff test sleeps on a real clock; it races the 5 s timeout.")
     main.end(1)
     main.title("Flaky payment retry tests", [first])
     main.turn(2)
     # The tool result is rewritten in place: only its content changes (a truncated log).
-    rewrite = main._add("tool/result", main.result_data("call-1", "[output truncated: 1 failure, timeout]"),
-                        surfaceOp={"op": "replace", "start": result, "end": result}, sourceEventSeqs=[result])
+    rewrite = main._add(
+        "tool/result",
+        main.result_data("call-1", "[output truncated: 1 failure, timeout]"),
+        surfaceOp={"op": "replace", "start": result, "end": result},
+        sourceEventSeqs=[result],
+    )
     # Compaction: the early exchange is replaced by one summary message.
     summary = main.user(
         "Summary so far: test_retry_backoff is flaky because it sleeps on a real clock.",
         op={"op": "replace", "start": first, "end": answer},
         sourceEventSeqs=[first, ask, rewrite, answer],
     )
-    main.assistant("I will inject a fake clock into RetryPolicy and make the test deterministic.", turn=2,
-                   sourceEventSeqs=[summary])
+    main.assistant(
+        "I will inject a fake clock into RetryPolicy and make the test deterministic.",
+        turn=2,
+        sourceEventSeqs=[summary],
+    )
     main.end(2)
     producer.append("fix-flaky-tests", main.take())
     producer.checkpoint("fix-flaky-tests")
@@ -151,19 +216,41 @@ def populate(producer: Producer) -> dict[str, str]:
 
     # 2. Sub-agents two levels deep under the main session.
     explorer = _Log("explore-retry-policy", BASE_TIME + 120_000)
-    producer.create(_header("explore-retry-policy", 2, api, parentSession="fix-flaky-tests",
-                            origin="subagent", delegationDepth=1, agentPreset="explorer"))
+    producer.create(
+        _header(
+            "explore-retry-policy",
+            2,
+            api,
+            parentSession="fix-flaky-tests",
+            origin="subagent",
+            delegationDepth=1,
+            agentPreset="explorer",
+        )
+    )
     explorer.turn(1)
     explorer.user("Map every caller of RetryPolicy.sleep.")
-    explorer.tool("call-7", "grep", '{"pattern":"RetryPolicy.sleep"}', "payments/retry.py:41\nrefunds/retry.py:18")
+    explorer.tool(
+        "call-7",
+        "grep",
+        '{"pattern":"RetryPolicy.sleep"}',
+        "payments/retry.py:41\nrefunds/retry.py:18",
+    )
     explorer.assistant("Two callers: payments/retry.py:41 and refunds/retry.py:18.")
     explorer.end(1)
     producer.append("explore-retry-policy", explorer.take())
     producer.checkpoint("explore-retry-policy")
 
     reader = _Log("read-refunds", BASE_TIME + 180_000)
-    producer.create(_header("read-refunds", 3, api, parentSession="explore-retry-policy",
-                            origin="subagent", delegationDepth=2))
+    producer.create(
+        _header(
+            "read-refunds",
+            3,
+            api,
+            parentSession="explore-retry-policy",
+            origin="subagent",
+            delegationDepth=2,
+        )
+    )
     reader.turn(1)
     reader.user("Read refunds/retry.py and report how it sleeps.")
     reader.assistant("It calls time.sleep(backoff) directly; no clock is injected.")
@@ -176,7 +263,10 @@ def populate(producer: Producer) -> dict[str, str]:
     fork.assistant("Alternative: freeze time with freezegun instead of a fake clock.")
     seed = fork.events
     fork.events = []
-    producer.create(_header("try-freezegun", 4, api, parentSession="fix-flaky-tests", seedLength=len(seed)), seed)
+    producer.create(
+        _header("try-freezegun", 4, api, parentSession="fix-flaky-tests", seedLength=len(seed)),
+        seed,
+    )
     fork.time += 60_000
     fork.turn(1)
     fork.user("Try freezegun and compare the diff size.")
@@ -189,13 +279,27 @@ def populate(producer: Producer) -> dict[str, str]:
     producer.create(_header("dark-mode-contrast", 60, web))
     css.turn(1)
     css.user("Raise the contrast of disabled buttons in dark mode.")
-    css.tool("call-2", "edit", '{"file":"theme.css"}', "edited theme.css: --disabled-fg #6b7280 -> #9ca3af")
+    css.tool(
+        "call-2",
+        "edit",
+        '{"file":"theme.css"}',
+        "edited theme.css: --disabled-fg #6b7280 -> #9ca3af",
+    )
     css.assistant("Done: disabled text is now #9ca3af (contrast 4.6:1).")
     css.end(1)
     css.title("Dark mode contrast", [1])
     css.turn(2)
     css.user("Run the visual tests.")
-    css._add("turn/end", {"turn": 2, "reason": {"kind": "error", "error": {"message": "browser crashed", "code": "E_BROWSER"}}})
+    css._add(
+        "turn/end",
+        {
+            "turn": 2,
+            "reason": {
+                "kind": "error",
+                "error": {"message": "browser crashed", "code": "E_BROWSER"},
+            },
+        },
+    )
     producer.append("dark-mode-contrast", css.take())
     producer.checkpoint("dark-mode-contrast")
 
@@ -214,7 +318,9 @@ def populate(producer: Producer) -> dict[str, str]:
     producer.create(_header("scratch", 120, None))
     scratch.turn(1)
     scratch.user("What does HTTP 425 mean?")
-    scratch.assistant("425 Too Early: the server will not process a request that might be replayed.")
+    scratch.assistant(
+        "425 Too Early: the server will not process a request that might be replayed."
+    )
     scratch.end(1)
     producer.append("scratch", scratch.take())
 
@@ -291,8 +397,11 @@ def cmd_demo(args: argparse.Namespace) -> None:
 
     console = Console()
     with tempfile.TemporaryDirectory(prefix="dsh-query-demo-") as home:
-        env = {**os.environ, "XDG_STATE_HOME": os.path.join(home, "state"),
-               "XDG_CACHE_HOME": os.path.join(home, "cache")}
+        env = {
+            **os.environ,
+            "XDG_STATE_HOME": os.path.join(home, "state"),
+            "XDG_CACHE_HOME": os.path.join(home, "cache"),
+        }
         # The embedded store alone, inside the temporary state dir: never a user's sessions.
         args.persistence = ["sqlite:" + os.path.join(home, "state", "dsh-query", "sessions.db")]
         with connect(args, env=env, checkpoint={"mode": "manual"}, index=":memory:") as client:
@@ -300,19 +409,28 @@ def cmd_demo(args: argparse.Namespace) -> None:
                 ids = populate(RpcProducer(client))
             status = client.request("sessionPersistence/status")
             console.rule("[bold]dsh-query demo")
-            console.print(f"persistence: [bold]{safe(status['uri'])}[/bold] "
-                          f"({status['pendingEvents']} live events not yet checkpointed)")
+            console.print(
+                f"persistence: [bold]{safe(status['uri'])}[/bold] "
+                f"({status['pendingEvents']} live events not yet checkpointed)"
+            )
             show_sessions(client, False, page=False)
-            console.print("[dim]fix-flaky-tests is live and persisted, and its persisted copy lags: "
-                          "turn 3 was appended after the last checkpoint.[/dim]\n")
+            console.print(
+                "[dim]fix-flaky-tests is live and persisted, and its persisted copy lags: "
+                "turn 3 was appended after the last checkpoint.[/dim]\n"
+            )
             show_events(client, ids["main"], False, page=False)
             show_lineage(client, ids["main"], False)
             show_event_trace(client, ids["main"], int(ids["rewritten_seq"]), False)
-            hits = client.request("sessionQuery/searchSessions", {"query": "fake clock", "limit": 5})
-            console.print('\nsearch "fake clock": ' + ", ".join(
-                f"{h['header']['id']}#{h['bestMatch']['seq']}" for h in hits["items"]))
+            hits = client.request(
+                "sessionQuery/searchSessions", {"query": "fake clock", "limit": 5}
+            )
+            console.print(
+                '\nsearch "fake clock": '
+                + ", ".join(f"{h['header']['id']}#{h['bestMatch']['seq']}" for h in hits["items"])
+            )
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    sub.add_parser("demo", parents=[common], help="build a demo corpus and show what the service sees").set_defaults(
-        func=cmd_demo)
+    sub.add_parser(
+        "demo", parents=[common], help="build a demo corpus and show what the service sees"
+    ).set_defaults(func=cmd_demo)

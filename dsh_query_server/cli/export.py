@@ -16,16 +16,21 @@ from ..query.export import segment
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dsh-query export",
-                                description="Export a session (and its sub-agents) as a ZIP.")
+    p = argparse.ArgumentParser(
+        prog="dsh-query export", description="Export a session (and its sub-agents) as a ZIP."
+    )
     p.add_argument("session_id")
     p.add_argument("--persistence", metavar="URI", action="append")
     p.add_argument("--descendants", action="store_true", help="include sub-agent sessions")
     p.add_argument("-o", "--output", metavar="FILE", help="the ZIP to write, or - for stdout")
     p.add_argument("--no-media", action="store_true", help="leave referenced images out")
     p.add_argument("--force", action="store_true", help="overwrite an existing file")
-    p.add_argument("--workspace", metavar="DIR", action="append",
-                   help="export only sessions under these directories")
+    p.add_argument(
+        "--workspace",
+        metavar="DIR",
+        action="append",
+        help="export only sessions under these directories",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     return p
 
@@ -40,9 +45,13 @@ def main(argv: list[str] | None = None) -> None:
         output = os.path.join(scratch, "export.zip")
     else:
         output = os.path.abspath(ns.output or f"dsh-session-{segment(ns.session_id)}.zip")
-    params: dict[str, Any] = {"sessionId": ns.session_id, "outputPath": output,
-                              "includeDescendants": ns.descendants,
-                              "includeMedia": not ns.no_media, "overwrite": ns.force}
+    params: dict[str, Any] = {
+        "sessionId": ns.session_id,
+        "outputPath": output,
+        "includeDescendants": ns.descendants,
+        "includeMedia": not ns.no_media,
+        "overwrite": ns.force,
+    }
     if ns.workspace:
         params["workspaceRoots"] = [os.path.abspath(w) for w in ns.workspace]
     from .connect import persistence_flags
@@ -69,4 +78,3 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-

@@ -48,8 +48,13 @@ def agent_of(header: dict[str, Any]) -> str:
     return agent if isinstance(agent, str) and agent else "dsh"
 
 
-def show_sessions(client: StdioClient, as_json: bool, keep: Callable[[dict[str, Any]], bool] | None = None,
-                  limit: int | None = None, page: bool = True) -> None:
+def show_sessions(
+    client: StdioClient,
+    as_json: bool,
+    keep: Callable[[dict[str, Any]], bool] | None = None,
+    limit: int | None = None,
+    page: bool = True,
+) -> None:
     """One line per session, cut to the terminal; ids as their shortest unique prefix."""
     from .ids import short_ids
     from .lines import Column, emit, render, terminal_width
@@ -62,27 +67,49 @@ def show_sessions(client: StdioClient, as_json: bool, keep: Callable[[dict[str, 
         return print_json(sessions)
     ids = [s["header"]["id"] for s in sessions]
     titles = client.request("sessionQuery/readTitles", {"sessionIds": ids}) if ids else []
-    title_of = {t["sessionId"]: t.get("value", {}).get("title", {}).get("title", "") for t in titles}
+    title_of = {
+        t["sessionId"]: t.get("value", {}).get("title", {}).get("title", "") for t in titles
+    }
     short = short_ids(r["header"]["id"] for r in listed)
-    columns = [Column("id"), Column("agent"), Column("created (UTC)"), Column("state"),
-               Column("title", flexible=True), Column("parent", flexible=True), Column("cwd", flexible=True)]
+    columns = [
+        Column("id"),
+        Column("agent"),
+        Column("created (UTC)"),
+        Column("state"),
+        Column("title", flexible=True),
+        Column("parent", flexible=True),
+        Column("cwd", flexible=True),
+    ]
     rows = []
     for record in sessions:
         h = record["header"]
-        state = "+".join(n for n, on in (("live", record["live"]), ("persisted", record["persisted"])) if on)
+        state = "+".join(
+            n for n, on in (("live", record["live"]), ("persisted", record["persisted"])) if on
+        )
         parent = h.get("parentSession", "")
-        rows.append([short.get(h["id"], h["id"]), agent_of(h), when(h.get("createdAt")), state,
-                     first_line(title_of.get(h["id"], ""), 200, escape=False),
-                     short.get(parent, parent) if isinstance(parent, str) else "", str(h.get("cwd", ""))])
-    shown = f"{len(sessions)} of {len(listed)}" if len(sessions) != len(listed) else str(len(sessions))
+        rows.append(
+            [
+                short.get(h["id"], h["id"]),
+                agent_of(h),
+                when(h.get("createdAt")),
+                state,
+                first_line(title_of.get(h["id"], ""), 200, escape=False),
+                short.get(parent, parent) if isinstance(parent, str) else "",
+                str(h.get("cwd", "")),
+            ]
+        )
+    shown = (
+        f"{len(sessions)} of {len(listed)}" if len(sessions) != len(listed) else str(len(sessions))
+    )
     lines = [f"{shown} sessions (newest first)", *render(columns, rows, terminal_width())]
     if more:
         lines.append(f"… {more} more (--limit N shows more)")
     emit(lines, page)
 
 
-def show_events(client: StdioClient, session_id: str, as_json: bool, limit: int | None = None,
-                page: bool = True) -> None:
+def show_events(
+    client: StdioClient, session_id: str, as_json: bool, limit: int | None = None, page: bool = True
+) -> None:
     """One line per event, cut to the terminal, through $PAGER on a terminal."""
     from .lines import Column, emit, render, terminal_width
 
@@ -94,11 +121,27 @@ def show_events(client: StdioClient, session_id: str, as_json: bool, limit: int 
     docs = client.request("sessionQuery/filterEvents", {"sessionId": session_id, "filters": []})
     text = {d["seq"]: d["text"] for d in docs}
     day = when(events[0]["time"], "%Y-%m-%d") if events else ""
-    columns = [Column("seq", right=True), Column("type"), Column("surface"), Column("time"),
-               Column("text", flexible=True)]
-    rows = [[str(e["seq"]), str(e["type"]), str(e["surface"]), when(e["time"], "%H:%M:%S"),
-             first_line(text.get(e["seq"], ""), 200, escape=False)] for e in events]
-    lines = [f"events of {session_id} ({total}, from {day} UTC)", *render(columns, rows, terminal_width())]
+    columns = [
+        Column("seq", right=True),
+        Column("type"),
+        Column("surface"),
+        Column("time"),
+        Column("text", flexible=True),
+    ]
+    rows = [
+        [
+            str(e["seq"]),
+            str(e["type"]),
+            str(e["surface"]),
+            when(e["time"], "%H:%M:%S"),
+            first_line(text.get(e["seq"], ""), 200, escape=False),
+        ]
+        for e in events
+    ]
+    lines = [
+        f"events of {session_id} ({total}, from {day} UTC)",
+        *render(columns, rows, terminal_width()),
+    ]
     if len(events) < total:
         lines.append(f"… {total - len(events)} more events (--limit N shows more)")
     emit(lines, page)
@@ -113,16 +156,28 @@ def show_lineage(client: StdioClient, session_id: str, as_json: bool) -> None:
 
     def label(record: dict[str, Any], target: bool = False) -> str:
         h = record["header"]
-        flags = " ".join(f for f, on in (("live", record["live"]), ("persisted", record["persisted"])) if on)
+        flags = " ".join(
+            f for f, on in (("live", record["live"]), ("persisted", record["persisted"])) if on
+        )
         name = f"[bold]{safe(h['id'])}[/bold]" if target else safe(h["id"])
-        return f"{name} [dim]({flags}{', sub-agent' if h.get('origin') == 'subagent' else ''})[/dim]"
+        return (
+            f"{name} [dim]({flags}{', sub-agent' if h.get('origin') == 'subagent' else ''})[/dim]"
+        )
 
     top: Tree | None = None
     cursor: Tree | None = None
     if not trace["complete"]:
-        top = cursor = Tree(f"[red]parent {safe(trace['unresolvedParentId'])} is not in the corpus[/red]")
-    for record, is_target in [(r, False) for r in reversed(trace["ancestors"])] + [(trace["target"], True)]:
-        node = Tree(label(record, is_target)) if cursor is None else cursor.add(label(record, is_target))
+        top = cursor = Tree(
+            f"[red]parent {safe(trace['unresolvedParentId'])} is not in the corpus[/red]"
+        )
+    for record, is_target in [(r, False) for r in reversed(trace["ancestors"])] + [
+        (trace["target"], True)
+    ]:
+        node = (
+            Tree(label(record, is_target))
+            if cursor is None
+            else cursor.add(label(record, is_target))
+        )
         top, cursor = top or node, node
     assert cursor is not None  # the target is always there
     stack = [(cursor, trace["descendants"])]
@@ -140,13 +195,19 @@ def show_event_trace(client: StdioClient, session_id: str, seq: int, as_json: bo
     if as_json:
         return print_json(trace)
     t = trace["target"]
-    table = Table(title=f"trace of {safe(session_id)} #{seq}: {safe(t['type'])} ({t['surface']})",
-                  title_justify="left")
+    table = Table(
+        title=f"trace of {safe(session_id)} #{seq}: {safe(t['type'])} ({t['surface']})",
+        title_justify="left",
+    )
     table.add_column("relationship")
     table.add_column("seqs")
-    rows = [("replaced by", [trace["replacedBy"]] if "replacedBy" in trace else []),
-            ("replacement chain", trace["replacementChain"]), ("replaced events", trace["replacedEventSeqs"]),
-            ("sources", trace["sourceEventSeqs"]), ("derived events", trace["derivedEventSeqs"])]
+    rows = [
+        ("replaced by", [trace["replacedBy"]] if "replacedBy" in trace else []),
+        ("replacement chain", trace["replacementChain"]),
+        ("replaced events", trace["replacedEventSeqs"]),
+        ("sources", trace["sourceEventSeqs"]),
+        ("derived events", trace["derivedEventSeqs"]),
+    ]
     for name, seqs in rows:
         table.add_row(name, ", ".join(map(str, seqs)) or "—")
     console().print(table)

@@ -25,8 +25,12 @@ def serve_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)  # coded errors are answers
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
+    logging.getLogger("pygls.protocol.json_rpc").setLevel(
+        logging.CRITICAL
+    )  # coded errors are answers
     from ..server.app import serve
 
     options = serve_options(args)
@@ -45,11 +49,20 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    serve = sub.add_parser("serve", parents=[common], help="run the JSON-RPC server over stdio (or --tcp)")
-    serve.add_argument("--tcp", metavar="HOST:PORT", help="listen on a loopback TCP port instead of stdio")
+    serve = sub.add_parser(
+        "serve", parents=[common], help="run the JSON-RPC server over stdio (or --tcp)"
+    )
+    serve.add_argument(
+        "--tcp", metavar="HOST:PORT", help="listen on a loopback TCP port instead of stdio"
+    )
     serve.add_argument("--index", metavar="PATH", help="full-text index path, or :memory:")
-    serve.add_argument("--checkpoint", choices=CHECKPOINT_MODES, help="how live events reach persistence")
-    serve.add_argument("--demo", action="store_true",
-                       help="preload the demo corpus (live sessions in memory, persisted ones in a "
-                       "temporary store)")
+    serve.add_argument(
+        "--checkpoint", choices=CHECKPOINT_MODES, help="how live events reach persistence"
+    )
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="preload the demo corpus (live sessions in memory, persisted ones in a "
+        "temporary store)",
+    )
     serve.set_defaults(func=cmd_serve)

@@ -24,10 +24,10 @@ from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header, headers_compatible
 from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
-from ..persistence.uri import absolute_uri, open_backend
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import SessionAppendConflictError
+from ..persistence.uri import absolute_uri, open_backend
 from .sync_state import Entry, SyncState, prefix_digest
 
 MAX_BATCH_EVENTS = 1000
@@ -47,8 +47,11 @@ class UsageError(Exception):
 @dataclass
 class _Report:
     source: str
-    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("created", "grown", "unchanged", "behind", "conflict", "diverged", "failed"), 0))
+    counts: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("created", "grown", "unchanged", "behind", "conflict", "diverged", "failed"), 0
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,18 +64,35 @@ class _Skip:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dsh-query sync", description=(
-        "Copy sessions incrementally into a writable postgres store."))
+    parser = argparse.ArgumentParser(
+        prog="dsh-query sync",
+        description=("Copy sessions incrementally into a writable postgres store."),
+    )
     parser.add_argument("sources", nargs="*", metavar="SOURCE", help="source URIs")
-    parser.add_argument("--from", dest="from_", action="append", default=[], metavar="URI",
-                        help="a source URI (may repeat; same as a positional SOURCE)")
+    parser.add_argument(
+        "--from",
+        dest="from_",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="a source URI (may repeat; same as a positional SOURCE)",
+    )
     parser.add_argument("--to", required=True, metavar="URI", help="the postgres:// target")
-    parser.add_argument("--session", action="append", default=[], metavar="ID",
-                        help="only this session (may repeat)")
+    parser.add_argument(
+        "--session",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="only this session (may repeat)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="write nothing")
     parser.add_argument("--json", action="store_true", help="one JSON report on stdout")
-    parser.add_argument("--watch", type=int, metavar="SECONDS",
-                        help="repeat every SECONDS (>= 1) until SIGINT or SIGTERM")
+    parser.add_argument(
+        "--watch",
+        type=int,
+        metavar="SECONDS",
+        help="repeat every SECONDS (>= 1) until SIGINT or SIGTERM",
+    )
     return parser
 
 
@@ -129,8 +149,13 @@ def _batches(events: list[Event]) -> list[list[Event]]:
 
 
 class _Sync:
-    def __init__(self, target: PostgresBackend, dry_run: bool, err: TextIO,
-                 reported: set[tuple[str, str, str, int | None]]) -> None:
+    def __init__(
+        self,
+        target: PostgresBackend,
+        dry_run: bool,
+        err: TextIO,
+        reported: set[tuple[str, str, str, int | None]],
+    ) -> None:
         self.target = target
         self.reported = reported  # skips already printed by an earlier --watch cycle
         self.dry_run = dry_run
@@ -140,27 +165,39 @@ class _Sync:
         self.progress = err.isatty()
         self.created: set[str] = set()
 
-    def _read_source(self, source: PersistenceBackend,
-                     session_id: str) -> tuple[Header, list[Event]]:
+    def _read_source(
+        self, source: PersistenceBackend, session_id: str
+    ) -> tuple[Header, list[Event]]:
         if isinstance(source, _StoredReader):
             log = source.read_stored(session_id)
             return log.header, log.events
         inspected = source.inspect(session_id)  # an importer without read_stored (§6)
         return inspected.meta, inspected.events
 
-    def session(self, report: _Report, source: PersistenceBackend, snapshot: Snapshot,
-                state: SyncState, target_revision: str | None) -> None:
+    def session(
+        self,
+        report: _Report,
+        source: PersistenceBackend,
+        snapshot: Snapshot,
+        state: SyncState,
+        target_revision: str | None,
+    ) -> None:
         session_id = str(snapshot.header.id)
         entry = state.get(session_id)
-        known = entry is not None and target_revision is not None and entry.target == (
-            target_revision)
+        known = (
+            entry is not None and target_revision is not None and entry.target == (target_revision)
+        )
         if known and entry is not None and entry.source == snapshot.revision:
             report.counts["unchanged"] += 1  # both revisions as last synced: nothing to read
             return
         header, events = self._read_source(source, session_id)
         outcome = None
-        if known and entry is not None and len(events) >= entry.count and prefix_digest(
-                events[:entry.count]) == entry.sha256:
+        if (
+            known
+            and entry is not None
+            and len(events) >= entry.count
+            and prefix_digest(events[: entry.count]) == entry.sha256
+        ):
             outcome = self._extend(session_id, events, entry.count)
         for _ in range(_RETRIES):
             if outcome is not None:
@@ -175,8 +212,10 @@ class _Sync:
         if outcome in ("created", "grown", "unchanged") and not self.dry_run:
             revision = self.target.revision(session_id)
             if revision is not None:
-                state.put(session_id, Entry(snapshot.revision, revision, len(events),
-                                            prefix_digest(events)))
+                state.put(
+                    session_id,
+                    Entry(snapshot.revision, revision, len(events), prefix_digest(events)),
+                )
 
     def _extend(self, session_id: str, events: list[Event], synced: int) -> str | None:
         """Only the source moved since the last sync: its digest proves the target's prefix,
@@ -204,8 +243,9 @@ class _Sync:
             return "created"
         stored = self.target.read_stored(session_id)
         if not headers_compatible(header, stored.header):
-            self._skip(report, session_id, "conflict", None,
-                       "its header conflicts with the stored header")
+            self._skip(
+                report, session_id, "conflict", None, "its header conflicts with the stored header"
+            )
             return "conflict"
         m, n = len(events), len(stored.events)
         difference = _first_difference(events, stored.events)
@@ -218,13 +258,19 @@ class _Sync:
             return "grown"
         if difference is None:
             return "behind"
-        self._skip(report, session_id, "diverged", difference,
-                   "the source log no longer extends the stored log (first difference at seq"
-                   f" {difference}); the stored log is never overwritten")
+        self._skip(
+            report,
+            session_id,
+            "diverged",
+            difference,
+            "the source log no longer extends the stored log (first difference at seq"
+            f" {difference}); the stored log is never overwritten",
+        )
         return "diverged"
 
-    def _skip(self, report: _Report, session_id: str, reason: str, seq: int | None,
-              detail: str) -> None:
+    def _skip(
+        self, report: _Report, session_id: str, reason: str, seq: int | None, detail: str
+    ) -> None:
         self.skipped.append(_Skip(session_id, report.source, reason, seq, detail))
         key = (session_id, report.source, reason, seq)
         if key not in self.reported:
@@ -260,8 +306,11 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             raise UsageError(f"sync: the target {mount.redacted} is mounted readOnly=true")
         source_uris = [_read_only(absolute_uri(uri)) for uri in sources]
         for uri in source_uris:
-            if uri.startswith(SCHEMES) and parse_postgres_uri(uri).libpq == mount.libpq and (
-                    parse_postgres_uri(uri).schema == mount.schema):
+            if (
+                uri.startswith(SCHEMES)
+                and parse_postgres_uri(uri).libpq == mount.libpq
+                and (parse_postgres_uri(uri).schema == mount.schema)
+            ):
                 raise UsageError(f"sync: source {_shown(uri)} is the target's store")
     except UsageError as exc:
         print(str(exc), file=err)
@@ -279,8 +328,13 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         target.close()
 
 
-def _watch(args: argparse.Namespace, target: PostgresBackend, sources: list[tuple[str, str]],
-           out: TextIO, err: TextIO) -> int:
+def _watch(
+    args: argparse.Namespace,
+    target: PostgresBackend,
+    sources: list[tuple[str, str]],
+    out: TextIO,
+    err: TextIO,
+) -> int:
     """Cycles every ``--watch`` seconds; SIGINT or SIGTERM stops after the current
     transaction, with the last complete cycle's code."""
     stop = threading.Event()
@@ -308,9 +362,15 @@ def _watch(args: argparse.Namespace, target: PostgresBackend, sources: list[tupl
     return 0 if last is None else last
 
 
-def _run(args: argparse.Namespace, target: PostgresBackend, sources: list[tuple[str, str]],
-         out: TextIO, err: TextIO, reported: set[tuple[str, str, str, int | None]],
-         stop: threading.Event) -> int | None:
+def _run(
+    args: argparse.Namespace,
+    target: PostgresBackend,
+    sources: list[tuple[str, str]],
+    out: TextIO,
+    err: TextIO,
+    reported: set[tuple[str, str, str, int | None]],
+    stop: threading.Event,
+) -> int | None:
     """One cycle's exit code; None when ``stop`` interrupted it."""
     sync = _Sync(target, bool(args.dry_run), err, reported)
     reports: list[_Report] = []
@@ -362,13 +422,26 @@ def _run(args: argparse.Namespace, target: PostgresBackend, sources: list[tuple[
         counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
         print(f"sync: {report.source}: {counts}", file=err)
     if args.json:
-        out.write(jsoncodec.dumps({
-            "sources": [{"source": r.source, **r.counts} for r in reports],
-            "skipped": [{"id": s.id, "source": s.source, "reason": s.reason,
-                         **({} if s.seq is None else {"seq": s.seq})} for s in sync.skipped],
-            "failed": [{"id": s.id, "source": s.source, "message": s.message}
-                       for s in sync.failed],
-        }).decode() + "\n")
+        out.write(
+            jsoncodec.dumps(
+                {
+                    "sources": [{"source": r.source, **r.counts} for r in reports],
+                    "skipped": [
+                        {
+                            "id": s.id,
+                            "source": s.source,
+                            "reason": s.reason,
+                            **({} if s.seq is None else {"seq": s.seq}),
+                        }
+                        for s in sync.skipped
+                    ],
+                    "failed": [
+                        {"id": s.id, "source": s.source, "message": s.message} for s in sync.failed
+                    ],
+                }
+            ).decode()
+            + "\n"
+        )
     if failure:
         return 1
     return 3 if sync.skipped else 0

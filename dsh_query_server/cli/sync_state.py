@@ -16,8 +16,9 @@ from ..model.event import Event
 
 
 def state_dir() -> str:
-    return os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local",
-                                                            "state")
+    return os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
 
 
 def prefix_digest(events: list[Event]) -> str:
@@ -48,8 +49,12 @@ class SyncState:
             with open(self.path, encoding="utf-8") as file:
                 raw = json.load(file)
             for key, value in raw["sessions"].items():
-                entry = Entry(str(value["source"]), str(value["target"]), int(value["n"]),
-                              str(value["sha256"]))
+                entry = Entry(
+                    str(value["source"]),
+                    str(value["target"]),
+                    int(value["n"]),
+                    str(value["sha256"]),
+                )
                 self.entries[str(key)] = entry
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             self.entries = {}  # no usable state: everything is read
@@ -66,9 +71,13 @@ class SyncState:
             return
         directory = os.path.dirname(self.path)
         make_private_dirs(directory)
-        body = {"v": 1, "sessions": {key: {"source": e.source, "target": e.target,
-                                           "n": e.count, "sha256": e.sha256}
-                                     for key, e in self.entries.items()}}
+        body = {
+            "v": 1,
+            "sessions": {
+                key: {"source": e.source, "target": e.target, "n": e.count, "sha256": e.sha256}
+                for key, e in self.entries.items()
+            },
+        }
         fd, temporary = tempfile.mkstemp(prefix=".sync-", dir=directory)  # 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as file:

@@ -47,10 +47,10 @@ def problems(value: Any, s: Schema, defs: dict[str, Schema], path: str = "$") ->
         return [f"{path}: expected {'/'.join(kinds)}, got {type(value).__name__}"]
     found: list[str] = []
     if isinstance(value, list) and "items" in s:
-        for i, item in enumerate(value):  # pyright: ignore[reportUnknownVariableType]
+        for i, item in enumerate(value):
             found += problems(item, s["items"], defs, f"{path}[{i}]")
     if isinstance(value, dict):
-        obj: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+        obj: dict[str, Any] = value
         props: dict[str, Schema] | None = s.get("properties")
         extra = s.get("additionalProperties")
         found += [f"{path}: missing {k}" for k in s.get("required", ()) if k not in obj]
@@ -58,7 +58,7 @@ def problems(value: Any, s: Schema, defs: dict[str, Schema], path: str = "$") ->
             if props is not None and key in props:
                 found += problems(item, props[key], defs, f"{path}.{key}")
             elif isinstance(extra, dict) and extra:
-                found += problems(item, extra, defs, f"{path}.{key}")  # pyright: ignore
+                found += problems(item, extra, defs, f"{path}.{key}")
             elif props is not None and extra is not True:
                 found.append(f"{path}: unexpected key {key}")
     return found

@@ -61,7 +61,8 @@ def outputs() -> dict[Path, str]:
 def drifted() -> list[Path]:
     """The generated files whose committed text differs from what the source generates."""
     return [
-        path for path, text in outputs().items()
+        path
+        for path, text in outputs().items()
         if not path.exists() or path.read_text(encoding="utf-8") != text
     ]
 

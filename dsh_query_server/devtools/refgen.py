@@ -59,11 +59,11 @@ def _json(value: Any, indent: int = 0, width: int = 96) -> str:
         return compact
     pad = " " * (indent + 2)
     if isinstance(value, list):
-        items = [pad + _json(v, indent + 2, width) for v in value]  # pyright: ignore
+        items = [pad + _json(v, indent + 2, width) for v in value]
         return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
     items = [
         f"{pad}{json.dumps(k, ensure_ascii=False)}: {_json(v, indent + 2, width)}"
-        for k, v in value.items()  # pyright: ignore
+        for k, v in value.items()
     ]
     return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
 

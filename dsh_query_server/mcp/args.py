@@ -84,10 +84,17 @@ TOOLS: tuple[ToolSpec, ...] = (
             Prop("created_at_from", "string", _C),
             Prop("created_at_to", "string", _C2),
             Prop("parent_session_ids", "array", "Optional direct parent session ids."),
-            Prop("include_root_sessions", "boolean",
-                 "Include sessions with no parent in the parent filter."),
-            Prop("availability", "array", "Require at least one selected source availability.",
-                 AVAILABILITY),
+            Prop(
+                "include_root_sessions",
+                "boolean",
+                "Include sessions with no parent in the parent filter.",
+            ),
+            Prop(
+                "availability",
+                "array",
+                "Require at least one selected source availability.",
+                AVAILABILITY,
+            ),
             Prop("event_seq_from", "integer", _S),
             Prop("event_seq_to", "integer", _S2),
             Prop("event_time_from", "string", _T),
@@ -138,10 +145,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         (
             Prop("session_id", "string", _ID),
             _SEQ,
-            Prop("before", "integer",
-                 "Number of preceding raw events to summarize. Omit for none."),
-            Prop("after", "integer",
-                 "Number of following raw events to summarize. Omit for none."),
+            Prop(
+                "before", "integer", "Number of preceding raw events to summarize. Omit for none."
+            ),
+            Prop("after", "integer", "Number of following raw events to summarize. Omit for none."),
         ),
         ("seq",),
         False,
@@ -224,8 +231,9 @@ def seq_range(lo: object, hi: object) -> tuple[int | None, int | None]:
     a = nonneg(lo, "sequence lower bound")
     b = nonneg(hi, "sequence upper bound")
     if a is not None and b is not None and a > b:
-        raise ToolError(INVALID_FILTER,
-                        "session sequence range from must be less than or equal to to")
+        raise ToolError(
+            INVALID_FILTER, "session sequence range from must be less than or equal to to"
+        )
     return a, b
 
 
@@ -278,8 +286,15 @@ def parse_stamp(value: str, name: str) -> Stamp:
     off_h = off_m = 0
     if zone != "Z":
         off_h, off_m = int(zone[1:3]), int(zone[4:6])
-    if not (1 <= mo <= 12 and 1 <= d <= _month_days(y, mo) and h <= 23 and mi <= 59 and s <= 59
-            and off_h <= 23 and off_m <= 59):
+    if not (
+        1 <= mo <= 12
+        and 1 <= d <= _month_days(y, mo)
+        and h <= 23
+        and mi <= 59
+        and s <= 59
+        and off_h <= 23
+        and off_m <= 59
+    ):
         raise ToolError(INVALID_FILTER, f"session {name} range must be a valid ISO 8601 timestamp")
     offset = (off_h * 60 + off_m) * (-1 if zone.startswith("-") else 1)
     minutes = (_days_from_civil(y, mo, d) * 24 + h) * 60 + mi - offset

@@ -98,8 +98,10 @@ def load(argv: list[str]) -> McpConfig:
         _stop("tool-session-query: maxSearchResults must be a positive safe integer")
     timeout = options.get("searchTimeoutMs", 30000)
     if not (is_json_integer(timeout) and 1 <= timeout <= MAX_TIMEOUT_MS):
-        _stop("tool-session-query: searchTimeoutMs must be a positive integer no greater than "
-              "2147483647")
+        _stop(
+            "tool-session-query: searchTimeoutMs must be a positive integer no greater than "
+            "2147483647"
+        )
     workspace = options.get("workspace", [])
     if not (isinstance(workspace, list) and all(isinstance(w, str) for w in workspace)):
         _stop("tool-session-query: workspace must be an array of strings")
@@ -116,8 +118,9 @@ def load(argv: list[str]) -> McpConfig:
     except QueryError as exc:
         _stop(exc.message)
     paths: list[str] = list(workspace)
-    return McpConfig(server, int(max_results), int(timeout), tuple(paths), caller_value or None,
-                     lock)
+    return McpConfig(
+        server, int(max_results), int(timeout), tuple(paths), caller_value or None, lock
+    )
 
 
 def index_base(persistence: str | list[str] | None) -> str:

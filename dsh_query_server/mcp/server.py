@@ -102,24 +102,35 @@ class McpApp:
         self._roots: list[str] | None = None
         self._roots_generation = 0
         self.server: Server[Any] = Server(
-            "dsh-query", version=__version__, instructions=INSTRUCTIONS,
-            on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+            "dsh-query",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
         )
         self.server.add_notification_handler(
             "notifications/roots/list_changed", types.NotificationParams, self.roots_changed
         )
 
-    async def list_tools(self, ctx: ServerRequestContext[Any],
-                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         annotations = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
-        return types.ListToolsResult(tools=[
-            types.Tool(name=t.name, description=t.description, input_schema=t.input_schema(),
-                       annotations=annotations)
-            for t in TOOLS
-        ])
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=t.name,
+                    description=t.description,
+                    input_schema=t.input_schema(),
+                    annotations=annotations,
+                )
+                for t in TOOLS
+            ]
+        )
 
-    async def roots_changed(self, ctx: ServerRequestContext[Any],
-                            params: types.NotificationParams | None) -> None:
+    async def roots_changed(
+        self, ctx: ServerRequestContext[Any], params: types.NotificationParams | None
+    ) -> None:
         self._roots = None
         self._roots_generation += 1
 
@@ -133,7 +144,7 @@ class McpApp:
                 try:
                     with anyio.fail_after(ROOTS_TIMEOUT_S):
                         result = await ctx.session.list_roots()
-                except Exception:  # noqa: BLE001 - a failed or slow roots/list fails the call
+                except Exception:  # a failed or slow roots/list fails the call
                     log.warning("roots/list failed", exc_info=True)
                     raise ToolError(TOOL_FAILED, "session query operation failed") from None
                 roots = roots_from_uris([str(r.uri) for r in result.roots])
@@ -144,8 +155,9 @@ class McpApp:
             return Workspace(self.cfg.workspace, self.base)
         return Workspace([self.base], self.base)
 
-    async def call_tool(self, ctx: ServerRequestContext[Any],
-                        params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         spec = TOOL_BY_NAME.get(params.name)
         if spec is None:
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {params.name}")
@@ -161,20 +173,23 @@ class McpApp:
         async with self.scheduler.slot(spec.search):
             handle = None
             if spec.search:
+
                 def expire() -> None:
                     nonlocal timed_out
                     timed_out = True
                     token.cancel()
 
                 handle = asyncio.get_running_loop().call_later(
-                    self.cfg.search_timeout_ms / 1000, expire)
+                    self.cfg.search_timeout_ms / 1000, expire
+                )
             try:
                 try:
                     workspace = await self.workspace(ctx)
                 except ToolError as exc:
                     return _error(exc.code, exc.message, structured)
-                call = Call(self.runtime, token, workspace, self.cfg.caller,
-                            self.cfg.max_search_results)
+                call = Call(
+                    self.runtime, token, workspace, self.cfg.caller, self.cfg.max_search_results
+                )
                 outcome = await self._in_thread(lambda: _run(spec.name, call, arguments), token)
             finally:
                 if handle is not None:
@@ -214,7 +229,7 @@ def _run(name: str, call: Call, arguments: dict[str, Any]) -> Any:
         return result.text, result.structured
     except (ToolError, Interrupted) as exc:
         return exc
-    except BaseException:  # noqa: BLE001 - a bug: logged, answered as a tool failure
+    except BaseException:  # a bug: logged, answered as a tool failure
         log.exception("tool %s failed unexpectedly", name)
         return ToolError(TOOL_FAILED, "session query operation failed")
 
@@ -248,8 +263,9 @@ def _wire_safe(value: Any) -> Any:
         elif isinstance(node, list):
             items = list(node)
             parent[key] = items
-            stack.extend((items, i, v) for i, v in enumerate(items)
-                         if isinstance(v, (dict, list, str)))
+            stack.extend(
+                (items, i, v) for i, v in enumerate(items) if isinstance(v, (dict, list, str))
+            )
         else:
             parent[key] = _wire_text(node)
     return root[0]
@@ -264,8 +280,9 @@ def _error(code: str, message: str, structured: bool) -> types.CallToolResult:
 
 
 def main(argv: list[str] | None = None) -> None:
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     cfg = mcp_config.load(list(sys.argv[1:] if argv is None else argv))
     runtime = Runtime(cfg.server, lambda ids, structural: None)
     runtime.start()

@@ -120,8 +120,9 @@ class Call:
             return value
         if self.caller is not None:
             return self.caller
-        raise ToolError(MISSING_CALLER,
-                        "session_id is required because no current session is configured")
+        raise ToolError(
+            MISSING_CALLER, "session_id is required because no current session is configured"
+        )
 
     def authorize(self, target: str) -> None:
         """One filterSessions listing; a missing and a hidden target take this same path."""
@@ -163,14 +164,17 @@ class Call:
                 code = sanitize(code)[0]
                 if code == UNAUTHORIZED:
                     raise unauthorized()
-                out[sid] = (f"untitled (title unavailable: {code})",
-                            {"title": None, "titleUnavailable": code})
+                out[sid] = (
+                    f"untitled (title unavailable: {code})",
+                    {"title": None, "titleUnavailable": code},
+                )
         return out
 
     # -- records ---------------------------------------------------------------------------------
 
-    def rec(self, header: dict[str, Any], live: bool, persisted: bool,
-            title: dict[str, Any]) -> dict[str, Any]:
+    def rec(
+        self, header: dict[str, Any], live: bool, persisted: bool, title: dict[str, Any]
+    ) -> dict[str, Any]:
         parent_id = header.get("parentSession")
         header = dict(header)
         if parent_id is None:
@@ -195,7 +199,7 @@ def _text(value: object) -> str:
 
 
 def _hit_line(hit: Any) -> str:
-    return (f"seq {hit.seq} | {_text(hit.type)} | {hit.surface} | {iso_time(hit.time)}")
+    return f"seq {hit.seq} | {_text(hit.type)} | {hit.surface} | {iso_time(hit.time)}"
 
 
 def _parent_line(rec: dict[str, Any]) -> str:
@@ -255,8 +259,11 @@ def session_search(call: Call, a: dict[str, Any]) -> Result:
     event_filters = _event_filters(seqs, times, types, surfaces)
 
     search = call.runtime.search
-    request: dict[str, Any] = {"query": query, "sessionFilters": session_filters,
-                               "eventFilters": event_filters}
+    request: dict[str, Any] = {
+        "query": query,
+        "sessionFilters": session_filters,
+        "eventFilters": event_filters,
+    }
     hits: list[Any] = []
     capped = False
     seen_cursors: set[str] = set()
@@ -300,13 +307,18 @@ def session_search(call: Call, a: dict[str, Any]) -> Result:
 
 def _next_cursor(seen: set[str], cursor: str) -> None:
     if cursor in seen:
-        raise ToolError(errors.INVALID_CURSOR,
-                        "session-search provider repeated a continuation cursor")
+        raise ToolError(
+            errors.INVALID_CURSOR, "session-search provider repeated a continuation cursor"
+        )
     seen.add(cursor)
 
 
-def _event_filters(seqs: tuple[int | None, int | None], times: tuple[float | None, float | None],
-                   types: list[str] | None, surfaces: list[str] | None) -> list[dict[str, Any]]:
+def _event_filters(
+    seqs: tuple[int | None, int | None],
+    times: tuple[float | None, float | None],
+    types: list[str] | None,
+    surfaces: list[str] | None,
+) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for clause in (A.range_clause("seq", *seqs), A.range_clause("time", *times)):
         if clause is not None:
@@ -331,15 +343,20 @@ def session_event_search(call: Call, a: dict[str, Any]) -> Result:
         events = call.svc("listEvents", lambda: service.list_events(target, call.token))
         starts = [e.seq for e in events if e.type == "step/start"]
         if not starts:
-            raise ToolError(NO_CURRENT_STEP,
-                            "current-session search requires an active step boundary")
+            raise ToolError(
+                NO_CURRENT_STEP, "current-session search requires an active step boundary"
+            )
         seq_to = min(MAX_SEQ if seq_to is None else seq_to, starts[-1] - 1)
     text, title = call.titles([target])[target]
     head = f"Session {target} — {text}"
 
     def result(hits: list[Any], capped: bool) -> Result:
-        structured = {"sessionId": target, **title, "items": [_struct(h) for h in hits],
-                      "capped": capped}
+        structured = {
+            "sessionId": target,
+            **title,
+            "items": [_struct(h) for h in hits],
+            "capped": capped,
+        }
         if not hits:
             return Result(f"{head}\n\n{NO_EVENTS}", structured)
         lines = [head, "", f"Event search results ({len(hits)}):"]
@@ -410,24 +427,34 @@ def session_trace(call: Call, a: dict[str, Any]) -> Result:
     kept = [r for _, r in nodes if r is not None]
     call.visible_ids.update(r.header.id for r in [*ancestors, *kept])
     call.visible_ids.add(target)
-    titles = call.titles(list(dict.fromkeys([target, *(r.header.id for r in ancestors),
-                                              *(r.header.id for r in kept)])))
-    target_rec = call.rec(target_header, trace.target.live, trace.target.persisted,
-                          titles[target][1])
+    titles = call.titles(
+        list(
+            dict.fromkeys([target, *(r.header.id for r in ancestors), *(r.header.id for r in kept)])
+        )
+    )
+    target_rec = call.rec(
+        target_header, trace.target.live, trace.target.persisted, titles[target][1]
+    )
 
     def line(record: Record) -> str:
         where = availability(record.live, record.persisted)
-        return (f"{record.header.id} — {titles[record.header.id][0]} | "
-                f"{iso_time(record.header.created_at)} | {where}")
+        return (
+            f"{record.header.id} — {titles[record.header.id][0]} | "
+            f"{iso_time(record.header.created_at)} | {where}"
+        )
 
     def rec(record: Record) -> dict[str, Any]:
-        return call.rec(record.header.to_value(), record.live, record.persisted,
-                        titles[record.header.id][1])
+        return call.rec(
+            record.header.to_value(), record.live, record.persisted, titles[record.header.id][1]
+        )
 
-    lines = [f"Session {target} — {titles[target][0]}",
-             f"Created: {iso_time(target_header.get('createdAt'))}",
-             f"Availability: {availability(trace.target.live, trace.target.persisted)}",
-             "", "Ancestors (nearest first):"]
+    lines = [
+        f"Session {target} — {titles[target][0]}",
+        f"Created: {iso_time(target_header.get('createdAt'))}",
+        f"Availability: {availability(trace.target.live, trace.target.persisted)}",
+        "",
+        "Ancestors (nearest first):",
+    ]
     lines += [f"- {line(r)}" for r in ancestors]
     if boundary:
         lines.append("- [outside workspace boundary]")
@@ -445,8 +472,12 @@ def session_trace(call: Call, a: dict[str, Any]) -> Result:
             descendants.append({"depth": depth, "session": rec(record)})
     if not nodes:
         lines.append("- none")
-    structured = {"target": target_rec, "ancestors": [rec(r) for r in ancestors],
-                  "ancestorBoundary": boundary, "descendants": descendants}
+    structured = {
+        "target": target_rec,
+        "ancestors": [rec(r) for r in ancestors],
+        "ancestorBoundary": boundary,
+        "descendants": descendants,
+    }
     return Result("\n".join(lines), structured)
 
 
@@ -478,9 +509,12 @@ def session_event_trace(call: Call, a: dict[str, Any]) -> Result:
     structured: dict[str, Any] = {"sessionId": target, **title, "target": _struct(t)}
     if obs.replacedBy is not UNSET:
         structured["replacedBy"] = obs.replacedBy
-    structured.update(replacementChain=obs.replacementChain,
-                      replacedEventSeqs=obs.replacedEventSeqs,
-                      sourceEventSeqs=obs.sourceEventSeqs, derivedEventSeqs=obs.derivedEventSeqs)
+    structured.update(
+        replacementChain=obs.replacementChain,
+        replacedEventSeqs=obs.replacedEventSeqs,
+        sourceEventSeqs=obs.sourceEventSeqs,
+        derivedEventSeqs=obs.derivedEventSeqs,
+    )
     return Result("\n".join(lines), structured)
 
 
@@ -491,9 +525,16 @@ def session_event_read(call: Call, a: dict[str, Any]) -> Result:
     target = call.target(a)
     call.authorize(target)
     service = call.runtime.service
-    window = call.svc("readEvent", lambda: service.read_event(
-        target, seq, UNSET if before is None else before, UNSET if after is None else after,
-        call.token))
+    window = call.svc(
+        "readEvent",
+        lambda: service.read_event(
+            target,
+            seq,
+            UNSET if before is None else before,
+            UNSET if after is None else after,
+            call.token,
+        ),
+    )
     call.recheck(window.session, target)
     text, title = call.titles([target])[target]
     target_value = jsoncodec.loads(bytes(window.target))
@@ -503,10 +544,16 @@ def session_event_read(call: Call, a: dict[str, Any]) -> Result:
         if event.seq == seq:
             continue
         side = "before" if isinstance(event.seq, int) and event.seq < (seq or 0) else "after"
-        neighbours[side].append({"seq": event.seq, "type": event.type, "time": event.time,
-                                 "text": extract_text(event)})
-    lines = [f"Session {target} — {text}", f"Target event seq {seq}:", "```json",
-             js_stringify(target_value), "```"]
+        neighbours[side].append(
+            {"seq": event.seq, "type": event.type, "time": event.time, "text": extract_text(event)}
+        )
+    lines = [
+        f"Session {target} — {text}",
+        f"Target event seq {seq}:",
+        "```json",
+        js_stringify(target_value),
+        "```",
+    ]
     for side, label in (("before", "Before:"), ("after", "After:")):
         if not neighbours[side]:
             continue
@@ -517,8 +564,14 @@ def session_event_read(call: Call, a: dict[str, Any]) -> Result:
                 lines += [head, indent_text(n["text"])]
             else:
                 lines.append(head + " | (no semantic text)")
-    structured = {"sessionId": target, **title, "target": target_value,
-                  "startSeq": window.startSeq, "endSeq": window.endSeq, **neighbours}
+    structured = {
+        "sessionId": target,
+        **title,
+        "target": target_value,
+        "startSeq": window.startSeq,
+        "endSeq": window.endSeq,
+        **neighbours,
+    }
     return Result("\n".join(lines), structured)
 
 

@@ -18,7 +18,9 @@ from .. import jsoncodec
 from ..values import is_nonneg_safe_integer
 
 SURFACE_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
-ENVELOPE_KEYS = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})
+ENVELOPE_KEYS = frozenset(
+    {"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"}
+)
 
 
 class _Envelope(msgspec.Struct, gc=False):
@@ -183,8 +185,18 @@ HEADER_FIELDS = (
 class Header:
     """A session header (a JSON object). Unknown keys survive in ``raw``."""
 
-    __slots__ = ("raw", "version", "id", "created_at", "cwd", "parent_session", "seed_length",
-                 "origin", "delegation_depth", "agent_preset")
+    __slots__ = (
+        "raw",
+        "version",
+        "id",
+        "created_at",
+        "cwd",
+        "parent_session",
+        "seed_length",
+        "origin",
+        "delegation_depth",
+        "agent_preset",
+    )
 
     def __init__(self, raw: bytes, f: _HeaderFields) -> None:
         self.raw = raw

@@ -16,7 +16,13 @@ class _List(msgspec.Struct, frozen=True, tag_field="kind"):
     values: tuple[Any, ...]
 
 
-class _Range(msgspec.Struct, frozen=True, tag_field="kind", omit_defaults=True, rename={"lo": "from", "hi": "to"}):
+class _Range(
+    msgspec.Struct,
+    frozen=True,
+    tag_field="kind",
+    omit_defaults=True,
+    rename={"lo": "from", "hi": "to"},
+):
     lo: float | int | UnsetType = UNSET
     hi: float | int | UnsetType = UNSET
 

@@ -185,8 +185,12 @@ class Capabilities:
         return Capabilities(
             windows=windows,
             outline=backend if isinstance(backend, OutlineReader) else None,
-            cheap_windows=(windows is not None and isinstance(backend, CheapWindows)
-                           and backend.cheap_windows),
-            raw=(backend if isinstance(backend, RawArtifactReader)
-                 and backend.supports_raw_artifacts else None),
+            cheap_windows=(
+                windows is not None and isinstance(backend, CheapWindows) and backend.cheap_windows
+            ),
+            raw=(
+                backend
+                if isinstance(backend, RawArtifactReader) and backend.supports_raw_artifacts
+                else None
+            ),
         )

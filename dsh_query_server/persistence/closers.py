@@ -81,20 +81,30 @@ def _tool_result_closer(
         "id": f"interrupted-tool-result-{call_id}-{seq}",
         "role": "user",
         "source": {"kind": "tool", "callId": call_id},
-        "content": [{
-            "type": "tool-result",
-            "toolCallId": call_id,
-            "isError": True,
-            "content": [{"type": "text",
-                         "text": OUTCOME_UNKNOWN_TEXT if started else NOT_STARTED_TEXT}],
-        }],
+        "content": [
+            {
+                "type": "tool-result",
+                "toolCallId": call_id,
+                "isError": True,
+                "content": [
+                    {"type": "text", "text": OUTCOME_UNKNOWN_TEXT if started else NOT_STARTED_TEXT}
+                ],
+            }
+        ],
     }
     data["error"] = (
-        {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"} if started
+        {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
+        if started
         else {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
     )
-    return make_event("tool/result", seq, time, data, surface_op="append",
-                      source_seqs=[entry["callSeq"]] if started else UNSET)
+    return make_event(
+        "tool/result",
+        seq,
+        time,
+        data,
+        surface_op="append",
+        source_seqs=[entry["callSeq"]] if started else UNSET,
+    )
 
 
 def _open_turn_start(events: list[Event]) -> int | None:
@@ -136,11 +146,18 @@ def closers_after(state: _TurnState, last: Event) -> list[Event]:
     return out
 
 
-
-
 # Event types that can change a _TurnState; observe() ignores every other type.
-_TURN_STATE_TYPES = frozenset({"turn/start", "turn/end", "step/start", "step/end",
-                               "assistant/message", "tool/call", "tool/result"})
+_TURN_STATE_TYPES = frozenset(
+    {
+        "turn/start",
+        "turn/end",
+        "step/start",
+        "step/end",
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+    }
+)
 # Deferred events folded into the state at a time: bounds memory in a very long open turn.
 _FOLD_EVERY = 256
 

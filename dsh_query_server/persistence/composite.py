@@ -115,8 +115,9 @@ class CompositeBackend:
     def locate(self, header: Header) -> SessionLocation | None:
         return None  # tools.md §2.1: a composite names no single location
 
-    def read_raw(self, session_id: str, token: CancelToken = NULL_TOKEN
-                 ) -> SessionRawArtifact | None:
+    def read_raw(
+        self, session_id: str, token: CancelToken = NULL_TOKEN
+    ) -> SessionRawArtifact | None:
         """Delegated to the member that lists the id (tools.md §2.1); a member without raw
         artifacts raises the unsupported error, so export writes its logical log."""
         token.raise_if_cancelled()

@@ -42,9 +42,13 @@ def _is_turn_number(value: Any) -> bool:
 def _legacy_turn_start(data: Any) -> dict[str, Any] | None:
     """Rewrite 1: the new data, or None when the legacy shape is malformed."""
     trigger = data["trigger"]
-    if (_is_turn_number(data.get("turn")) and data.keys() == {"turn", "trigger"}
-            and is_object(trigger) and isinstance(trigger.get("kind"), str)
-            and trigger["kind"]):
+    if (
+        _is_turn_number(data.get("turn"))
+        and data.keys() == {"turn", "trigger"}
+        and is_object(trigger)
+        and isinstance(trigger.get("kind"), str)
+        and trigger["kind"]
+    ):
         return {"turn": data["turn"]}
     return None
 
@@ -54,8 +58,11 @@ def _is_legacy_reason(reason: Any) -> bool:
     if not is_object(reason):
         return False
     kind = reason.get("kind")
-    return (kind == "disposed" or (kind == "aborted" and "reason" not in reason)
-            or (kind == "error" and "error" not in reason))
+    return (
+        kind == "disposed"
+        or (kind == "aborted" and "reason" not in reason)
+        or (kind == "error" and "error" not in reason)
+    )
 
 
 def _is_str(value: Any) -> bool:
@@ -63,7 +70,10 @@ def _is_str(value: Any) -> bool:
 
 
 _FAILURE_OPTIONAL: dict[str, Callable[[Any], bool]] = {
-    "status": is_number, "providerRetryAfterMs": is_number, "requestId": _is_str}
+    "status": is_number,
+    "providerRetryAfterMs": is_number,
+    "requestId": _is_str,
+}
 
 
 def _is_failure(failure: Any) -> bool:
@@ -88,11 +98,15 @@ def _legacy_reason(reason: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if keys == {"kind", "step", "failure"} and _is_failure(reason["failure"]):
         return {"kind": "error", "error": reason["failure"]}
-    if (keys in ({"kind", "step", "message"}, {"kind", "step", "message", "code"})
-            and isinstance(reason["message"], str)
-            and isinstance(reason.get("code", ""), str)):
-        return {"kind": "error",
-                "error": {"message": reason["message"], "code": reason.get("code", "UNKNOWN")}}
+    if (
+        keys in ({"kind", "step", "message"}, {"kind", "step", "message", "code"})
+        and isinstance(reason["message"], str)
+        and isinstance(reason.get("code", ""), str)
+    ):
+        return {
+            "kind": "error",
+            "error": {"message": reason["message"], "code": reason.get("code", "UNKNOWN")},
+        }
     return None
 
 
@@ -111,8 +125,12 @@ def _steering_data(session_id: str, seq: Any, data: Any) -> dict[str, Any] | Non
     if data.keys() == {"turn", "message"} and is_object(data["message"]):
         return data["message"]
     if data.keys() == {"turn", "content", "source"}:
-        return {"content": data["content"], "source": data["source"],
-                "id": _legacy_id(session_id, seq), "role": "user"}
+        return {
+            "content": data["content"],
+            "source": data["source"],
+            "id": _legacy_id(session_id, seq),
+            "role": "user",
+        }
     return None
 
 
@@ -125,7 +143,9 @@ def _message_id(event: Event) -> Any:
     if isinstance(event, ChunkOutline):
         return UNSET  # a packed chunk's data keys are exactly turn, step and chunk
     data = event.data()
-    found = get_path(data, "id") if event.type == "user/message" else get_path(data, "message", "id")
+    found = (
+        get_path(data, "id") if event.type == "user/message" else get_path(data, "message", "id")
+    )
     return found if isinstance(found, str) else UNSET
 
 
@@ -141,8 +161,9 @@ class NeedsHistory(Exception):
 
 # Rewrite 4 applies only when these predicates hold on the data's top-level keys.
 _IDENTITY_REWRITE: dict[str, Callable[[Set[str]], bool]] = {
-    "user/message":
-        lambda keys: not keys & {"id", "role", "message"} and {"content", "source"} <= keys,
+    "user/message": lambda keys: (
+        not keys & {"id", "role", "message"} and {"content", "source"} <= keys
+    ),
     "assistant/message": lambda keys: "message" not in keys and {"content", "provenance"} <= keys,
     "tool/result": lambda keys: "message" not in keys and {"callId", "content", "isError"} <= keys,
 }
@@ -167,8 +188,9 @@ class Normalizer:
     the id found (UNSET for none), so a window can later be normalized without the events before
     it. Built with ``known`` (such a map from an earlier full pass) it normalizes a window."""
 
-    def __init__(self, session_id: str, known: dict[Any, Any] | None = None,
-                 streaming: bool = False) -> None:
+    def __init__(
+        self, session_id: str, known: dict[Any, Any] | None = None, streaming: bool = False
+    ) -> None:
         self.session_id = session_id
         self.known = known
         # Streaming (StreamedLog): earlier events are not kept, so a replace lookup cannot be
@@ -221,8 +243,15 @@ class Normalizer:
                 provenance = data["provenance"]
                 source = {**(provenance if is_object(provenance) else {}), "kind": "model"}
                 rest = {k: v for k, v in data.items() if k not in ("content", "provenance")}
-                return {**rest, "message": {"id": _legacy_id(sid, event.seq), "role": "assistant",
-                                            "content": data["content"], "source": source}}
+                return {
+                    **rest,
+                    "message": {
+                        "id": _legacy_id(sid, event.seq),
+                        "role": "assistant",
+                        "content": data["content"],
+                        "source": source,
+                    },
+                }
         elif kind == "tool/result":
             if "message" not in data and {"callId", "content", "isError"} <= data.keys():
                 return self._tool_result_data(event, data)
@@ -254,8 +283,14 @@ class Normalizer:
         else:
             message["id"] = _legacy_id(self.session_id, event.seq)
         message["role"] = "user"
-        message["content"] = [{"type": "tool-result", "toolCallId": call_id,
-                               "content": data["content"], "isError": data["isError"]}]
+        message["content"] = [
+            {
+                "type": "tool-result",
+                "toolCallId": call_id,
+                "content": data["content"],
+                "isError": data["isError"],
+            }
+        ]
         message["source"] = {"kind": "tool", "callId": call_id}
         rest = {k: v for k, v in data.items() if k not in ("callId", "content", "isError")}
         return {**rest, "message": message}
@@ -272,8 +307,16 @@ class Normalizer:
         return out
 
 
-LEGACY_TYPES = frozenset({"turn/start", "turn/end", "steering/message", "user/message",
-                           "assistant/message", "tool/result"})
+LEGACY_TYPES = frozenset(
+    {
+        "turn/start",
+        "turn/end",
+        "steering/message",
+        "user/message",
+        "assistant/message",
+        "tool/result",
+    }
+)
 
 
 def _with(event: Event, kind: str, data: Any) -> Event:

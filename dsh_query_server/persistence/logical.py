@@ -41,7 +41,9 @@ def verified_log(session_id: str, events: list[Event]) -> tuple[list[Event], Log
     normalizer = Normalizer(session_id)
     normalized = normalizer.run(events)
     tail = closers(normalized)
-    title = next((i for i in range(len(normalized) - 1, -1, -1) if normalized[i].type == TITLE), None)
+    title = next(
+        (i for i in range(len(normalized) - 1, -1, -1) if normalized[i].type == TITLE), None
+    )
     return normalized + tail, LogShape(len(events), tuple(tail), normalizer.resolved, title)
 
 
@@ -64,12 +66,15 @@ def logical_window(
     lo, hi = stored_span(shape, first, last)
     expected = max(0, hi - lo + 1)
     if len(stored) != expected or not all(
-            is_nonneg_safe_integer(e.seq) and e.seq == lo + i for i, e in enumerate(stored)):
+        is_nonneg_safe_integer(e.seq) and e.seq == lo + i for i, e in enumerate(stored)
+    ):
         raise StaleShape(f"stored events do not cover seqs {lo}..{hi}")
     window = Normalizer(session_id, shape.resolved_ids).run(stored)
     end = min(last, shape.length - 1)
     if end >= shape.stored:
-        window.extend(shape.closers[max(first, shape.stored) - shape.stored:end - shape.stored + 1])
+        window.extend(
+            shape.closers[max(first, shape.stored) - shape.stored : end - shape.stored + 1]
+        )
     return window
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, overload
 
 import msgspec
 from msgspec import UNSET
@@ -134,8 +134,9 @@ def _member(event: Event) -> _Member | None:
         strings = (chunk["id"], chunk["argumentsDelta"]) + (() if name is UNSET else (name,))
         if not all(isinstance(s, str) for s in strings):
             return None
-        return _Member(kind, seq, time, turn, step, index, chunk["id"], name,
-                       chunk["argumentsDelta"])
+        return _Member(
+            kind, seq, time, turn, step, index, chunk["id"], name, chunk["argumentsDelta"]
+        )
     return None
 
 
@@ -185,13 +186,13 @@ def _split_run(
     start = 0
     while len(run) - start >= MIN_RUN:
         take = len(run) - start if max_members is None else min(max_members, len(run) - start)
-        if not _fits(run[start:start + take], max_data_bytes):
+        if not _fits(run[start : start + take], max_data_bytes):
             take = _largest_fitting(run, start, take - 1, max_data_bytes)
         if take == 0:
             out.append(events[start])
             start += 1
             continue
-        out.append(_row(run[start:start + take]))
+        out.append(_row(run[start : start + take]))
         start += take
     out.extend(events[start:])
     return out
@@ -202,7 +203,7 @@ def _largest_fitting(run: list[_Member], start: int, high: int, max_data_bytes: 
     best, low = 0, MIN_RUN
     while low <= high:
         mid = (low + high) // 2
-        if _fits(run[start:start + mid], max_data_bytes):
+        if _fits(run[start : start + mid], max_data_bytes):
             best, low = mid, mid + 1
         else:
             high = mid - 1
@@ -324,7 +325,14 @@ def _chunk_head(tag: str, data: dict[str, Any]) -> bytes:
     index = dumps(data["index"])
     if tag == "tool-call-chunks":
         name = b',"name":' + dumps(data["name"]) if "name" in data else b""
-        return b'{"type":"tool-call-delta","index":' + index + b',"id":' + dumps(data["id"]) + name + b',"argumentsDelta":'
+        return (
+            b'{"type":"tool-call-delta","index":'
+            + index
+            + b',"id":'
+            + dumps(data["id"])
+            + name
+            + b',"argumentsDelta":'
+        )
     return b'{"type":"' + _CHUNK_OF_TAG[tag].encode() + b'","index":' + index + b',"text":'
 
 
@@ -373,8 +381,9 @@ _ROW_DATA_DECODERS = {
 }
 
 
-def outline_members(tag: str, seq0: int, time0: int, data_json: bytes, *,
-                    sqlite: bool = False) -> list[ChunkOutline] | None:
+def outline_members(
+    tag: str, seq0: int, time0: int, data_json: bytes, *, sqlite: bool = False
+) -> list[ChunkOutline] | None:
     """The ChunkOutlines of a well-formed packed row, straight from its ``data`` JSON text; None
     when this fast path cannot tell (then ``unpack_row(..., outline=True)`` decides, with the
     exact reason). A typed decode checks keys and kinds in one pass: checks 4–8 of §3.2, and
@@ -400,6 +409,18 @@ def outline_members(tag: str, seq0: int, time0: int, data_json: bytes, *,
     return list(map(ChunkOutline, range(seq0, seq0 + members), times))
 
 
+@overload
+def unpack_row(
+    row: dict[str, Any], *, sqlite: bool = ..., outline: Literal[False] = ...
+) -> list[Event]: ...
+@overload
+def unpack_row(
+    row: dict[str, Any], *, sqlite: bool = ..., outline: Literal[True]
+) -> list[ChunkOutline]: ...
+@overload
+def unpack_row(
+    row: dict[str, Any], *, sqlite: bool = ..., outline: bool
+) -> list[Event] | list[ChunkOutline]: ...
 def unpack_row(
     row: dict[str, Any], *, sqlite: bool = False, outline: bool = False
 ) -> list[Event] | list[ChunkOutline]:
@@ -418,8 +439,14 @@ def unpack_row(
     data = row["data"]
     payloads = data["args" if tag == "tool-call-chunks" else "texts"]
     # Every member shares all but its seq, time and payload: encode the rest once.
-    head = (b'{"turn":' + jsoncodec.dumps(data["turn"]) + b',"step":' + jsoncodec.dumps(data["step"])
-            + b',"chunk":' + _chunk_head(tag, data))
+    head = (
+        b'{"turn":'
+        + jsoncodec.dumps(data["turn"])
+        + b',"step":'
+        + jsoncodec.dumps(data["step"])
+        + b',"chunk":'
+        + _chunk_head(tag, data)
+    )
     events: list[Event] = []
     assemble = Event.assemble
     for k, payload in enumerate(payloads):

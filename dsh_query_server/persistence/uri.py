@@ -21,8 +21,16 @@ from ..errors import QueryError, inner_message
 from .base import PersistenceBackend
 
 _OPTIONS = {
-    "jsonl": {"compression": ("auto", "zstd", "none"), "packChunks": ("true", "false"), "readOnly": ("true", "false")},
-    "sqlite": {"journalMode": ("wal", "delete", "truncate", "persist"), "busyTimeoutMs": None, "readOnly": ("true", "false")},
+    "jsonl": {
+        "compression": ("auto", "zstd", "none"),
+        "packChunks": ("true", "false"),
+        "readOnly": ("true", "false"),
+    },
+    "sqlite": {
+        "journalMode": ("wal", "delete", "truncate", "persist"),
+        "busyTimeoutMs": None,
+        "readOnly": ("true", "false"),
+    },
     # importers.md §1.1, §2.1: read-only foreign homes
     "claude": {"readOnly": ("true",)},
     "codex": {"readOnly": ("true",), "includeArchived": ("true", "false")},
@@ -64,7 +72,9 @@ def _decode_location(text: str) -> str:
     try:
         return unquote_to_bytes(text).decode("utf-8")
     except UnicodeError:
-        raise _invalid("persistence URI location is not valid UTF-8 after percent-decoding") from None
+        raise _invalid(
+            "persistence URI location is not valid UTF-8 after percent-decoding"
+        ) from None
 
 
 def parse_uri(uri: Any) -> MountSpec:
@@ -99,7 +109,9 @@ def parse_uri(uri: Any) -> MountSpec:
         values = allowed[key]
         if not eq or (values is not None and value not in values):
             raise _invalid(f'invalid value for {scheme} URI option "{key}"')
-        if values is None and not (value.isdigit() and value.isascii() and int(value) <= 2147483647):
+        if values is None and not (
+            value.isdigit() and value.isascii() and int(value) <= 2147483647
+        ):
             raise _invalid(f'invalid value for {scheme} URI option "{key}"')
         options[key] = value
     return MountSpec(scheme, location, options)
@@ -121,7 +133,13 @@ def absolute_uri(uri: str) -> str:
     scheme, sep, rest = uri.partition(":")
     if scheme in _HOME_DEFAULTS and (rest.startswith(("~", "?")) or not rest):
         return uri
-    if sep and scheme in _OPTIONS and rest and not rest.startswith("/") and not rest.startswith(":memory:"):
+    if (
+        sep
+        and scheme in _OPTIONS
+        and rest
+        and not rest.startswith("/")
+        and not rest.startswith(":memory:")
+    ):
         location, q, query = rest.partition("?")
         return f"{scheme}:{os.path.abspath(location).replace('%', '%25')}{q}{query}"
     return uri
@@ -140,7 +158,7 @@ def _test_backend(uri: Any) -> PersistenceBackend | None:
     module_name, _, attr = factory_name.partition(":")
     module = importlib.import_module(module_name)
     factory: Callable[[str], PersistenceBackend] = getattr(module, attr)
-    backend = factory(uri[len("test:"):])
+    backend = factory(uri[len("test:") :])
     setattr(backend, "uri", uri)  # noqa: B010 - the doubles keep their mount URI as a plain field
     return backend
 
@@ -164,7 +182,9 @@ def open_backend(uri: str) -> PersistenceBackend:
             from .jsonl import JsonlBackend
 
             root = spec.location
-            if os.path.lexists(root) and not (os.path.isdir(root) and os.access(root, os.R_OK | os.X_OK)):
+            if os.path.lexists(root) and not (
+                os.path.isdir(root) and os.access(root, os.R_OK | os.X_OK)
+            ):
                 raise OSError(f'jsonl root "{root}" is not a readable directory')
             return JsonlBackend(
                 root,

@@ -77,8 +77,13 @@ class WindowSource(Protocol[H]):
         ...
 
 
-def read_window(memo: VerificationMemo[Verified[H]], source: WindowSource[H], first: int,
-                last: int, token: CancelToken) -> Window:
+def read_window(
+    memo: VerificationMemo[Verified[H]],
+    source: WindowSource[H],
+    first: int,
+    last: int,
+    token: CancelToken,
+) -> Window:
     """The logical events ``first..last`` (clipped) with exactly the result and errors of
     ``inspect``."""
     session_id = source.session_id
@@ -100,7 +105,7 @@ def read_window(memo: VerificationMemo[Verified[H]], source: WindowSource[H], fi
     except NeedsHistory:
         verified, whole = source.verify_whole()
         logical_log, shape = logical.verified_log(session_id, whole)
-        events = logical_log[first:last + 1]
+        events = logical_log[first : last + 1]
     else:
         events, shape = streamed.finish()
     memo.put(session_id, verified.revision, Verified(shape, verified.hints))

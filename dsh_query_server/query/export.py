@@ -56,8 +56,10 @@ def export_options(raw: dict[str, Any]) -> ExportOptions:
     """The keys ``attachments`` and ``sessionExportCompressionLevel`` (INVALID_CONFIG)."""
     level = raw.get("sessionExportCompressionLevel", 6)
     if not (is_integer(level) and 0 <= level <= 9):
-        raise QueryError(errors.INVALID_CONFIG,
-                         "session-query: sessionExportCompressionLevel must be an integer 0-9")
+        raise QueryError(
+            errors.INVALID_CONFIG,
+            "session-query: sessionExportCompressionLevel must be an integer 0-9",
+        )
     if "attachments" in raw:
         store = raw["attachments"]
         if store is not None and not isinstance(store, str):
@@ -90,9 +92,14 @@ class ExportResult(msgspec.Struct):
     entries: list[ExportEntry]
 
 
-_KINDS = {"sessionId": "a string", "outputPath": "a string", "includeDescendants": "a boolean",
-          "includeMedia": "a boolean", "overwrite": "a boolean",
-          "workspaceRoots": "an array of absolute paths"}
+_KINDS = {
+    "sessionId": "a string",
+    "outputPath": "a string",
+    "includeDescendants": "a boolean",
+    "includeMedia": "a boolean",
+    "overwrite": "a boolean",
+    "workspaceRoots": "an array of absolute paths",
+}
 
 
 def parse_params(params: Any) -> ExportParams:
@@ -110,23 +117,33 @@ def parse_params(params: Any) -> ExportParams:
             ok = isinstance(value, bool)
         else:
             ok = isinstance(value, list) and all(
-                isinstance(v, str) and v.startswith("/") for v in value)
+                isinstance(v, str) and v.startswith("/") for v in value
+            )
         if not ok:
             raise QueryError(errors.INVALID_REQUEST, f"{name} must be {kind}")
     if not params["outputPath"].startswith("/"):
         raise QueryError(errors.INVALID_REQUEST, "outputPath must be an absolute path")
-    return msgspec.convert({k: v for k, v in params.items() if k in _KINDS and v is not None},
-                           ExportParams)
+    return msgspec.convert(
+        {k: v for k, v in params.items() if k in _KINDS and v is not None}, ExportParams
+    )
 
 
-def export_method(service: SessionQueryService, params: Any, token: CancelToken,
-                  options: ExportOptions) -> Any:
+def export_method(
+    service: SessionQueryService, params: Any, token: CancelToken, options: ExportOptions
+) -> Any:
     """``sessionQuery/exportSession`` (§2.4): validated params in, the result as JSON values."""
     p = parse_params(params)
-    result = export_session(service, p.sessionId, p.outputPath, options,
-                            include_descendants=p.includeDescendants,
-                            include_media=p.includeMedia, overwrite=p.overwrite,
-                            workspace_roots=p.workspaceRoots, token=token)
+    result = export_session(
+        service,
+        p.sessionId,
+        p.outputPath,
+        options,
+        include_descendants=p.includeDescendants,
+        include_media=p.includeMedia,
+        overwrite=p.overwrite,
+        workspace_roots=p.workspaceRoots,
+        token=token,
+    )
     return msgspec.to_builtins(result)
 
 
@@ -155,8 +172,9 @@ def _integral(value: Any) -> Any:
     stack: list[Any] = [value]
     while stack:
         node = stack.pop()
-        items: Iterator[tuple[Any, Any]] = iter(node.items() if isinstance(node, dict)
-                                                else enumerate(node))
+        items: Iterator[tuple[Any, Any]] = iter(
+            node.items() if isinstance(node, dict) else enumerate(node)
+        )
         for key, child in list(items):
             if isinstance(child, float) and child.is_integer():
                 node[key] = int(child)
@@ -181,8 +199,17 @@ def encode_log(header: Header, events: Sequence[Event]) -> bytes:
     parts = [header_line(header)]
     for record in pack(list(events)):
         if isinstance(record, PackedRow):
-            parts.append(_dumps({"type": record.tag, "seq0": record.seq0, "time0": record.time0,
-                                 "data": record.data}) + b"\n")
+            parts.append(
+                _dumps(
+                    {
+                        "type": record.tag,
+                        "seq0": record.seq0,
+                        "time0": record.time0,
+                        "data": record.data,
+                    }
+                )
+                + b"\n"
+            )
         else:
             parts.append(event_line(record))
     return b"".join(parts)
@@ -206,8 +233,9 @@ def _visible(cwd: Any, roots: list[str] | None) -> bool:
     return roots is None or Workspace(roots, "/").visible(cwd)
 
 
-def session_content(service: SessionQueryService, session_id: str, token: CancelToken,
-                    descendant: bool) -> bytes:
+def session_content(
+    service: SessionQueryService, session_id: str, token: CancelToken, descendant: bool
+) -> bytes:
     """§2.2: the file one included session gives."""
     live = service.store.snapshot(session_id)
     if live is not None:
@@ -232,8 +260,9 @@ def session_content(service: SessionQueryService, session_id: str, token: Cancel
     return encode_log(loaded.header, loaded.events)
 
 
-def _read_raw(reader: RawArtifactReader, session_id: str, token: CancelToken
-              ) -> SessionRawArtifact | None:
+def _read_raw(
+    reader: RawArtifactReader, session_id: str, token: CancelToken
+) -> SessionRawArtifact | None:
     """``read_raw`` with its failures classified (§2.6, persistence.md §2.3)."""
     check_cancelled(token)
     try:
@@ -245,23 +274,33 @@ def _read_raw(reader: RawArtifactReader, session_id: str, token: CancelToken
             raise cancelled() from None
         inner = inner_message(exc)
         if isinstance(exc, SessionPersistenceCorruptionError):
-            raise QueryError(errors.CORRUPT_SESSION,
-                             f'stored session "{session_id}" is corrupt: {inner}',
-                             cause=inner, session_id=session_id) from None
-        raise QueryError(errors.PERSISTENCE_FAILED,
-                         f'failed to read the stored log of session "{session_id}": {inner}',
-                         cause=inner, session_id=session_id) from None
+            raise QueryError(
+                errors.CORRUPT_SESSION,
+                f'stored session "{session_id}" is corrupt: {inner}',
+                cause=inner,
+                session_id=session_id,
+            ) from None
+        raise QueryError(
+            errors.PERSISTENCE_FAILED,
+            f'failed to read the stored log of session "{session_id}": {inner}',
+            cause=inner,
+            session_id=session_id,
+        ) from None
 
 
 def _vanished(session_id: str, descendant: bool) -> QueryError:
     if descendant:
-        return QueryError(EXPORT_FAILED, f'subagent "{session_id}" has no stored log artifact',
-                          session_id=session_id)
+        return QueryError(
+            EXPORT_FAILED,
+            f'subagent "{session_id}" has no stored log artifact',
+            session_id=session_id,
+        )
     return not_found(session_id)
 
 
-def _root(service: SessionQueryService, session_id: str, roots: list[str] | None,
-          token: CancelToken) -> None:
+def _root(
+    service: SessionQueryService, session_id: str, roots: list[str] | None, token: CancelToken
+) -> None:
     """§2.4 step 2: live, or else listed; with roots, a hidden root answers as a missing one
     after the same work (one listing)."""
     check_cancelled(token)
@@ -275,8 +314,9 @@ def _root(service: SessionQueryService, session_id: str, roots: list[str] | None
         raise not_found(session_id)
 
 
-def _descendants(service: SessionQueryService, session_id: str, roots: list[str] | None,
-                 token: CancelToken) -> list[str]:
+def _descendants(
+    service: SessionQueryService, session_id: str, roots: list[str] | None, token: CancelToken
+) -> list[str]:
     """The root's lineage descendants in preorder, deduplicated; with roots, an invisible one is
     left out with its whole subtree."""
     records: list[Record] = service.corpus(token)
@@ -328,8 +368,11 @@ def _media_refs(content: bytes, found: dict[str, dict[str, Any]]) -> None:
                 attachment = block.get("attachment")
                 if block.get("type") == "image" and isinstance(attachment, dict):
                     aid, media = attachment.get("id"), attachment.get("mediaType")
-                    if (isinstance(aid, str) and _ATTACHMENT_ID.fullmatch(aid)
-                            and media in MEDIA_TYPES):
+                    if (
+                        isinstance(aid, str)
+                        and _ATTACHMENT_ID.fullmatch(aid)
+                        and media in MEDIA_TYPES
+                    ):
                         found[aid] = attachment
                 nested = block.get("content")
                 if isinstance(nested, list):
@@ -358,18 +401,28 @@ def _media_bytes(store: str | None, attachment: dict[str, Any]) -> bytes:
     if hashlib.sha256(data).hexdigest() != digest:
         raise fail("Stored attachment failed integrity verification.")
     ext = MEDIA_TYPES[attachment["mediaType"]]
-    magic_ok = (data[:4] == b"RIFF" and data[8:12] == b"WEBP") if ext == "webp" else any(
-        data.startswith(m) for m in _MAGIC[ext])
+    magic_ok = (
+        (data[:4] == b"RIFF" and data[8:12] == b"WEBP")
+        if ext == "webp"
+        else any(data.startswith(m) for m in _MAGIC[ext])
+    )
     if attachment.get("bytes") != len(data) or not magic_ok:
         raise fail("Stored attachment metadata does not match its reference.")
     return data
 
 
-def export_session(service: SessionQueryService, session_id: str, output_path: str,
-                   options: ExportOptions, *, include_descendants: bool = False,
-                   include_media: bool = True, overwrite: bool = False,
-                   workspace_roots: list[str] | None = None,
-                   token: CancelToken) -> ExportResult:
+def export_session(
+    service: SessionQueryService,
+    session_id: str,
+    output_path: str,
+    options: ExportOptions,
+    *,
+    include_descendants: bool = False,
+    include_media: bool = True,
+    overwrite: bool = False,
+    workspace_roots: list[str] | None = None,
+    token: CancelToken,
+) -> ExportResult:
     """Write the §2.3 archive for ``session_id`` to ``output_path`` (absolute)."""
     started = time.localtime()
     _root(service, session_id, workspace_roots, token)
@@ -382,9 +435,16 @@ def export_session(service: SessionQueryService, session_id: str, output_path: s
         raise _write_error(output_path, exc) from None
     entries: list[ExportEntry] = []
     try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(
-                raw, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=options.level,
-                allowZip64=True) as archive:
+        with (
+            os.fdopen(fd, "wb") as raw,
+            zipfile.ZipFile(
+                raw,
+                "w",
+                compression=zipfile.ZIP_DEFLATED,
+                compresslevel=options.level,
+                allowZip64=True,
+            ) as archive,
+        ):
             stamp = started[:6]
 
             def add(name: str, data: bytes, **ids: str) -> None:
@@ -419,8 +479,11 @@ def export_session(service: SessionQueryService, session_id: str, output_path: s
             for aid in sorted(media):
                 attachment = media[aid]
                 ext = MEDIA_TYPES[attachment["mediaType"]]
-                add(f"media/{aid}.{ext}", _media_bytes(options.attachments, attachment),
-                    attachmentId=aid)
+                add(
+                    f"media/{aid}.{ext}",
+                    _media_bytes(options.attachments, attachment),
+                    attachmentId=aid,
+                )
             archive.close()
             raw.flush()
             os.fsync(raw.fileno())
@@ -449,5 +512,6 @@ def _publish(temp: str, target: str, overwrite: bool) -> None:
 
 
 def _write_error(path: str, exc: BaseException) -> QueryError:
-    return QueryError(EXPORT_FAILED,
-                      f'failed to write export archive "{path}": {inner_message(exc)}')
+    return QueryError(
+        EXPORT_FAILED, f'failed to write export archive "{path}": {inner_message(exc)}'
+    )

@@ -235,7 +235,7 @@ def read_lags(
 def _stored_count(backend: PersistenceBackend, sid: str) -> int | None:
     try:
         return backend.stored_count(sid)
-    except Exception:  # any failure: count unknown, no badge
+    except Exception:  # noqa: BLE001 - any failure: count unknown, no badge
         return None
 
 

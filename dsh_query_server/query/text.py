@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from functools import cache
 from itertools import compress
 from operator import ne
-from re._casefix import _EXTRA_CASES  # pyright: ignore[reportMissingImports]
+from re._casefix import _EXTRA_CASES
 from typing import Any
 
 from ..model.event import Event
@@ -96,8 +96,11 @@ def _class_min(cp: int) -> int:
 
 # Whitespace runs other than a single space (those are already collapsed, and most common).
 _UNUSUAL_WHITESPACE = re.compile(
-    "[" + "".join(re.escape(c) for c in WHITESPACE_CHARS) + "]{2,}|["
-    + "".join(re.escape(c) for c in WHITESPACE_CHARS if c != " ") + "]"
+    "["
+    + "".join(re.escape(c) for c in WHITESPACE_CHARS)
+    + "]{2,}|["
+    + "".join(re.escape(c) for c in WHITESPACE_CHARS if c != " ")
+    + "]"
 )
 
 

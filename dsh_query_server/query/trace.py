@@ -25,7 +25,10 @@ def trace_event(loaded: Loaded, seq: int) -> wire.SessionEventTraceObservation:
     ]
     result = wire.SessionEventTraceObservation(
         target=wire.SessionEventRecord(
-            sessionId=loaded.session_id, seq=seq, type=target.type, time=target.time,
+            sessionId=loaded.session_id,
+            seq=seq,
+            type=target.type,
+            time=target.time,
             surface=fold.surface(seq),
         ),
         replacementChain=chain,

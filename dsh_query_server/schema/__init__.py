@@ -75,9 +75,9 @@ def _name_unions(node: Any, named: dict[str, Any]) -> Any:
         if node == union:
             return {"$ref": _REF.format(name=name)}
     if isinstance(node, dict):
-        return {k: _name_unions(v, named) for k, v in node.items()}  # pyright: ignore
+        return {k: _name_unions(v, named) for k, v in node.items()}
     if isinstance(node, list):
-        return [_name_unions(v, named) for v in node]  # pyright: ignore
+        return [_name_unions(v, named) for v in node]
     return node
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from msgspec import UNSET
 
@@ -46,40 +47,49 @@ def _canonical_filters(clauses: Iterable[Any]) -> list[Any]:
             values = sorted(clause.values, key=lambda v: (v is not None, v or ""))
             out.append({"kind": kind_of(clause), "values": values})
         else:
-            out.append({"kind": kind_of(clause), "from": _number(clause.lo), "to": _number(clause.hi)})
+            out.append(
+                {"kind": kind_of(clause), "from": _number(clause.lo), "to": _number(clause.hi)}
+            )
     return sorted(out, key=_text)
 
 
-def sessions_fingerprint(query: str, session_filters: Iterable[Any], event_filters: Iterable[Any],
-                         limit: int) -> str:
-    return _text({
-        "scope": SESSIONS,
-        "query": query,
-        "sessionFilters": _canonical_filters(session_filters),
-        "eventFilters": _canonical_filters(event_filters),
-        "limit": limit,
-    })
+def sessions_fingerprint(
+    query: str, session_filters: Iterable[Any], event_filters: Iterable[Any], limit: int
+) -> str:
+    return _text(
+        {
+            "scope": SESSIONS,
+            "query": query,
+            "sessionFilters": _canonical_filters(session_filters),
+            "eventFilters": _canonical_filters(event_filters),
+            "limit": limit,
+        }
+    )
 
 
 def events_fingerprint(session_id: str, query: str, filters: Iterable[Any], limit: int) -> str:
-    return _text({
-        "scope": EVENTS,
-        "sessionId": session_id,
-        "query": query,
-        "filters": _canonical_filters(filters),
-        "limit": limit,
-    })
+    return _text(
+        {
+            "scope": EVENTS,
+            "sessionId": session_id,
+            "query": query,
+            "filters": _canonical_filters(filters),
+            "limit": limit,
+        }
+    )
 
 
 def encode_cursor(instance: str, scope: str, fingerprint: str, generation: str, offset: int) -> str:
-    body = jsoncodec.dumps({
-        "version": VERSION,
-        "instance": instance,
-        "scope": scope,
-        "fingerprint": fingerprint,
-        "generation": generation,
-        "offset": offset,
-    })
+    body = jsoncodec.dumps(
+        {
+            "version": VERSION,
+            "instance": instance,
+            "scope": scope,
+            "fingerprint": fingerprint,
+            "generation": generation,
+            "offset": offset,
+        }
+    )
     return base64.urlsafe_b64encode(body).rstrip(b"=").decode("ascii")
 
 
@@ -104,12 +114,14 @@ def _payload(text: str) -> dict[str, Any]:
     return value
 
 
-def decode_cursor(text: str, *, instance: str, scope: str, fingerprint: str, generation: str) -> int:
+def decode_cursor(
+    text: str, *, instance: str, scope: str, fingerprint: str, generation: str
+) -> int:
     """The cursor's offset; INVALID_CURSOR unless it is ours for exactly this request, then
     STALE_CURSOR when its generation is not the current one."""
     value = _payload(text)
     version = value.get("version")
-    offset = value.get("offset")
+    offset = value.get("offset", -1)  # missing: invalid, as a negative offset is
     if not (
         is_integer(version)
         and version == VERSION
@@ -122,7 +134,8 @@ def decode_cursor(text: str, *, instance: str, scope: str, fingerprint: str, gen
         raise invalid_cursor()
     if not _same_text(value.get("generation"), generation):
         raise QueryError(
-            errors.STALE_CURSOR, "session-search cursor is stale because its relevant corpus changed"
+            errors.STALE_CURSOR,
+            "session-search cursor is stale because its relevant corpus changed",
         )
     return int(offset)
 

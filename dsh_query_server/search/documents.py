@@ -111,8 +111,9 @@ class _Windows(Sequence[Event]):
     """A long log read through ``inspect_window``: its events in order, window by window, and
     any one event by seq (the fold's look back at a rewritten tool result)."""
 
-    def __init__(self, reader: WindowReader, session_id: Any, token: CancelToken,
-                 length: int) -> None:
+    def __init__(
+        self, reader: WindowReader, session_id: Any, token: CancelToken, length: int
+    ) -> None:
         self._reader = reader
         self._session_id = session_id
         self._token = token
@@ -129,7 +130,8 @@ class _Windows(Sequence[Event]):
 
     def _read(self, first: int, last: int) -> list[Event]:
         window = checked_window(
-            self._reader.inspect_window(self._session_id, first, last, self._token), first, last)
+            self._reader.inspect_window(self._session_id, first, last, self._token), first, last
+        )
         if window.length != self._length:
             raise Moved
         return window.events

@@ -14,8 +14,9 @@ cancellation keep their precedence over ``INDEX_FAILED``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from msgspec import UNSET
 
@@ -106,8 +107,15 @@ class WritePlan:
     Persisted writes and deletes come first; the first live write fixes ``G_next``, the persisted
     generation after this reconcile, from which live generations are numbered (§6.5)."""
 
-    def __init__(self, conn: Connection, persisted: dict[str, Row], live: dict[str, Row],
-                 persisted_generation: int, local_generation: int, next_rowid: dict[str, int]) -> None:
+    def __init__(
+        self,
+        conn: Connection,
+        persisted: dict[str, Row],
+        live: dict[str, Row],
+        persisted_generation: int,
+        local_generation: int,
+        next_rowid: dict[str, int],
+    ) -> None:
         self.conn = conn
         self._committed = {PERSISTED: persisted, LIVE: live}
         self.changes: dict[Tables, dict[str, Row | None]] = {PERSISTED: {}, LIVE: {}}
@@ -127,18 +135,25 @@ class WritePlan:
 
     # -- writes --------------------------------------------------------------------------------
 
-    def write_persisted(self, key: str, header: Header, revision: str, docs: Iterable[Document]) -> None:
+    def write_persisted(
+        self, key: str, header: Header, revision: str, docs: Iterable[Document]
+    ) -> None:
         generation = self.base_generation + 1
-        span = self._replace(PERSISTED, key, docs, (*header_columns(key, header), revision, generation))
+        span = self._replace(
+            PERSISTED, key, docs, (*header_columns(key, header), revision, generation)
+        )
         self.changes[PERSISTED][key] = Row(revision, generation, span)
 
     def delete_persisted(self, key: str) -> None:
         self._remove(PERSISTED, key)
 
-    def write_live(self, key: str, header: Header, fingerprint: str, persisted: bool,
-                   docs: Iterable[Document]) -> None:
+    def write_live(
+        self, key: str, header: Header, fingerprint: str, persisted: bool, docs: Iterable[Document]
+    ) -> None:
         # Live rows are written in creation order, each above every generation assigned so far.
-        generation = self.local_generation = max(self.local_generation, self.persisted_generation) + 1
+        generation = self.local_generation = (
+            max(self.local_generation, self.persisted_generation) + 1
+        )
         span = self._replace(
             LIVE, key, docs, (*header_columns(key, header), fingerprint, int(persisted), generation)
         )
@@ -147,8 +162,9 @@ class WritePlan:
     def delete_live(self, key: str) -> None:
         self._remove(LIVE, key)
 
-    def _replace(self, tables: Tables, key: str, docs: Iterable[Document],
-                 columns: tuple[Any, ...]) -> tuple[int, int] | None:
+    def _replace(
+        self, tables: Tables, key: str, docs: Iterable[Document], columns: tuple[Any, ...]
+    ) -> tuple[int, int] | None:
         # ``docs`` is consumed while SQLite inserts it, so a session's documents (and the log
         # they come from) are never all held twice: the build's peak memory is one log.
         first = self.next_rowid[tables.docs]

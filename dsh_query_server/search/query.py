@@ -9,8 +9,9 @@ the shape of the request.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import msgspec
 from msgspec import UNSET
@@ -102,8 +103,9 @@ def _compile(clauses: Sequence[Any], columns: set[str]) -> tuple[list[str], list
     return sql, params
 
 
-def compile_filters(session_clauses: Sequence[Any], event_clauses: Sequence[Any],
-                    target: str | None = None) -> Predicates:
+def compile_filters(
+    session_clauses: Sequence[Any], event_clauses: Sequence[Any], target: str | None = None
+) -> Predicates:
     """Predicates for the candidate rows, checked in the order of §6.7. ``target`` restricts to one
     session and takes one predicate slot and one variable."""
     budget = PREDICATE_BUDGET - (target is not None)
@@ -176,8 +178,10 @@ _ORDER = "match_count DESC, document_length ASC, time DESC"
 _EVENT_ORDER = f"{_ORDER}, seq DESC"
 _SESSION_ORDER = f"{_ORDER}, session_id ASC, seq DESC"
 
-_SIDES = (("live_docs", "live_sessions", "1", "s.persisted"),
-          ("persisted_docs", "persisted_sessions", "0", "1"))
+_SIDES = (
+    ("live_docs", "live_sessions", "1", "s.persisted"),
+    ("persisted_docs", "persisted_sessions", "0", "1"),
+)
 
 
 def _rank_sql(predicates: Predicates, bound: bool, order: str) -> str:
@@ -187,12 +191,19 @@ def _rank_sql(predicates: Predicates, bound: bool, order: str) -> str:
     where = " AND ".join(predicates.sql) or "1"
     extra = [column for name, column in _EXTRA.items() if name in predicates.columns]
     branches = []
-    for docs, sessions, live, persisted in _SIDES[:1 + bound]:
-        columns = "".join(f"\n           {c.format(docs=docs, persisted=persisted)}," for c in extra)
-        branches.append(_RANK_BRANCH.format(
-            docs=docs, live=live, extra=columns,
-            join=_SESSION_JOIN.format(sessions=sessions, docs=docs) if "s." in columns else "",
-            shadowing=_SHADOWING if live == "0" else ""))
+    for docs, sessions, live, persisted in _SIDES[: 1 + bound]:
+        columns = "".join(
+            f"\n           {c.format(docs=docs, persisted=persisted)}," for c in extra
+        )
+        branches.append(
+            _RANK_BRANCH.format(
+                docs=docs,
+                live=live,
+                extra=columns,
+                join=_SESSION_JOIN.format(sessions=sessions, docs=docs) if "s." in columns else "",
+                shadowing=_SHADOWING if live == "0" else "",
+            )
+        )
     union = "\n    UNION ALL".join(branches)
     return f"SELECT live, rowid, session_id FROM ({union})\nWHERE {where}\nORDER BY {order}"
 
@@ -210,10 +221,19 @@ def _page_sql(sides: tuple[int, ...]) -> str:
     phrase and the two markers, then each side's page rowids as a JSON array. The unary plus
     keeps the rowids a filter on one MATCH scan per side; as a constraint, FTS5 would run the
     whole query again for every rowid."""
-    branches = [_PAGE_BRANCH.format(docs=docs, sessions=sessions, live=live, persisted=persisted,
-                                    header=_HEADER, rowids=4 + n)
-                for n, (docs, sessions, live, persisted) in enumerate(
-                    side for side in _SIDES if int(side[2]) in sides)]
+    branches = [
+        _PAGE_BRANCH.format(
+            docs=docs,
+            sessions=sessions,
+            live=live,
+            persisted=persisted,
+            header=_HEADER,
+            rowids=4 + n,
+        )
+        for n, (docs, sessions, live, persisted) in enumerate(
+            side for side in _SIDES if int(side[2]) in sides
+        )
+    ]
     return "\n    UNION ALL".join(branches)
 
 
@@ -241,10 +261,35 @@ def _page(conn: Connection, phrase: str, keys: list[tuple[int, int]]) -> list[Ma
         params.append(msgspec.json.encode([rowid for live, rowid in keys if live == side]).decode())
     found = {}
     for row in conn.execute(_page_sql(sides), params):
-        (side, rowid, session_id, seq, etype, time, surface, marked, persisted_flag,
-         version, created_at, cwd, parent, seed, depth, preset) = row
-        found[side, rowid] = Match(session_id, seq, etype, time, surface, marked, bool(side), bool(persisted_flag),
-                                   (version, session_id, created_at, cwd, parent, seed, depth, preset))
+        (
+            side,
+            rowid,
+            session_id,
+            seq,
+            etype,
+            time,
+            surface,
+            marked,
+            persisted_flag,
+            version,
+            created_at,
+            cwd,
+            parent,
+            seed,
+            depth,
+            preset,
+        ) = row
+        found[side, rowid] = Match(
+            session_id,
+            seq,
+            etype,
+            time,
+            surface,
+            marked,
+            bool(side),
+            bool(persisted_flag),
+            (version, session_id, created_at, cwd, parent, seed, depth, preset),
+        )
     return [found[key] for key in keys]
 
 
@@ -252,24 +297,30 @@ def _params(phrase: str, predicates: Predicates) -> list[Any]:
     return [phrase, *predicates.params]
 
 
-def select_events(conn: Connection, phrase: str, predicates: Predicates, bound: bool,
-                  limit: int, offset: int) -> list[Match]:
+def select_events(
+    conn: Connection, phrase: str, predicates: Predicates, bound: bool, limit: int, offset: int
+) -> list[Match]:
     """Matching documents ordered for searchEvents, ``limit`` rows from ``offset``."""
     sql = f"{_rank_sql(predicates, bound, _EVENT_ORDER)}\nLIMIT ? OFFSET ?"
-    keys = [(live, rowid) for live, rowid, _ in conn.execute(sql, [*_params(phrase, predicates), limit, offset])]
+    keys = [
+        (live, rowid)
+        for live, rowid, _ in conn.execute(sql, [*_params(phrase, predicates), limit, offset])
+    ]
     return _page(conn, phrase, keys)
 
 
-def select_sessions(conn: Connection, phrase: str, predicates: Predicates, bound: bool,
-                    limit: int, offset: int) -> list[Match]:
+def select_sessions(
+    conn: Connection, phrase: str, predicates: Predicates, bound: bool, limit: int, offset: int
+) -> list[Match]:
     """Each session's best match, sessions ordered for searchSessions, ``limit`` from ``offset``."""
     seen: set[str] = set()
     keys: list[tuple[int, int]] = []
     if limit > 0:
         # Closed explicitly: a statement left unfinished would hold its read lock until the
         # cursor happened to be collected, and the next reconcile writes.
-        with contextlib.closing(conn.execute(_rank_sql(predicates, bound, _SESSION_ORDER),
-                                             _params(phrase, predicates))) as rows:
+        with contextlib.closing(
+            conn.execute(_rank_sql(predicates, bound, _SESSION_ORDER), _params(phrase, predicates))
+        ) as rows:
             for live, rowid, session_id in rows:
                 if session_id in seen:
                     continue

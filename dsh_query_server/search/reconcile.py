@@ -19,9 +19,9 @@ from typing import Any
 from msgspec import Raw
 
 from .. import errors
+from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_message
 from ..model.event import Header, headers_compatible
-from ..cancel import CancelToken
 from ..persistence.base import Snapshot
 from ..persistence.binding import Binding, PersistenceBinding
 from ..query.loaded import conflict
@@ -67,7 +67,7 @@ class Listing:
 
     __slots__ = ("by_id", "snapshots", "source", "_keys")
 
-    def __init__(self, by_id: dict[Any, Snapshot], source: Any) -> None:
+    def __init__(self, by_id: dict[str, Snapshot], source: Any) -> None:
         self.by_id = by_id
         self.snapshots = tuple(by_id.values())
         # A tuple result cannot change afterwards: handed back again, it is this listing.
@@ -111,7 +111,9 @@ def validate_listing(result: Any) -> Listing:
     return Listing(by_id, result)
 
 
-def list_snapshots(backend: Any, token: CancelToken | None, known: Listing | None = None) -> Listing:
+def list_snapshots(
+    backend: Any, token: CancelToken | None, known: Listing | None = None
+) -> Listing:
     """``list_snapshots`` validated (§6.5 step 2.1). A result that lists exactly ``known`` again
     is ``known`` itself, without re-validating it row by row."""
     result = backend.list_snapshots(token)
@@ -126,19 +128,24 @@ def _lists_again(result: Any, known: Listing) -> bool:
     revisions. Either way it validates exactly as ``known`` did."""
     if known.source is not None and result is known.source:
         return True
-    if (type(result) is not list and type(result) is not tuple) or len(result) != len(known.snapshots):
+    if (type(result) is not list and type(result) is not tuple) or len(result) != len(
+        known.snapshots
+    ):
         return False
     if all(map(operator.is_, result, known.snapshots)):
         return True
     return all(
-        type(new) is Snapshot and new.header is old.header
-        and type(new.revision) is str and new.revision == old.revision
-        for new, old in zip(result, known.snapshots)
+        type(new) is Snapshot
+        and new.header is old.header
+        and type(new.revision) is str
+        and new.revision == old.revision
+        for new, old in zip(result, known.snapshots, strict=True)
     )
 
 
-def _listing_changed(before: Listing, after: Listing, live_ids: frozenset[str],
-                     store: SessionStore) -> bool:
+def _listing_changed(
+    before: Listing, after: Listing, live_ids: frozenset[str], store: SessionStore
+) -> bool:
     """Step 2.3: did the listing move between the two calls? A new revision or header of an id
     live at both observations does not count: it is never inspected and its persisted row stays
     hidden under the live overlay, so a writer checkpointing live sessions cannot fail searches."""
@@ -215,7 +222,9 @@ class SearchIndex:
         self.next_rowid = {PERSISTED.docs: (top or 0) + 1, LIVE.docs: 1}
 
     @classmethod
-    def open(cls, path: str, journal_mode: str, store: SessionStore, binding: PersistenceBinding) -> SearchIndex:
+    def open(
+        cls, path: str, journal_mode: str, store: SessionStore, binding: PersistenceBinding
+    ) -> SearchIndex:
         conn = open_index(path, journal_mode)
         try:
             return cls(conn, store, binding)
@@ -231,8 +240,14 @@ class SearchIndex:
     def reconcile(self, token: CancelToken | None) -> View:
         """Observe (up to two attempts), then commit the write plan the observation filled."""
         for _ in range(2):
-            plan = WritePlan(self.conn, self.persisted, self.live, self.persisted_generation,
-                             self.local_generation, self.next_rowid)
+            plan = WritePlan(
+                self.conn,
+                self.persisted,
+                self.live,
+                self.persisted_generation,
+                self.local_generation,
+                self.next_rowid,
+            )
             try:
                 seen = self._attempt(token, plan)
                 check(token)  # the last checkpoint before the commit; it then runs to completion
@@ -296,14 +311,19 @@ class SearchIndex:
         return _Seen(binding, changes, generation, listing, unindexed, live_ids, live_keys)
 
     def _observe_persisted_mapped(
-        self, binding: Binding, changes: int, live_ids: frozenset[str], token: CancelToken | None,
-        plan: WritePlan, known: Listing | None,
+        self,
+        binding: Binding,
+        changes: int,
+        live_ids: frozenset[str],
+        token: CancelToken | None,
+        plan: WritePlan,
+        known: Listing | None,
     ) -> tuple[Listing, frozenset[Any]]:
         try:
             return self._observe_persisted(binding, changes, live_ids, token, plan, known)
         except _Unstable:
             raise
-        except Exception as exc:  # noqa: BLE001 - every failure is mapped (§6.5 step 2.4)
+        except Exception as exc:  # every failure is mapped (§6.5 step 2.4)
             if token is not None and token.cancelled:
                 if isinstance(exc, QueryError) and exc.code == errors.ABORTED:
                     raise
@@ -322,8 +342,13 @@ class SearchIndex:
             ) from None
 
     def _observe_persisted(
-        self, binding: Binding, changes: int, live_ids: frozenset[str], token: CancelToken | None,
-        plan: WritePlan, known: Listing | None,
+        self,
+        binding: Binding,
+        changes: int,
+        live_ids: frozenset[str],
+        token: CancelToken | None,
+        plan: WritePlan,
+        known: Listing | None,
     ) -> tuple[Listing, frozenset[Any]]:
         """Steps 2.1–2.3. Returns ``known`` itself when the backend listed exactly it again: then
         every snapshot is indexed at its revision or has a live owner, and nothing is inspected."""
@@ -342,8 +367,13 @@ class SearchIndex:
         return listing, unindexed
 
     def _inspect_changed(
-        self, binding: Binding, listing: Listing, live_ids: frozenset[str], token: CancelToken | None,
-        plan: WritePlan, changes: int,
+        self,
+        binding: Binding,
+        listing: Listing,
+        live_ids: frozenset[str],
+        token: CancelToken | None,
+        plan: WritePlan,
+        changes: int,
     ) -> frozenset[Any]:
         """Step 2.2: inspect every snapshot the index does not hold at its revision; returns the
         ids skipped because they are live."""
@@ -361,7 +391,7 @@ class SearchIndex:
                 continue  # a log with a live owner is never inspected
             check(token)
             try:
-                read = read_persisted(binding, sid, token)
+                read = read_persisted(binding, sid, NULL_TOKEN if token is None else token)
                 check(token)
                 if not headers_compatible(snapshot.header, read.meta):
                     raise conflict(sid)
@@ -371,7 +401,9 @@ class SearchIndex:
                 raise _Unstable from None
         return frozenset(skipped)
 
-    def _observe_live(self, listing: Listing | None, live_ids: frozenset[str], plan: WritePlan) -> frozenset[Any]:
+    def _observe_live(
+        self, listing: Listing | None, live_ids: frozenset[str], plan: WritePlan
+    ) -> frozenset[Any]:
         """Steps 3–4, writing each changed live session and then the live deletes."""
         listed_by_id = listing.by_id if listing is not None else {}
         fingerprints = self.store.fingerprints()
@@ -387,7 +419,9 @@ class SearchIndex:
             snapshot = self.store.snapshot(sid)
             if snapshot is None:
                 raise _Unstable  # removed meanwhile: the live set changed
-            plan.write_live(key, snapshot.header, snapshot.fingerprint, persisted, live_documents(snapshot))
+            plan.write_live(
+                key, snapshot.header, snapshot.fingerprint, persisted, live_documents(snapshot)
+            )
         if fingerprints.keys() != live_ids:
             raise _Unstable
         live_keys = frozenset(sql_text(sid) for sid in fingerprints)

@@ -59,7 +59,8 @@ def _event_filters(value: Any) -> tuple[Any, ...]:
             kind = entry.get("kind") if isinstance(entry, dict) else None
             if kind == "text":
                 raise QueryError(
-                    errors.INVALID_FILTER, "session-search metadata filters do not accept text clauses"
+                    errors.INVALID_FILTER,
+                    "session-search metadata filters do not accept text clauses",
                 )
             if kind not in SEARCH_EVENT_KINDS:
                 validate_clause(entry, SEARCH_EVENT_KINDS)  # raises the unknown-kind error
@@ -80,7 +81,9 @@ def _query(value: Any) -> str:
         raise QueryError(errors.INVALID_QUERY, "session-search query must be text")
     query = collapse_whitespace(value)
     if not query:
-        raise QueryError(errors.INVALID_QUERY, "session-search query must contain non-whitespace text")
+        raise QueryError(
+            errors.INVALID_QUERY, "session-search query must contain non-whitespace text"
+        )
     if "\x00" in query:
         raise QueryError(errors.INVALID_QUERY, "session-search query must not contain NUL")
     return sanitize(query)
@@ -100,7 +103,9 @@ def _limit(value: Any, config: SearchConfig) -> int:
 def normalize_sessions(request: Any, config: SearchConfig) -> SessionSearch:
     request = _object(request)
     session_filters = request.get("sessionFilters")
-    session_filters = () if session_filters is None else tuple(validate_session_filters(session_filters))
+    session_filters = (
+        () if session_filters is None else tuple(validate_session_filters(session_filters))
+    )
     event_filters = _event_filters(request.get("eventFilters"))
     cursor = _cursor(request)
     query = _query(request.get("query"))

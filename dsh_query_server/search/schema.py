@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import overload
 
 import apsw
 
@@ -62,7 +63,9 @@ _TEMP_SCHEMA = (
     f"CREATE VIRTUAL TABLE temp.live_docs USING fts5({_DOC_COLUMNS})",
 )
 
-_USER_TABLES = "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT GLOB 'sqlite_*'"
+_USER_TABLES = (
+    "SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT GLOB 'sqlite_*'"
+)
 
 # NUL and the two highlight markers may not occur in indexed text or queries (§8 point 24). Lone
 # surrogates have no UTF-8 form; SQLite could not store them at all.
@@ -76,6 +79,10 @@ def sanitize(text: str) -> str:
     return _RESERVED.sub(REPLACEMENT, text)
 
 
+@overload
+def sql_text(value: str) -> str: ...
+@overload
+def sql_text(value: object) -> object: ...
 def sql_text(value: object) -> object:
     """A value bound to SQLite: strings lose lone surrogates (U+FFFD); other values pass."""
     if isinstance(value, str) and _SURROGATE.search(value):

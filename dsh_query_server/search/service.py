@@ -11,15 +11,18 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import deque
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from .. import errors
+from ..cancel import (
+    NULL_TOKEN,  # backends take a token, never None
+    CancelToken,
+)
 from ..errors import QueryError, cancelled
-from ..cancel import CancelToken
 from ..persistence.binding import PersistenceBinding
 from ..session.store import SessionStore
-from ..cancel import NULL_TOKEN  # backends take a token, never None
 from .config import SearchConfig
 from .cursor import EVENTS, SESSIONS, decode_cursor, encode_cursor
 from .query import Match, compile_filters, select_events, select_sessions
@@ -37,9 +40,7 @@ from .wire import (
 # CancelToken offers no callback, so a queued search looks at its token this often.
 CANCEL_POLL_SECONDS = 0.02
 
-DISABLED_MESSAGE = (
-    'session search is disabled: this deployment configures the session-query index with openAt "never"'
-)
+DISABLED_MESSAGE = 'session search is disabled: this deployment configures the session-query index with openAt "never"'
 
 
 def _closed() -> QueryError:
@@ -47,8 +48,13 @@ def _closed() -> QueryError:
 
 
 class SearchService:
-    def __init__(self, store: SessionStore, binding: PersistenceBinding, config: SearchConfig,
-                 quiet: threading.Lock | None = None) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        binding: PersistenceBinding,
+        config: SearchConfig,
+        quiet: threading.Lock | None = None,
+    ) -> None:
         self.store = store
         self.binding = binding
         self.config = config
@@ -125,7 +131,10 @@ class SearchService:
             )
         items = [
             SessionSearchHit(
-                header=header_raw(m.header), live=m.live, persisted=m.persisted, bestMatch=self._hit(m)
+                header=header_raw(m.header),
+                live=m.live,
+                persisted=m.persisted,
+                bestMatch=self._hit(m),
             )
             for m in matches[: search.limit]
         ]
@@ -136,7 +145,9 @@ class SearchService:
             )
         return page
 
-    def search_events(self, request: Any, token: CancelToken = NULL_TOKEN) -> SessionEventSearchPage:
+    def search_events(
+        self, request: Any, token: CancelToken = NULL_TOKEN
+    ) -> SessionEventSearchPage:
         self._check_enabled()
         search = normalize_events(request, self.config)
         with self._turn(token):
@@ -225,7 +236,11 @@ class SearchService:
         if cursor is None:
             return 0
         return decode_cursor(
-            cursor, instance=self.instance, scope=scope, fingerprint=fingerprint, generation=generation
+            cursor,
+            instance=self.instance,
+            scope=scope,
+            fingerprint=fingerprint,
+            generation=generation,
         )
 
     def _hit(self, match: Match) -> SessionEventSearchHit:

@@ -49,5 +49,7 @@ def header_raw(columns: tuple[Any, ...]) -> Raw:
     delegation_depth, agent_preset), as stored in a sessions table."""
     version, session_id, created_at, *optional = columns
     header: dict[str, Any] = {"version": version, "id": session_id, "createdAt": created_at}
-    header.update((key, value) for key, value in zip(_OPTIONAL, optional) if value is not None)
+    header.update(
+        (key, value) for key, value in zip(_OPTIONAL, optional, strict=True) if value is not None
+    )
     return Raw(jsoncodec.dumps(header))

@@ -39,7 +39,9 @@ Preload = Callable[[Runtime], None]
 class QueryServer(LanguageServer):
     protocol: QueryProtocol
 
-    def __init__(self, options: dict[str, Any] | None = None, *, preload: Preload | None = None) -> None:
+    def __init__(
+        self, options: dict[str, Any] | None = None, *, preload: Preload | None = None
+    ) -> None:
         super().__init__("dsh-query-server", __version__, protocol_cls=QueryProtocol)
         self.flag_options = options or {}
         self.preload = preload
@@ -51,7 +53,9 @@ class QueryServer(LanguageServer):
     def report_server_error(self, error: Exception, source: Any) -> None:
         # pygls' read loop reports a body json.loads refused with source JsonRpcException (every
         # other failure is caught in QueryProtocol.handle_message): answer it -32700.
-        if source is JsonRpcException and isinstance(error, (ValueError, RecursionError, MemoryError)):
+        if source is JsonRpcException and isinstance(
+            error, (ValueError, RecursionError, MemoryError)
+        ):
             self.protocol.send_parse_error()
             return
         # Coded failures are answers, not server errors; everything else was logged already.
@@ -112,8 +116,11 @@ class QueryServer(LanguageServer):
         return await self.dispatcher.run(self.protocol.msg_id, call, runtime, params)
 
 
-def serve(config_options: dict[str, Any], tcp: tuple[str, int] | None = None,
-          preload: Preload | None = None) -> None:
+def serve(
+    config_options: dict[str, Any],
+    tcp: tuple[str, int] | None = None,
+    preload: Preload | None = None,
+) -> None:
     tune_malloc()
     server = QueryServer(config_options, preload=preload)
     code: Any = 0

@@ -136,7 +136,9 @@ class Checkpointer:
         memo = self._pending
         if memo is not None and memo[0] == key:
             return memo[1]
-        persisted = self.persisted_counts(binding.identity)  # lock-free: status never waits on a flush
+        persisted = self.persisted_counts(
+            binding.identity
+        )  # lock-free: status never waits on a flush
         pending = sum(max(0, n - persisted.get(sid, 0)) for sid, n in self.store.lengths().items())
         self._pending = (key, pending)
         return pending
@@ -148,23 +150,35 @@ class Checkpointer:
         persisted = self._persisted
         return dict(persisted) if self._identity == identity else {}
 
-    def flush(self, session_id: str | None = None, sessions: list[str] | None = None) -> dict[str, int]:
+    def flush(
+        self, session_id: str | None = None, sessions: list[str] | None = None
+    ) -> dict[str, int]:
         """Write every not-yet-persisted live event (of one session, or all); returns, for each
         session flushed, the last seq the backend now holds. Waits while a search observes."""
         with self.quiet:
             return self._flush(session_id, sessions)
 
-    def _flush(self, session_id: str | None = None, sessions: list[str] | None = None) -> dict[str, int]:
+    def _flush(
+        self, session_id: str | None = None, sessions: list[str] | None = None
+    ) -> dict[str, int]:
         binding = self.binding.current()
         if session_id is not None and not self.store.is_live(session_id):
             raise QueryError(
-                errors.STORE_SESSION_NOT_FOUND, f'session "{session_id}" is not live', session_id=session_id
+                errors.STORE_SESSION_NOT_FOUND,
+                f'session "{session_id}" is not live',
+                session_id=session_id,
             )
         if binding is None:
             return {}
         if not binding.backend.writable:
             raise QueryError(errors.STORE_READ_ONLY, "the mounted persistence backend is read-only")
-        targets = [session_id] if session_id is not None else sessions if sessions is not None else self.store.ids()
+        targets = (
+            [session_id]
+            if session_id is not None
+            else sessions
+            if sessions is not None
+            else self.store.ids()
+        )
         flushed: dict[str, int] = {}
         failure: QueryError | None = None
         with self._flush_lock:

@@ -33,10 +33,16 @@ def merge(base: dict[str, Any], override: Any) -> dict[str, Any]:
     if override is None:
         return dict(base)
     if not isinstance(override, dict):
-        raise QueryError(errors.INVALID_CONFIG, "session-query: initializationOptions must be an object")
+        raise QueryError(
+            errors.INVALID_CONFIG, "session-query: initializationOptions must be an object"
+        )
     out = dict(base)
     for key, value in override.items():
-        if key in ("search", "checkpoint") and isinstance(value, dict) and isinstance(out.get(key), dict):
+        if (
+            key in ("search", "checkpoint")
+            and isinstance(value, dict)
+            and isinstance(out.get(key), dict)
+        ):
             out[key] = {**out[key], **value}
         else:
             out[key] = value
@@ -92,7 +98,9 @@ def build_config(options: dict[str, Any]) -> ServerConfig:
     read_window_max = _get(options, "readWindowMax", DEFAULTS.read_window_max)
     if not (is_integer(read_window_max) and read_window_max >= 0):
         raise err("readWindowMax must be an integer >= 0")
-    concurrency = _get(options, "persistedInspectConcurrency", DEFAULTS.persisted_inspect_concurrency)
+    concurrency = _get(
+        options, "persistedInspectConcurrency", DEFAULTS.persisted_inspect_concurrency
+    )
     if not (is_safe_integer(concurrency) and concurrency >= 1):
         raise err("persistedInspectConcurrency must be a safe integer >= 1")
     if default_limit > max_limit:
@@ -131,5 +139,12 @@ def build_config(options: dict[str, Any]) -> ServerConfig:
     )
 
 
-__all__ = ["ServerConfig", "build_config", "cache_dir", "default_index", "default_persistence", "merge",
-           "state_dir"]
+__all__ = [
+    "ServerConfig",
+    "build_config",
+    "cache_dir",
+    "default_index",
+    "default_persistence",
+    "merge",
+    "state_dir",
+]

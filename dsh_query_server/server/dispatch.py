@@ -77,7 +77,7 @@ def invoke(call: Call, runtime: Runtime, params: Any, token: CancelToken) -> Any
         return call(runtime, params, token)
     except QueryError:
         raise
-    except BaseException:  # noqa: BLE001 - a bug: log it with its traceback, answer INTERNAL
+    except BaseException:  # a bug: log it with its traceback, answer INTERNAL
         # BaseException too: a backend raising SystemExit or another non-Exception in this worker
         # thread would otherwise escape and leave the request unanswered.
         log.exception("unexpected failure")
@@ -89,7 +89,7 @@ def encode_frame(message: Any, msg_id: Any, answer: bool = True) -> Frame:
     -32603, anything else is dropped (logged)."""
     try:
         body = jsoncodec.dumps(message)
-    except Exception:  # noqa: BLE001
+    except Exception:
         log.exception("could not encode an outgoing message")
         if not answer:
             return ()
@@ -106,10 +106,16 @@ class Dispatcher:
         # ignores its token must be awaited, and such calls must never starve live reads.
         self.executor = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="query")
 
-    def answer(self, msg_id: Any, call: Call, runtime: Runtime, params: Any, token: CancelToken) -> Frame:
+    def answer(
+        self, msg_id: Any, call: Call, runtime: Runtime, params: Any, token: CancelToken
+    ) -> Frame:
         """Run the call on this thread and encode its answer."""
         try:
-            message = {"jsonrpc": "2.0", "id": msg_id, "result": invoke(call, runtime, params, token)}
+            message = {
+                "jsonrpc": "2.0",
+                "id": msg_id,
+                "result": invoke(call, runtime, params, token),
+            }
         except QueryError as exc:
             message = {"jsonrpc": "2.0", "id": msg_id, "error": error_object(exc)}
         return encode_frame(message, msg_id)
@@ -120,8 +126,14 @@ class Dispatcher:
         calls)."""
         return self.answer(msg_id, call, runtime, params, CancelToken())
 
-    def submit(self, msg_id: Any, call: Call, runtime: Runtime, params: Any,
-               deliver: Callable[[Frame], None]) -> None:
+    def submit(
+        self,
+        msg_id: Any,
+        call: Call,
+        runtime: Runtime,
+        params: Any,
+        deliver: Callable[[Frame], None],
+    ) -> None:
         """Run the call in a worker thread under a token registered for ``msg_id`` and hand its
         encoded answer to ``deliver`` (in that thread)."""
         token = self.tokens.register(msg_id)

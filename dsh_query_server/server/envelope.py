@@ -46,6 +46,7 @@ _TOKEN = re.compile(
 )
 _VALUE, _KEY, _COLON, _COMMA, _CLOSE = 1, 2, 4, 8, 16  # what the scanner accepts next
 
+
 class _Undecodable:
     def __repr__(self) -> str:
         return "UNDECODABLE"
@@ -174,5 +175,13 @@ def refused_message(body: bytes | bytearray) -> dict[str, Any] | None:
     return members
 
 
-__all__ = ["OWN_PREFIXES", "UNDECODABLE", "own_notification", "own_request", "refused_message",
-           "request_id", "shallow_members", "valid_id"]
+__all__ = [
+    "OWN_PREFIXES",
+    "UNDECODABLE",
+    "own_notification",
+    "own_request",
+    "refused_message",
+    "request_id",
+    "shallow_members",
+    "valid_id",
+]

@@ -6,13 +6,14 @@ service validates every field itself, so error precedence lives in one place.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from msgspec import UNSET
 
 from .. import errors
-from ..errors import QueryError
 from ..cancel import CancelToken
+from ..errors import QueryError
 from ..query.export import export_method, export_options
 from .runtime import Runtime
 from .tree import commands, tree_children, tree_parent
@@ -51,26 +52,43 @@ def _checkpoint(rt: Runtime, p: dict[str, Any], t: CancelToken) -> Any:
 
 METHODS: dict[str, Call] = {
     "sessionQuery/listSessions": lambda rt, p, t: rt.service.list_sessions(t),
-    "sessionQuery/filterSessions": lambda rt, p, t: rt.service.filter_sessions(p.get("filters", UNSET), t),
-    "sessionQuery/listEvents": lambda rt, p, t: rt.service.list_events(p.get("sessionId", UNSET), t),
+    "sessionQuery/filterSessions": lambda rt, p, t: rt.service.filter_sessions(
+        p.get("filters", UNSET), t
+    ),
+    "sessionQuery/listEvents": lambda rt, p, t: rt.service.list_events(
+        p.get("sessionId", UNSET), t
+    ),
     "sessionQuery/filterEvents": lambda rt, p, t: rt.service.filter_events(
         p.get("sessionId", UNSET), p.get("filters", UNSET), t
     ),
     "sessionQuery/readEvent": lambda rt, p, t: rt.service.read_event(
-        p.get("sessionId", UNSET), p.get("seq", UNSET), p.get("before", UNSET), p.get("after", UNSET), t
+        p.get("sessionId", UNSET),
+        p.get("seq", UNSET),
+        p.get("before", UNSET),
+        p.get("after", UNSET),
+        t,
     ),
-    "sessionQuery/readSurface": lambda rt, p, t: rt.service.read_surface(p.get("sessionId", UNSET), t),
-    "sessionQuery/readSession": lambda rt, p, t: rt.service.read_session(p.get("sessionId", UNSET), t),
+    "sessionQuery/readSurface": lambda rt, p, t: rt.service.read_surface(
+        p.get("sessionId", UNSET), t
+    ),
+    "sessionQuery/readSession": lambda rt, p, t: rt.service.read_session(
+        p.get("sessionId", UNSET), t
+    ),
     "sessionQuery/readTitle": lambda rt, p, t: rt.service.read_title(p.get("sessionId", UNSET), t),
-    "sessionQuery/readTitles": lambda rt, p, t: rt.service.read_titles(p.get("sessionIds", UNSET), t),
-    "sessionQuery/traceSession": lambda rt, p, t: rt.service.trace_session(p.get("sessionId", UNSET), t),
+    "sessionQuery/readTitles": lambda rt, p, t: rt.service.read_titles(
+        p.get("sessionIds", UNSET), t
+    ),
+    "sessionQuery/traceSession": lambda rt, p, t: rt.service.trace_session(
+        p.get("sessionId", UNSET), t
+    ),
     "sessionQuery/traceEvent": lambda rt, p, t: rt.service.trace_event(
         p.get("sessionId", UNSET), p.get("seq", UNSET), t
     ),
     "sessionQuery/searchSessions": lambda rt, p, t: rt.search.search_sessions(p, t),
     "sessionQuery/searchEvents": lambda rt, p, t: rt.search.search_events(p, t),
     "sessionQuery/exportSession": lambda rt, p, t: export_method(
-        rt.service, p, t, export_options(rt.config.raw)),
+        rt.service, p, t, export_options(rt.config.raw)
+    ),
     "sessionQuery/treeChildren": tree_children,
     "sessionQuery/treeParent": tree_parent,
     "sessionStore/create": _create,

@@ -31,7 +31,6 @@ from .. import errors
 from .dispatch import Dispatcher, Frame, encode_frame
 from .envelope import OWN_PREFIXES, own_notification, own_request, refused_message, valid_id
 from .methods import INLINE, Call
-from .runtime import Runtime
 from .rpcerrors import (
     INTERNAL,
     INTERNAL_ERROR,
@@ -41,7 +40,7 @@ from .rpcerrors import (
     JSONRPC_PARSE_ERROR,
     SERVER_NOT_INITIALIZED,
 )
-
+from .runtime import Runtime
 
 
 class Host(Protocol):
@@ -53,6 +52,7 @@ class Host(Protocol):
 
     def report_server_error(self, error: Exception, source: Any) -> None: ...
 
+
 log = logging.getLogger("dsh_query_server")
 
 DRAIN_SECONDS = 5.0  # how long shutdown and exit wait for requests in flight to be answered
@@ -60,7 +60,7 @@ _decode = msgspec.json.decode
 
 
 class QueryProtocol(LanguageServerProtocol):
-    _server: Host  # type: ignore[assignment]  # pygls types it as its LanguageServer
+    _server: Host  # pygls types it as its LanguageServer
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -95,12 +95,14 @@ class QueryProtocol(LanguageServerProtocol):
             try:
                 if self._inline(*request):
                     return
-            except Exception:  # noqa: BLE001 - e.g. a broken stdout
+            except Exception:  # e.g. a broken stdout
                 log.exception("could not handle an incoming message")
                 return
         self._post(loop, self.handle_message, message)
 
-    def _post(self, loop: asyncio.AbstractEventLoop, handler: Callable[[Any], None], arg: Any) -> None:
+    def _post(
+        self, loop: asyncio.AbstractEventLoop, handler: Callable[[Any], None], arg: Any
+    ) -> None:
         self._posted += 1
         loop.call_soon_threadsafe(self._run_posted, handler, arg)
 
@@ -135,7 +137,7 @@ class QueryProtocol(LanguageServerProtocol):
         if request is not None:
             try:
                 self._request(*request)
-            except Exception:  # noqa: BLE001 - e.g. a broken stdout
+            except Exception:  # e.g. a broken stdout
                 log.exception("could not handle an incoming message")
             return
         notification = own_notification(message)
@@ -146,20 +148,26 @@ class QueryProtocol(LanguageServerProtocol):
             return
         try:
             structured = self._structure(message)
-        except Exception:  # noqa: BLE001 - a malformed message never stops the server
+        except Exception:  # a malformed message never stops the server
             log.exception("could not handle an incoming message")
             return
         if structured is None:
             return
         try:
             super().handle_message(structured)
-        except Exception:  # noqa: BLE001 - e.g. a cancel notification naming an odd id
+        except Exception:  # e.g. a cancel notification naming an odd id
             log.exception("could not handle an incoming message")
 
     def _structure(self, data: Any) -> Any:
         if isinstance(data, list):
-            ids = [m["id"] for m in data if isinstance(m, dict) and valid_id(m.get("id"))
-                   and m.get("id") is not None and "method" in m]
+            ids = [
+                m["id"]
+                for m in data
+                if isinstance(m, dict)
+                and valid_id(m.get("id"))
+                and m.get("id") is not None
+                and "method" in m
+            ]
             for msg_id in ids or [None]:
                 self._reject(msg_id, JSONRPC_INVALID_REQUEST, "batch requests are not supported")
             return None
@@ -212,7 +220,9 @@ class QueryProtocol(LanguageServerProtocol):
         with self._count_lock:
             self._inflight += 1
         loop = asyncio.get_running_loop()
-        self._server.dispatcher.submit(msg_id, call, runtime, params, lambda frame: self._answered(loop, frame))
+        self._server.dispatcher.submit(
+            msg_id, call, runtime, params, lambda frame: self._answered(loop, frame)
+        )
 
     def _inline(self, msg_id: Any, method: str, call: Call, params: Any) -> bool:
         """Answer now, on this thread, a request that needs no worker: an INLINE method while
@@ -240,7 +250,7 @@ class QueryProtocol(LanguageServerProtocol):
     def _deliver(self, frame: Frame) -> None:
         try:
             self._write(frame)
-        except Exception:  # noqa: BLE001 - e.g. a closed stdout: the client went away
+        except Exception:  # e.g. a closed stdout: the client went away
             log.exception("could not write an answer")
         finally:
             with self._count_lock:  # after the write: status is answered inline only once it is 0
@@ -267,7 +277,9 @@ class QueryProtocol(LanguageServerProtocol):
                     asyncio.ensure_future(result)
 
     def _reject(self, msg_id: Any, code: int, message: str) -> None:
-        self._send_response(msg_id, error=JsonRpcException(message=message, code=code).to_response_error())
+        self._send_response(
+            msg_id, error=JsonRpcException(message=message, code=code).to_response_error()
+        )
 
     def send_parse_error(self) -> None:
         """JSON-RPC 2.0: a body that is not JSON is answered -32700 with a null id."""
@@ -292,7 +304,7 @@ class QueryProtocol(LanguageServerProtocol):
             super()._handle_cancel_notification(msg_id)
 
     @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
+    def lsp_initialize(self, params: types.InitializeParams):
         result = yield from super().lsp_initialize(params)
         runtime = self._server.runtime
         search = runtime is not None and runtime.config.search.open_at != "never"
@@ -313,13 +325,17 @@ class QueryProtocol(LanguageServerProtocol):
         msg_id = getattr(data, "id", None)
         try:
             payload = self._payload(data)
-        except Exception:  # noqa: BLE001 - an unencodable result is a server bug, not a crash
+        except Exception:  # an unencodable result is a server bug, not a crash
             log.exception("could not encode an outgoing message")
             if msg_id is None:
                 return
             payload = {"jsonrpc": "2.0", "id": msg_id, "error": INTERNAL}
         self._write(encode_frame(payload, msg_id, answer=msg_id is not None))
-        if self._shutdown_answered is not None and msg_id == self._shutdown_id and type(data) is JsonRPCResponseMessage:
+        if (
+            self._shutdown_answered is not None
+            and msg_id == self._shutdown_id
+            and type(data) is JsonRPCResponseMessage
+        ):
             self._shutdown_answered.set()
 
     async def shutdown_answered(self) -> None:
@@ -340,9 +356,16 @@ class QueryProtocol(LanguageServerProtocol):
             if isinstance(data, dict) and "error" in data:
                 data["id"] = data.get("id")  # an unknown id is sent as null, never omitted
                 error = data["error"]
-                if isinstance(error, dict) and isinstance(error.get("data"), dict) and "traceback" in error["data"]:
+                if (
+                    isinstance(error, dict)
+                    and isinstance(error.get("data"), dict)
+                    and "traceback" in error["data"]
+                ):
                     # pygls' own internal errors carry a traceback; none may reach the wire.
                     log.error("internal error answered: %s", error.get("message"))
-                    data["error"] = {"code": INTERNAL_ERROR, "message": "internal server error",
-                                     "data": {"code": errors.INTERNAL}}
+                    data["error"] = {
+                        "code": INTERNAL_ERROR,
+                        "message": "internal server error",
+                        "data": {"code": errors.INTERNAL},
+                    }
         return data

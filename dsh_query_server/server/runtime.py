@@ -49,7 +49,9 @@ class Runtime:
             interval_ms=config.checkpoint_interval_ms,
             on_flushed=lambda ids: notify(ids, True),
         )
-        self.search = SearchService(self.store, self.binding, config.search, quiet=self.checkpointer.quiet)
+        self.search = SearchService(
+            self.store, self.binding, config.search, quiet=self.checkpointer.quiet
+        )
         self.freshness = FreshnessPoller(self.binding, notify)  # importers.md §4.5
         self.store.subscribe(lambda kind, sid: notify([sid], kind != "append"))
         self.binding.subscribe(lambda _binding: notify([], True))
@@ -63,7 +65,11 @@ class Runtime:
             try:
                 self.mount(self.config.persistence)
             except QueryError as exc:
-                log.error("persistence %s not mounted: %s", display_uri(self.config.persistence), exc.message)
+                log.error(
+                    "persistence %s not mounted: %s",
+                    display_uri(self.config.persistence),
+                    exc.message,
+                )
         if self.config.search.open_at == "startup":
             self.search.open()
         self.checkpointer.start()
@@ -103,7 +109,9 @@ class Runtime:
         """Flush the session's pending events first; if that fails it stays live (no data loss)."""
         if not self.store.is_live(session_id):
             raise QueryError(
-                errors.STORE_SESSION_NOT_FOUND, f'session "{session_id}" is not live', session_id=session_id
+                errors.STORE_SESSION_NOT_FOUND,
+                f'session "{session_id}" is not live',
+                session_id=session_id,
             )
         binding = self.binding.current()
         if binding is not None and binding.backend.writable:
@@ -120,4 +128,3 @@ class Runtime:
         # Manual mode writes only when asked, so a shutdown does not write either.
         self.checkpointer.stop(flush=self.config.checkpoint_mode == "auto")
         self.search.close()
-

@@ -61,7 +61,9 @@ def serve_stdio(server: Any) -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
-        threading.Thread(target=_read_stdin, args=(server.protocol, loop, done), name="stdin", daemon=True).start()
+        threading.Thread(
+            target=_read_stdin, args=(server.protocol, loop, done), name="stdin", daemon=True
+        ).start()
         await done
         # End of input: the messages read before it may still be running (a shutdown waiting
         # for its requests, an exit waiting for shutdown). Answer what can be answered.

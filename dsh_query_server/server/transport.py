@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import IO
+from typing import Protocol
 
 CONTENT_LENGTH = re.compile(rb"Content-Length: (\d+)\r\n")
 LINE_LIMIT = 1 << 20  # no header line is this long: longer lines are skipped unread
@@ -86,7 +86,14 @@ class Frames:
             del buf[:pos]
 
 
-def read_frame(stream: IO[bytes]) -> bytes | None:
+class ByteReader(Protocol):
+    """What read_frame needs of a stream: a pipe, a socket file or a BytesIO."""
+
+    def readline(self, size: int = -1, /) -> bytes: ...
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def read_frame(stream: ByteReader) -> bytes | None:
     """The next frame's body from a blocking stream, or None at end of input (also when the
     stream ends inside a frame)."""
     length = 0

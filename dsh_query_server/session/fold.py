@@ -94,7 +94,9 @@ def plan_step(state: FoldState, event: Event, index: int, events: Sequence[Event
             )
         return Step(seq)
     if op is UNSET:
-        raise FoldError(f'session event "{etype}" is surface-eligible and requires a surfaceOp marker')
+        raise FoldError(
+            f'session event "{etype}" is surface-eligible and requires a surfaceOp marker'
+        )
     if op == "append" and type(op) is str:
         _check_provenance(event, seq, ())
         return Step(seq, append=True)
@@ -164,13 +166,17 @@ def _check_provenance(event: Event, seq: int, shadowed: tuple[int, ...]) -> None
             )
 
 
-def _check_tool_result_rewrite(event: Event, shadowed: tuple[int, ...], events: Sequence[Event]) -> None:
+def _check_tool_result_rewrite(
+    event: Event, shadowed: tuple[int, ...], events: Sequence[Event]
+) -> None:
     if len(shadowed) != 1:
         raise FoldError("tool/result surface replacement must rewrite exactly one current node")
     target = events[shadowed[0]]
     if target.type != "tool/result":
         raise FoldError("tool/result surface replacement must target a current tool/result")
-    if not _json_equal(_without_result_content(target.data()), _without_result_content(event.data())):
+    if not _json_equal(
+        _without_result_content(target.data()), _without_result_content(event.data())
+    ):
         raise FoldError("tool/result surface replacement may change only content")
 
 
@@ -269,9 +275,14 @@ def fold_events(events: Iterable[Event], log: Sequence[Event]) -> Fold:
     for index, event in enumerate(events):
         # Most events are plain log-only ones (chunks, steps, ...) that plan_step would accept as
         # Step(seq) and apply_step would only count: take that shortcut without building a Step.
-        if (type(event.seq) is int and event.seq == index and type(event.type) is str
-                and event.type not in SURFACE_TYPES and event.surface_op is UNSET
-                and event.source_seqs is UNSET):
+        if (
+            type(event.seq) is int
+            and event.seq == index
+            and type(event.type) is str
+            and event.type not in SURFACE_TYPES
+            and event.surface_op is UNSET
+            and event.source_seqs is UNSET
+        ):
             state.length += 1
             continue
         apply_step(state, plan_step(state, event, index, log))

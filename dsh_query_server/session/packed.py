@@ -77,17 +77,41 @@ class PackedLog:
             self.tail_first = len(self)
 
     def view(self) -> LogView:
-        return LogView(self.blocks, len(self.blocks), self.firsts, self.tail, self.tail_first, self.offsets,
-                       len(self))
+        return LogView(
+            self.blocks,
+            len(self.blocks),
+            self.firsts,
+            self.tail,
+            self.tail_first,
+            self.offsets,
+            len(self),
+        )
 
 
 class LogView(Sequence[Event]):
     """An immutable sequence of the first ``length`` events of a PackedLog."""
 
-    __slots__ = ("_blocks", "_nblocks", "_firsts", "_tail", "_tail_first", "_offsets", "_length", "_cache")
+    __slots__ = (
+        "_blocks",
+        "_nblocks",
+        "_firsts",
+        "_tail",
+        "_tail_first",
+        "_offsets",
+        "_length",
+        "_cache",
+    )
 
-    def __init__(self, blocks: list[bytes], nblocks: int, firsts: array[int], tail: bytearray, tail_first: int,
-                 offsets: array[int], length: int) -> None:
+    def __init__(
+        self,
+        blocks: list[bytes],
+        nblocks: int,
+        firsts: array[int],
+        tail: bytearray,
+        tail_first: int,
+        offsets: array[int],
+        length: int,
+    ) -> None:
         self._blocks, self._nblocks, self._firsts = blocks, nblocks, firsts
         self._tail, self._tail_first = tail, tail_first
         self._offsets, self._length = offsets, length

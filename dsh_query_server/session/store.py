@@ -26,7 +26,9 @@ from .validate import ReplayError, event_replay_step, header_error
 
 END_SEED = "session/end-seed"
 TITLE = "session/title"
-APPEND_KEYS = frozenset({"type", "data", "time", "surfaceOp", "sourceEventSeqs", "ignorable", "seq"})
+APPEND_KEYS = frozenset(
+    {"type", "data", "time", "surfaceOp", "sourceEventSeqs", "ignorable", "seq"}
+)
 
 
 def now_ms() -> int:
@@ -49,7 +51,16 @@ class LiveSnapshot:
 
 
 class _LiveSession:
-    __slots__ = ("header", "events", "manager", "changes", "digest", "title_seq", "_frozen", "_fingerprint")
+    __slots__ = (
+        "header",
+        "events",
+        "manager",
+        "changes",
+        "digest",
+        "title_seq",
+        "_frozen",
+        "_fingerprint",
+    )
 
     def __init__(self, header: Header) -> None:
         self.header = header
@@ -83,7 +94,12 @@ class _LiveSession:
 
     def snapshot(self) -> LiveSnapshot:
         return LiveSnapshot(
-            self.header, self.events.view(), self.changes, self.fold(), self.fingerprint(), self.title_seq
+            self.header,
+            self.events.view(),
+            self.changes,
+            self.fold(),
+            self.fingerprint(),
+            self.title_seq,
         )
 
 
@@ -113,7 +129,9 @@ class SessionStore:
     def create(self, header_value: Any, seed: list[Any] | None = None) -> Header:
         """Create a live session; with a seed (even []), end it with ``session/end-seed``."""
         if not is_object(header_value):
-            raise QueryError(errors.STORE_INVALID_HEADER, "session header is not a plain JSON record")
+            raise QueryError(
+                errors.STORE_INVALID_HEADER, "session header is not a plain JSON record"
+            )
         # createdAt is required (semantics.md §1.2): a stamped time would make two servers that
         # create the same session disagree on its header.
         header_value = {"version": 0, **header_value}
@@ -164,7 +182,9 @@ class SessionStore:
             try:
                 apply_step(state, event_replay_step(event, index, state, events))
             except ReplayError as exc:
-                raise QueryError(errors.STORE_INVALID_EVENT, exc.message, session_id=session_id) from None
+                raise QueryError(
+                    errors.STORE_INVALID_EVENT, exc.message, session_id=session_id
+                ) from None
         return events
 
     def append(self, session_id: str, batch: Any) -> tuple[int, int]:
@@ -303,4 +323,3 @@ def _build_event(value: dict[str, Any], seq: int) -> Event:
     if ordered["type"] is UNSET:
         del ordered["type"]
     return Event.from_value(ordered)
-

@@ -28,7 +28,9 @@ def message_shape_error(event: Event, subject: str) -> str | None:
     if etype not in MESSAGE_TYPES:
         return None
     data = event.data()
-    message = data if etype == "user/message" else (data.get("message") if is_object(data) else None)
+    message = (
+        data if etype == "user/message" else (data.get("message") if is_object(data) else None)
+    )
     if not is_object(message) or not _nonempty_str(message.get("id")):
         return f"{subject} lacks an identified message"
     expected = "assistant" if etype == "assistant/message" else "user"

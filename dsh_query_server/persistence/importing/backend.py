@@ -316,7 +316,5 @@ class ImportBackend(ABC):
         n = len(ins.events)
         lo = min(max(first, 0), n)
         events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
-        title = next(
-            (e.seq for e in reversed(ins.events) if e.type == "session/title"), None
-        )
+        title = next((e.seq for e in reversed(ins.events) if e.type == "session/title"), None)
         return Window(ins.meta, n, lo, events, title)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from json.scanner import make_scanner
 from typing import BinaryIO, Protocol, cast
 
-import zstandard  # pyright: ignore[reportMissingImports]
+import zstandard
 
 from ... import jsoncodec
 from ...cancel import CancelToken
@@ -146,7 +146,7 @@ def _zstd_chunks(stream: BinaryIO, limit: int, token: CancelToken) -> Iterator[b
     at the first decoding error (§0.1 step 7: the rest is a torn tail). Small input pieces keep
     what decoded before the error."""
     source = _Bounded(stream, limit)
-    dctx = cast(_Context, zstandard.ZstdDecompressor())  # pyright: ignore[reportUnknownMemberType]
+    dctx = cast(_Context, zstandard.ZstdDecompressor())
     dobj = dctx.decompressobj()
     while True:
         token.raise_if_cancelled()
@@ -182,7 +182,7 @@ class _Context(Protocol):
     def decompressobj(self) -> _Decoder: ...
 
 
-_ZSTD_ERROR = cast(type[Exception], zstandard.ZstdError)  # pyright: ignore[reportUnknownMemberType]
+_ZSTD_ERROR = cast(type[Exception], zstandard.ZstdError)
 
 
 class _TornStream(Exception):
@@ -227,9 +227,7 @@ def read_items(
 ) -> Iterator[Item]:
     """Every item of the first ``limit`` stored bytes. With ``max_line_end`` (the header scan)
     reading stops before a line that would end past that plaintext offset."""
-    for found in read_lines(
-        stream, limit, token, compressed=compressed, max_line_end=max_line_end
-    ):
+    for found in read_lines(stream, limit, token, compressed=compressed, max_line_end=max_line_end):
         yield from found.items
 
 

@@ -73,8 +73,10 @@ def _check_contiguous(session_id: str, events: list[Event], stored: int) -> None
     for index, event in enumerate(events):
         if not is_valid_seq_at(event.seq, stored + index):
             got = "missing" if event.seq is UNSET else render_json(event.seq)
-            raise JsonlBackendError(f'append seq mismatch for "{session_id}": expected '
-                                    f"{stored + index} at index {index}, got {got}")
+            raise JsonlBackendError(
+                f'append seq mismatch for "{session_id}": expected '
+                f"{stored + index} at index {index}, got {got}"
+            )
 
 
 def _find(session_id: str, matches: list[SessionDir], encoding: str | None) -> Located | None:
@@ -210,14 +212,18 @@ class JsonlBackend:
         if expected == path:
             return True
         if not _same_existing_file(expected, path):
-            raise corrupt(f'corrupt session log "{path}": header id "{header.id}" and cwd '
-                          f'identify "{expected}"')
+            raise corrupt(
+                f'corrupt session log "{path}": header id "{header.id}" and cwd '
+                f'identify "{expected}"'
+            )
         return False
 
     def _check_identity(self, session_id: str, header: Header, located: Located) -> None:
         if header.id != session_id:
-            raise corrupt(f'corrupt session log "{located.path}": requested id "{session_id}" '
-                          f'does not match header id "{header.id}"')
+            raise corrupt(
+                f'corrupt session log "{located.path}": requested id "{session_id}" '
+                f'does not match header id "{header.id}"'
+            )
         self._check_path_identity(header, located.path, located.encoding)
 
     # -- listing (§4.8) ------------------------------------------------------------------------
@@ -347,8 +353,9 @@ class JsonlBackend:
         stored = self.read_stored(session_id, token)
         return Inspection(stored.header, logical.verified_log(session_id, stored.events)[0])
 
-    def inspect_window(self, session_id: str, first: int, last: int,
-                       token: CancelToken = NULL_TOKEN) -> Window:
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window:
         """The logical events ``first..last`` (clipped) with exactly the result and errors of
         ``inspect``. A transcript this instance already verified whole at its current revision
         is read only around the window (a seek hint, then lines, or frames for Zstandard);
@@ -357,8 +364,9 @@ class JsonlBackend:
             located = self._locate(session_id, token)
             if located is None:
                 raise not_found(session_id)
-            source = TranscriptWindows(session_id, located, token, self._stable_read,
-                                       self._check_identity)
+            source = TranscriptWindows(
+                session_id, located, token, self._stable_read, self._check_identity
+            )
             return read_window(self._memo, source, first, last, token)
 
     # -- raw artifacts (tools.md §2.1) ---------------------------------------------------------
@@ -371,14 +379,20 @@ class JsonlBackend:
         """The transcript path a header names, with no I/O: the suffix of the root's encoding,
         or ``.jsonl.zstd`` while it is undetermined; None when no path can be derived."""
         cwd = None if header.cwd is UNSET else header.cwd
-        if not isinstance(header.id, str) or header.id == "" or cwd == "" or \
-                not (cwd is None or isinstance(cwd, str)):
+        if (
+            not isinstance(header.id, str)
+            or header.id == ""
+            or cwd == ""
+            or not (cwd is None or isinstance(cwd, str))
+        ):
             return None
-        return SessionLocation("jsonl", transcript_path(self.root, cwd, header.id,
-                                                        self._encoding or "zstd"))
+        return SessionLocation(
+            "jsonl", transcript_path(self.root, cwd, header.id, self._encoding or "zstd")
+        )
 
-    def read_raw(self, session_id: str, token: CancelToken = NULL_TOKEN
-                 ) -> SessionRawArtifact | None:
+    def read_raw(
+        self, session_id: str, token: CancelToken = NULL_TOKEN
+    ) -> SessionRawArtifact | None:
         """The stored bytes for export: a stable copy (§4.9 step 3) of the transcript that
         lookup finds (§4.9 steps 1–2), or None when there is none. Reads only."""
         token.raise_if_cancelled()
@@ -418,7 +432,8 @@ class JsonlBackend:
             if any(session.name == name for session in sessions):
                 raise JsonlBackendError(
                     f'session "{session_id}" already has a persisted log on disk; load/resume it '
-                    "instead of creating")
+                    "instead of creating"
+                )
             self._created[session_id] = header
             self._tracked.add(session_id)
 
@@ -454,7 +469,8 @@ class JsonlBackend:
         stored, located = loaded
         if stored.torn:
             raise JsonlBackendError(
-                f'session "{session_id}" has a torn stored tail; repair it before appending')
+                f'session "{session_id}" has a torn stored tail; repair it before appending'
+            )
         return len(stored.events), located
 
     def _encode_batch(self, encoding: str, events: list[Event]) -> bytes:
@@ -475,8 +491,9 @@ class JsonlBackend:
         if self._exists(path, NULL_TOKEN):
             raise exists_on_disk(session_id)
         head = header_line(header)
-        content = (zstd_frame(head) if encoding == "zstd" else head) + \
-            self._encode_batch(encoding, events)
+        content = (zstd_frame(head) if encoding == "zstd" else head) + self._encode_batch(
+            encoding, events
+        )
         make_private_dirs(session_dir, durable=True)
         temp = f"{path}.{secrets.token_hex(6)}.tmp"
         write_new_file(temp, content)

@@ -42,8 +42,13 @@ def decode_raw(content: bytes, path: str, sink: StreamedLog | None = None) -> De
     scanner.feed(content, newline + 1)
     scanner.raise_if_confirmed()
     body = newline + 1
-    return Decoded(header, scanner.events, body + scanner.accepted_end < len(content), body,
-                   tuple((body + offset, seq) for offset, seq in scanner.marks))
+    return Decoded(
+        header,
+        scanner.events,
+        body + scanner.accepted_end < len(content),
+        body,
+        tuple((body + offset, seq) for offset, seq in scanner.marks),
+    )
 
 
 def decode_zstd(content: bytes, path: str, sink: StreamedLog | None = None) -> Decoded:
@@ -67,13 +72,15 @@ def decode_zstd(content: bytes, path: str, sink: StreamedLog | None = None) -> D
     for index, (start, end) in enumerate(frames):
         plain = decode_frame(decompressor, content[start:end])
         if plain is None:
-            raise corrupt(
-                f"corrupt Zstandard session log: frame at byte {start} failed validation")
+            raise corrupt(f"corrupt Zstandard session log: frame at byte {start} failed validation")
         if index == 0:
             head = plain
             continue
-        if (not scanner.unterminated and scanner.defect is None
-                and scanner.line_no - marked_at >= MARK_EVERY):
+        if (
+            not scanner.unterminated
+            and scanner.defect is None
+            and scanner.line_no - marked_at >= MARK_EVERY
+        ):
             marks.append((start, scanner.count))
             marked_at = scanner.line_no
         scanner.feed(plain)

@@ -29,21 +29,27 @@ def check_serializable(events: list[Event]) -> None:
     """Refuse a batch that cannot be written as the same JSON values (§4.11)."""
     for index, event in enumerate(events):
         if not isinstance(event, Event):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError("session event batch is not losslessly JSON-serializable: "
-                            f"element {index} is not an event")
+            raise TypeError(
+                "session event batch is not losslessly JSON-serializable: "
+                f"element {index} is not an event"
+            )
         if not is_utf8(event.raw):
-            raise ValueError("session event batch is not losslessly JSON-serializable: "
-                             f"event {index} holds invalid UTF-8")
+            raise ValueError(
+                "session event batch is not losslessly JSON-serializable: "
+                f"event {index} holds invalid UTF-8"
+            )
         if isinstance(event.type, str) and event.type in PACKED_TAGS:
             # A JSONL reader takes such a line for a packed row (§3.2).
-            raise ValueError("session event batch is not losslessly JSON-serializable: "
-                             f"event {index} has the packed-row type {event.type}")
+            raise ValueError(
+                "session event batch is not losslessly JSON-serializable: "
+                f"event {index} has the packed-row type {event.type}"
+            )
 
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def write_new_file(path: str, content: bytes) -> None:

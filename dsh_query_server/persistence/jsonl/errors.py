@@ -27,13 +27,15 @@ def corrupt(message: str) -> SessionPersistenceCorruptionError:
 def flat_layout_error(path: str) -> JsonlBackendError:
     return JsonlBackendError(
         f'session artifact "{path}" uses the unsupported flat-file layout; use a separate root '
-        "or move it into a project/session directory before loading")
+        "or move it into a project/session directory before loading"
+    )
 
 
 def mismatch_error(path: str, kind: str, mode: str) -> JsonlBackendError:
     return JsonlBackendError(
         f'session artifact "{path}" uses {SUFFIX[kind]}, but this backend is configured for '
-        f'compression "{mode}"; use a separate root or select the matching compression mode')
+        f'compression "{mode}"; use a separate root or select the matching compression mode'
+    )
 
 
 def not_found(session_id: str) -> JsonlBackendError:
@@ -42,10 +44,12 @@ def not_found(session_id: str) -> JsonlBackendError:
 
 def duplicate(session_id: str) -> JsonlBackendError:
     return JsonlBackendError(
-        f'duplicate JSONL session id "{session_id}" appears in multiple project directories')
+        f'duplicate JSONL session id "{session_id}" appears in multiple project directories'
+    )
 
 
 def exists_on_disk(session_id: str) -> JsonlBackendError:
     return JsonlBackendError(
         f'refusing to materialize "{session_id}": a log already exists on disk (load/resume it '
-        "instead)")
+        "instead)"
+    )

@@ -16,7 +16,7 @@ def frame_end(data: bytes, start: int) -> int | None:
     size = len(data)
     if size - start < 4:
         return None
-    if int.from_bytes(data[start:start + 4], "little") != ZSTD_MAGIC:
+    if int.from_bytes(data[start : start + 4], "little") != ZSTD_MAGIC:
         raise corrupt(f"corrupt Zstandard session log: invalid frame magic at byte {start}")
     pos = start + 4
     if pos >= size:
@@ -33,7 +33,7 @@ def frame_end(data: bytes, start: int) -> int | None:
     while not last:
         if pos + 3 > size:
             return None
-        block = int.from_bytes(data[pos:pos + 3], "little")
+        block = int.from_bytes(data[pos : pos + 3], "little")
         kind = (block >> 1) & 0x03
         if kind == 3:
             raise corrupt(f"corrupt Zstandard session log: reserved block type at byte {pos}")

@@ -61,8 +61,12 @@ def _parse_header_json(line: bytes) -> Any:
     """The header line as a JSON value, negative zeros kept; raises ValueError."""
     text = line.decode("utf-8", "replace")
     try:
-        return json.loads(text, parse_int=_int_or_negative_zero, parse_float=_finite_float,
-                          parse_constant=_reject_constant)
+        return json.loads(
+            text,
+            parse_int=_int_or_negative_zero,
+            parse_float=_finite_float,
+            parse_constant=_reject_constant,
+        )
     except RecursionError as exc:
         raise ValueError("header line nests too deeply") from exc
 
@@ -118,14 +122,21 @@ def _header_from_value(raw: Any) -> Header:
 def _format_refusal(value: dict[str, Any], path: str) -> SessionFormatUnsupportedError:
     version = value["version"]
     raw_id = value.get("id", UNSET)
-    shown_id = raw_id if isinstance(raw_id, str) else (
-        "undefined" if raw_id is UNSET else jsoncodec.dumps(raw_id).decode())
+    shown_id = (
+        raw_id
+        if isinstance(raw_id, str)
+        else ("undefined" if raw_id is UNSET else jsoncodec.dumps(raw_id).decode())
+    )
     if version > 0:
-        reason = (f"uses log format v{json_number(version)}, but this harness reads only v0: "
-                  "the log was written by a newer harness — upgrade the harness to open it")
+        reason = (
+            f"uses log format v{json_number(version)}, but this harness reads only v0: "
+            "the log was written by a newer harness — upgrade the harness to open it"
+        )
     else:
-        reason = (f"uses log format v{json_number(version)}, older than the supported v0, and this "
-                  "build ships no upgrade path for it")
+        reason = (
+            f"uses log format v{json_number(version)}, older than the supported v0, and this "
+            "build ships no upgrade path for it"
+        )
     return SessionFormatUnsupportedError(f'session "{shown_id}" {reason} (raw log: {path})')
 
 

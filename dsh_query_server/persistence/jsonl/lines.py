@@ -4,7 +4,6 @@ that accepts events up to the first defect and then looks for a commit that prov
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
 
 from msgspec import UNSET
 
@@ -48,7 +47,7 @@ def record_events(line: bytes) -> list[Event] | None:
         return None
     if isinstance(event.type, str) and event.type in PACKED_TAGS:
         try:
-            return cast(list[Event], unpack_row(jsoncodec.loads(line)))  # not an outline read
+            return unpack_row(jsoncodec.loads(line))
         except MalformedRow:
             raise Unparsable from None
     return [event]
@@ -80,7 +79,8 @@ class LineScanner:
         # Accepted events go to ``events``, or to ``sink`` (a streamed verification keeps none).
         self.count = 0
         self._extend: Callable[[list[Event]], None] = (
-            self.events.extend if sink is None else sink.extend)
+            self.events.extend if sink is None else sink.extend
+        )
         # Seek hints for window reads of raw transcripts: (stream offset of a line's start, seq
         # of its first event) for every ``mark_every``-th accepted line (none when 0).
         self.mark_every = mark_every
@@ -129,8 +129,10 @@ class LineScanner:
             return
         expected = self.count
         if events is None or not is_valid_seq_at(events[0].seq, expected):
-            self.defect = (f"corrupt session log: seq gap in committed region at line "
-                           f"{self.line_no} (expected {expected}, got {_render_seq(events)})")
+            self.defect = (
+                f"corrupt session log: seq gap in committed region at line "
+                f"{self.line_no} (expected {expected}, got {_render_seq(events)})"
+            )
             self.confirmed = events is not None and any(e.type == "turn/end" for e in events)
             return
         if self.mark_every and (self.line_no - 1) % self.mark_every == 0:
@@ -140,8 +142,7 @@ class LineScanner:
         self.accepted_end = end
 
 
-def span_events(lines: list[bytes], lo: int, hi: int, expected: int,
-                events: list[Event]) -> int:
+def span_events(lines: list[bytes], lo: int, hi: int, expected: int, events: list[Event]) -> int:
     """Decode verified lines (exactly as the scanner does), keeping events ``lo..hi``; returns
     the seq expected after them, stopping once it is past ``hi``. Raises Unparsable, or
     StaleShape when a line is not where verification saw it."""

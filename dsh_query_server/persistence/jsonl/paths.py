@@ -15,7 +15,8 @@ NO_CWD = "_no-cwd"
 MAX_PROJECT_KEY = 251
 
 _SAFE_UNITS = frozenset(
-    map(ord, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"))
+    map(ord, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+)
 _SEPARATOR_UNITS = frozenset(map(ord, "/\\:"))
 _SAFE_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 

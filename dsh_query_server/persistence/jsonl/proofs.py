@@ -129,8 +129,9 @@ class RootSurveyor:
         self._root = _Projects(key, paths) if key[2] < safe_before else None
         return paths
 
-    def _candidates(self, project: str, token: CancelToken, safe_before: int,
-                    kept: dict[str, _Candidates]) -> Iterator[_Candidate]:
+    def _candidates(
+        self, project: str, token: CancelToken, safe_before: int, kept: dict[str, _Candidates]
+    ) -> Iterator[_Candidate]:
         try:
             key: DirKey | None = _dir_key(os.stat(project))
         except OSError:
@@ -156,8 +157,9 @@ class RootSurveyor:
         if key is not None and key[2] < safe_before:
             kept[project] = _Candidates(key, tuple(listed))
 
-    def _session(self, candidate: _Candidate, safe_before: int,
-                 kept: dict[str, _Kinds]) -> SessionDir | None:
+    def _session(
+        self, candidate: _Candidate, safe_before: int, kept: dict[str, _Kinds]
+    ) -> SessionDir | None:
         path = candidate.path
         try:
             st = os.stat(path)
@@ -190,8 +192,9 @@ class RootSurveyor:
         kept[path] = _Kinds(key, session)  # the next survey compares with these stats
         return session
 
-    def _probe(self, candidate: _Candidate, key: DirKey | None, safe_before: int,
-               kept: dict[str, _Kinds]) -> SessionDir | None:
+    def _probe(
+        self, candidate: _Candidate, key: DirKey | None, safe_before: int, kept: dict[str, _Kinds]
+    ) -> SessionDir | None:
         """Probe both transcripts, as the full survey does."""
         self.reads += 1
         base = candidate.path + os.sep

@@ -25,8 +25,7 @@ def zstd_plaintext(content: bytes) -> bytes:
     for start, end in frames:
         plain = decode_frame(decompressor, content[start:end])
         if plain is None:
-            raise corrupt(
-                f"corrupt Zstandard session log: frame at byte {start} failed validation")
+            raise corrupt(f"corrupt Zstandard session log: frame at byte {start} failed validation")
         parts.append(plain)
     return b"".join(parts)
 

@@ -29,8 +29,9 @@ def revision_of(st: os.stat_result) -> str:
 
 
 def is_flat_artifact(entry: os.DirEntry[str]) -> bool:
-    return (entry.name.endswith(SUFFIX["none"]) or entry.name.endswith(SUFFIX["zstd"])) and \
-        entry.is_file(follow_symlinks=False)
+    return (
+        entry.name.endswith(SUFFIX["none"]) or entry.name.endswith(SUFFIX["zstd"])
+    ) and entry.is_file(follow_symlinks=False)
 
 
 class SessionDir(NamedTuple):  # a tuple: the survey makes one per session on every call

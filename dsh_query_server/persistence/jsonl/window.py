@@ -59,8 +59,9 @@ def _seek_hint(file: BinaryIO, known: TranscriptHints, lo: int) -> int:
     return expected
 
 
-def _read_frames_span(file: BinaryIO, known: TranscriptHints, lo: int, hi: int,
-                      token: CancelToken) -> list[Event]:
+def _read_frames_span(
+    file: BinaryIO, known: TranscriptHints, lo: int, hi: int, token: CancelToken
+) -> list[Event]:
     """Stored events ``lo..hi`` of a verified Zstandard transcript: seek to the last hinted frame
     at or before ``lo`` (it starts on a line boundary) and decode frames in order until ``hi``
     is reached; the torn final frame, if the span reaches it, yields what its bytes yield."""
@@ -92,8 +93,9 @@ def _read_frames_span(file: BinaryIO, known: TranscriptHints, lo: int, hi: int,
     return events
 
 
-def _read_span(file: BinaryIO, known: TranscriptHints, lo: int, hi: int,
-               token: CancelToken) -> list[Event]:
+def _read_span(
+    file: BinaryIO, known: TranscriptHints, lo: int, hi: int, token: CancelToken
+) -> list[Event]:
     """Stored events ``lo..hi`` of a verified raw transcript: seek to the last hint at or before
     ``lo`` and decode lines (exactly as the scanner does) until ``hi`` is reached."""
     expected = _seek_hint(file, known, lo)
@@ -119,10 +121,20 @@ class TranscriptWindows:
     and its identity check (§4.9 step 5), so both paths check exactly what ``inspect`` does."""
 
     stale_errors: tuple[type[Exception], ...] = (
-        Unparsable, SessionPersistenceCorruptionError, SessionFormatUnsupportedError, OSError)
+        Unparsable,
+        SessionPersistenceCorruptionError,
+        SessionFormatUnsupportedError,
+        OSError,
+    )
 
-    def __init__(self, session_id: str, located: Located, token: CancelToken,
-                 stable_read: StableRead, check_identity: IdentityCheck) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        located: Located,
+        token: CancelToken,
+        stable_read: StableRead,
+        check_identity: IdentityCheck,
+    ) -> None:
         self.session_id = session_id
         self._located = located
         self._token = token
@@ -163,8 +175,13 @@ class TranscriptWindows:
 
     def _verification(self, decoded: Decoded, revision: str) -> Verification[TranscriptHints]:
         located = self._located
-        hints = TranscriptHints(located.path, located.encoding, decoded.body, decoded.marks,
-                                tuple(seq for _, seq in decoded.marks))
+        hints = TranscriptHints(
+            located.path,
+            located.encoding,
+            decoded.body,
+            decoded.marks,
+            tuple(seq for _, seq in decoded.marks),
+        )
         return Verification(decoded.header, revision, hints)
 
     def verify(self, sink: StreamedLog) -> Verification[TranscriptHints]:

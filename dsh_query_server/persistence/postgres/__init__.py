@@ -7,5 +7,10 @@ encoding; connection: pool, transactions, failures; backend: the persistence con
 from .backend import PostgresBackend, open_postgres
 from .errors import AppendInDoubtError, PostgresUnavailableError, SessionAppendConflictError
 
-__all__ = ["AppendInDoubtError", "PostgresBackend", "PostgresUnavailableError",
-           "SessionAppendConflictError", "open_postgres"]
+__all__ = [
+    "AppendInDoubtError",
+    "PostgresBackend",
+    "PostgresUnavailableError",
+    "SessionAppendConflictError",
+    "open_postgres",
+]

@@ -83,12 +83,15 @@ class PostgresBackend:
         self._listing: _Listing | None = None
         # What full reads proved (memo.py): the shape per (pk, epoch, revision), and the streamed
         # scan state per (pk, epoch, count), which later rows, being immutable, only extend.
-        self._shapes = VerificationMemo()
+        self._shapes: VerificationMemo[logical.LogShape] = VerificationMemo()
         self._streams: OrderedDict[str, tuple[str, int, logical.StreamedLog]] = OrderedDict()
         if mount.unauthenticated_tls_hosts():
-            log.warning("postgres mount %s does not authenticate the server (sslmode=%s);"
-                        " set sslmode=verify-full", mount.redacted,
-                        mount.libpq.get("sslmode", "prefer"))
+            log.warning(
+                "postgres mount %s does not authenticate the server (sslmode=%s);"
+                " set sslmode=verify-full",
+                mount.redacted,
+                mount.libpq.get("sslmode", "prefer"),
+            )
 
     @classmethod
     def from_uri(cls, uri: str) -> PostgresBackend:
@@ -145,27 +148,40 @@ class PostgresBackend:
     # -- reading -----------------------------------------------------------------------
 
     def _session(self, conn: Conn, identity: StoreIdentity, session_id: str) -> _Session | None:
-        row = conn.execute(self._q(
-            "SELECT pk, header, created_at, event_count, revision::text,"
-            " pg_catalog.pg_postmaster_start_time()::text FROM {s}.sessions WHERE id = %s"),
-            (session_id,)).fetchone()
+        row = conn.execute(
+            self._q(
+                "SELECT pk, header, created_at, event_count, revision::text,"
+                " pg_catalog.pg_postmaster_start_time()::text FROM {s}.sessions WHERE id = %s"
+            ),
+            (session_id,),
+        ).fetchone()
         if row is None:
             return None
         pk, text, created_at, count, revision, started = row
         header = rows.decode_header(session_id, str(text), created_at)
         count = int(str(count))
-        return _Session(int(str(pk)), header, count, self._revision(identity, count, str(revision)),
-                        f"{identity.system_identifier}:{started}")
+        return _Session(
+            int(str(pk)),
+            header,
+            count,
+            self._revision(identity, count, str(revision)),
+            f"{identity.system_identifier}:{started}",
+        )
 
-    def _stream(self, conn: Conn, session: _Session, token: CancelToken,
-                start: int = 0) -> list[rows.Record]:
+    def _stream(
+        self, conn: Conn, session: _Session, token: CancelToken, start: int = 0
+    ) -> list[rows.Record]:
         """The session's rows from ``start`` on through a server-side cursor; the token is
         checked between fetches."""
         out: list[rows.Record] = []
         with conn.cursor(name="dsh_query_rows") as cursor:
-            cursor.execute(self._q(
-                "SELECT seq, last_seq, record FROM {s}.events WHERE session_pk = %s AND seq >= %s"
-                " ORDER BY seq"), (session.pk, start))
+            cursor.execute(
+                self._q(
+                    "SELECT seq, last_seq, record FROM {s}.events WHERE session_pk = %s AND seq >= %s"
+                    " ORDER BY seq"
+                ),
+                (session.pk, start),
+            )
             while batch := cursor.fetchmany(_FETCH):
                 token.raise_if_cancelled()
                 out.extend((int(str(a)), int(str(b)), str(c)) for a, b, c in batch)
@@ -177,8 +193,10 @@ class PostgresBackend:
             session = None if identity is None else self._session(conn, identity, session_id)
             if session is None:
                 raise _not_found(session_id)
-            return session, list(rows.decode_rows(self._stream(conn, session, token),
-                                                  session.count))
+            return session, list(
+                rows.decode_rows(self._stream(conn, session, token), session.count)
+            )
+
         return self._pool.read(work, token)
 
     def read_stored(self, session_id: str, token: CancelToken = NULL_TOKEN) -> StoredLog:
@@ -192,17 +210,19 @@ class PostgresBackend:
         self._shapes.put(session_id, self._memo_key(session), shape)
         return Inspection(session.header, logical_events)
 
-    def inspect_window(self, session_id: str, first: int, last: int,
-                       token: CancelToken = NULL_TOKEN) -> Window:
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window:
         """§3.4: ``inspect`` sliced, reading only the window's rows once the log was verified
         at its current revision; otherwise verified whole, streamed, keeping the window."""
+
         def work(conn: Conn) -> tuple[Header, list[Event], logical.LogShape]:
             identity = self._open(conn)
             session = None if identity is None else self._session(conn, identity, session_id)
             if session is None:
                 raise _not_found(session_id)
             known = self._shapes.get(session_id, self._memo_key(session))
-            if isinstance(known, logical.LogShape):
+            if known is not None:
                 events = self._known_window(conn, session, known, first, last)
                 if events is not None:
                     return session.header, events, known
@@ -218,16 +238,20 @@ class PostgresBackend:
         header, events, shape = self._pool.read(work, token)
         return Window(header, shape.length, first, events, shape.title)
 
-    def _known_window(self, conn: Conn, session: _Session, shape: logical.LogShape,
-                      first: int, last: int) -> list[Event] | None:
+    def _known_window(
+        self, conn: Conn, session: _Session, shape: logical.LogShape, first: int, last: int
+    ) -> list[Event] | None:
         lo, hi = logical.stored_span(shape, first, last)
         stored: list[Event] = []
         if lo <= hi:
-            found = conn.execute(self._q(
-                "SELECT seq, last_seq, record FROM {s}.events WHERE session_pk = %(pk)s"
-                " AND seq <= %(hi)s AND seq >= (SELECT coalesce(max(seq), 0) FROM {s}.events"
-                " WHERE session_pk = %(pk)s AND seq <= %(lo)s) ORDER BY seq"),
-                {"pk": session.pk, "lo": lo, "hi": hi}).fetchall()
+            found = conn.execute(
+                self._q(
+                    "SELECT seq, last_seq, record FROM {s}.events WHERE session_pk = %(pk)s"
+                    " AND seq <= %(hi)s AND seq >= (SELECT coalesce(max(seq), 0) FROM {s}.events"
+                    " WHERE session_pk = %(pk)s AND seq <= %(lo)s) ORDER BY seq"
+                ),
+                {"pk": session.pk, "lo": lo, "hi": hi},
+            ).fetchall()
             records = [(int(str(a)), int(str(b)), str(c)) for a, b, c in found]
             try:
                 for record in records:
@@ -243,8 +267,7 @@ class PostgresBackend:
     def _memo_key(session: _Session) -> str:
         return f"{session.pk}:{session.epoch}:{session.revision}"
 
-    def _extend(self, conn: Conn, session: _Session,
-                token: CancelToken) -> logical.LogShape | None:
+    def _extend(self, conn: Conn, session: _Session, token: CancelToken) -> logical.LogShape | None:
         """The shape at the current count from the scan state of a log verified at a lower
         count: only the rows from there on are read and validated (§3.4). None when there is
         no such state (then the log is verified whole)."""
@@ -255,8 +278,9 @@ class PostgresBackend:
             return None
         state = entry[2]
         try:
-            for event in rows.decode_rows(self._stream(conn, session, token, entry[1]),
-                                          session.count, entry[1]):
+            for event in rows.decode_rows(
+                self._stream(conn, session, token, entry[1]), session.count, entry[1]
+            ):
                 state.append(event)
         except legacy.NeedsHistory:
             return None
@@ -267,14 +291,18 @@ class PostgresBackend:
 
     def _keep_stream(self, session: _Session, state: logical.StreamedLog) -> None:
         with self._lock:
-            self._streams[session.header.id] = (f"{session.pk}:{session.epoch}", session.count,
-                                                state)
+            self._streams[session.header.id] = (
+                f"{session.pk}:{session.epoch}",
+                session.count,
+                state,
+            )
             self._streams.move_to_end(session.header.id)
             while len(self._streams) > _STREAM_MEMO:
                 self._streams.popitem(last=False)
 
-    def _verify_window(self, conn: Conn, session: _Session, first: int, last: int,
-                       token: CancelToken) -> tuple[list[Event], logical.LogShape]:
+    def _verify_window(
+        self, conn: Conn, session: _Session, first: int, last: int, token: CancelToken
+    ) -> tuple[list[Event], logical.LogShape]:
         """The whole log verified as ``inspect`` does, streamed: the scan keeps no window (its
         state is kept to be extended later), the window's stored events are kept aside."""
         records = self._stream(conn, session, token)
@@ -289,41 +317,51 @@ class PostgresBackend:
         except legacy.NeedsHistory:
             events = list(rows.decode_rows(records, session.count))
             whole, shape = logical.verified_log(session_id, events)
-            return whole[first:last + 1], shape
+            return whole[first : last + 1], shape
         _, shape = streamed.finish()
         hi = logical.stored_span(shape, first, last)[1]
-        window = logical.logical_window(session_id, shape, [e for e in stored if e.seq <= hi],
-                                        first, last)
+        window = logical.logical_window(
+            session_id, shape, [e for e in stored if e.seq <= hi], first, last
+        )
         self._keep_stream(session, streamed)
         return window, shape
 
     def revision(self, session_id: str) -> str | None:
         """The session's current revision in one statement, or None when it is not stored."""
+
         def work(conn: Conn) -> str | None:
             identity = self._open(conn)
             if identity is None:
                 return None
-            row = conn.execute(self._q(
-                "SELECT event_count, revision::text FROM {s}.sessions WHERE id = %s"),
-                (session_id,)).fetchone()
-            return None if row is None else self._revision(identity, int(str(row[0])),
-                                                           str(row[1]))
+            row = conn.execute(
+                self._q("SELECT event_count, revision::text FROM {s}.sessions WHERE id = %s"),
+                (session_id,),
+            ).fetchone()
+            return None if row is None else self._revision(identity, int(str(row[0])), str(row[1]))
+
         return self._pool.read(work)
 
     def stored_count(self, session_id: str) -> int | None:
         def work(conn: Conn) -> int | None:
             if self._open(conn) is None:
                 return None
-            row = conn.execute(self._q("SELECT event_count FROM {s}.sessions WHERE id = %s"),
-                               (session_id,)).fetchone()
+            row = conn.execute(
+                self._q("SELECT event_count FROM {s}.sessions WHERE id = %s"), (session_id,)
+            ).fetchone()
             return None if row is None else int(str(row[0]))
+
         return self._pool.read(work)
 
     # -- listing -----------------------------------------------------------------------
 
     def _snapshot(self, identity: StoreIdentity, row: tuple[object, ...]) -> Snapshot:
-        session_id, text, created_at, count, revision = (str(row[0]), str(row[1]), row[2],
-                                                         int(str(row[3])), str(row[4]))
+        session_id, text, created_at, count, revision = (
+            str(row[0]),
+            str(row[1]),
+            row[2],
+            int(str(row[3])),
+            str(row[4]),
+        )
         try:
             header = rows.decode_header(session_id, text, created_at)
         except SessionPersistenceCorruptionError:
@@ -337,21 +375,24 @@ class PostgresBackend:
             identity = self._open(conn)
             if identity is None:
                 return ()
-            row = conn.execute(self._q(
-                "SELECT store_id::text, change_count, deletions,"
-                " pg_catalog.pg_postmaster_start_time()::text FROM {s}.store")).fetchone()
+            row = conn.execute(
+                self._q(
+                    "SELECT store_id::text, change_count, deletions,"
+                    " pg_catalog.pg_postmaster_start_time()::text FROM {s}.store"
+                )
+            ).fetchone()
             if row is None:
                 return ()
             if str(row[0]) != identity.store_id:
                 raise PostgresUnavailableError(
-                    f'postgres schema "{self._mount.schema}" changed under this mount; remount it')
+                    f'postgres schema "{self._mount.schema}" changed under this mount; remount it'
+                )
             key = (str(row[3]), str(row[0]), int(str(row[2])))
             change = int(str(row[1]))
             old = self._listing
             if old is not None and old.key == key and old.change_count == change:
                 return old.ordered
-            select = ("SELECT id, header, created_at, event_count, revision::text"
-                      " FROM {s}.sessions")
+            select = "SELECT id, header, created_at, event_count, revision::text FROM {s}.sessions"
             if old is not None and old.key == key and old.change_count < change:
                 found = dict(old.snapshots)
                 cursor = conn.execute(self._q(select + " WHERE change > %s"), (old.change_count,))
@@ -366,6 +407,7 @@ class PostgresBackend:
             ordered = tuple(found[k] for k in sorted(found))
             self._listing = _Listing(key, change, found, ordered)
             return ordered
+
         return self._pool.read(work, token)
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
@@ -376,7 +418,8 @@ class PostgresBackend:
     def _require_writable(self) -> None:
         if self._mount.read_only:
             raise SessionPersistenceReadOnlyError(
-                f"persistence backend {self.uri} is mounted read-only")
+                f"persistence backend {self.uri} is mounted read-only"
+            )
 
     def create(self, header: Header) -> None:
         """§3.5: remember the header; nothing is written until the first append."""
@@ -385,19 +428,24 @@ class PostgresBackend:
         if not isinstance(session_id, str):
             raise ValueError("cannot store the session header: id must be a string")
         if not is_nonneg_safe_integer(header.created_at):
-            raise ValueError("cannot store the session header: createdAt must be a non-negative"
-                             " safe integer")
+            raise ValueError(
+                "cannot store the session header: createdAt must be a non-negative safe integer"
+            )
         problem = rows.id_problem(session_id)
         if problem is not None:
-            raise ValueError(f"session id {jsoncodec.dumps(session_id).decode()} cannot be stored"
-                             f" in postgres: {problem}")
+            raise ValueError(
+                f"session id {jsoncodec.dumps(session_id).decode()} cannot be stored"
+                f" in postgres: {problem}"
+            )
         text = rows.header_text(header)
         with self._lock:
             if session_id in self._created:
                 raise ValueError(f'session "{session_id}" already exists in this backend')
         if self.stored_count(session_id) is not None:
-            raise ValueError(f'session "{session_id}" already has a persisted log on disk;'
-                             " load/resume it instead of creating")
+            raise ValueError(
+                f'session "{session_id}" already has a persisted log on disk;'
+                " load/resume it instead of creating"
+            )
         with self._lock:
             if session_id in self._created:
                 raise ValueError(f'session "{session_id}" already exists in this backend')
@@ -409,6 +457,7 @@ class PostgresBackend:
 
     def _initialize(self) -> StoreIdentity:
         """§2.4 initialization, for a writable mount's first materializing append."""
+
         def work(conn: Conn) -> StoreIdentity:
             try:
                 schema.check_encoding(conn)
@@ -416,10 +465,14 @@ class PostgresBackend:
             except StoreRefused as exc:
                 raise self._refused(exc) from None
             except pg_errors.InsufficientPrivilege as exc:
-                raise PostgresUnavailableError(self._pool.scrub(
-                    f'postgres role "{self._pool.user}" may not create schema'
-                    f' "{self._mount.schema}": {str(exc).strip()}; ask an administrator to run'
-                    ' "dsh-query postgres init"')) from None
+                raise PostgresUnavailableError(
+                    self._pool.scrub(
+                        f'postgres role "{self._pool.user}" may not create schema'
+                        f' "{self._mount.schema}": {str(exc).strip()}; ask an administrator to run'
+                        ' "dsh-query postgres init"'
+                    )
+                ) from None
+
         identity = self._pool.write(work)
         self._identity = identity
         return identity
@@ -441,19 +494,33 @@ class PostgresBackend:
             self._pool.write(
                 lambda conn: self._append(conn, identity, session_id, first, count, records),
                 in_doubt=f'postgres commit of session "{session_id}" append at seq {first} is in'
-                         " doubt")
+                " doubt",
+            )
 
-    def _append(self, conn: Conn, identity: StoreIdentity, session_id: str, first: int,
-                count: int, records: list[rows.Record]) -> None:
-        row = conn.execute(self._q(
-            "SELECT application, schema_version, store_id::text FROM {s}.store")).fetchone()
-        if row is None or (row[0], row[1], row[2]) != (schema.APPLICATION, schema.SCHEMA_VERSION,
-                                                       identity.store_id):
+    def _append(
+        self,
+        conn: Conn,
+        identity: StoreIdentity,
+        session_id: str,
+        first: int,
+        count: int,
+        records: list[rows.Record],
+    ) -> None:
+        row = conn.execute(
+            self._q("SELECT application, schema_version, store_id::text FROM {s}.store")
+        ).fetchone()
+        if row is None or (row[0], row[1], row[2]) != (
+            schema.APPLICATION,
+            schema.SCHEMA_VERSION,
+            identity.store_id,
+        ):
             raise PostgresUnavailableError(
-                f'postgres schema "{self._mount.schema}" changed under this mount; remount it')
-        found = conn.execute(self._q(
-            "SELECT pk, event_count FROM {s}.sessions WHERE id = %s FOR UPDATE"),
-            (session_id,)).fetchone()
+                f'postgres schema "{self._mount.schema}" changed under this mount; remount it'
+            )
+        found = conn.execute(
+            self._q("SELECT pk, event_count FROM {s}.sessions WHERE id = %s FOR UPDATE"),
+            (session_id,),
+        ).fetchone()
         revision = str(uuid.uuid4())
         if found is None:
             header = self._created.get(session_id)
@@ -462,54 +529,71 @@ class PostgresBackend:
             if first != 0:
                 raise self._conflict(session_id, first, 0)
             created_at = Header.from_json(header.encode("utf-8")).created_at
-            inserted = conn.execute(self._q(
-                "INSERT INTO {s}.sessions (id, header, created_at, event_count, revision, change,"
-                " written_at, writer) VALUES (%s, %s, %s, %s, %s, 0, now(), %s)"
-                " ON CONFLICT (id) DO NOTHING RETURNING pk"),
-                (session_id, header, int(created_at), count, revision, self._writer)).fetchone()
+            inserted = conn.execute(
+                self._q(
+                    "INSERT INTO {s}.sessions (id, header, created_at, event_count, revision, change,"
+                    " written_at, writer) VALUES (%s, %s, %s, %s, %s, 0, now(), %s)"
+                    " ON CONFLICT (id) DO NOTHING RETURNING pk"
+                ),
+                (session_id, header, int(created_at), count, revision, self._writer),
+            ).fetchone()
             if inserted is None:  # the winner committed: a new statement sees its row
-                winner = conn.execute(self._q(
-                    "SELECT event_count FROM {s}.sessions WHERE id = %s"), (session_id,)).fetchone()
+                winner = conn.execute(
+                    self._q("SELECT event_count FROM {s}.sessions WHERE id = %s"), (session_id,)
+                ).fetchone()
                 raise SessionAppendConflictError(
                     f'refusing to materialize "{session_id}": a log already exists in the'
-                    " database (load/resume it instead)", session_id, first,
-                    0 if winner is None else int(str(winner[0])))
+                    " database (load/resume it instead)",
+                    session_id,
+                    first,
+                    0 if winner is None else int(str(winner[0])),
+                )
             pk = int(str(inserted[0]))
         else:
             pk, stored = int(str(found[0])), int(str(found[1]))
             if stored != first:
                 raise self._conflict(session_id, first, stored)
         try:
-            with conn.cursor().copy(self._q(
-                    "COPY {s}.events (session_pk, seq, last_seq, record) FROM STDIN")) as copy:
+            with conn.cursor().copy(
+                self._q("COPY {s}.events (session_pk, seq, last_seq, record) FROM STDIN")
+            ) as copy:
                 for seq, last_seq, record in records:
                     copy.write_row((pk, seq, last_seq, record))
         except pg_errors.UniqueViolation:
             raise SessionPersistenceCorruptionError(
-                f'session "{session_id}" has stored rows beyond its event count {first}') from None
-        changed = conn.execute(self._q(
-            "WITH c AS (UPDATE {s}.store SET change_count = change_count + 1"
-            " RETURNING change_count) UPDATE {s}.sessions SET event_count = %s, revision = %s,"
-            " change = c.change_count, written_at = now(), writer = %s FROM c WHERE pk = %s"
-            " RETURNING c.change_count"), (count, revision, self._writer, pk)).fetchone()
+                f'session "{session_id}" has stored rows beyond its event count {first}'
+            ) from None
+        changed = conn.execute(
+            self._q(
+                "WITH c AS (UPDATE {s}.store SET change_count = change_count + 1"
+                " RETURNING change_count) UPDATE {s}.sessions SET event_count = %s, revision = %s,"
+                " change = c.change_count, written_at = now(), writer = %s FROM c WHERE pk = %s"
+                " RETURNING c.change_count"
+            ),
+            (count, revision, self._writer, pk),
+        ).fetchone()
         assert changed is not None
-        payload = {"v": 1, "store": identity.store_id, "writer": self._instance,
-                   "change": int(str(changed[0])), "id": session_id}
+        payload = {
+            "v": 1,
+            "store": identity.store_id,
+            "writer": self._instance,
+            "change": int(str(changed[0])),
+            "id": session_id,
+        }
         text = jsoncodec.dumps(payload)
         if len(text) > _MAX_NOTIFY_BYTES:
             del payload["id"]
             text = jsoncodec.dumps(payload)
-        conn.execute("SELECT pg_catalog.pg_notify(%s, %s)",
-                     (schema.NOTIFY_CHANNEL, text.decode("utf-8")))
+        conn.execute(
+            "SELECT pg_catalog.pg_notify(%s, %s)", (schema.NOTIFY_CHANNEL, text.decode("utf-8"))
+        )
 
     @staticmethod
     def _conflict(session_id: str, first: int, stored: int) -> SessionAppendConflictError:
-        return SessionAppendConflictError(
-            f'session "{session_id}" append starts at seq {first}, stored next seq is {stored}',
-            session_id, first, stored)
+        msg = f'session "{session_id}" append starts at seq {first}, stored next seq is {stored}'
+        return SessionAppendConflictError(msg, session_id, first, stored)
 
 
 def open_postgres(uri: str) -> PostgresBackend:
     """Mount without a round trip (§1.4): a database that is down fails operations, not this."""
     return PostgresBackend(parse_postgres_uri(uri))
-

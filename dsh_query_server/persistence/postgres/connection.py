@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -47,10 +47,16 @@ class Pool:
         self.reachable = False
         self.last_error: str | None = None
         self._pool = psycopg_pool.ConnectionPool(
-            mount.conninfo(), min_size=1, max_size=mount.pool_size, open=False,
-            kwargs={"autocommit": True}, configure=self._configure,
+            mount.conninfo(),
+            min_size=1,
+            max_size=mount.pool_size,
+            open=False,
+            kwargs={"autocommit": True},
+            configure=self._configure,
             check=psycopg_pool.ConnectionPool.check_connection,
-            timeout=mount.pool_timeout_ms / 1000, name="dsh-query-postgres")
+            timeout=mount.pool_timeout_ms / 1000,
+            name="dsh-query-postgres",
+        )
         self._pool.open(wait=False)
 
     @staticmethod
@@ -80,8 +86,10 @@ class Pool:
             return SessionQueryCancelled("cancelled")
         detail = self.scrub(str(exc).strip())
         if isinstance(exc, pg_errors.QueryCanceled):
-            message = (f"postgres statement timed out after {self.mount.statement_timeout_ms} ms"
-                       " (statementTimeoutMs)")
+            message = (
+                f"postgres statement timed out after {self.mount.statement_timeout_ms} ms"
+                " (statementTimeoutMs)"
+            )
         elif isinstance(exc, pg_errors.ReadOnlySqlTransaction) and not self.mount.read_only:
             message = "postgres server is read-only (a standby?); appends need the primary"
         elif isinstance(exc, pg_errors.InsufficientPrivilege):
@@ -102,7 +110,7 @@ class Pool:
     # -- connections and transactions -----------------------------------------------------
 
     @contextmanager
-    def connection(self) -> Iterator[Conn]:
+    def connection(self) -> Generator[Conn, None, None]:
         with self._pool.connection() as conn:
             yield conn
         self.reachable = True
@@ -141,7 +149,7 @@ class Pool:
 
 
 @contextmanager
-def cancelling(conn: Conn, token: CancelToken) -> Iterator[None]:
+def cancelling(conn: Conn, token: CancelToken) -> Generator[None, None, None]:
     """While the block runs, a fired token cancels the running statement within 100 ms."""
     if token is NULL_TOKEN:
         yield

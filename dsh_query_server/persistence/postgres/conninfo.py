@@ -34,8 +34,12 @@ _REFUSED = {
 }
 _SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 _TARGET_ATTRS = ("any", "read-write", "read-only", "primary", "standby", "prefer-standby")
-_DEFAULTS = {"connect_timeout": "10", "keepalives_idle": "30", "keepalives_interval": "10",
-             "keepalives_count": "3"}
+_DEFAULTS = {
+    "connect_timeout": "10",
+    "keepalives_idle": "30",
+    "keepalives_interval": "10",
+    "keepalives_count": "3",
+}
 _SECRET_KEYS = ("password", "sslpassword")
 
 
@@ -81,8 +85,12 @@ class PgMount:
         if self.read_only:
             settings += " -c default_transaction_read_only=on"
         return make_conninfo(
-            "", **self.libpq, application_name=self.application_name, client_encoding="UTF8",
-            options=settings)
+            "",
+            **self.libpq,
+            application_name=self.application_name,
+            client_encoding="UTF8",
+            options=settings,
+        )
 
     def unauthenticated_tls_hosts(self) -> list[str]:
         """Non-loopback TCP hosts whose server identity libpq does not verify (§1.3)."""
@@ -151,8 +159,9 @@ class _Parser:
         self.redacted = redact(uri)
 
     def fail(self, detail: str) -> QueryError:
-        return QueryError(errors.INVALID_CONFIG,
-                          f"session-query: postgres URI {self.redacted}: {detail}")
+        return QueryError(
+            errors.INVALID_CONFIG, f"session-query: postgres URI {self.redacted}: {detail}"
+        )
 
     def pairs(self, query: str) -> list[tuple[str, str, str]]:
         """(key, decoded value, raw value) per query pair; refuses repeats and bad escapes."""
@@ -196,8 +205,15 @@ def _ours(parser: _Parser, key: str, value: str, settings: dict[str, object]) ->
     settings[key] = checked
 
 
-_OURS = ("schema", "readOnly", "poolSize", "poolTimeoutMs", "statementTimeoutMs",
-         "applicationName", "listen")
+_OURS = (
+    "schema",
+    "readOnly",
+    "poolSize",
+    "poolTimeoutMs",
+    "statementTimeoutMs",
+    "applicationName",
+    "listen",
+)
 
 
 def _check_values(parser: _Parser, libpq: dict[str, str]) -> None:
@@ -206,7 +222,8 @@ def _check_values(parser: _Parser, libpq: dict[str, str]) -> None:
     attrs = libpq.get("target_session_attrs")
     if attrs is not None and attrs not in _TARGET_ATTRS:
         raise parser.fail(
-            f'parameter "target_session_attrs" must be one of {", ".join(_TARGET_ATTRS)}')
+            f'parameter "target_session_attrs" must be one of {", ".join(_TARGET_ATTRS)}'
+        )
     for port in libpq.get("port", "").split(",") if "port" in libpq else []:
         if port and _integer(port, 1, 65535) is None:
             raise parser.fail('parameter "port" must be an integer from 1 to 65535')

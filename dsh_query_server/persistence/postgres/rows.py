@@ -80,15 +80,17 @@ def _reconstructs(event: Event) -> bool:
     data = dict(row.data)
     name = "args" if row.tag == "tool-call-chunks" else "texts"
     data["dt"], data[name] = [], data[name][:1]
-    member = records.unpack_row({"type": row.tag, "seq0": row.seq0, "time0": row.time0,
-                                 "data": data})
-    return isinstance(member[0], Event) and member[0].raw == event.raw
+    member = records.unpack_row(
+        {"type": row.tag, "seq0": row.seq0, "time0": row.time0, "data": data}
+    )
+    return member[0].raw == event.raw
 
 
 def _scalar(event: Event) -> Record:
     if not (isinstance(event.type, str) and event.type):
-        raise ValueError(f"cannot store the event at seq {event.seq}: type must be a non-empty"
-                         " string")
+        raise ValueError(
+            f"cannot store the event at seq {event.seq}: type must be a non-empty string"
+        )
     if not is_safe_integer(event.time):
         raise ValueError(f"cannot store the event at seq {event.seq}: time must be a safe integer")
     if not event.has_data:
@@ -124,14 +126,17 @@ def batch_start(session_id: str, events: list[Event]) -> int:
     """The first seq of a non-empty batch, after checking that it is contiguous (§3.6)."""
     first = events[0].seq
     if not is_nonneg_safe_integer(first):
-        raise ValueError(f'session "{session_id}" append batch is not contiguous at index 0:'
-                         f" expected a non-negative safe integer seq, got {first!r}")
+        raise ValueError(
+            f'session "{session_id}" append batch is not contiguous at index 0:'
+            f" expected a non-negative safe integer seq, got {first!r}"
+        )
     first = int(first)
     for index, event in enumerate(events):
         if type(event.seq) not in (int, float) or event.seq != first + index:
             raise ValueError(
                 f'session "{session_id}" append batch is not contiguous at index {index}:'
-                f" expected seq {first + index}, got {jsoncodec.dumps(event.seq).decode()}")
+                f" expected seq {first + index}, got {jsoncodec.dumps(event.seq).decode()}"
+            )
     if first + len(events) - 1 > MAX_SAFE_INTEGER:
         raise ValueError(f'session "{session_id}" append batch ends beyond the safe integers')
     return first
@@ -143,7 +148,8 @@ def batch_start(session_id: str, events: list[Event]) -> int:
 
 def _corrupt_row(session_id: str, reason: str) -> SessionPersistenceCorruptionError:
     return SessionPersistenceCorruptionError(
-        f'corrupt postgres session row "{session_id}": {reason}')
+        f'corrupt postgres session row "{session_id}": {reason}'
+    )
 
 
 def _require_format_v0(header: Header) -> None:
@@ -154,10 +160,12 @@ def _require_format_v0(header: Header) -> None:
     if version > 0:
         raise SessionFormatUnsupportedError(
             f'session "{header.id}" uses log format v{version}, but this harness reads only v0:'
-            " the log was written by a newer harness — upgrade the harness to open it")
+            " the log was written by a newer harness — upgrade the harness to open it"
+        )
     raise SessionFormatUnsupportedError(
         f'session "{header.id}" uses log format v{version}, older than the supported v0,'
-        " and this build ships no upgrade path for it")
+        " and this build ships no upgrade path for it"
+    )
 
 
 def _optional(header: Header, wire: str, rule: Callable[[object], bool]) -> bool:
@@ -185,18 +193,22 @@ def decode_header(session_id: str, text: str, created_at: object | None = None) 
     _require_format_v0(header)
     checks = (
         (header.id == session_id, "header id does not match the row's id"),
-        (is_nonneg_safe_integer(header.created_at),
-         "createdAt must be a non-negative safe integer"),
+        (
+            is_nonneg_safe_integer(header.created_at),
+            "createdAt must be a non-negative safe integer",
+        ),
         (created_at is None or created_at == header.created_at, "created_at does not match"),
         (_optional(header, "cwd", _is_str), "cwd must be a string"),
-        (_optional(header, "parentSession", _is_str),
-         "parentSession must be a string"),
-        (_optional(header, "agentPreset", _is_str),
-         "agentPreset must be a string"),
-        (_optional(header, "seedLength", is_nonneg_safe_integer),
-         "seedLength must be a non-negative safe integer"),
-        (_optional(header, "delegationDepth", is_nonneg_safe_integer),
-         "delegationDepth must be a non-negative safe integer"),
+        (_optional(header, "parentSession", _is_str), "parentSession must be a string"),
+        (_optional(header, "agentPreset", _is_str), "agentPreset must be a string"),
+        (
+            _optional(header, "seedLength", is_nonneg_safe_integer),
+            "seedLength must be a non-negative safe integer",
+        ),
+        (
+            _optional(header, "delegationDepth", is_nonneg_safe_integer),
+            "delegationDepth must be a non-negative safe integer",
+        ),
         (_optional(header, "origin", _is_subagent), 'origin must be "subagent"'),
     )
     for ok, reason in checks:
@@ -207,7 +219,8 @@ def decode_header(session_id: str, text: str, created_at: object | None = None) 
 
 def _invalid(seq: int, reason: str) -> SessionPersistenceCorruptionError:
     return SessionPersistenceCorruptionError(
-        f"corrupt session log: invalid stored record at seq {seq}: {reason}")
+        f"corrupt session log: invalid stored record at seq {seq}: {reason}"
+    )
 
 
 def _scalar_event(seq: int, record: bytes) -> Event:
@@ -246,7 +259,7 @@ def decode_record(row: Record) -> list[Event]:
         raise _invalid(seq, str(exc)) from None
     if value["seq0"] != seq or len(events) != last_seq - seq + 1:
         raise _invalid(seq, "seq0 and the member count do not match seq and last_seq")
-    return [e for e in events if isinstance(e, Event)]
+    return events
 
 
 def decode_rows(rows: Iterable[Record], count: int, start: int = 0) -> Iterator[Event]:
@@ -257,10 +270,12 @@ def decode_rows(rows: Iterable[Record], count: int, start: int = 0) -> Iterator[
         seq, last_seq = row[0], row[1]
         if seq != expected:
             raise SessionPersistenceCorruptionError(
-                f"corrupt session log: seq gap at seq {seq} (expected {expected})")
+                f"corrupt session log: seq gap at seq {seq} (expected {expected})"
+            )
         yield from decode_record(row)
         expected = last_seq + 1
     if expected != count:
         raise SessionPersistenceCorruptionError(
             f"corrupt session log: stored rows end at seq {expected - 1}, but the session row"
-            f" counts {count} events")
+            f" counts {count} events"
+        )

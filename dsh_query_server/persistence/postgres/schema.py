@@ -73,25 +73,47 @@ INSERT INTO {s}.store VALUES (true, 'dsh-query-server', 1, {store_id}, 0, 0, now
 # (column, format_type, not null) in table order (§2.2).
 COLUMNS: dict[str, tuple[tuple[str, str, bool], ...]] = {
     "store": (
-        ("singleton", "boolean", True), ("application", "text", True),
-        ("schema_version", "integer", True), ("store_id", "uuid", True),
-        ("change_count", "bigint", True), ("deletions", "bigint", True),
-        ("created_at", "timestamp with time zone", True)),
+        ("singleton", "boolean", True),
+        ("application", "text", True),
+        ("schema_version", "integer", True),
+        ("store_id", "uuid", True),
+        ("change_count", "bigint", True),
+        ("deletions", "bigint", True),
+        ("created_at", "timestamp with time zone", True),
+    ),
     "sessions": (
-        ("pk", "bigint", True), ("id", "text", True), ("header", "text", True),
-        ("created_at", "bigint", True), ("event_count", "bigint", True),
-        ("revision", "uuid", True), ("change", "bigint", True),
-        ("written_at", "timestamp with time zone", True), ("writer", "text", True)),
+        ("pk", "bigint", True),
+        ("id", "text", True),
+        ("header", "text", True),
+        ("created_at", "bigint", True),
+        ("event_count", "bigint", True),
+        ("revision", "uuid", True),
+        ("change", "bigint", True),
+        ("written_at", "timestamp with time zone", True),
+        ("writer", "text", True),
+    ),
     "events": (
-        ("session_pk", "bigint", True), ("seq", "bigint", True), ("last_seq", "bigint", True),
-        ("record", "text", True)),
+        ("session_pk", "bigint", True),
+        ("seq", "bigint", True),
+        ("last_seq", "bigint", True),
+        ("record", "text", True),
+    ),
 }
 CONSTRAINTS: dict[str, tuple[tuple[str, str], ...]] = {
     "store": (("store_pkey", "p"), ("store_singleton", "c")),
-    "sessions": (("sessions_pkey", "p"), ("sessions_id_key", "u"), ("sessions_id_length", "c"),
-                 ("sessions_created_at_range", "c"), ("sessions_event_count_range", "c")),
-    "events": (("events_pkey", "p"), ("events_session_pk_fkey", "f"),
-               ("events_seq_range", "c"), ("events_span", "c")),
+    "sessions": (
+        ("sessions_pkey", "p"),
+        ("sessions_id_key", "u"),
+        ("sessions_id_length", "c"),
+        ("sessions_created_at_range", "c"),
+        ("sessions_event_count_range", "c"),
+    ),
+    "events": (
+        ("events_pkey", "p"),
+        ("events_session_pk_fkey", "f"),
+        ("events_seq_range", "c"),
+        ("events_span", "c"),
+    ),
 }
 TRIGGERS = (("events", "events_append_only"), ("sessions", "sessions_deleted"))
 
@@ -116,37 +138,56 @@ class StoreIdentity:
 Conn = psycopg.Connection[tuple[object, ...]]
 
 
-def _one(conn: Conn, query: sql.Composable | LiteralString,
-         params: tuple[object, ...] | dict[str, object] = ()) -> tuple[object, ...] | None:
+def _one(
+    conn: Conn,
+    query: sql.Composable | LiteralString,
+    params: tuple[object, ...] | dict[str, object] = (),
+) -> tuple[object, ...] | None:
     return conn.execute(query, params).fetchone()  # type: ignore[arg-type]
 
 
 def _difference(conn: Conn, schema: str, oid: int) -> str | None:
     """The first way the schema's objects differ from §2.2 (step 6), or None."""
     for table, expected in COLUMNS.items():
-        rel = _one(conn, "SELECT oid FROM pg_catalog.pg_class WHERE relnamespace = %s"
-                   " AND relname = %s AND relkind = 'r'", (oid, table))
+        rel = _one(
+            conn,
+            "SELECT oid FROM pg_catalog.pg_class WHERE relnamespace = %s"
+            " AND relname = %s AND relkind = 'r'",
+            (oid, table),
+        )
         if rel is None:
             return f"table {schema}.{table} is missing"
         found = conn.execute(
             "SELECT attname, pg_catalog.format_type(atttypid, atttypmod), attnotnull"
             " FROM pg_catalog.pg_attribute WHERE attrelid = %s AND attnum > 0"
-            " AND NOT attisdropped ORDER BY attnum", (rel[0],)).fetchall()
+            " AND NOT attisdropped ORDER BY attnum",
+            (rel[0],),
+        ).fetchall()
         for index, want in enumerate(expected):
             got = tuple(found[index]) if index < len(found) else None
             if got != want:
-                return (f"column {index + 1} of {schema}.{table} is not {want[0]} {want[1]}"
-                        " NOT NULL")
+                return f"column {index + 1} of {schema}.{table} is not {want[0]} {want[1]} NOT NULL"
         if len(found) > len(expected):
             return f"{schema}.{table} has an extra column {found[len(expected)][0]}"
         for name, kind in CONSTRAINTS[table]:
-            if _one(conn, "SELECT 1 FROM pg_catalog.pg_constraint WHERE conrelid = %s"
-                    " AND conname = %s AND contype = %s", (rel[0], name, kind)) is None:
+            if (
+                _one(
+                    conn,
+                    "SELECT 1 FROM pg_catalog.pg_constraint WHERE conrelid = %s"
+                    " AND conname = %s AND contype = %s",
+                    (rel[0], name, kind),
+                )
+                is None
+            ):
                 return f"constraint {name} of {schema}.{table} is missing"
     for table, trigger in TRIGGERS:
-        row = _one(conn, "SELECT t.tgenabled FROM pg_catalog.pg_trigger t"
-                   " JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid WHERE c.relnamespace = %s"
-                   " AND c.relname = %s AND t.tgname = %s", (oid, table, trigger))
+        row = _one(
+            conn,
+            "SELECT t.tgenabled FROM pg_catalog.pg_trigger t"
+            " JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid WHERE c.relnamespace = %s"
+            " AND c.relname = %s AND t.tgname = %s",
+            (oid, table, trigger),
+        )
         if row is None:
             return f"trigger {trigger} on {schema}.{table} is missing"
         if row[0] == "D":
@@ -155,10 +196,13 @@ def _difference(conn: Conn, schema: str, oid: int) -> str | None:
 
 
 def _pristine(conn: Conn, oid: int) -> bool:
-    row = _one(conn, "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = %(o)s)"
-               " OR EXISTS (SELECT 1 FROM pg_catalog.pg_proc WHERE pronamespace = %(o)s)"
-               " OR EXISTS (SELECT 1 FROM pg_catalog.pg_type WHERE typnamespace = %(o)s)",
-               {"o": oid})  # type: ignore[arg-type]
+    row = _one(
+        conn,
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = %(o)s)"
+        " OR EXISTS (SELECT 1 FROM pg_catalog.pg_proc WHERE pronamespace = %(o)s)"
+        " OR EXISTS (SELECT 1 FROM pg_catalog.pg_type WHERE typnamespace = %(o)s)",
+        {"o": oid},
+    )
     return row is not None and not row[0]
 
 
@@ -166,8 +210,9 @@ def check_encoding(conn: Conn) -> None:
     row = _one(conn, "SELECT current_database(), pg_catalog.current_setting('server_encoding')")
     assert row is not None
     if row[1] != "UTF8":
-        raise StoreRefused(f'postgres database "{row[0]}" has server_encoding {row[1]};'
-                           " dsh-query needs UTF8")
+        raise StoreRefused(
+            f'postgres database "{row[0]}" has server_encoding {row[1]}; dsh-query needs UTF8'
+        )
 
 
 def check_store(conn: Conn, schema: str) -> StoreIdentity | None:
@@ -178,54 +223,74 @@ def check_store(conn: Conn, schema: str) -> StoreIdentity | None:
     oid = int(str(row[0]))
     if _pristine(conn, oid):
         return None
-    store = _one(conn, "SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relnamespace = %s"
-                 " AND c.relname = 'store' AND c.relkind = 'r'", (oid,))
+    store = _one(
+        conn,
+        "SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relnamespace = %s"
+        " AND c.relname = 'store' AND c.relkind = 'r'",
+        (oid,),
+    )
     if store is None:
-        raise StoreRefused(f'postgres schema "{schema}" is not a dsh-query store: it holds other'
-                           " objects")
-    names = {r[0] for r in conn.execute(
-        "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = %s AND attnum > 0"
-        " AND NOT attisdropped", (store[0],))}
+        raise StoreRefused(
+            f'postgres schema "{schema}" is not a dsh-query store: it holds other objects'
+        )
+    names = {
+        r[0]
+        for r in conn.execute(
+            "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = %s AND attnum > 0"
+            " AND NOT attisdropped",
+            (store[0],),
+        )
+    }
     if not {"application", "schema_version", "store_id"} <= names:
-        raise StoreRefused(f'postgres schema "{schema}" is not a dsh-query store (application'
-                           ' "")')
-    rows = conn.execute(sql.SQL(
-        "SELECT application::text, schema_version::text, store_id::text FROM {}.store").format(
-        sql.Identifier(schema))).fetchall()
+        raise StoreRefused(f'postgres schema "{schema}" is not a dsh-query store (application "")')
+    rows = conn.execute(
+        sql.SQL(
+            "SELECT application::text, schema_version::text, store_id::text FROM {}.store"
+        ).format(sql.Identifier(schema))
+    ).fetchall()
     ours = [r for r in rows if r[0] == APPLICATION]
     if not ours:
         application = rows[0][0] if rows else ""
-        raise StoreRefused(f'postgres schema "{schema}" is not a dsh-query store (application'
-                           f' "{application}")')
+        raise StoreRefused(
+            f'postgres schema "{schema}" is not a dsh-query store (application "{application}")'
+        )
     version = int(str(ours[0][1]))
     if version > SCHEMA_VERSION:
         raise StoreRefused(
             f'postgres schema "{schema}" holds a dsh-query store of schema version {version},'
             f" written by a newer dsh-query-server; this build reads version {SCHEMA_VERSION}"
-            " — upgrade to open it")
+            " — upgrade to open it"
+        )
     if version < SCHEMA_VERSION:
         raise StoreRefused(
             f'postgres schema "{schema}" holds a dsh-query store of schema version {version},'
-            f" older than version {SCHEMA_VERSION}, and this build ships no upgrade path")
+            f" older than version {SCHEMA_VERSION}, and this build ships no upgrade path"
+        )
     difference = _difference(conn, schema, oid)
     if difference is not None:
-        raise StoreRefused(f'postgres schema "{schema}" does not contain the required schema'
-                           f" objects: {difference}")
+        raise StoreRefused(
+            f'postgres schema "{schema}" does not contain the required schema objects: {difference}'
+        )
     return StoreIdentity(system_identifier(conn), oid, str(ours[0][2]))
 
 
 def system_identifier(conn: Conn) -> int:
     """The cluster's ``system_identifier``, or 0 where ``pg_control_system()`` is not ours."""
-    row = _one(conn, "SELECT CASE WHEN pg_catalog.has_function_privilege("
-               "'pg_catalog.pg_control_system()', 'EXECUTE')"
-               " THEN (SELECT system_identifier FROM pg_catalog.pg_control_system()) ELSE 0 END")
+    row = _one(
+        conn,
+        "SELECT CASE WHEN pg_catalog.has_function_privilege("
+        "'pg_catalog.pg_control_system()', 'EXECUTE')"
+        " THEN (SELECT system_identifier FROM pg_catalog.pg_control_system()) ELSE 0 END",
+    )
     return int(str(row[0])) if row is not None else 0
 
 
 def initialize(conn: Conn, schema: str) -> StoreIdentity:
     """§2.4 initialization inside the caller's transaction: lock, re-check, create."""
-    conn.execute("SELECT pg_catalog.pg_advisory_xact_lock(%s, pg_catalog.hashtext(%s))",
-                 (ADVISORY_CLASS, schema))
+    conn.execute(
+        "SELECT pg_catalog.pg_advisory_xact_lock(%s, pg_catalog.hashtext(%s))",
+        (ADVISORY_CLASS, schema),
+    )
     identity = check_store(conn, schema)
     if identity is not None:
         return identity

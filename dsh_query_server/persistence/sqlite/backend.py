@@ -83,9 +83,15 @@ class _RowWindows:
 
     stale_errors: tuple[type[Exception], ...] = (SessionPersistenceCorruptionError, *ROW_DEFECTS)
 
-    def __init__(self, store: Store, session: SessionRow, token: CancelToken, *,
-                 decode_whole: Callable[[], tuple[StoredLog, int | None]],
-                 untorn: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        session: SessionRow,
+        token: CancelToken,
+        *,
+        decode_whole: Callable[[], tuple[StoredLog, int | None]],
+        untorn: Callable[[], None],
+    ) -> None:
         self.session_id = session.id
         self._store = store
         self._session = session
@@ -97,8 +103,15 @@ class _RowWindows:
         return self._store.revision(self._session)
 
     def read_known(self, hints: RowHints, lo: int, hi: int) -> tuple[Header, list[Event]]:
-        stored = [] if lo > hi else span_events(select_span(
-            self._store.conn, self.session_id, lo, hi, hints.torn_at, self._token), lo, hi)
+        stored = (
+            []
+            if lo > hi
+            else span_events(
+                select_span(self._store.conn, self.session_id, lo, hi, hints.torn_at, self._token),
+                lo,
+                hi,
+            )
+        )
         return self._session.header, stored
 
     def verify(self, sink: logical.StreamedLog) -> Verification[RowHints]:
@@ -120,8 +133,15 @@ class _RowWindows:
 class SqliteBackend:
     """persistence.md §5. Synchronous; safe to call from several threads."""
 
-    def __init__(self, path: str, *, journal_mode: str = "wal", busy_timeout_ms: int = 5000,
-                 read_only: bool = False, uri: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        journal_mode: str = "wal",
+        busy_timeout_ms: int = 5000,
+        read_only: bool = False,
+        uri: str | None = None,
+    ) -> None:
         if journal_mode not in JOURNAL_MODES:
             raise ValueError(f"journalMode must be one of {', '.join(JOURNAL_MODES)}")
         if type(busy_timeout_ms) is not int or not 0 <= busy_timeout_ms <= MAX_BUSY_TIMEOUT_MS:
@@ -179,8 +199,13 @@ class SqliteBackend:
         else:
             mode = "rw" if self.writable else "ro"
             target = f"file:{urllib.parse.quote(self._path)}?mode={mode}"
-        conn = sqlite3.connect(target, uri=not self._memory, isolation_level=None,
-                               check_same_thread=False, timeout=self._busy_timeout_ms / 1000)
+        conn = sqlite3.connect(
+            target,
+            uri=not self._memory,
+            isolation_level=None,
+            check_same_thread=False,
+            timeout=self._busy_timeout_ms / 1000,
+        )
         conn.text_factory = Text
         return conn
 
@@ -198,8 +223,13 @@ class SqliteBackend:
             return None
         if self.writable:  # a read-only mount leaves journal_mode and synchronous as they are
             expected = "memory" if self._memory else self._journal_mode
-            set_journal_mode(conn, self._journal_mode, expected, self._path,
-                              started + self._busy_timeout_ms / 1000)
+            set_journal_mode(
+                conn,
+                self._journal_mode,
+                expected,
+                self._path,
+                started + self._busy_timeout_ms / 1000,
+            )
             conn.execute("PRAGMA synchronous = FULL")
             expect_pragma(conn, "synchronous", 2, self._path)
         return Store(conn, self._source(store_identity(conn, self._path)))
@@ -232,8 +262,9 @@ class SqliteBackend:
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _decode_log(self, store: Store, session: SessionRow, token: CancelToken,
-                    outline: bool = False) -> tuple[StoredLog, int | None]:
+    def _decode_log(
+        self, store: Store, session: SessionRow, token: CancelToken, outline: bool = False
+    ) -> tuple[StoredLog, int | None]:
         """The stored valid prefix of one session (§5.6), inside the caller's transaction, and
         the seq of the row where its torn tail starts (None: no torn tail)."""
         require_format_v0(session.header)
@@ -241,11 +272,13 @@ class SqliteBackend:
         events, torn_at = committed_prefix(rows, outline)
         if torn_at is None:
             self._mark_verified(session)
-        return StoredLog(session.header, events, torn_at is not None,
-                         store.revision(session)), torn_at
+        return StoredLog(
+            session.header, events, torn_at is not None, store.revision(session)
+        ), torn_at
 
-    def _read(self, session_id: str, token: CancelToken,
-              outline: bool = False) -> tuple[StoredLog, int | None] | None:
+    def _read(
+        self, session_id: str, token: CancelToken, outline: bool = False
+    ) -> tuple[StoredLog, int | None] | None:
         with self._locked(token) as store:
             if store is None:
                 return None
@@ -263,8 +296,9 @@ class SqliteBackend:
             raise not_found(session_id)
         return read[0]
 
-    def _verified_log(self, session_id: str,
-                      read: tuple[StoredLog, int | None] | None) -> Inspection:
+    def _verified_log(
+        self, session_id: str, read: tuple[StoredLog, int | None] | None
+    ) -> Inspection:
         """The logical log of a stored prefix; its shape is remembered for window reads."""
         if read is None:
             raise not_found(session_id)
@@ -280,8 +314,9 @@ class SqliteBackend:
         """``inspect`` with packed chunk members as ChunkOutlines (same validation, same errors)."""
         return self._verified_log(session_id, self._read(session_id, token, outline=True))
 
-    def inspect_window(self, session_id: str, first: int, last: int,
-                       token: CancelToken = NULL_TOKEN) -> Window:
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window:
         """The logical events ``first..last`` (clipped) with exactly the result and errors of
         ``inspect``. At a revision this instance already verified whole, only the window's rows
         are read; otherwise the whole log is read and verified, as ``inspect`` does
@@ -296,9 +331,12 @@ class SqliteBackend:
                     raise not_found(session_id)
                 require_format_v0(session.header)
                 source = _RowWindows(
-                    store, session, token,
+                    store,
+                    session,
+                    token,
                     decode_whole=lambda: self._decode_log(store, session, token),
-                    untorn=lambda: self._mark_verified(session))
+                    untorn=lambda: self._mark_verified(session),
+                )
                 window = read_window(self._memo, source, first, last, token)
         token.raise_if_cancelled()
         return window
@@ -336,7 +374,8 @@ class SqliteBackend:
                         token.raise_if_cancelled()
                         sessions.extend(map(session_row, chunk))
                     snapshots = tuple(
-                        Snapshot(session.header, store.revision(session)) for session in sessions)
+                        Snapshot(session.header, store.revision(session)) for session in sessions
+                    )
                     self._listing = (changed, snapshots)
                 snapshots = self._listing[1]
         token.raise_if_cancelled()
@@ -352,7 +391,8 @@ class SqliteBackend:
     def _require_writable(self) -> None:
         if not self.writable:
             raise SessionPersistenceReadOnlyError(
-                f"persistence backend {self.uri} is mounted read-only")
+                f"persistence backend {self.uri} is mounted read-only"
+            )
 
     def create(self, header: Header) -> None:
         """Remember a new session's header (§2.1); nothing is written until its first append."""
@@ -368,7 +408,8 @@ class SqliteBackend:
             if stored:
                 raise ValueError(
                     f'session "{session_id}" already has a persisted log on disk; load/resume it'
-                    " instead of creating")
+                    " instead of creating"
+                )
             self._created[session_id] = columns
 
     def _stored_next_seq(self, store: Store, session: SessionRow) -> int:
@@ -379,11 +420,13 @@ class SqliteBackend:
         log, _ = self._decode_log(store, session, NULL_TOKEN)
         if log.torn:
             raise ValueError(
-                f'session "{session.id}" has a torn stored tail; repair it before appending')
+                f'session "{session.id}" has a torn stored tail; repair it before appending'
+            )
         return len(log.events)
 
-    def _append_rows(self, store: Store, session_id: str, first: int,
-                     rows: list[Columns]) -> tuple[str, int]:
+    def _append_rows(
+        self, store: Store, session_id: str, first: int, rows: list[Columns]
+    ) -> tuple[str, int]:
         """Steps 1–7 of §5.7 in one BEGIN IMMEDIATE; the committed (incarnation, revision)."""
         conn = store.conn
         with transaction(conn, "BEGIN IMMEDIATE"):
@@ -395,7 +438,8 @@ class SqliteBackend:
             if first != expected:
                 raise ValueError(
                     f"session {session_id} append starts at seq {first}, stored next seq is"
-                    f" {expected}")
+                    f" {expected}"
+                )
             if session is None:
                 incarnation, revision = str(uuid.uuid4()), 0
                 columns = self._created[session_id]
@@ -403,10 +447,12 @@ class SqliteBackend:
             else:
                 incarnation, revision = session.incarnation, session.revision
             text_id = to_text(session_id)
-            conn.executemany(EVENT_INSERT, [
-                (text_id, seq, to_text(kind), *rest) for seq, kind, *rest in rows])
-            conn.execute("UPDATE sessions SET revision = revision + 1 WHERE id = CAST(? AS TEXT)",
-                         (text_id,))
+            conn.executemany(
+                EVENT_INSERT, [(text_id, seq, to_text(kind), *rest) for seq, kind, *rest in rows]
+            )
+            conn.execute(
+                "UPDATE sessions SET revision = revision + 1 WHERE id = CAST(? AS TEXT)", (text_id,)
+            )
         return incarnation, revision + 1
 
     def append(self, session_id: str, events: list[Event]) -> None:
@@ -428,7 +474,6 @@ class SqliteBackend:
             if self._store is not None:
                 self._store.conn.close()
                 self._store = None
-
 
 
 if TYPE_CHECKING:  # the contract (base.py), checked by pyright

@@ -25,6 +25,7 @@ _msgspec_decode = msgspec.json.decode
 # decompressing, not after a hostile frame has expanded in memory.
 _DECOMPRESS_SLICE = 1024
 
+
 class MalformedProvenance(ValueError):
     """A ``source_event_seqs`` BLOB that does not decode (§5.5)."""
 
@@ -104,7 +105,8 @@ def _read_varint(blob: bytes, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 56:
             raise MalformedProvenance(
-                f"varint at byte {start} out of range (more than 8 continuation steps)")
+                f"varint at byte {start} out of range (more than 8 continuation steps)"
+            )
 
 
 def decode_provenance(blob: bytes) -> list[int]:
@@ -151,7 +153,7 @@ def _decompress(frame: bytes, limit: int | None) -> bytes:
     consumed = 0
     try:
         while consumed < len(frame) and not decompressor.eof:
-            piece = frame[consumed:consumed + _DECOMPRESS_SLICE]
+            piece = frame[consumed : consumed + _DECOMPRESS_SLICE]
             consumed += len(piece)
             out += decompressor.decompress(piece)
             if limit is not None and len(out) > limit:
@@ -193,4 +195,3 @@ def parse_json(text: bytes, column: str) -> Any:
         raise InvalidRow(f"{column} is not valid UTF-8") from None
     except jsoncodec.JSONDecodeError as exc:
         raise InvalidRow(f"{column} is not JSON: {exc}") from None
-

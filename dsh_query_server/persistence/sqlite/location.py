@@ -26,21 +26,25 @@ def _lstat_or_none(path: str) -> os.stat_result | None:
 def _require_private_dir(directory: str, st: os.stat_result) -> None:
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
         raise SessionDatabaseRefused(
-            f'session database parent "{directory}" must be a real directory')
+            f'session database parent "{directory}" must be a real directory'
+        )
     if _POSIX and (st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
         raise SessionDatabaseRefused(
             f'session database parent "{directory}" must be owned by the current user and not'
-            " group/world-writable")
+            " group/world-writable"
+        )
 
 
 def _require_private_file(path: str, st: os.stat_result) -> None:
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
         raise SessionDatabaseRefused(
-            f'session database "{path}" must be a regular file, not a symbolic link')
+            f'session database "{path}" must be a regular file, not a symbolic link'
+        )
     if _POSIX and (st.st_uid != os.geteuid() or st.st_mode & 0o077):
         raise SessionDatabaseRefused(
             f'session database "{path}" must be owned by the current user and accessible only'
-            " by that user")
+            " by that user"
+        )
 
 
 def check_location(path: str, *, create_parents: bool) -> bool:
@@ -74,4 +78,3 @@ def birth_ns(st: os.stat_result) -> int:
         return birth_ns
     birth = getattr(st, "st_birthtime", None)
     return 0 if birth is None else int(birth * 1_000_000_000)
-

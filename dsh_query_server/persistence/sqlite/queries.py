@@ -20,12 +20,12 @@ from .sessions import SessionRow, session_row
 
 def select_session(conn: sqlite3.Connection, session_id: str) -> SessionRow | None:
     row = conn.execute(
-        f"{SESSION_SELECT} WHERE id = CAST(? AS TEXT)", (to_text(session_id),)).fetchone()
+        f"{SESSION_SELECT} WHERE id = CAST(? AS TEXT)", (to_text(session_id),)
+    ).fetchone()
     return None if row is None else session_row(row)
 
 
-def select_rows(conn: sqlite3.Connection, session_id: str,
-                 token: CancelToken) -> Generator[Row]:
+def select_rows(conn: sqlite3.Connection, session_id: str, token: CancelToken) -> Generator[Row]:
     """Every events row of the session in seq order, each validated (§5.6 steps 1–2).
 
     Rows stream one at a time, so a long log's rows are never all in memory, and few objects
@@ -39,19 +39,28 @@ def select_rows(conn: sqlite3.Connection, session_id: str,
     token.raise_if_cancelled()
 
 
-def select_span(conn: sqlite3.Connection, session_id: str, lo: int, hi: int, torn_at: int | None,
-                 token: CancelToken) -> list[Row]:
+def select_span(
+    conn: sqlite3.Connection,
+    session_id: str,
+    lo: int,
+    hi: int,
+    torn_at: int | None,
+    token: CancelToken,
+) -> list[Row]:
     """The rows that hold stored seqs ``lo..hi`` of a verified prefix: the last row starting at
     or before ``lo`` (a packed row covering ``lo`` starts up to 1,023 seqs earlier) and every row
     after it through ``hi``. Two primary-key range reads, however long the log is. Rows from
     ``torn_at`` on are the torn tail, whose seqs may overlap the prefix: they are left out."""
     text_id = to_text(session_id)
     limit = MAX_SAFE_INTEGER + 1 if torn_at is None else torn_at
-    head = conn.execute(f"{EVENT_SELECT} AND seq <= ? AND seq < ? ORDER BY seq DESC LIMIT 1",
-                        (text_id, lo, limit)).fetchall()
+    head = conn.execute(
+        f"{EVENT_SELECT} AND seq <= ? AND seq < ? ORDER BY seq DESC LIMIT 1", (text_id, lo, limit)
+    ).fetchall()
     token.raise_if_cancelled()
-    rest = conn.execute(f"{EVENT_SELECT} AND seq > ? AND seq <= ? AND seq < ? ORDER BY seq",
-                        (text_id, lo, hi, limit)).fetchall()
+    rest = conn.execute(
+        f"{EVENT_SELECT} AND seq > ? AND seq <= ? AND seq < ? ORDER BY seq",
+        (text_id, lo, hi, limit),
+    ).fetchall()
     token.raise_if_cancelled()
     return [event_row(values) for values in head + rest]
 
@@ -81,14 +90,19 @@ def discover_tail(conn: sqlite3.Connection, session_id: str) -> int:
     Reads the last two physical rows, and the packed rows up to 1,023 seqs before them that
     could reach into them; they must decode, not overlap, and the last two must be adjacent."""
     text_id = to_text(session_id)
-    last_two = [event_row(r) for r in conn.execute(
-        f"{EVENT_SELECT} ORDER BY seq DESC LIMIT 2", (text_id,))][::-1]
+    last_two = [
+        event_row(r) for r in conn.execute(f"{EVENT_SELECT} ORDER BY seq DESC LIMIT 2", (text_id,))
+    ][::-1]
     if not last_two:
         return 0
     low = last_two[0].seq
-    earlier = [event_row(r) for r in conn.execute(
-        f"{EVENT_SELECT} AND seq >= ? AND seq < ? AND ignorable = 0 ORDER BY seq",
-        (text_id, low - (MAX_PACKED_MEMBERS - 1), low))]
+    earlier = [
+        event_row(r)
+        for r in conn.execute(
+            f"{EVENT_SELECT} AND seq >= ? AND seq < ? AND ignorable = 0 ORDER BY seq",
+            (text_id, low - (MAX_PACKED_MEMBERS - 1), low),
+        )
+    ]
     for row in earlier:
         if _decode_tail_row(session_id, row)[-1].seq >= low:
             raise _invalid_tail(session_id, low)
@@ -100,4 +114,3 @@ def discover_tail(conn: sqlite3.Connection, session_id: str) -> int:
 
 def not_found(session_id: str) -> LookupError:
     return LookupError(f'session "{session_id}" not found')
-

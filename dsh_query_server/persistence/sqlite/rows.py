@@ -46,8 +46,8 @@ def _scalar_problem(event: Event) -> str | None:
         return "data is missing"
     sources = event.source_seqs
     if sources is not UNSET and not (
-            isinstance(sources, list)
-            and all(map(is_nonneg_safe_integer, cast(list[Any], sources)))):
+        isinstance(sources, list) and all(map(is_nonneg_safe_integer, cast(list[Any], sources)))
+    ):
         return "sourceEventSeqs must be an array of non-negative safe integers"
     if event.ignorable is not UNSET and event.ignorable is not True:
         return "ignorable must be true when present"
@@ -78,9 +78,11 @@ def _packed_columns(row: records.PackedRow) -> Columns:
 def physical_rows(events: list[Event]) -> list[Columns]:
     """One write batch as physical rows: packed within the sqlite bounds, the rest scalar."""
     packed = records.pack(
-        events, max_members=MAX_PACKED_MEMBERS, max_data_bytes=MAX_PACKED_DATA_BYTES)
+        events, max_members=MAX_PACKED_MEMBERS, max_data_bytes=MAX_PACKED_DATA_BYTES
+    )
     return [
-        _packed_columns(record) if isinstance(record, records.PackedRow)
+        _packed_columns(record)
+        if isinstance(record, records.PackedRow)
         else _scalar_columns(record)
         for record in packed
     ]
@@ -96,7 +98,8 @@ def batch_start(session_id: str, events: list[Event]) -> int:
         if not is_valid_seq_at(event.seq, first + index):
             raise ValueError(
                 f"session {session_id} append batch is not contiguous: expected seq"
-                f" {first + index} at index {index}, got {render(event.seq)}")
+                f" {first + index} at index {index}, got {render(event.seq)}"
+            )
     return first
 
 
@@ -149,11 +152,18 @@ def event_row(values: tuple[Any, ...]) -> Row:
     """Step 2 of §5.6 for an events row; any failure is corruption wherever the row sits."""
     seq, kind, time_, data, sources, surface_op, ignorable = values
     # The checks of _event_row_problem for the usual row, inline; anything else goes the long way.
-    if (type(seq) is int and 0 <= seq <= MAX_SAFE_INTEGER and type(kind) is Text and kind
-            and type(time_) is int and -MAX_SAFE_INTEGER <= time_ <= MAX_SAFE_INTEGER
-            and isinstance(data, bytes) and (sources is None or type(sources) is bytes)
-            and (surface_op is None or type(surface_op) is Text)
-            and (ignorable is None or (type(ignorable) is int and 0 <= ignorable <= 1))):
+    if (
+        type(seq) is int
+        and 0 <= seq <= MAX_SAFE_INTEGER
+        and type(kind) is Text
+        and kind
+        and type(time_) is int
+        and -MAX_SAFE_INTEGER <= time_ <= MAX_SAFE_INTEGER
+        and isinstance(data, bytes)
+        and (sources is None or type(sources) is bytes)
+        and (surface_op is None or type(surface_op) is Text)
+        and (ignorable is None or (type(ignorable) is int and 0 <= ignorable <= 1))
+    ):
         name = _TYPE_NAMES.get(kind)
         if name is not None:
             return Row(seq, name, time_, data, sources, surface_op, ignorable)
@@ -169,7 +179,8 @@ def event_row(values: tuple[Any, ...]) -> Row:
                 _TYPE_NAMES[bytes(values[1])] = name
     if problem is not None:
         raise SessionPersistenceCorruptionError(
-            f"corrupt session log: invalid events row at seq {values[0]}: {problem}")
+            f"corrupt session log: invalid events row at seq {values[0]}: {problem}"
+        )
     return Row(values[0], name, *values[2:])
 
 
@@ -210,9 +221,13 @@ def _decode_packed(row: Row, outline: bool = False) -> list[Event]:
         if members is not None:
             return _as_events(members)
     data = parse_json(text, "data")
-    return _as_events(records.unpack_row(
-        {"type": row.type, "seq0": row.seq, "time0": row.time, "data": data}, sqlite=True,
-        outline=outline))
+    return _as_events(
+        records.unpack_row(
+            {"type": row.type, "seq0": row.seq, "time0": row.time, "data": data},
+            sqlite=True,
+            outline=outline,
+        )
+    )
 
 
 def _as_events(members: list[Event] | list[records.ChunkOutline]) -> list[Event]:
@@ -240,8 +255,7 @@ def _proves_commit(row: Row) -> bool:
     return row.type == "turn/end" and row.ignorable != 0 and _decodes(row)
 
 
-def committed_prefix(rows: Iterable[Row],
-                      outline: bool = False) -> tuple[list[Event], int | None]:
+def committed_prefix(rows: Iterable[Row], outline: bool = False) -> tuple[list[Event], int | None]:
     """The stored valid prefix, and the seq of the row that starts its torn tail (None when there
     is no torn tail) (§5.6 step 3)."""
     events: list[Event] = []
@@ -249,9 +263,12 @@ def committed_prefix(rows: Iterable[Row],
     return events, torn_at
 
 
-def scan_prefix(rows: Iterable[Row], append: Callable[[Event], Any],
-                 extend: Callable[[list[Event]], Any],
-                 outline: bool = False) -> tuple[int, int | None]:
+def scan_prefix(
+    rows: Iterable[Row],
+    append: Callable[[Event], Any],
+    extend: Callable[[list[Event]], Any],
+    outline: bool = False,
+) -> tuple[int, int | None]:
     """Pass the events of the stored valid prefix, in order, to ``append``/``extend``; the
     number of them, and the seq of the row that starts the torn tail (None: no torn tail).
 
@@ -291,4 +308,3 @@ def scan_prefix(rows: Iterable[Row], append: Callable[[Event], Any],
             f"corrupt session log: invalid committed physical row at seq {defect[0].seq}"
         ) from defect[1]
     return count, defect[0].seq
-

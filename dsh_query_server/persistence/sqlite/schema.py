@@ -88,10 +88,10 @@ def transaction(conn: sqlite3.Connection, begin: str) -> Generator[None]:
         if conn.in_transaction:
             try:
                 conn.execute("ROLLBACK")
-            except BaseException as rollback_exc:
+            except BaseException as rollback_exc:  # noqa: BLE001 - raised with the first, below
                 raise BaseExceptionGroup(
-                    "SQLite transaction failed and rolling it back failed too",
-                    [exc, rollback_exc]) from None
+                    "SQLite transaction failed and rolling it back failed too", [exc, rollback_exc]
+                ) from None
         raise
 
 
@@ -107,8 +107,9 @@ def expect_pragma(conn: sqlite3.Connection, name: str, expected: Any, label: str
         raise refused(label, f"reads back {name} = {value}, expected {expected}")
 
 
-def apply_settings(conn: sqlite3.Connection, busy_timeout_ms: int, label: str,
-                    is_file: bool) -> None:
+def apply_settings(
+    conn: sqlite3.Connection, busy_timeout_ms: int, label: str, is_file: bool
+) -> None:
     """The connection settings of §5.2 that come before the opening transaction."""
     conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
     conn.execute("PRAGMA trusted_schema = OFF")
@@ -119,8 +120,9 @@ def apply_settings(conn: sqlite3.Connection, busy_timeout_ms: int, label: str,
     conn.execute("PRAGMA foreign_keys = ON")
 
 
-def set_journal_mode(conn: sqlite3.Connection, mode: str, expected: str, label: str,
-                      deadline: float) -> None:
+def set_journal_mode(
+    conn: sqlite3.Connection, mode: str, expected: str, label: str, deadline: float
+) -> None:
     """Change the journal mode; it fails with SQLITE_BUSY at once, so retry until ``deadline``."""
     while True:
         try:
@@ -147,8 +149,9 @@ def refused(label: str, defect: str) -> SessionDatabaseRefused:
 
 
 def _wrong_version(label: str, user_version: int) -> SessionDatabaseRefused:
-    return refused(label, f"has schema version {user_version}, incompatible with this build"
-                           f" ({USER_VERSION})")
+    return refused(
+        label, f"has schema version {user_version}, incompatible with this build ({USER_VERSION})"
+    )
 
 
 def _wrong_application(label: str, application_id: int) -> SessionDatabaseRefused:
@@ -168,8 +171,9 @@ def _refuse_foreign(label: str, user_version: int, application_id: int, objects:
 def _initialize(conn: sqlite3.Connection) -> None:
     for _, _, _, sql in CANONICAL_SCHEMA:
         conn.execute(sql)
-    conn.execute("INSERT INTO persistence_state (singleton, store_id) VALUES (1, ?)",
-                 (str(uuid.uuid4()),))
+    conn.execute(
+        "INSERT INTO persistence_state (singleton, store_id) VALUES (1, ?)", (str(uuid.uuid4()),)
+    )
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute(f"PRAGMA user_version = {USER_VERSION}")
 
@@ -182,7 +186,9 @@ def _require_canonical_schema(conn: sqlite3.Connection, label: str) -> None:
     found = tuple(
         (*(_schema_text(v) for v in row[:3]), collapse_whitespace(_schema_text(row[3]) or ""))
         for row in conn.execute(
-            f"SELECT type, name, tbl_name, sql {_USER_OBJECTS} ORDER BY type, name"))
+            f"SELECT type, name, tbl_name, sql {_USER_OBJECTS} ORDER BY type, name"
+        )
+    )
     if found != CANONICAL_SCHEMA:
         raise refused(label, "does not contain the required schema objects")
 
@@ -229,4 +235,3 @@ class Store:
 
     def revision(self, session: SessionRow) -> str:
         return f"{self.source}:incarnation:{session.incarnation}:revision:{session.revision}"
-

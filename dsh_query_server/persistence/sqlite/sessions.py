@@ -17,7 +17,8 @@ from .codec import Text, from_text, to_text
 from .rows import is_int
 
 UUID_PATTERN = re.compile(
-    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
 
 # Session columns in table order, with the header's wire names (§5.4).
 _HEADER_COLUMNS = (
@@ -48,8 +49,10 @@ _HEADER_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "id": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
     "version": (is_int, "a safe integer"),
     "created_at": (lambda v: is_int(v) and v >= 0, "a non-negative safe integer"),
-    "cwd": (lambda v: v is None or (isinstance(v, str) and os.path.isabs(v)),
-            "absent or an absolute path"),
+    "cwd": (
+        lambda v: v is None or (isinstance(v, str) and os.path.isabs(v)),
+        "absent or an absolute path",
+    ),
     "parent_session": (_null_or_str, "absent or a string"),
     "seed_length": (_null_or_count, "absent or a non-negative safe integer"),
     "origin": (lambda v: v is None or v == "subagent", 'absent or "subagent"'),
@@ -120,10 +123,15 @@ def session_row(raw: tuple[Any, ...]) -> SessionRow:
         values, problem = list(raw), "a text column is not valid text"
     if problem is not None:
         raise SessionPersistenceCorruptionError(
-            f"corrupt session log: invalid sessions row for session {values[0]!r}: {problem}")
-    header = Header.build(**{
-        wire: value for (_, wire), value in zip(_HEADER_COLUMNS, values[:9], strict=True)
-        if value is not None})
+            f"corrupt session log: invalid sessions row for session {values[0]!r}: {problem}"
+        )
+    header = Header.build(
+        **{
+            wire: value
+            for (_, wire), value in zip(_HEADER_COLUMNS, values[:9], strict=True)
+            if value is not None
+        }
+    )
     return SessionRow(header, values[9], values[10])
 
 
@@ -133,11 +141,13 @@ def require_format_v0(header: Header) -> None:
     if version > 0:
         raise SessionFormatUnsupportedError(
             f'session "{header.id}" uses log format v{version}, but this harness reads only v0:'
-            " the log was written by a newer harness — upgrade the harness to open it")
+            " the log was written by a newer harness — upgrade the harness to open it"
+        )
     if version < 0:
         raise SessionFormatUnsupportedError(
             f'session "{header.id}" uses log format v{version}, older than the supported v0,'
-            " and this build ships no upgrade path for it")
+            " and this build ships no upgrade path for it"
+        )
 
 
 def bind_text(value: Any) -> Any:

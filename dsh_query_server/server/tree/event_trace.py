@@ -52,17 +52,29 @@ def _roots(ctx: Ctx, args: Args) -> list[TreeNode]:
     session_id = str(args["sessionId"])
     loaded, seq, result = _trace(ctx, session_id, args["seq"])
     fold = loaded.fold()
-    nodes = [event_node(ctx.key("t", session_id, seq), session_id, seq, loaded.events[seq],
-                        fold.surface(seq), role="target")]
+    nodes = [
+        event_node(
+            ctx.key("t", session_id, seq),
+            session_id,
+            seq,
+            loaded.events[seq],
+            fold.surface(seq),
+            role="target",
+        )
+    ]
     for name, seqs in _groups(result).items():
         label, icon = TRACE_GROUPS[name]
-        nodes.append(TreeNode(
-            id=ctx.id("g", session_id, seq, name), label=label,
-            collapsible="expanded" if seqs else "none",
-            description=str(len(seqs)) if seqs else "(none)",
-            icon=icon, contextValue=f"group.{name}",
-            resource=TreeResource(sessionId=session_id, seq=seq),
-        ))
+        nodes.append(
+            TreeNode(
+                id=ctx.id("g", session_id, seq, name),
+                label=label,
+                collapsible="expanded" if seqs else "none",
+                description=str(len(seqs)) if seqs else "(none)",
+                icon=icon,
+                contextValue=f"group.{name}",
+                resource=TreeResource(sessionId=session_id, seq=seq),
+            )
+        )
     return nodes
 
 
@@ -72,13 +84,19 @@ def _links(ctx: Ctx, session_id: str, seq: int, name: str, offset: int) -> list[
     seqs = _groups(result)[name]
     start, end, more = page_bounds(len(seqs), offset)
     nodes = [
-        event_node(ctx.key("l", session_id, seq, name, i, seqs[i]), session_id, seqs[i],
-                   loaded.events[seqs[i]], fold.surface(seqs[i]))
+        event_node(
+            ctx.key("l", session_id, seq, name, i, seqs[i]),
+            session_id,
+            seqs[i],
+            loaded.events[seqs[i]],
+            fold.surface(seqs[i]),
+        )
         for i in range(start, end)
     ]
     if more:
-        nodes.append(more_node(ctx.key("gmore", session_id, seq, name, end), len(seqs) - end,
-                               "events"))
+        nodes.append(
+            more_node(ctx.key("gmore", session_id, seq, name, end), len(seqs) - end, "events")
+        )
     return nodes
 
 

@@ -16,8 +16,9 @@ def event_page(ctx: Ctx, session_id: str, offset: int) -> list[TreeNode]:
     total = len(loaded.events)
     start, end, more = page_bounds(total, offset)
     nodes = [
-        event_node(ctx.key("e", session_id, seq), session_id, seq, loaded.events[seq],
-                   fold.surface(seq))
+        event_node(
+            ctx.key("e", session_id, seq), session_id, seq, loaded.events[seq], fold.surface(seq)
+        )
         for seq in range(start, end)
     ]
     if more:

@@ -46,19 +46,35 @@ def group_node(ctx: Ctx, value: GroupValue, members: int) -> TreeNode:
     count = _plural(members, "session")
     if ctx.scope == AGENT:
         agent = value or "unknown"
-        return TreeNode(id=ctx.id("group", value), label=agent, collapsible="collapsed",
-                        description=count, icon=AGENT_ICONS.get(agent, "history"),
-                        tooltip=f"Sessions written by {agent}: {count}",
-                        contextValue="corpusGroup.agent")
+        return TreeNode(
+            id=ctx.id("group", value),
+            label=agent,
+            collapsible="collapsed",
+            description=count,
+            icon=AGENT_ICONS.get(agent, "history"),
+            tooltip=f"Sessions written by {agent}: {count}",
+            contextValue="corpusGroup.agent",
+        )
     if value is None:
-        return TreeNode(id=ctx.id("group", value), label="(no workspace)",
-                        collapsible="collapsed", description=count, icon="question",
-                        tooltip=f"Sessions whose header has no cwd: {count}",
-                        contextValue="corpusGroup.workspace")
+        return TreeNode(
+            id=ctx.id("group", value),
+            label="(no workspace)",
+            collapsible="collapsed",
+            description=count,
+            icon="question",
+            tooltip=f"Sessions whose header has no cwd: {count}",
+            contextValue="corpusGroup.workspace",
+        )
     head, _, base = value.rstrip("/").rpartition("/")
-    return TreeNode(id=ctx.id("group", value), label=base or value, collapsible="collapsed",
-                    description=f"{count} · {head}" if head else count, icon="folder",
-                    tooltip=f"{value}\n{count}", contextValue="corpusGroup.workspace")
+    return TreeNode(
+        id=ctx.id("group", value),
+        label=base or value,
+        collapsible="collapsed",
+        description=f"{count} · {head}" if head else count,
+        icon="folder",
+        tooltip=f"{value}\n{count}",
+        contextValue="corpusGroup.workspace",
+    )
 
 
 def groups_page(ctx: Ctx, offset: int) -> list[TreeNode]:

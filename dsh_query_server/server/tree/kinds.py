@@ -17,7 +17,6 @@ from .context import Ctx
 from .ids import ERR, Args, Key, Param, invalid
 from .nodes import TreeNode
 
-
 Children = Callable[..., "list[TreeNode]"]  # (ctx, *params)
 Parent = Callable[..., "Key | None"]  # (ctx, *params)
 

@@ -15,7 +15,17 @@ from ...query import lineage
 from ...query.labels import Lag, SessionInfo
 from ...query.loaded import Record, check_cancelled
 from .context import Ctx
-from .ids import ANCESTOR_BLOCK, PAGE, POSITIVE, SESSION, Args, Key, page_bounds, page_offset, page_start
+from .ids import (
+    ANCESTOR_BLOCK,
+    PAGE,
+    POSITIVE,
+    SESSION,
+    Args,
+    Key,
+    page_bounds,
+    page_offset,
+    page_start,
+)
 from .kinds import Kind, View
 from .nodes import TreeNode, more_node, session_node, unresolved_node
 
@@ -64,23 +74,45 @@ def _shown(block: list[Record | int]) -> list[Record]:
     return [r for r in block if isinstance(r, Record)]
 
 
-def _ancestor_nodes(ctx: Ctx, target: str, block: list[Record | int], chain: _Chain,
-                    infos: dict[str, SessionInfo], lags: dict[str, Lag]) -> list[TreeNode]:
+def _ancestor_nodes(
+    ctx: Ctx,
+    target: str,
+    block: list[Record | int],
+    chain: _Chain,
+    infos: dict[str, SessionInfo],
+    lags: dict[str, Lag],
+) -> list[TreeNode]:
     nodes: list[TreeNode] = []
     ancestors = chain.ancestors
     # The top ancestor is "root" only when the chain is complete; otherwise its parent is unknown.
     root_id = ancestors[0].header.id if ancestors and chain.unresolved is None else None
     for item in block:
         if isinstance(item, int):
-            nodes.append(TreeNode(id=ctx.id("amore", target, item), label="Earlier ancestors…",
-                                  collapsible="collapsed", description=f"{item} more ancestors",
-                                  icon="ellipsis", contextValue="more"))
+            nodes.append(
+                TreeNode(
+                    id=ctx.id("amore", target, item),
+                    label="Earlier ancestors…",
+                    collapsible="collapsed",
+                    description=f"{item} more ancestors",
+                    icon="ellipsis",
+                    contextValue="more",
+                )
+            )
             continue
         sid = item.header.id
-        role = ("parent" if sid == ancestors[-1].header.id
-                else "root" if sid == root_id else "ancestor")
-        nodes.append(session_node(ctx.key("a", target, sid), item, infos.get(sid), lags.get(sid),
-                                  collapsible="none", role=role))
+        role = (
+            "parent" if sid == ancestors[-1].header.id else "root" if sid == root_id else "ancestor"
+        )
+        nodes.append(
+            session_node(
+                ctx.key("a", target, sid),
+                item,
+                infos.get(sid),
+                lags.get(sid),
+                collapsible="none",
+                role=role,
+            )
+        )
     return nodes
 
 
@@ -96,9 +128,16 @@ def _roots(ctx: Ctx, args: Args) -> list[TreeNode]:
     labelled = [*_shown(block), record]
     infos, lags = ctx.infos(labelled), ctx.lags(labelled)
     nodes += _ancestor_nodes(ctx, target, block, chain, infos, lags)
-    nodes.append(session_node(
-        ctx.key("t", target), record, infos.get(target), lags.get(target),
-        collapsible="expanded" if children.get(target) else "none", role="target"))
+    nodes.append(
+        session_node(
+            ctx.key("t", target),
+            record,
+            infos.get(target),
+            lags.get(target),
+            collapsible="expanded" if children.get(target) else "none",
+            role="target",
+        )
+    )
     return nodes
 
 
@@ -112,8 +151,9 @@ def _amore_children(ctx: Ctx, target: str, end: int) -> list[TreeNode]:
     return _ancestor_nodes(ctx, target, block, chain, ctx.infos(shown), ctx.lags(shown))
 
 
-def _ancestor_container(ctx: Ctx, target: str, chain: _Chain, index: int | None,
-                        marker: int | None) -> Key | None:
+def _ancestor_container(
+    ctx: Ctx, target: str, chain: _Chain, index: int | None, marker: int | None
+) -> Key | None:
     """The key whose children hold ancestor ``index`` (or the "earlier" node ``marker``)."""
     end, container = len(chain.ancestors), None
     while end > ANCESTOR_BLOCK:
@@ -152,15 +192,20 @@ def _descendants(ctx: Ctx, target: str, parent_id: str, offset: int) -> list[Tre
     shown = children[start:end]
     infos, lags = ctx.infos(shown), ctx.lags(shown)
     nodes = [
-        session_node(ctx.key("d", target, r.header.id), r, infos.get(r.header.id),
-                     lags.get(r.header.id),
-                     collapsible="collapsed" if groups.get(r.header.id) else "none",
-                     role="sub-agent" if r.header.origin == "subagent" else None)
+        session_node(
+            ctx.key("d", target, r.header.id),
+            r,
+            infos.get(r.header.id),
+            lags.get(r.header.id),
+            collapsible="collapsed" if groups.get(r.header.id) else "none",
+            role="sub-agent" if r.header.origin == "subagent" else None,
+        )
         for r in shown
     ]
     if more:
-        nodes.append(more_node(ctx.key("dmore", target, parent_id, end), len(children) - end,
-                               "children"))
+        nodes.append(
+            more_node(ctx.key("dmore", target, parent_id, end), len(children) - end, "children")
+        )
     return nodes
 
 

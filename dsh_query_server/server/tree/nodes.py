@@ -85,7 +85,7 @@ def iso_time(ms: JSONValue) -> str | None:
 
 
 def relative_time(ms: JSONValue, now: float | None = None) -> str | None:
-    """"just now", "5 min ago", "3 h ago", "12 d ago", else the UTC date."""
+    """ "just now", "5 min ago", "3 h ago", "12 d ago", else the UTC date."""
     if not is_number(ms):
         return None
     delta = (_time.time() if now is None else now) - ms / 1000
@@ -150,7 +150,8 @@ def session_node(
     # An imported session shows its agent's icon; for dsh's own the sub-agent shape comes
     # first (it says where the session came from); liveness is in the badges.
     icon = AGENT_ICONS.get(agent) or (
-        "type-hierarchy-sub" if sub else "circle-filled" if record.live else "history")
+        "type-hierarchy-sub" if sub else "circle-filled" if record.live else "history"
+    )
     lines = [one_line(label, 200)] if label else []
     lines.append(f"id: {sid}")
     lines.append(f"source: {source_line(source, agent)}")
@@ -178,8 +179,9 @@ def session_node(
         label=one_line(label, LABEL_CHARS) if label else sid,
         collapsible=collapsible,
         # dsh is the default agent: naming it on every row would only add noise.
-        description=join(role, None if agent == DSH else agent, relative_time(header.created_at),
-                         *badges),
+        description=join(
+            role, None if agent == DSH else agent, relative_time(header.created_at), *badges
+        ),
         tooltip="\n".join(lines),
         icon=icon,
         contextValue="session.live" if record.live else "session.persisted",
@@ -253,7 +255,9 @@ def unresolved_node(key: Key, parent_id: object) -> TreeNode:
 
 def open_event(session_id: str, seq: int) -> TreeCommand:
     return TreeCommand(
-        title="Open Event", command=OPEN_EVENT, arguments=[TreeResource(sessionId=session_id, seq=seq)]
+        title="Open Event",
+        command=OPEN_EVENT,
+        arguments=[TreeResource(sessionId=session_id, seq=seq)],
     )
 
 

@@ -61,8 +61,9 @@ def root_scope(view: View, args: object) -> str | None:
     return value
 
 
-def _guarded(ctx: Ctx, parent: Key | None, root_args: list[object],
-             compute: Callable[[], list[TreeNode]]) -> list[TreeNode]:
+def _guarded(
+    ctx: Ctx, parent: Key | None, root_args: list[object], compute: Callable[[], list[TreeNode]]
+) -> list[TreeNode]:
     """Failures inside a view become one error node; cancellation stays a cancelled request."""
     try:
         return compute()

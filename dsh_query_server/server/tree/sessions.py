@@ -24,8 +24,9 @@ from .nodes import TreeNode, TreeResource, join, more_node, session_node, unreso
 
 
 def _not_found(session_id: str) -> QueryError:
-    return QueryError(errors.SESSION_NOT_FOUND, f'session "{session_id}" not found',
-                      session_id=session_id)
+    return QueryError(
+        errors.SESSION_NOT_FOUND, f'session "{session_id}" not found', session_id=session_id
+    )
 
 
 # -- the corpus, paged -----------------------------------------------------------------------
@@ -73,14 +74,25 @@ def _session_children(ctx: Ctx, session_id: str) -> list[TreeNode]:
     summary = join("parent" if has_parent else None, count if children else None)
     resource = TreeResource(sessionId=session_id)
     return [
-        TreeNode(id=ctx.id("events", session_id), label="Events", collapsible="collapsed",
-                 icon="list-unordered", contextValue="group.events", resource=resource,
-                 tooltip="Every raw event of the session with its surface status"),
-        TreeNode(id=ctx.id("lineage", session_id), label="Lineage",
-                 collapsible="collapsed" if summary else "none",
-                 description=summary or "(none)", icon="type-hierarchy",
-                 contextValue="group.lineage", resource=resource,
-                 tooltip="Parent and direct children (forks, resumes, sub-agents)"),
+        TreeNode(
+            id=ctx.id("events", session_id),
+            label="Events",
+            collapsible="collapsed",
+            icon="list-unordered",
+            contextValue="group.events",
+            resource=resource,
+            tooltip="Every raw event of the session with its surface status",
+        ),
+        TreeNode(
+            id=ctx.id("lineage", session_id),
+            label="Lineage",
+            collapsible="collapsed" if summary else "none",
+            description=summary or "(none)",
+            icon="type-hierarchy",
+            contextValue="group.lineage",
+            resource=resource,
+            tooltip="Parent and direct children (forks, resumes, sub-agents)",
+        ),
     ]
 
 
@@ -140,20 +152,38 @@ def _lineage_children(ctx: Ctx, session_id: str) -> list[TreeNode]:
         if parent is None:
             nodes.append(unresolved_node(key, parent_id))
         else:
-            nodes.append(session_node(key, parent, infos.get(parent_id), lags.get(parent_id),
-                                      collapsible="none", role="parent"))
+            nodes.append(
+                session_node(
+                    key,
+                    parent,
+                    infos.get(parent_id),
+                    lags.get(parent_id),
+                    collapsible="none",
+                    role="parent",
+                )
+            )
     nodes += _child_links(ctx, session_id, shown, infos, lags)
     if more:
         nodes.append(more_node(ctx.key("cmore", session_id, end), len(children) - end, "children"))
     return nodes
 
 
-def _child_links(ctx: Ctx, session_id: str, shown: Sequence[Record],
-                 infos: dict[str, SessionInfo], lags: dict[str, Lag]) -> list[TreeNode]:
+def _child_links(
+    ctx: Ctx,
+    session_id: str,
+    shown: Sequence[Record],
+    infos: dict[str, SessionInfo],
+    lags: dict[str, Lag],
+) -> list[TreeNode]:
     return [
-        session_node(ctx.key("child", session_id, r.header.id), r, infos.get(r.header.id),
-                     lags.get(r.header.id), collapsible="none",
-                     role="sub-agent" if r.header.origin == "subagent" else "child")
+        session_node(
+            ctx.key("child", session_id, r.header.id),
+            r,
+            infos.get(r.header.id),
+            lags.get(r.header.id),
+            collapsible="none",
+            role="sub-agent" if r.header.origin == "subagent" else "child",
+        )
         for r in shown
     ]
 
@@ -209,8 +239,9 @@ VIEW = View(
         "cmore": Kind((SESSION, page_start(LINK_PAGE)), _cmore_parent, _cmore_children, G),
         # grouped trees only: a group (an agent, or a cwd or null), and its next sessions
         "group": Kind((GROUP_VALUE,), groups.group_parent, groups.group_children, G, True),
-        "gmore": Kind((GROUP_VALUE, page_start(PAGE)), groups.gmore_parent, groups.gmore_children,
-                      G, True),
+        "gmore": Kind(
+            (GROUP_VALUE, page_start(PAGE)), groups.gmore_parent, groups.gmore_children, G, True
+        ),
     },
     scope_arg="groupBy",
     scopes=groups.MODES,
