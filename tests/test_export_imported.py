@@ -31,9 +31,23 @@ def events_of(uri: str, sid: str) -> list[object]:
 def export(tmp: Path, uri: str, sid: str) -> Path:
     out = tmp / f"{escape_segment(sid)}.zip"
     done = subprocess.run(
-        [sys.executable, "-m", "dsh_query_server.cli", "export", sid, "--descendants",
-         "-o", str(out), "--persistence", uri],
-        env=isolated_env(tmp), cwd=str(tmp), capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "dsh_query_server.cli",
+            "export",
+            sid,
+            "--descendants",
+            "-o",
+            str(out),
+            "--persistence",
+            uri,
+        ],
+        env=isolated_env(tmp),
+        cwd=str(tmp),
+        capture_output=True,
+        text=True,
+        timeout=120,
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 0, done.stderr

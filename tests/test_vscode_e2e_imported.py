@@ -147,4 +147,3 @@ def test_codex_events_are_listed_and_a_rolled_back_message_traces(workbench: Wor
     assert "thanks" in wb.editor_text()
     assert "#34 user/message" in _replaced_by(wb)
     wb.shot("codex-trace")
-

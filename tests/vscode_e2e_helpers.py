@@ -147,7 +147,10 @@ def running_code_server(
     common = ["--user-data-dir", str(user), "--extensions-dir", str(extensions)]
     installed = subprocess.run(
         [binary, *common, "--install-extension", str(vsix)],
-        env=env, capture_output=True, text=True, timeout=240,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert installed.returncode == 0 and "successfully installed" in installed.stdout, (
         installed.stdout + installed.stderr
@@ -158,10 +161,25 @@ def running_code_server(
     log = home / "code-server.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [binary, "--config", str(config), "--auth", "none", "--bind-addr",
-             f"127.0.0.1:{port}", *common, "--disable-telemetry", "--disable-update-check",
-             "--disable-workspace-trust", "--disable-getting-started-override", str(workspace)],
-            env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [
+                binary,
+                "--config",
+                str(config),
+                "--auth",
+                "none",
+                "--bind-addr",
+                f"127.0.0.1:{port}",
+                *common,
+                "--disable-telemetry",
+                "--disable-update-check",
+                "--disable-workspace-trust",
+                "--disable-getting-started-override",
+                str(workspace),
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
     try:
