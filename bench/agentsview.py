@@ -49,11 +49,11 @@ class Corpus:
     files_with: dict[str, int] = field(default_factory=dict[str, int])
 
 
-def find_agentsview() -> tuple[str | None, str]:
-    """The binary beside this interpreter (the bench venv) or on PATH, and its version line; or
-    None and why not."""
+def find_agentsview(given: str | None) -> tuple[str | None, str]:
+    """The binary given, else the one beside this interpreter (the bench venv) or on PATH, and
+    its version line; or None and why not."""
     here = Path(sys.executable).parent / "agentsview"
-    path = str(here) if here.exists() else shutil.which("agentsview")
+    path = given or (str(here) if here.exists() else shutil.which("agentsview"))
     if path is None:
         return None, "agentsview is not installed (make bench-deps installs agentsview==0.46.1)"
     try:
@@ -224,22 +224,20 @@ def interleaved(ours: Callable[[], object], theirs: Callable[[], object] | None,
             ca / runs * 1000, cb / runs * 1000 if b else None)
 
 
-def row(name: str, ours: float, theirs: float | None, unit: str, lower_is_better: bool,
-        why: str = "") -> str:
+def row(name: str, ours: float, theirs: float | None, unit: str, lower_is_better: bool) -> str:
     if theirs is None:
-        return f"{name:<34} {ours:>12,.2f} {'–':>12} {'–':>8}  not measured: {why}"
+        return f"{name:<34} {ours:>12,.2f} {'–':>12} {'–':>8}  agentsview not measured (above)"
     ratio = theirs / ours if lower_is_better else ours / theirs
     ahead = "ahead" if ratio > 1 else "BEHIND"
     return f"{name:<34} {ours:>12,.2f} {theirs:>12,.2f} {ratio:>7.2f}×  {ahead} ({unit})"
 
 
-def compare(corpus: Corpus, tmp: Path, runs: int) -> None:
-    binary, version = find_agentsview()
+def compare(corpus: Corpus, tmp: Path, runs: int, given: str | None) -> None:
+    binary, version = find_agentsview(given)
     print(f"agentsview: {version}" if binary else f"agentsview: NOT MEASURED — {version}")
     if binary and PINNED not in version:
         print(f"  (the bench pins {PINNED}; numbers are for the version above)")
     av = Agentsview(binary, tmp, corpus) if binary else None
-    why = version
     sync: tuple[float, float, str] | None = None
     if av is not None:
         try:
@@ -268,12 +266,12 @@ def compare(corpus: Corpus, tmp: Path, runs: int) -> None:
             mb = corpus.bytes / 1e6
             s_wall = sync[0] if sync else None
             s_cpu = sync[1] if sync else None
-            lines.append(row("index build / sync, wall s", built, s_wall, "s", True, why))
+            lines.append(row("index build / sync, wall s", built, s_wall, "s", True))
             lines.append(row("  events/s (wall)", corpus.events / built,
-                             corpus.events / s_wall if s_wall else None, "events/s", False, why))
+                             corpus.events / s_wall if s_wall else None, "events/s", False))
             lines.append(row("  MB/s of transcripts (wall)", mb / built,
-                             mb / s_wall if s_wall else None, "MB/s", False, why))
-            lines.append(row("  CPU s (server / sync process)", built_c, s_cpu, "s", True, why))
+                             mb / s_wall if s_wall else None, "MB/s", False))
+            lines.append(row("  CPU s (server / sync process)", built_c, s_cpu, "s", True))
             hits: dict[str, tuple[int, int | None]] = {}
             for level, phrase in corpus.phrases.items():
                 def ours(p: str = phrase, k: str = level) -> None:
@@ -286,14 +284,14 @@ def compare(corpus: Corpus, tmp: Path, runs: int) -> None:
 
                 av_pid = av.server.pid if av and av.server else None
                 a, b, ca, cb = interleaved(ours, theirs if av else None, runs, (pid, av_pid))
-                lines.append(row(f"search {level} p50 ms", a, b, "ms", True, why))
-                lines.append(row("  server CPU ms per search", ca, cb, "ms", True, why))
+                lines.append(row(f"search {level} p50 ms", a, b, "ms", True))
+                lines.append(row("  server CPU ms per search", ca, cb, "ms", True))
             rss, hwm = rss_kib(pid)
             av_rss, av_hwm = av.rss() if av else (0, 0)
             lines.append(row("RSS MiB after the searches", rss / 1024,
-                             av_rss / 1024 if av else None, "MiB", True, why))
+                             av_rss / 1024 if av else None, "MiB", True))
             lines.append(row("  peak RSS MiB (VmHWM)", hwm / 1024,
-                             av_hwm / 1024 if av else None, "MiB", True, why))
+                             av_hwm / 1024 if av else None, "MiB", True))
     finally:
         if av is not None:
             av.close()
@@ -314,6 +312,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=100, help="per home (Claude, Codex)")
     parser.add_argument("--largest", type=int, default=2500, help="turns of the largest Claude log")
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--agentsview", help="its binary (default: the venv's, then PATH)")
     parser.add_argument("--skip-importer-lines", action="store_true",
                         help="only the comparison, not bench.importers' listing/readEvent lines")
     args = parser.parse_args()
@@ -331,7 +330,7 @@ def main() -> None:
               f"({size / 1e6:.1f} MB; {sessions} sessions, {events:,} events imported) in "
               f"{time.perf_counter() - t:.1f} s; {os.cpu_count()} cores, load "
               f"{os.getloadavg()[0]:.1f}")
-        compare(corpus, tmp, args.runs)
+        compare(corpus, tmp, args.runs, args.agentsview)
         if not args.skip_importer_lines:
             measure("claude", f"claude:{claude}", str(claude),
                     lambda: ClaudeBackend(str(claude), f"claude:{claude}"), args.runs)
