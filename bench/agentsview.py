@@ -250,6 +250,7 @@ def compare(corpus: Corpus, tmp: Path, runs: int, given: str | None) -> None:
             av.close()
             av = None
     lines: list[str] = []
+    verdict: dict[str, float] = {}
     index = tmp / "index.sqlite"
     env = dict(os.environ, HOME=str(tmp), XDG_STATE_HOME=str(tmp), XDG_CACHE_HOME=str(tmp),
                DSH_HOME=str(tmp / "dsh"), CLAUDE_CONFIG_DIR=str(corpus.claude),
@@ -267,6 +268,8 @@ def compare(corpus: Corpus, tmp: Path, runs: int, given: str | None) -> None:
             s_wall = sync[0] if sync else None
             s_cpu = sync[1] if sync else None
             lines.append(row("index build / sync, wall s", built, s_wall, "s", True))
+            if s_wall is not None:
+                verdict["index build (wall)"] = s_wall / built
             lines.append(row("  events/s (wall)", corpus.events / built,
                              corpus.events / s_wall if s_wall else None, "events/s", False))
             lines.append(row("  MB/s of transcripts (wall)", mb / built,
@@ -285,6 +288,8 @@ def compare(corpus: Corpus, tmp: Path, runs: int, given: str | None) -> None:
                 av_pid = av.server.pid if av and av.server else None
                 a, b, ca, cb = interleaved(ours, theirs if av else None, runs, (pid, av_pid))
                 lines.append(row(f"search {level} p50 ms", a, b, "ms", True))
+                if b is not None and level != "rare-tool":
+                    verdict[f"search {level} (p50)"] = b / a
                 lines.append(row("  server CPU ms per search", ca, cb, "ms", True))
             rss, hwm = rss_kib(pid)
             av_rss, av_hwm = av.rss() if av else (0, 0)
@@ -303,6 +308,12 @@ def compare(corpus: Corpus, tmp: Path, runs: int, given: str | None) -> None:
         ours_n, theirs_n = hits.get(level, (0, None))
         print(f"  {level:<7} {phrase!r}: {corpus.files_with[level]} transcripts; "
               f"{ours_n} / {'–' if theirs_n is None else theirs_n}")
+    if verdict:
+        met = all(r > 1 for r in verdict.values())
+        print(f"target (ahead of agentsview on index build and search): {'MET' if met else 'MISS'}"
+              f" — {', '.join(f'{k} {r:.2f}×' for k, r in verdict.items())} (>1 is ahead)")
+    else:
+        print("target (ahead of agentsview on index build and search): agentsview not measured")
     print("agentsview's sync counts its own messages (a tool call and its result may be one "
           "message); events/s divides the same imported event count for both.")
 
