@@ -92,8 +92,12 @@ def pick_phrases(corpus: Corpus) -> None:
     sample = rollouts[len(rollouts) // 2]
     prose = (_texts(sample, "output_text") or ["needle " * 12])[0].split()
     tool = (_texts(sample, "function_call_output") or ["needle " * 12])[0].split()
-    corpus.phrases = {"rare": " ".join(prose[2:9]), "medium": " ".join(prose[3:6]),
-                      "common": "needle", "rare-tool": " ".join(tool[2:9])}
+    corpus.phrases = {
+        "rare": " ".join(prose[2:9]),
+        "medium": " ".join(prose[3:6]),
+        "common": "needle",
+        "rare-tool": " ".join(tool[2:9]),
+    }
     keys = {k: v.encode() for k, v in corpus.phrases.items()}
     counts = dict.fromkeys(keys, 0)
     for path in transcripts(corpus.claude, corpus.codex):
@@ -107,8 +111,10 @@ def count_events(claude: Path, codex: Path) -> tuple[int, int]:
     """Imported events and sessions of both homes, read in process (the denominator of every
     events/s line, the same for both tools)."""
     events = sessions = 0
-    for backend in (ClaudeBackend(str(claude), f"claude:{claude}"),
-                    CodexBackend(str(codex), f"codex:{codex}")):
+    for backend in (
+        ClaudeBackend(str(claude), f"claude:{claude}"),
+        CodexBackend(str(codex), f"codex:{codex}"),
+    ):
         for h in backend.list():
             events += len(backend.inspect(str(h.id)).events)
             sessions += 1
@@ -136,12 +142,20 @@ class Agentsview:
         home.mkdir(mode=0o700)
         data.mkdir(mode=0o700)
         self.env = dict(
-            os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home), XDG_DATA_HOME=str(home),
-            XDG_CACHE_HOME=str(home), XDG_STATE_HOME=str(home), AGENTSVIEW_DATA_DIR=str(data),
-            CLAUDE_PROJECTS_DIR=str(corpus.claude / "projects"), CLAUDE_CONFIG_DIR=str(
-                corpus.claude), CODEX_SESSIONS_DIR=str(corpus.codex / "sessions"),
-            CODEX_HOME=str(corpus.codex), AGENTSVIEW_TELEMETRY_ENABLED="0",
-            AGENTSVIEW_DISABLE_UPDATE_CHECK="1", AGENTSVIEW_NO_BROWSER="1",
+            os.environ,
+            HOME=str(home),
+            XDG_CONFIG_HOME=str(home),
+            XDG_DATA_HOME=str(home),
+            XDG_CACHE_HOME=str(home),
+            XDG_STATE_HOME=str(home),
+            AGENTSVIEW_DATA_DIR=str(data),
+            CLAUDE_PROJECTS_DIR=str(corpus.claude / "projects"),
+            CLAUDE_CONFIG_DIR=str(corpus.claude),
+            CODEX_SESSIONS_DIR=str(corpus.codex / "sessions"),
+            CODEX_HOME=str(corpus.codex),
+            AGENTSVIEW_TELEMETRY_ENABLED="0",
+            AGENTSVIEW_DISABLE_UPDATE_CHECK="1",
+            AGENTSVIEW_NO_BROWSER="1",
         )
         self.server: subprocess.Popen[str] | None = None
         self.conn: http.client.HTTPConnection | None = None
@@ -150,22 +164,39 @@ class Agentsview:
         """One offline sync into the empty data dir: wall s, CPU s, its summary lines."""
         env = dict(self.env, AGENTSVIEW_NO_DAEMON="1")
         t, c = time.perf_counter(), children_cpu()
-        out = subprocess.run([self.binary, "sync"], env=env, capture_output=True, text=True,
-                             timeout=3600)
+        out = subprocess.run(
+            [self.binary, "sync"], env=env, capture_output=True, text=True, timeout=3600
+        )
         wall, used = time.perf_counter() - t, children_cpu() - c
         if out.returncode != 0:
             raise RuntimeError(f"agentsview sync exit {out.returncode}: {out.stderr[-500:]}")
-        summary = [x.strip() for x in out.stdout.splitlines()
-                   if x.startswith(("Sync complete", "Database:"))]
+        summary = [
+            x.strip()
+            for x in out.stdout.splitlines()
+            if x.startswith(("Sync complete", "Database:"))
+        ]
         return wall, used, "; ".join(summary)
 
     def serve(self) -> None:
         """Its daemon on a free loopback port, without its own sync (the data is synced)."""
         port = free_port()
         self.server = subprocess.Popen(
-            [self.binary, "serve", "--no-sync", "--no-browser", "--no-update-check",
-             "--host", "127.0.0.1", "--port", str(port)],
-            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            [
+                self.binary,
+                "serve",
+                "--no-sync",
+                "--no-browser",
+                "--no-update-check",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         assert self.server.stdout is not None
         deadline = time.monotonic() + 120
         for line in self.server.stdout:
@@ -203,8 +234,12 @@ class Agentsview:
                 self.server.wait()
 
 
-def interleaved(ours: Callable[[], object], theirs: Callable[[], object] | None, runs: int,
-                pids: tuple[int, int | None]) -> tuple[float, float | None, float, float | None]:
+def interleaved(
+    ours: Callable[[], object],
+    theirs: Callable[[], object] | None,
+    runs: int,
+    pids: tuple[int, int | None],
+) -> tuple[float, float | None, float, float | None]:
     """p50 wall ms of each, sampled in turn so load on the machine falls on both alike, and the
     mean server CPU ms per request (``/proc`` ticks: coarse, but blind to the queue)."""
     a: list[float] = []
@@ -220,8 +255,12 @@ def interleaved(ours: Callable[[], object], theirs: Callable[[], object] | None,
             theirs()
             b.append(time.perf_counter() - t)
             cb += server_cpu(pids[1]) - c
-    return (statistics.median(a) * 1000, statistics.median(b) * 1000 if b else None,
-            ca / runs * 1000, cb / runs * 1000 if b else None)
+    return (
+        statistics.median(a) * 1000,
+        statistics.median(b) * 1000 if b else None,
+        ca / runs * 1000,
+        cb / runs * 1000 if b else None,
+    )
 
 
 def row(name: str, ours: float, theirs: float | None, unit: str, lower_is_better: bool) -> str:
@@ -252,11 +291,19 @@ def compare(corpus: Corpus, tmp: Path, runs: int, given: str | None) -> None:
     lines: list[str] = []
     verdict: dict[str, float] = {}
     index = tmp / "index.sqlite"
-    env = dict(os.environ, HOME=str(tmp), XDG_STATE_HOME=str(tmp), XDG_CACHE_HOME=str(tmp),
-               DSH_HOME=str(tmp / "dsh"), CLAUDE_CONFIG_DIR=str(corpus.claude),
-               CODEX_HOME=str(corpus.codex))
-    options = {"persistence": [f"claude:{corpus.claude}", f"codex:{corpus.codex}"],
-               "index": str(index)}
+    env = dict(
+        os.environ,
+        HOME=str(tmp),
+        XDG_STATE_HOME=str(tmp),
+        XDG_CACHE_HOME=str(tmp),
+        DSH_HOME=str(tmp / "dsh"),
+        CLAUDE_CONFIG_DIR=str(corpus.claude),
+        CODEX_HOME=str(corpus.codex),
+    )
+    options = {
+        "persistence": [f"claude:{corpus.claude}", f"codex:{corpus.codex}"],
+        "index": str(index),
+    }
     try:
         with StdioClient([], env=env, initialization_options=options) as c:
             pid = c.process.pid
@@ -270,13 +317,28 @@ def compare(corpus: Corpus, tmp: Path, runs: int, given: str | None) -> None:
             lines.append(row("index build / sync, wall s", built, s_wall, "s", True))
             if s_wall is not None:
                 verdict["index build (wall)"] = s_wall / built
-            lines.append(row("  events/s (wall)", corpus.events / built,
-                             corpus.events / s_wall if s_wall else None, "events/s", False))
-            lines.append(row("  MB/s of transcripts (wall)", mb / built,
-                             mb / s_wall if s_wall else None, "MB/s", False))
+            lines.append(
+                row(
+                    "  events/s (wall)",
+                    corpus.events / built,
+                    corpus.events / s_wall if s_wall else None,
+                    "events/s",
+                    False,
+                )
+            )
+            lines.append(
+                row(
+                    "  MB/s of transcripts (wall)",
+                    mb / built,
+                    mb / s_wall if s_wall else None,
+                    "MB/s",
+                    False,
+                )
+            )
             lines.append(row("  CPU s (server / sync process)", built_c, s_cpu, "s", True))
             hits: dict[str, tuple[int, int | None]] = {}
             for level, phrase in corpus.phrases.items():
+
                 def ours(p: str = phrase, k: str = level) -> None:
                     page = c.request("sessionQuery/searchSessions", {"query": p, "limit": LIMIT})
                     hits[k] = (len(page["items"]), hits.get(k, (0, None))[1])
@@ -293,29 +355,47 @@ def compare(corpus: Corpus, tmp: Path, runs: int, given: str | None) -> None:
                 lines.append(row("  server CPU ms per search", ca, cb, "ms", True))
             rss, hwm = rss_kib(pid)
             av_rss, av_hwm = av.rss() if av else (0, 0)
-            lines.append(row("RSS MiB after the searches", rss / 1024,
-                             av_rss / 1024 if av else None, "MiB", True))
-            lines.append(row("  peak RSS MiB (VmHWM)", hwm / 1024,
-                             av_hwm / 1024 if av else None, "MiB", True))
+            lines.append(
+                row(
+                    "RSS MiB after the searches",
+                    rss / 1024,
+                    av_rss / 1024 if av else None,
+                    "MiB",
+                    True,
+                )
+            )
+            lines.append(
+                row(
+                    "  peak RSS MiB (VmHWM)", hwm / 1024, av_hwm / 1024 if av else None, "MiB", True
+                )
+            )
     finally:
         if av is not None:
             av.close()
     print(f"\n{'':<34} {'dsh-query':>12} {'agentsview':>12} {'ratio':>8}")
     print("\n".join(lines))
-    print("\nphrases (transcripts holding it by byte scan; hits on the first page of "
-          f"{LIMIT}: dsh-query / agentsview):")
+    print(
+        "\nphrases (transcripts holding it by byte scan; hits on the first page of "
+        f"{LIMIT}: dsh-query / agentsview):"
+    )
     for level, phrase in corpus.phrases.items():
         ours_n, theirs_n = hits.get(level, (0, None))
-        print(f"  {level:<7} {phrase!r}: {corpus.files_with[level]} transcripts; "
-              f"{ours_n} / {'–' if theirs_n is None else theirs_n}")
+        print(
+            f"  {level:<7} {phrase!r}: {corpus.files_with[level]} transcripts; "
+            f"{ours_n} / {'–' if theirs_n is None else theirs_n}"
+        )
     if verdict:
         met = all(r > 1 for r in verdict.values())
-        print(f"target (ahead of agentsview on index build and search): {'MET' if met else 'MISS'}"
-              f" — {', '.join(f'{k} {r:.2f}×' for k, r in verdict.items())} (>1 is ahead)")
+        print(
+            f"target (ahead of agentsview on index build and search): {'MET' if met else 'MISS'}"
+            f" — {', '.join(f'{k} {r:.2f}×' for k, r in verdict.items())} (>1 is ahead)"
+        )
     else:
         print("target (ahead of agentsview on index build and search): agentsview not measured")
-    print("agentsview's sync counts its own messages (a tool call and its result may be one "
-          "message); events/s divides the same imported event count for both.")
+    print(
+        "agentsview's sync counts its own messages (a tool call and its result may be one "
+        "message); events/s divides the same imported event count for both."
+    )
 
 
 def main() -> None:
@@ -324,8 +404,11 @@ def main() -> None:
     parser.add_argument("--largest", type=int, default=2500, help="turns of the largest Claude log")
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--agentsview", help="its binary (default: the venv's, then PATH)")
-    parser.add_argument("--skip-importer-lines", action="store_true",
-                        help="only the comparison, not bench.importers' listing/readEvent lines")
+    parser.add_argument(
+        "--skip-importer-lines",
+        action="store_true",
+        help="only the comparison, not bench.importers' listing/readEvent lines",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
@@ -337,16 +420,28 @@ def main() -> None:
         events, sessions = count_events(claude, codex)
         corpus = Corpus(claude, codex, events, sessions, size)
         pick_phrases(corpus)
-        print(f"generated {files} Claude transcripts and {args.sessions} Codex rollouts "
-              f"({size / 1e6:.1f} MB; {sessions} sessions, {events:,} events imported) in "
-              f"{time.perf_counter() - t:.1f} s; {os.cpu_count()} cores, load "
-              f"{os.getloadavg()[0]:.1f}")
+        print(
+            f"generated {files} Claude transcripts and {args.sessions} Codex rollouts "
+            f"({size / 1e6:.1f} MB; {sessions} sessions, {events:,} events imported) in "
+            f"{time.perf_counter() - t:.1f} s; {os.cpu_count()} cores, load "
+            f"{os.getloadavg()[0]:.1f}"
+        )
         compare(corpus, tmp, args.runs, args.agentsview)
         if not args.skip_importer_lines:
-            measure("claude", f"claude:{claude}", str(claude),
-                    lambda: ClaudeBackend(str(claude), f"claude:{claude}"), args.runs)
-            measure("codex", f"codex:{codex}", str(codex),
-                    lambda: CodexBackend(str(codex), f"codex:{codex}"), args.runs)
+            measure(
+                "claude",
+                f"claude:{claude}",
+                str(claude),
+                lambda: ClaudeBackend(str(claude), f"claude:{claude}"),
+                args.runs,
+            )
+            measure(
+                "codex",
+                f"codex:{codex}",
+                str(codex),
+                lambda: CodexBackend(str(codex), f"codex:{codex}"),
+                args.runs,
+            )
 
 
 if __name__ == "__main__":
