@@ -52,9 +52,7 @@ def test_unit_tests(node_modules: None) -> None:
 def test_package_vsix(node_modules: None) -> None:
     """vsce packages the bundle, manifest, README, LICENSE and icons, and nothing else."""
     VSIX.unlink(missing_ok=True)
-    global _packaged
-    _packaged = False
-    vsix = build_vsix()
+    vsix = build_vsix(fresh=True)
     with zipfile.ZipFile(vsix) as z:
         names = set(z.namelist())
     assert "extension/dist/extension.js" in names

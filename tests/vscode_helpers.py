@@ -70,10 +70,11 @@ def ensure_node_modules() -> None:
 _packaged = False
 
 
-def build_vsix() -> Path:
-    """Build the .vsix once per test session (layer 2 asserts it; the E2E test installs it)."""
+def build_vsix(*, fresh: bool = False) -> Path:
+    """Build the .vsix once per test session (layer 2 asserts it; the E2E test installs it);
+    ``fresh`` builds it again even when this session already did."""
     global _packaged
-    if not _packaged:
+    if fresh or not _packaged or not VSIX.exists():
         ensure_node_modules()
         run(["npm", "run", "package"])
         _packaged = True
