@@ -23,11 +23,10 @@ from msgspec import UNSET
 
 from .. import errors, jsoncodec
 from ..cancel import CancelToken
-from ..errors import QueryError, cancelled, inner_message
+from ..errors import QueryError, inner_message
 from ..model.event import HEADER_FIELDS, Event, Header
 from ..persistence.base import (
     RawArtifactReader,
-    SessionPersistenceCorruptionError,
     SessionRawArtifact,
     SessionRawArtifactsUnsupportedError,
 )
@@ -35,6 +34,7 @@ from ..persistence.records import PackedRow, pack
 from ..values import is_integer
 from . import lineage
 from .loaded import Record, check_cancelled, not_found
+from .loading import stored_log_failure
 from .service import SessionQueryService
 from .workspace import Workspace
 
@@ -270,22 +270,7 @@ def _read_raw(
     except SessionRawArtifactsUnsupportedError:
         raise
     except Exception as exc:  # noqa: BLE001 - classified as persistence.md §2.3
-        if token.cancelled:
-            raise cancelled() from None
-        inner = inner_message(exc)
-        if isinstance(exc, SessionPersistenceCorruptionError):
-            raise QueryError(
-                errors.CORRUPT_SESSION,
-                f'stored session "{session_id}" is corrupt: {inner}',
-                cause=inner,
-                session_id=session_id,
-            ) from None
-        raise QueryError(
-            errors.PERSISTENCE_FAILED,
-            f'failed to read the stored log of session "{session_id}": {inner}',
-            cause=inner,
-            session_id=session_id,
-        ) from None
+        raise stored_log_failure(session_id, exc, token, "read the stored log of session") from None
 
 
 def _vanished(session_id: str, descendant: bool) -> QueryError:

@@ -125,22 +125,30 @@ def inspect_call(session_id: str, token: CancelToken, call: Callable[[], T]) -> 
     try:
         return call()
     except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
-        if token.cancelled:
-            raise cancelled() from None
-        inner = inner_message(exc)
-        if isinstance(exc, SessionPersistenceCorruptionError):
-            raise QueryError(
-                errors.CORRUPT_SESSION,
-                f'stored session "{session_id}" is corrupt: {inner}',
-                cause=inner,
-                session_id=session_id,
-            ) from None
-        raise QueryError(
-            errors.PERSISTENCE_FAILED,
-            f'failed to inspect session "{session_id}": {inner}',
+        raise stored_log_failure(session_id, exc, token, "inspect session") from None
+
+
+def stored_log_failure(
+    session_id: str, exc: Exception, token: CancelToken, action: str
+) -> QueryError:
+    """A backend's failure to read one stored log, as the service reports it: cancelled, corrupt
+    (``stored session "<id>" is corrupt``) or ``failed to <action> "<id>"``."""
+    if token.cancelled:
+        return cancelled()
+    inner = inner_message(exc)
+    if isinstance(exc, SessionPersistenceCorruptionError):
+        return QueryError(
+            errors.CORRUPT_SESSION,
+            f'stored session "{session_id}" is corrupt: {inner}',
             cause=inner,
             session_id=session_id,
-        ) from None
+        )
+    return QueryError(
+        errors.PERSISTENCE_FAILED,
+        f'failed to {action} "{session_id}": {inner}',
+        cause=inner,
+        session_id=session_id,
+    )
 
 
 def _newest_first(record: Record) -> tuple[Any, Any]:
