@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ... import jsoncodec
 from ..importing.emitter import Emitter, JSONObject
 from ..importing.lines import BadSegment, Item, Record
-from ..importing.values import arr, content_of, nonempty, obj, parse_time, text_of
+from ..importing.values import arr, content_of, nonempty, obj, parse_time, text_blocks, text_of
 
 PLUGIN = "claude-code"
 _INTERRUPTED = "[Request interrupted by user"
@@ -58,17 +58,8 @@ def map_content(content: object) -> list[object]:
     return [map_block(b) for b in arr(content) or []]
 
 
-def _texts(blocks: list[object]) -> list[str]:
-    out: list[str] = []
-    for b in blocks:
-        d = obj(b)
-        if d is not None and d.get("type") == "text" and isinstance(d.get("text"), str):
-            out.append(str(d["text"]))
-    return out
-
-
 def _is_interruption(blocks: list[object]) -> bool:
-    texts = _texts(blocks)
+    texts = text_blocks(blocks)
     return bool(blocks) and len(texts) == len(blocks) and texts[0].startswith(_INTERRUPTED)
 
 
@@ -187,7 +178,7 @@ class ClaudeMapper:
             "source": {"kind": "user"},
         }
         seq = em.emit_surface("user/message", data, "user", span=span)
-        em.fallback(seq, _texts(blocks))
+        em.fallback(seq, text_blocks(blocks))
 
     def _rewind(self, parent: str | None) -> list[int] | None:
         """§1.4: the abandoned branch after the prompt's nearest current ancestor, or None."""

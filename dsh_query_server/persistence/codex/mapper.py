@@ -8,7 +8,16 @@ from dataclasses import dataclass, field
 from ... import jsoncodec
 from ..importing.emitter import OPAQUE_LIMIT, Emitter, JSONObject, scalar_record
 from ..importing.lines import BadSegment, Item, Record
-from ..importing.values import arr, content_of, json_equal, nonempty, obj, parse_time, uuid7_ms
+from ..importing.values import (
+    arr,
+    content_of,
+    json_equal,
+    nonempty,
+    obj,
+    parse_time,
+    text_blocks,
+    uuid7_ms,
+)
 
 PLUGIN = "codex"
 _CONTEXT = (
@@ -45,17 +54,8 @@ def _parts(content: object) -> list[object]:
     return [map_part(p) for p in arr(content) or []]
 
 
-def _texts(blocks: list[object]) -> list[str]:
-    out: list[str] = []
-    for b in blocks:
-        d = obj(b)
-        if d is not None and d.get("type") == "text" and isinstance(d.get("text"), str):
-            out.append(str(d["text"]))
-    return out
-
-
 def is_contextual(blocks: list[object]) -> bool:
-    return any(t.lstrip().lower().startswith(_CONTEXT) for t in _texts(blocks))
+    return any(t.lstrip().lower().startswith(_CONTEXT) for t in text_blocks(blocks))
 
 
 def _record_of(v: JSONObject, size: int) -> JSONObject:
@@ -194,7 +194,7 @@ class CodexMapper:
         }
         seq = self._surface("user/message", data, tag)
         if tag == "user" and self.replay is None:
-            em.fallback(seq, _texts(blocks))
+            em.fallback(seq, text_blocks(blocks))
 
     def _assistant(
         self, p: JSONObject, blocks: list[object], replay_state: JSONObject | None = None

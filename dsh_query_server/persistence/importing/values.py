@@ -76,6 +76,16 @@ def arr(value: object) -> list[object] | None:
     return value if isinstance(value, list) else None  # pyright: ignore[reportUnknownVariableType]
 
 
+def text_blocks(blocks: list[object]) -> list[str]:
+    """The texts of a mapped content array's text blocks, in order."""
+    out: list[str] = []
+    for b in blocks:
+        d = obj(b)
+        if d is not None and d.get("type") == "text" and isinstance(d.get("text"), str):
+            out.append(str(d["text"]))
+    return out
+
+
 def content_of(value: object) -> str | list[object] | None:
     """A message's content when it is a string or a list (the shapes both agents write)."""
     return value if isinstance(value, str) else arr(value)
