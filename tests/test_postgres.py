@@ -5,7 +5,7 @@ of ``inspect``, append-only events and exact listings."""
 from __future__ import annotations
 
 import re
-import threading
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -256,7 +256,8 @@ def test_logs_read_back_as_the_exact_bytes(
     pg_database: PgDatabase, events: list[Event], split: int
 ) -> None:
     backend = open_postgres(pg_database.socket_uri())
-    session_id = f"s{threading.get_ident()}-{id(events)}"
+    # A fresh id per example: id(events) is reused once a list is freed.
+    session_id = f"s-{uuid.uuid4().hex}"
     try:
         backend.create(header(session_id))
         cut = min(split, len(events))
