@@ -16,14 +16,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_query_server.cancel import CancelToken
+from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.client import RpcError, StdioClient
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.persistence.jsonl import TRANSCRIPT, escape_segment, project_dir, scan_frames
 from dsh_query_server.persistence.uri import open_backend
-from dsh_query_server.query.export import segment, session_content
+from dsh_query_server.query.export import ExportOptions, export_session, segment, session_content
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore
 from tests.mcp_helpers import CORPUS, event, header, private_env, user, write_corpus
@@ -417,3 +417,61 @@ def test_segment_is_safe(session_id: str) -> None:
     seg = segment(session_id)
     assert all(c.isascii() and (c.isalnum() or c in "_-") for c in seg)
     assert len(seg) == len(session_id.encode("utf-16-le")) // 2
+
+
+class FiresAtCheck(CancelToken):
+    """A token that fires at its n-th check, so a test can cancel at every point where the
+    export (or a backend below it) looks at its token, one after another."""
+
+    __slots__ = ("_left", "checks")
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self._left = n
+        self.checks = 0
+
+    @property
+    def cancelled(self) -> bool:
+        self.checks += 1
+        if self._left == 0:
+            self.cancel()
+        self._left -= 1
+        return super().cancelled
+
+    def raise_if_cancelled(self) -> None:
+        if self.cancelled:
+            raise SessionQueryCancelled("cancelled")
+
+
+def test_cancelled_at_any_point_leaves_nothing(tmp_path: Path) -> None:
+    """§2.4 step 4: on cancellation the temporary file is removed and nothing is left at
+    outputPath; the answer is ABORTED. Cancelled at each of the export's checks in turn, until one
+    run completes."""
+    write_corpus(f"jsonl:{tmp_path / 'ex'}?compression=none")
+    binding = PersistenceBinding()
+    binding.mount(open_backend(f"jsonl:{tmp_path / 'ex'}"))
+    service = SessionQueryService(SessionStore(), binding)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    target = out_dir / "s.zip"
+    options = ExportOptions(attachments=None, level=6)
+    n = 0
+    while True:
+        token = FiresAtCheck(n)
+        try:
+            export_session(
+                service, "s-root", str(target), options, include_descendants=True, token=token
+            )
+        except QueryError as exc:
+            assert (exc.code, exc.message) == (
+                "SESSION_QUERY_ABORTED",
+                "session query request cancelled",
+            )
+            assert list(out_dir.iterdir()) == []
+            n += 1
+            continue
+        break
+    assert n > len(IDS)  # the token was looked at, and honoured, at least once per session
+    with zipfile.ZipFile(target) as z:
+        assert z.namelist() == LINEAGE
+    assert [p.name for p in out_dir.iterdir()] == ["s.zip"]

@@ -36,9 +36,9 @@ ROTATE_AT = 1500  # events per live session before it is removed and replaced
 BATCH_SECONDS = 0.02
 # A search retries when any listed revision moves between its two listings (semantics.md §6.5
 # step 2.3) and fails after two tries. The auto checkpointer moves revisions of live sessions
-# every interval while the producer appends; it now waits while a search observes (the
-# checkpointer's ``quiet`` lock), so no search may fail that way here. (A foreign writer still can;
-# tests/test_reliability.py pins that with an xfail test.)
+# every interval while the producer appends; a change of an id that is live at both observations
+# causes no retry (the overlay shadows its persisted row; tests/test_reliability.py), so no
+# search may fail that way here.
 
 
 def batch(turn: int, rng: random.Random) -> list[dict]:
