@@ -30,16 +30,11 @@ through the PID this test started. With DSH_QUERY_E2E_UPDATE_SCREENSHOT=1 the RE
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -48,22 +43,12 @@ import pytest
 
 from dsh_query_server.client import StdioClient
 
-from .vscode_helpers import ROOT, build_vsix, code_server_dir, node24_bin, node_env
+from .vscode_e2e_helpers import Workbench, open_workbench, require_e2e_tools, running_code_server
+from .vscode_helpers import ROOT
 
 pytestmark = pytest.mark.e2e
 
 ARTIFACTS = ROOT / "artifacts" / "vscode-e2e"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 T0 = 1_764_460_800_000  # 2025-11-30T00:00:00Z
 
 PARENT = "e2e-ledger-parent"
@@ -74,26 +59,9 @@ SUBAGENT_LABEL = "Survey the ledger schema before the quokka migration."
 LATER_LABEL = "A session that only the second root holds."
 
 
-# -- prerequisites ---------------------------------------------------------------------------
-
-
-def _missing() -> str | None:
-    if not (code_server_dir() / "node_modules" / ".bin" / "code-server").exists():
-        return f"code-server is not installed in {code_server_dir()}"
-    if not Path(CHROMIUM).exists():
-        return "Debian chromium is not installed"
-    if importlib.util.find_spec("playwright") is None:
-        return "playwright is not installed in the venv"
-    return None
-
-
 @pytest.fixture(scope="module", autouse=True)
 def prerequisites() -> None:
-    reason = _missing()
-    if reason:
-        if os.environ.get("CI") or os.environ.get("DSH_QUERY_E2E_REQUIRED"):
-            pytest.fail(f"{reason}: `make vscode-deps` installs it")
-        pytest.skip(f"{reason}: run `make vscode-deps`")
+    require_e2e_tools()
 
 
 # -- the corpus ------------------------------------------------------------------------------
@@ -222,63 +190,14 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"first": first, "second": second, "pristine": base / "root-one-pristine"}
 
 
-# -- code-server -----------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(
-                f"code-server exited with {proc.returncode}:\n{log.read_text()[-4000:]}"
-            )
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"code-server did not answer /healthz:\n{log.read_text()[-4000:]}")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stops code-server and everything it started (its own process group, led by our PID)."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # stragglers (extension host, file watcher, our server)
-    except ProcessLookupError:
-        pass
-    if proc.poll() is None:
-        proc.wait(10)
+# -- code-server and the browser -------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def code_server(
     corpus: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Any]]:
-    vsix = build_vsix()
-    home = tmp_path_factory.mktemp("vscode-e2e-home")
-    user, extensions, workspace = home / "user", home / "extensions", home / "workspace"
-    (user / "User").mkdir(parents=True)
-    extensions.mkdir()
-    workspace.mkdir()
-    (workspace / "README.md").write_text("A workspace for the Session Query end-to-end test.\n")
-    settings = {
+    settings: dict[str, object] = {
         "dshQuery.interpreter": [sys.executable],
         "dshQuery.serverArgs": ["--demo"],
         "dshQuery.persistence": f"jsonl:{corpus['first']}",
@@ -286,222 +205,22 @@ def code_server(
         "dshQuery.search.limit": 1,
         "dshQuery.readWindow.before": 2,
         "dshQuery.readWindow.after": 2,
-        "workbench.startupEditor": "none",
-        "workbench.tips.enabled": False,
-        "workbench.secondarySideBar.defaultVisibility": "hidden",
-        "workbench.colorTheme": "Default Dark Modern",
-        "chat.disableAIFeatures": True,
-        "security.workspace.trust.enabled": False,
-        "telemetry.telemetryLevel": "off",
-        "extensions.autoCheckUpdates": False,
-        "extensions.autoUpdate": False,
-        "update.mode": "none",
-        "window.commandCenter": False,
     }
-    (user / "User" / "settings.json").write_text(json.dumps(settings, indent=2))
-    binary = str(code_server_dir() / "node_modules" / ".bin" / "code-server")
-    env = node_env(
-        XDG_STATE_HOME=str(home / "state"),
-        XDG_CACHE_HOME=str(home / "cache"),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_DATA_HOME=str(home / "data"),
-    )
-    assert (node24_bin() / "node").exists()
-    common = ["--user-data-dir", str(user), "--extensions-dir", str(extensions)]
-    installed = subprocess.run(
-        [binary, *common, "--install-extension", str(vsix)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert installed.returncode == 0 and "successfully installed" in installed.stdout, (
-        installed.stdout + installed.stderr
-    )
-    port = _free_port()
-    config = home / "code-server.yaml"
-    config.write_text(f"bind-addr: 127.0.0.1:{port}\nauth: none\ncert: false\n")
-    log = home / "code-server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                binary,
-                "--config",
-                str(config),
-                "--auth",
-                "none",
-                "--bind-addr",
-                f"127.0.0.1:{port}",
-                *common,
-                "--disable-telemetry",
-                "--disable-update-check",
-                "--disable-workspace-trust",
-                "--disable-getting-started-override",
-                str(workspace),
-            ],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    try:
-        _wait_healthy(port, proc, log)
+    home = tmp_path_factory.mktemp("vscode-e2e-home")
+    with running_code_server(home, settings, ARTIFACTS) as server:
         yield {
-            "url": f"http://127.0.0.1:{port}/?folder={workspace}",
-            "log": log,
-            "home": home,
+            "url": server.url,
+            "log": server.log,
+            "home": server.home,
             "corpus": corpus,
-            "workspace": workspace,
+            "workspace": server.workspace,
         }
-    finally:
-        _stop(proc)
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shutil.copy(log, ARTIFACTS / "code-server.log")
-        for found in sorted((user / "logs").rglob("*.log")) if (user / "logs").exists() else []:
-            if "exthost" in str(found) or "Session Query" in found.name:
-                shutil.copy(found, ARTIFACTS / f"{found.parent.name}-{found.name}")
-
-
-# -- the browser -----------------------------------------------------------------------------
-
-
-class Workbench:
-    """Small helpers over the VS Code DOM (views are `.pane`s, tree rows `.monaco-list-row`)."""
-
-    def __init__(self, page: Any) -> None:
-        self.page = page
-        self.shots: list[Path] = []
-
-    def shot(self, name: str) -> Path:
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        path = ARTIFACTS / f"{len(self.shots) + 1:02d}-{name}.png"
-        self.page.screenshot(path=str(path))
-        self.shots.append(path)
-        return path
-
-    def pane(self, title: str) -> Any:
-        return self.page.locator(f'.pane:has(> .pane-header[aria-label^="{title}"])')
-
-    def rows(self, title: str) -> Any:
-        return self.pane(title).locator(".monaco-list-row")
-
-    def row(self, title: str, text: str) -> Any:
-        return self.rows(title).filter(has_text=text).first
-
-    def labels(self, title: str) -> list[str]:
-        rows = self.rows(title)
-        return [
-            rows.nth(i).get_attribute("aria-label") or rows.nth(i).inner_text()
-            for i in range(rows.count())
-        ]
-
-    def wait_row(self, title: str, text: str, timeout: float = 30_000) -> Any:
-        """The row showing `text`, scrolling the (virtualized) list to find it."""
-        row = self.row(title, text)
-        deadline = time.monotonic() + timeout / 1000
-        while True:
-            if row.count() and row.is_visible():
-                return row
-            if time.monotonic() > deadline:
-                row.wait_for(state="visible", timeout=1)  # raises with the locator in the message
-            if not self._sweep(title, row):
-                time.sleep(0.25)
-
-    def _sweep(self, title: str, row: Any) -> bool:
-        """Scrolls the view's list from top to bottom once; True if `row` showed up."""
-        lists = self.pane(title).locator(".monaco-list")
-        if not lists.count() or not lists.first.is_visible():
-            return False
-        lists.first.hover()
-        self.page.mouse.wheel(0, -100_000)
-        for _ in range(60):
-            if row.count() and row.is_visible():
-                return True
-            before = (
-                self.rows(title).first.get_attribute("data-index")
-                if self.rows(title).count()
-                else None
-            )
-            self.page.mouse.wheel(0, 120)
-            time.sleep(0.05)
-            after = (
-                self.rows(title).first.get_attribute("data-index")
-                if self.rows(title).count()
-                else None
-            )
-            if before == after and (row.count() == 0 or not row.is_visible()):
-                # one more step can still reveal the last rows; stop when nothing moves twice
-                self.page.mouse.wheel(0, 120)
-                time.sleep(0.05)
-                if self.rows(title).first.get_attribute("data-index") == after:
-                    return bool(row.count() and row.is_visible())
-        return bool(row.count() and row.is_visible())
-
-    def widen_sidebar(self, width: int = 500) -> None:
-        """Drags the sash right of the side bar so that labels are readable in the screenshots."""
-        box = self.page.locator(".part.sidebar").bounding_box()
-        if not box or box["width"] >= width:
-            return
-        x, y = box["x"] + box["width"] + 1, box["y"] + box["height"] / 2
-        self.page.mouse.move(x, y)
-        self.page.mouse.down()
-        self.page.mouse.move(x + (width - box["width"]), y, steps=8)
-        self.page.mouse.up()
-        self.page.mouse.move(box["x"] + width + 400, y)
-
-    def palette(self, command: str) -> None:
-        self.page.keyboard.press("Escape")
-        self.page.keyboard.press("F1")
-        box = self.page.locator(".quick-input-widget input.input")
-        box.wait_for(state="visible", timeout=10_000)
-        box.fill(">" + command)
-        item = self.page.locator(".quick-input-list .monaco-list-row", has_text=command).first
-        item.wait_for(state="visible", timeout=10_000)
-        self.page.keyboard.press("Enter")
-
-    def quick_input(self) -> Any:
-        return self.page.locator(".quick-input-widget input.input")
-
-    def quick_items(self) -> Any:
-        return self.page.locator(".quick-input-list .monaco-list-row")
-
-    def active_tab(self) -> str:
-        tab = self.page.locator(".tabs-container .tab.active")
-        tab.wait_for(state="visible", timeout=15_000)
-        return tab.get_attribute("aria-label") or ""
-
-    def editor_text(self) -> str:
-        return (
-            self.page.locator(".editor-instance .monaco-editor .view-lines")
-            .first.inner_text()
-            .replace("\u00a0", " ")
-        )
-
-    def wait_for(self, predicate: Any, what: str, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return
-            time.sleep(0.25)
-        self.shot("failed-" + what.replace(" ", "-")[:40])
-        raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")
 def workbench(code_server: dict[str, Any]) -> Iterator[Workbench]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1440, "height": 1000})
-            page.set_default_timeout(30_000)
-            page.goto(code_server["url"])
-            page.wait_for_selector(".monaco-workbench", timeout=90_000)
-            yield Workbench(page)
-        finally:
-            browser.close()
+    with open_workbench(code_server["url"], ARTIFACTS) as wb:
+        yield wb
 
 
 # -- the checks (in order: they walk through one session of use) ----------------------------
@@ -693,9 +412,9 @@ def test_readme_screenshot(workbench: Workbench, code_server: dict[str, Any]) ->
     wb.wait_for(lambda: "▶ target: seq 2" in wb.editor_text(), "the event window")
     wb.wait_row("Trace", "Replaced by")
     wb.page.keyboard.press("Escape")
-    box = wb.page.locator(".part.editor").bounding_box()
-    if box:
-        wb.page.mouse.move(box["x"] + box["width"] - 40, box["y"] + box["height"] - 40)
+    editor = wb.page.locator(".part.editor").bounding_box()
+    if editor:
+        wb.page.mouse.move(editor["x"] + editor["width"] - 40, editor["y"] + editor["height"] - 40)
     time.sleep(0.8)
     path = wb.shot("readme")
     if os.environ.get("DSH_QUERY_E2E_UPDATE_SCREENSHOT"):

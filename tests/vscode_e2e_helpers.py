@@ -1,6 +1,6 @@
-"""code-server + headless Chromium helpers for the E2E tests that are not test_vscode_e2e.py
-(which keeps its own copy while it is being reformatted): start code-server with the built .vsix
-and given user settings in a private home, stop it by its process group, drive the workbench."""
+"""code-server + headless Chromium helpers for the VS Code E2E tests: start code-server with the
+built .vsix and given user settings in a private home, stop it by its process group, drive the
+workbench."""
 
 from __future__ import annotations
 
@@ -223,6 +223,19 @@ class Workbench:
 
     def row(self, title: str, text: str) -> Locator:
         return self.rows(title).filter(has_text=text).first
+
+    def labels(self, title: str) -> list[str]:
+        rows = self.rows(title)
+        return [
+            rows.nth(i).get_attribute("aria-label") or rows.nth(i).inner_text()
+            for i in range(rows.count())
+        ]
+
+    def quick_input(self) -> Locator:
+        return self.page.locator(".quick-input-widget input.input")
+
+    def quick_items(self) -> Locator:
+        return self.page.locator(".quick-input-list .monaco-list-row")
 
     def wait_row(self, title: str, text: str, timeout: float = 60_000) -> Locator:
         """The row showing `text`, scrolling the (virtualized) list to find it."""
