@@ -6,6 +6,7 @@ commit dropped, suspends only a diverged session, and retries a database outage 
 from __future__ import annotations
 
 import logging
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -267,3 +268,32 @@ def test_auto_retries_a_database_outage_with_back_off(
     while a.checkpointer.pending_events() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert stored(pg_database) == [e.raw for e in a.live()[1]]
+
+
+def test_a_restored_older_copy_of_the_database_is_refilled(
+    servers: Callable[..., Server], pg_database: PgDatabase
+) -> None:
+    # postgres.md §7 "lost commits": an older cold copy of the data directory comes back (as an
+    # asynchronous failover would); the live session re-sends, and no revision recurs.
+    a = servers()
+    live_session(a, 4)
+    assert a.checkpointer.flush() == {"s": 3}
+    server = pg_database.server
+    log_file = str(server.base / "server.log")
+    backup = str(server.base / "backup")
+    server.pg_ctl("stop", "-w", "-m", "fast")
+    subprocess.run(server.command("cp", "-a", str(server.data), backup), check=True, timeout=120)
+    server.pg_ctl("start", "-w", "-l", log_file)
+    revisions = {a.backend.revision("s")}
+    a.store.append("s", turns(5, 2))
+    assert a.checkpointer.flush() == {"s": 5}
+    revisions.add(a.backend.revision("s"))
+    server.pg_ctl("stop", "-w", "-m", "immediate")
+    subprocess.run(server.command("rm", "-rf", str(server.data)), check=True, timeout=120)
+    subprocess.run(server.command("mv", backup, str(server.data)), check=True, timeout=120)
+    server.pg_ctl("start", "-w", "-l", log_file)
+    assert a.backend.stored_count("s") == 4
+    a.store.append("s", turns(9, 1))
+    assert a.checkpointer.flush() == {"s": 6}
+    assert stored(pg_database) == [e.raw for e in a.live()[1]]
+    assert a.backend.revision("s") not in revisions

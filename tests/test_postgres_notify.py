@@ -218,8 +218,10 @@ def test_own_writes_and_other_stores_are_skipped(pg_database: PgDatabase) -> Non
         heard.wait_for(lambda: heard.calls != [], 2.0)
         time.sleep(1.2)
         assert heard.calls == [(["theirs"], False)]
+        listener = mine.listener.current
         mine.listener.stop(wait=5)
         assert mine.listener.state == OFF
+        assert listener is not None and not listener.alive  # no thread left behind
     finally:
         for backend in (mine, other, foreign):
             backend.close()
