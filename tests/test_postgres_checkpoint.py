@@ -5,15 +5,23 @@ commit dropped, suspends only a diverged session, and retries a database outage 
 
 from __future__ import annotations
 
+import asyncio
+import io
+import json
 import logging
+import os
+import pathlib
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
+import pytest_lsp
+from pytest_lsp import LanguageClient
 
 from dsh_query_server import errors
+from dsh_query_server.cli.sync import run as sync_run
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.binding import PersistenceBinding
@@ -23,6 +31,7 @@ from dsh_query_server.server.checkpoint import Checkpointer
 from dsh_query_server.session.store import SessionStore
 
 from .builders import U
+from .lsp_client import config, init_params
 from .pg_server import PgDatabase
 
 HEADER = {"id": "s", "createdAt": 5, "cwd": "/team"}
@@ -297,3 +306,51 @@ def test_a_restored_older_copy_of_the_database_is_refilled(
     assert a.checkpointer.flush() == {"s": 6}
     assert stored(pg_database) == [e.raw for e in a.live()[1]]
     assert a.backend.revision("s") not in revisions
+
+
+# -- over the wire: a real server continues what ``sync`` stored first ------------------------
+
+ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
+
+
+@pytest_lsp.fixture(config=config("--persistence", "none", env={**os.environ, "PYTHONPATH": ROOT}))
+async def server_a(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
+    await lsp_client.initialize_session(
+        init_params({"index": ":memory:", "checkpoint": {"mode": "manual"}})
+    )
+    yield lsp_client
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+async def call(client: LanguageClient, method: str, params: Any = None) -> Any:
+    return await client.protocol.send_request_async(method, params if params is not None else {})
+
+
+async def test_a_server_continues_what_sync_stored_first(
+    server_a: LanguageClient,
+    pg_database: PgDatabase,
+    tmp_path: pathlib.Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    source = f"jsonl:{tmp_path / 'root'}"
+    await call(server_a, "sessionPersistence/mount", {"uri": source})
+    await call(
+        server_a, "sessionStore/create", {"header": HEADER, "seed": [U(0, "seed").to_value()]}
+    )
+    await call(server_a, "sessionStore/append", {"sessionId": "s", "events": turns(1, 2)})
+    assert await call(server_a, "sessionStore/checkpoint") == {"flushed": {"s": 3}}
+    # sync copies the stored prefix into the shared store; then the server moves there.
+    assert sync_run(["--to", pg_database.socket_uri(), source], io.StringIO(), io.StringIO()) == 0
+    copied = stored(pg_database)
+    assert len(copied) == 4
+    await call(server_a, "sessionPersistence/mount", {"uri": pg_database.socket_uri()})
+    await call(server_a, "sessionStore/append", {"sessionId": "s", "events": turns(3, 2)})
+    assert await call(server_a, "sessionStore/checkpoint") == {"flushed": {"s": 5}}
+    events = await call(server_a, "sessionQuery/listEvents", {"sessionId": "s"})
+    after = stored(pg_database)
+    assert after[:4] == copied and [e["seq"] for e in events] == list(range(6)) == [
+        json.loads(raw)["seq"] for raw in after
+    ]
+    status = await call(server_a, "sessionPersistence/status")
+    assert status["pendingEvents"] == 0
