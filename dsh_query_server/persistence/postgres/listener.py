@@ -51,7 +51,6 @@ class ChangeListener:
         self.state = RECONNECTING
         self.last_error: str | None = None
         self.poll_seconds = POLL_SECONDS
-        self.backend_pid: int | None = None  # of the current connection, for diagnostics
 
     def start(self) -> None:
         if self._thread is None:
@@ -79,7 +78,6 @@ class ChangeListener:
             while not self._stop.is_set():
                 try:
                     with psycopg.connect(self._mount.conninfo(), autocommit=True) as conn:
-                        self.backend_pid = conn.info.backend_pid
                         # Read first, so that LISTEN stays the connection's last statement.
                         self._store_id = self._read_store_id(conn)
                         try:
@@ -107,7 +105,6 @@ class ChangeListener:
                 delay = min(delay * 2, MAX_RETRY_SECONDS)
         finally:
             self.state = OFF
-            self.backend_pid = None
 
     def _q(self, text: LiteralString) -> sql.Composed:
         return sql.SQL(text).format(s=sql.Identifier(self._mount.schema))
