@@ -170,3 +170,67 @@ def test_flushes_wait_while_a_search_observes():
         time.sleep(0.01)
     assert stored_seqs(backend, "s") == [0, 1]
     cp.stop()
+
+
+def test_a_diverged_stored_log_suspends_that_session_only(tmp_path):
+    # postgres.md §3.8, for every backend that reads windows: a stored log that is not a prefix
+    # of the live one (nor the live one of it) is never written into, and the others go on.
+    root = str(tmp_path / "root")
+    first_store, _, first = setup(backend=JsonlBackend(root))
+    first_store.create({"id": "s", "createdAt": 0, "cwd": "/w"}, [U(0, "one").to_value()])
+    first.flush()
+    backend = JsonlBackend(root)
+    store, _, cp = setup(backend=backend)
+    store.create({"id": "s", "createdAt": 0, "cwd": "/w"}, [U(0, "two").to_value()])
+    store.create({"id": "t", "createdAt": 0, "cwd": "/w"}, [U(0).to_value()])
+    message = 'session "s" diverged from its persisted copy at seq 0; checkpointing it is suspended'
+    with pytest.raises(QueryError) as info:
+        cp.flush()
+    assert info.value.code == errors.STORE_PERSISTENCE_FAILED
+    assert info.value.message == message
+    assert backend.stored_count("t") == 2
+    store.append("t", [turn(1)])
+    assert cp.flush("t") == {"t": 2}
+    with pytest.raises(QueryError) as again:
+        cp.flush("s")
+    assert again.value.message == message
+    assert [e.data()["content"][0]["text"] for e in backend.inspect("s").events[:1]] == ["one"]
+
+
+def test_auto_mode_backs_off_per_session(monkeypatch):
+    # postgres.md §4: a failed checkpoint is retried after 0.5 s, doubling; the other sessions
+    # are written meanwhile.
+    backend = MemoryBackend()
+    store, _, cp = setup("auto", backend)
+    original = backend.append
+    attempts: list[float] = []
+    broken = threading.Event()
+    broken.set()
+
+    def append(sid, events):
+        if sid == "s" and broken.is_set():
+            attempts.append(time.monotonic())
+            raise OSError("disk full")
+        original(sid, events)
+
+    monkeypatch.setattr(backend, "append", append)
+    cp.start()
+    try:
+        store.create({"id": "s", "createdAt": 0}, [])
+        time.sleep(1.0)
+        store.create({"id": "t", "createdAt": 0}, [])
+        deadline = time.monotonic() + 1
+        while "t" not in backend.sessions and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert "t" in backend.sessions  # not held up by s's back-off
+        time.sleep(2.8)  # attempts at about 0, 0.5, 1.5 and 3.5 s
+        gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+        assert len(attempts) in (3, 4), gaps
+        assert all(0.5 * 2**i - 0.05 <= g <= 0.5 * 2**i + 0.5 for i, g in enumerate(gaps)), gaps
+        broken.clear()
+        deadline = time.monotonic() + 6
+        while "s" not in backend.sessions and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert stored_seqs(backend, "s") == [0]
+    finally:
+        cp.stop()

@@ -13,10 +13,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from ..cancel import NULL_TOKEN
 from ..persistence.base import PersistenceBackend
-from ..persistence.binding import PersistenceBinding
+from ..persistence.binding import Binding, PersistenceBinding
 from ..persistence.composite import CompositeBackend
 
 log = logging.getLogger(__name__)
@@ -30,9 +31,60 @@ BACKOFF = 10.0
 POLLED_SCHEMES = frozenset({"jsonl", "sqlite", "claude", "codex"})
 
 
+def members(backend: PersistenceBackend | CompositeBackend) -> list[PersistenceBackend]:
+    return list(backend.members) if isinstance(backend, CompositeBackend) else [backend]
+
+
 def read_only_members(backend: PersistenceBackend | CompositeBackend) -> list[PersistenceBackend]:
-    members = backend.members if isinstance(backend, CompositeBackend) else [backend]
-    return [m for m in members if not m.writable and m.uri.partition(":")[0] in POLLED_SCHEMES]
+    return [
+        m for m in members(backend) if not m.writable and m.uri.partition(":")[0] in POLLED_SCHEMES
+    ]
+
+
+class ListenerControl(Protocol):
+    def start(self, notify: Callable[[list[str], bool], None]) -> None: ...
+    def stop(self, wait: float | None = None) -> None: ...
+
+
+@runtime_checkable
+class ChangeFeed(Protocol):
+    """A member that hears other writers itself (postgres.md §5) and reports it in status."""
+
+    @property
+    def listener(self) -> ListenerControl: ...
+    def status(self) -> dict[str, object]: ...
+
+
+class ChangeListeners:
+    """The listeners of the mounted members (postgres.md §1.4, §5): started at mount, stopped
+    when the binding is replaced or unmounted and at shutdown, so none outlives its binding."""
+
+    def __init__(
+        self, binding: PersistenceBinding, notify: Callable[[list[str], bool], None]
+    ) -> None:
+        self._notify = notify
+        self._lock = threading.Lock()
+        self._running: list[ListenerControl] = []
+        self._closed = False
+        binding.subscribe(self._on_mount)
+
+    def _on_mount(self, binding: Binding | None) -> None:
+        feeds = [] if binding is None else members(binding.backend)
+        with self._lock:
+            for listener in self._running:
+                listener.stop()  # its thread ends within a second and closes its connection
+            self._running = (
+                [] if self._closed else [m.listener for m in feeds if isinstance(m, ChangeFeed)]
+            )
+            for listener in self._running:
+                listener.start(self._notify)
+
+    def close(self, wait: float = 5.0) -> None:
+        with self._lock:
+            self._closed = True
+            running, self._running = self._running, []
+        for listener in running:
+            listener.stop(wait)
 
 
 class FreshnessPoller:
@@ -89,4 +141,4 @@ class FreshnessPoller:
             self._notify(changed + gone, bool(gone) or any(sid not in before for sid in changed))
 
 
-__all__ = ["FreshnessPoller", "read_only_members"]
+__all__ = ["ChangeFeed", "ChangeListeners", "FreshnessPoller", "members", "read_only_members"]

@@ -12,21 +12,26 @@ from .. import errors
 from ..config import embedded_store
 from ..errors import QueryError
 from ..persistence.binding import PersistenceBinding
-from ..persistence.composite import CompositeBackend, open_persistence
+from ..persistence.composite import open_persistence
 from ..persistence.uri import display_uri, open_backend
 from ..query.service import SessionQueryService
 from ..search.service import SearchService
 from ..session.store import SessionStore
 from .checkpoint import Checkpointer
 from .config import ServerConfig
-from .freshness import FreshnessPoller
+from .freshness import ChangeFeed, ChangeListeners, FreshnessPoller, members
 
 log = logging.getLogger(__name__)
 
 
 def _members(backend: Any) -> list[dict[str, Any]]:
-    members = backend.members if isinstance(backend, CompositeBackend) else [backend]
-    return [{"uri": m.uri, "writable": bool(m.writable)} for m in members]
+    out: list[dict[str, Any]] = []
+    for member in members(backend):
+        entry: dict[str, Any] = {"uri": member.uri, "writable": bool(member.writable)}
+        if isinstance(member, ChangeFeed):  # postgres.md §1.4
+            entry["postgres"] = member.status()
+        out.append(entry)
+    return out
 
 
 class Runtime:
@@ -53,6 +58,7 @@ class Runtime:
             self.store, self.binding, config.search, quiet=self.checkpointer.quiet
         )
         self.freshness = FreshnessPoller(self.binding, notify)  # importers.md §4.5
+        self.listeners = ChangeListeners(self.binding, notify)  # postgres.md §5
         self.store.subscribe(lambda kind, sid: notify([sid], kind != "append"))
         self.binding.subscribe(lambda _binding: notify([], True))
 
@@ -125,6 +131,7 @@ class Runtime:
             return
         self._closed = True
         self.freshness.stop()
+        self.listeners.close()
         # Manual mode writes only when asked, so a shutdown does not write either.
         self.checkpointer.stop(flush=self.config.checkpoint_mode == "auto")
         self.search.close()

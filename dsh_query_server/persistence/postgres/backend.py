@@ -36,6 +36,7 @@ from . import rows, schema
 from .connection import Conn, Pool
 from .conninfo import PgMount, parse_postgres_uri
 from .errors import PostgresUnavailableError, SessionAppendConflictError
+from .listener import ListenerSlot
 from .schema import StoreIdentity, StoreRefused
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class PostgresBackend:
         self._lock = threading.Lock()
         self._id_locks: dict[str, threading.Lock] = {}
         self._listing: _Listing | None = None
+        self.listener = ListenerSlot(mount, self._instance, self._writer)  # §5, server-driven
         # What full reads proved (memo.py): the shape per (pk, epoch, revision), and the streamed
         # scan state per (pk, epoch, count), which later rows, being immutable, only extend.
         self._shapes: VerificationMemo[logical.LogShape] = VerificationMemo()
@@ -93,10 +95,6 @@ class PostgresBackend:
                 mount.libpq.get("sslmode", "prefer"),
             )
 
-    @classmethod
-    def from_uri(cls, uri: str) -> PostgresBackend:
-        return cls(parse_postgres_uri(uri))
-
     @property
     def uri(self) -> str:
         return self._mount.redacted
@@ -107,12 +105,14 @@ class PostgresBackend:
 
     def status(self) -> dict[str, object]:
         """The ``postgres`` entry of this member's status (§1.4)."""
-        entry: dict[str, object] = {"reachable": self._pool.reachable, "notifications": "off"}
+        entry: dict[str, object] = {"reachable": self._pool.reachable}
+        entry["notifications"] = self.listener.state  # §5
         if self._pool.last_error is not None:
             entry["lastError"] = self._pool.last_error
         return entry
 
     def close(self) -> None:
+        self.listener.stop(wait=5)
         self._pool.close()
 
     # -- the store ---------------------------------------------------------------------
