@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> None:
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     cfg = mcp_config.load(list(sys.argv[1:] if argv is None else argv))
-    runtime = Runtime(cfg.server, lambda ids, structural: None)
+    runtime = Runtime(cfg.server, None)  # MCP has no change notifications to send
     runtime.start()
     app = McpApp(cfg, runtime)
 

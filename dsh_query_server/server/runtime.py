@@ -35,7 +35,11 @@ def _members(backend: Any) -> list[dict[str, Any]]:
 
 
 class Runtime:
-    def __init__(self, config: ServerConfig, notify: Callable[[list[str], bool], None]) -> None:
+    def __init__(
+        self, config: ServerConfig, notify: Callable[[list[str], bool], None] | None
+    ) -> None:
+        """``notify`` sends ``sessionQuery/didChange``; a host without clients to tell (the MCP
+        server) passes None, and then nothing polls or listens for changes."""
         self.config = config
         self._closed = False
         self._mounted: tuple[int, Any] = (0, None)  # (binding identity, the mounted value)
@@ -52,15 +56,18 @@ class Runtime:
             self.binding,
             mode=config.checkpoint_mode,
             interval_ms=config.checkpoint_interval_ms,
-            on_flushed=lambda ids: notify(ids, True),
+            on_flushed=None if notify is None else (lambda ids: notify(ids, True)),
         )
         self.search = SearchService(
             self.store, self.binding, config.search, quiet=self.checkpointer.quiet
         )
-        self.freshness = FreshnessPoller(self.binding, notify)  # importers.md §4.5
-        self.listeners = ChangeListeners(self.binding, notify)  # postgres.md §5
-        self.store.subscribe(lambda kind, sid: notify([sid], kind != "append"))
-        self.binding.subscribe(lambda _binding: notify([], True))
+        self.freshness: FreshnessPoller | None = None
+        self.listeners: ChangeListeners | None = None
+        if notify is not None:
+            self.freshness = FreshnessPoller(self.binding, notify)  # importers.md §4.5
+            self.listeners = ChangeListeners(self.binding, notify)  # postgres.md §5
+            self.store.subscribe(lambda kind, sid: notify([sid], kind != "append"))
+            self.binding.subscribe(lambda _binding: notify([], True))
 
     def start(self) -> None:
         """Mount the configured backend, open the index when openAt is startup, start flushing.
@@ -79,7 +86,8 @@ class Runtime:
         if self.config.search.open_at == "startup":
             self.search.open()
         self.checkpointer.start()
-        self.freshness.start()
+        if self.freshness is not None:
+            self.freshness.start()
 
     def mount(self, uri: Any) -> dict[str, Any]:
         """importers.md §4.1-§4.3: ``"auto"``, one URI or an array, mounted atomically (every
@@ -130,8 +138,10 @@ class Runtime:
         if self._closed:
             return
         self._closed = True
-        self.freshness.stop()
-        self.listeners.close()
+        if self.freshness is not None:
+            self.freshness.stop()
+        if self.listeners is not None:
+            self.listeners.close()
         # Manual mode writes only when asked, so a shutdown does not write either.
         self.checkpointer.stop(flush=self.config.checkpoint_mode == "auto")
         self.search.close()

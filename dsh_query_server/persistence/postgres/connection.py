@@ -46,6 +46,7 @@ class Pool:
         self.mount = mount
         self.reachable = False
         self.last_error: str | None = None
+        self._fsync_warned = False
         self._pool = psycopg_pool.ConnectionPool(
             mount.conninfo(),
             min_size=1,
@@ -59,13 +60,25 @@ class Pool:
         )
         self._pool.open(wait=False)
 
-    @staticmethod
-    def _configure(conn: Conn) -> None:
+    def _configure(self, conn: Conn) -> None:
         """Commits are durable (§3.7): a server configured with synchronous_commit off gets
-        it back on for our sessions."""
-        row = conn.execute("SELECT pg_catalog.current_setting('synchronous_commit')").fetchone()
-        if row is not None and row[0] == "off":
+        it back on for our sessions; one that runs with fsync off is logged once per mount (no
+        session setting can undo it)."""
+        row = conn.execute(
+            "SELECT pg_catalog.current_setting('synchronous_commit'),"
+            " pg_catalog.current_setting('fsync')"
+        ).fetchone()
+        if row is None:
+            return
+        if row[0] == "off":
             conn.execute("SET synchronous_commit TO on")
+        if row[1] == "off" and not self._fsync_warned:
+            self._fsync_warned = True
+            log.warning(
+                "postgres server of %s runs with fsync = off: a crash of its machine can lose"
+                " committed events",
+                self.mount.redacted,
+            )
 
     def close(self) -> None:
         self._pool.close()
