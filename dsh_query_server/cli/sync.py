@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Protocol, TextIO, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TextIO, runtime_checkable
 
 from .. import jsoncodec
 from ..cancel import CancelToken
@@ -29,6 +29,9 @@ from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import SessionAppendConflictError
 from ..persistence.uri import absolute_uri, open_backend
 from .sync_state import Entry, SyncState, prefix_digest
+
+if TYPE_CHECKING:  # rich is imported only when a bar is shown, so the command starts fast
+    from rich.progress import Progress, TaskID
 
 MAX_BATCH_EVENTS = 1000
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -52,6 +55,64 @@ class _Report:
             ("created", "grown", "unchanged", "behind", "conflict", "diverged", "failed"), 0
         )
     )
+
+
+class _Progress:
+    """A rich progress bar on stderr when stderr is a terminal (§6), one bar per source:
+    sessions done of all, events appended. Other stderr lines go through it so that they print
+    above the bar instead of through it. On anything but a terminal it only prints the lines."""
+
+    def __init__(self, err: TextIO) -> None:
+        self.err = err
+        self.enabled = err.isatty()
+        self._bar: Progress | None = None
+        self._task: TaskID | None = None
+        self._events = 0
+
+    def start(self, source: str, total: int) -> None:
+        if not self.enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self._events = 0
+        self._bar = Progress(
+            TextColumn("sync {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("sessions, {task.fields[events]} events appended"),
+            TimeElapsedColumn(),
+            console=Console(file=self.err, stderr=False),
+            transient=False,
+        )
+        self._task = self._bar.add_task(source, total=total, events=0)
+        self._bar.start()
+
+    def appended(self, count: int) -> None:
+        self._events += count
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, events=self._events)
+
+    def advance(self) -> None:
+        if self._bar is not None and self._task is not None:
+            self._bar.advance(self._task)
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+        self._bar = self._task = None
+
+    def say(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        else:
+            print(text, file=self.err)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,16 +215,24 @@ class _Sync:
         target: PostgresBackend,
         dry_run: bool,
         err: TextIO,
-        reported: set[tuple[str, str, str, int | None]],
+        reported: set[tuple[str, str, str, str]],
     ) -> None:
         self.target = target
-        self.reported = reported  # skips already printed by an earlier --watch cycle
+        # (source, id, source revision, target revision) of skips already printed: --watch
+        # reports a skip once per revision pair (§6).
+        self.reported = reported
+        self.pair = ("", "")
         self.dry_run = dry_run
-        self.err = err
         self.skipped: list[_Skip] = []
         self.failed: list[_Skip] = []
-        self.progress = err.isatty()
+        self.progress = _Progress(err)
         self.created: set[str] = set()
+
+    def _append(self, session_id: str, events: list[Event]) -> None:
+        """Commits in batches (§6), so an interrupted run leaves a valid prefix."""
+        for batch in _batches(events):
+            self.target.append(session_id, batch)
+            self.progress.appended(len(batch))
 
     def _read_source(
         self, source: PersistenceBackend, session_id: str
@@ -183,6 +252,7 @@ class _Sync:
         target_revision: str | None,
     ) -> None:
         session_id = str(snapshot.header.id)
+        self.pair = (snapshot.revision, target_revision or "")
         entry = state.get(session_id)
         known = (
             entry is not None and target_revision is not None and entry.target == (target_revision)
@@ -224,8 +294,7 @@ class _Sync:
             return "unchanged"
         if not self.dry_run:
             try:
-                for batch in _batches(events[synced:]):
-                    self.target.append(session_id, batch)
+                self._append(session_id, events[synced:])
             except SessionAppendConflictError:
                 return None
         return "grown"
@@ -238,8 +307,7 @@ class _Sync:
                 if session_id not in self.created:  # a retry after a conflict created it
                     self.target.create(header)
                     self.created.add(session_id)
-                for batch in _batches(events):
-                    self.target.append(session_id, batch)
+                self._append(session_id, events)
             return "created"
         stored = self.target.read_stored(session_id)
         if not headers_compatible(header, stored.header):
@@ -253,8 +321,7 @@ class _Sync:
             if m == n:
                 return "unchanged"
             if not self.dry_run:
-                for batch in _batches(events[n:]):
-                    self.target.append(session_id, batch)
+                self._append(session_id, events[n:])
             return "grown"
         if difference is None:
             return "behind"
@@ -272,15 +339,15 @@ class _Sync:
         self, report: _Report, session_id: str, reason: str, seq: int | None, detail: str
     ) -> None:
         self.skipped.append(_Skip(session_id, report.source, reason, seq, detail))
-        key = (session_id, report.source, reason, seq)
+        key = (report.source, session_id, self.pair[0], self.pair[1])
         if key not in self.reported:
             self.reported.add(key)
-            print(f'sync: skipped "{session_id}" from {report.source}: {detail}', file=self.err)
+            self.progress.say(f'sync: skipped "{session_id}" from {report.source}: {detail}')
 
     def fail(self, report: _Report, session_id: str, message: str) -> None:
         report.counts["failed"] += 1
         self.failed.append(_Skip(session_id, report.source, "failed", None, message))
-        print(f'sync: failed "{session_id}" from {report.source}: {message}', file=self.err)
+        self.progress.say(f'sync: failed "{session_id}" from {report.source}: {message}')
 
 
 def _sources(args: argparse.Namespace) -> list[str]:
@@ -346,7 +413,7 @@ def _watch(
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = signal.signal(signum, stopping)
-    reported: set[tuple[str, str, str, int | None]] = set()
+    reported: set[tuple[str, str, str, str]] = set()
     last: int | None = None
     try:
         while True:
@@ -368,7 +435,7 @@ def _run(
     sources: list[tuple[str, str]],
     out: TextIO,
     err: TextIO,
-    reported: set[tuple[str, str, str, int | None]],
+    reported: set[tuple[str, str, str, str]],
     stop: threading.Event,
 ) -> int | None:
     """One cycle's exit code; None when ``stop`` interrupted it."""
@@ -397,26 +464,26 @@ def _run(
                 print(f"sync: source {report.source} cannot be listed: {exc}", file=err)
                 failure = True
                 continue
-            ordered = sorted(snapshots, key=_order)
+            ordered = [
+                s for s in sorted(snapshots, key=_order) if not wanted or str(s.header.id) in wanted
+            ]
             state = SyncState(target.uri, report.source)
-            for index, snapshot in enumerate(ordered, 1):
+            sync.progress.start(report.source, len(ordered))
+            for snapshot in ordered:
                 session_id = str(snapshot.header.id)
-                if wanted and session_id not in wanted:
-                    continue
                 if stop.is_set():
                     return None
-                if sync.progress:
-                    print(f"\rsync: {report.source}: {index}/{len(ordered)}", end="", file=err)
                 try:
                     sync.session(report, source, snapshot, state, revisions.get(session_id))
                 except Exception as exc:  # noqa: BLE001 - reported per session, the run goes on
                     sync.fail(report, session_id, target_message(exc))
                     failure = True
-            if sync.progress:
-                print(file=err)
+                sync.progress.advance()
+            sync.progress.stop()
             if not sync.dry_run:
                 state.save()
         finally:
+            sync.progress.stop()
             source.close()
     for report in reports:
         counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
