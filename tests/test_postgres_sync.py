@@ -338,3 +338,24 @@ def _change_count(conn: Any) -> int:
     if not conn.execute("SELECT to_regclass('dsh_query.store') IS NOT NULL").fetchone()[0]:
         return 0
     return int(conn.execute("SELECT change_count FROM dsh_query.store").fetchone()[0])
+
+
+def test_a_session_created_since_the_cycles_listing_is_read_not_overwritten(
+    tmp_path: Path, pg_database: PgDatabase
+) -> None:
+    # Both sources hold "x": the first creates it after the cycle listed the target, so the
+    # second finds it absent from that listing, tries to create it, and must read it instead.
+    first = sqlite_source(tmp_path / "a.db", {"x": [ev(0), ev(1)]})
+    same = sqlite_source(tmp_path / "b.db", {"x": [ev(0), ev(1), ev(2)]})
+    other = sqlite_source(tmp_path / "c.db", {"x": [ev(0), ev(1, "other")]})
+    target = pg_database.socket_uri()
+    code, out, err = sync("--to", target, first, same, other, "--json")
+    assert code == 3, err
+    sources = json.loads(out)["sources"]
+    assert [s["created"] for s in sources] == [1, 0, 0]
+    assert sources[1]["grown"] == 1 and sources[2]["diverged"] == 1
+    reader = open_postgres(target)
+    try:
+        assert [e.raw for e in reader.read_stored("x").events] == [ev(i).raw for i in range(3)]
+    finally:
+        reader.close()

@@ -227,6 +227,8 @@ class _Sync:
         self.failed: list[_Skip] = []
         self.progress = _Progress(err)
         self.created: set[str] = set()
+        # id -> (source revision, events synced, their digest), until settle() records them
+        self.settled: dict[str, tuple[str, int, str]] = {}
 
     def _append(self, session_id: str, events: list[Event]) -> None:
         """Commits in batches (§6), so an interrupted run leaves a valid prefix."""
@@ -269,23 +271,37 @@ class _Sync:
             and prefix_digest(events[: entry.count]) == entry.sha256
         ):
             outcome = self._extend(session_id, events, entry.count)
+        absent = target_revision is None  # the cycle's listing had no such session
         for _ in range(_RETRIES):
             if outcome is not None:
                 break
             try:
-                outcome = self._decide(report, header, events)
+                outcome = self._decide(report, header, events, absent)
             except SessionAppendConflictError:
-                continue  # another writer moved the target: read it again and decide again
+                absent = False  # another writer moved the target: read it, decide again
         if outcome is None:
             raise RuntimeError(f'session "{session_id}" kept changing under sync')
         report.counts[outcome] += 1
         if outcome in ("created", "grown", "unchanged") and not self.dry_run:
-            revision = self.target.revision(session_id)
-            if revision is not None:
-                state.put(
-                    session_id,
-                    Entry(snapshot.revision, revision, len(events), prefix_digest(events)),
-                )
+            self.settled[session_id] = (snapshot.revision, len(events), prefix_digest(events))
+
+    def settle(self, state: SyncState) -> None:
+        """The state entries of what this source's pass left in sync, from one listing of the
+        target instead of a read per session. An entry is kept only where the target still holds
+        exactly the events synced (another writer may have appended since): a revision names its
+        event count (postgres.md §3.2)."""
+        if not self.settled:
+            return
+        try:
+            listed = {str(s.header.id): s.revision for s in self.target.list_snapshots()}
+        except Exception:  # noqa: BLE001 - the state is a shortcut: without it, the next run reads
+            self.settled.clear()
+            return
+        for session_id, (source_revision, count, digest) in self.settled.items():
+            revision = listed.get(session_id)
+            if revision is not None and f":events:{count}:revision:" in revision:
+                state.put(session_id, Entry(source_revision, revision, count, digest))
+        self.settled.clear()
 
     def _extend(self, session_id: str, events: list[Event], synced: int) -> str | None:
         """Only the source moved since the last sync: its digest proves the target's prefix,
@@ -299,13 +315,22 @@ class _Sync:
                 return None
         return "grown"
 
-    def _decide(self, report: _Report, header: Header, events: list[Event]) -> str:
+    def _decide(self, report: _Report, header: Header, events: list[Event], absent: bool) -> str:
         session_id = str(header.id)
-        stored_count = self.target.stored_count(session_id)
+        # Absent from the cycle's listing: create straight away (create checks the row itself,
+        # and a writer that got there since makes the first append conflict: then we read).
+        stored_count = None if absent else self.target.stored_count(session_id)
         if stored_count is None:
             if not self.dry_run:
                 if session_id not in self.created:  # a retry after a conflict created it
-                    self.target.create(header)
+                    try:
+                        self.target.create(header)
+                    except ValueError:
+                        if self.target.stored_count(session_id) is None:
+                            raise
+                        raise SessionAppendConflictError(
+                            f'session "{session_id}" appeared in the target', session_id, 0, 0
+                        ) from None
                     self.created.add(session_id)
                 self._append(session_id, events)
             return "created"
@@ -481,6 +506,7 @@ def _run(
                 sync.progress.advance()
             sync.progress.stop()
             if not sync.dry_run:
+                sync.settle(state)
                 state.save()
         finally:
             sync.progress.stop()
