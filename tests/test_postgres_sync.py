@@ -158,6 +158,7 @@ def test_exit_codes_for_usage_errors_and_failures(tmp_path: Path, pg_database: P
     assert sync("--to", target + "&readOnly=true", source)[0] == 2
     assert sync("--to", target, source + "?readOnly=false")[0] == 2
     assert sync("--to", target, target)[0] == 2  # the target's own store
+    assert sync("--to", target, source, "--jobs", "0")[0] == 2
     code, _, err = sync("--to", "postgres://u:hunter2@127.0.0.1:1/db?poolTimeoutMs=500", source)
     assert code == 1 and "hunter2" not in err and "u:***@" in err
     code, _, err = sync("--to", target, f"jsonl:{tmp_path / 'missing-file.txt'}", source)
@@ -349,7 +350,7 @@ def test_a_session_created_since_the_cycles_listing_is_read_not_overwritten(
     same = sqlite_source(tmp_path / "b.db", {"x": [ev(0), ev(1), ev(2)]})
     other = sqlite_source(tmp_path / "c.db", {"x": [ev(0), ev(1, "other")]})
     target = pg_database.socket_uri()
-    code, out, err = sync("--to", target, first, same, other, "--json")
+    code, out, err = sync("--to", target, first, same, other, "--json", "--jobs", "1")
     assert code == 3, err
     sources = json.loads(out)["sources"]
     assert [s["created"] for s in sources] == [1, 0, 0]

@@ -15,9 +15,10 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import TYPE_CHECKING, Protocol, TextIO, runtime_checkable
+from typing import Protocol, TextIO, runtime_checkable
 
 from .. import jsoncodec
 from ..cancel import CancelToken
@@ -28,10 +29,8 @@ from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import SessionAppendConflictError
 from ..persistence.uri import absolute_uri, open_backend
+from .sync_progress import SyncProgress
 from .sync_state import Entry, SyncState, prefix_digest
-
-if TYPE_CHECKING:  # rich is imported only when a bar is shown, so the command starts fast
-    from rich.progress import Progress, TaskID
 
 MAX_BATCH_EVENTS = 1000
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -55,64 +54,6 @@ class _Report:
             ("created", "grown", "unchanged", "behind", "conflict", "diverged", "failed"), 0
         )
     )
-
-
-class _Progress:
-    """A rich progress bar on stderr when stderr is a terminal (§6), one bar per source:
-    sessions done of all, events appended. Other stderr lines go through it so that they print
-    above the bar instead of through it. On anything but a terminal it only prints the lines."""
-
-    def __init__(self, err: TextIO) -> None:
-        self.err = err
-        self.enabled = err.isatty()
-        self._bar: Progress | None = None
-        self._task: TaskID | None = None
-        self._events = 0
-
-    def start(self, source: str, total: int) -> None:
-        if not self.enabled:
-            return
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
-
-        self._events = 0
-        self._bar = Progress(
-            TextColumn("sync {task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("sessions, {task.fields[events]} events appended"),
-            TimeElapsedColumn(),
-            console=Console(file=self.err, stderr=False),
-            transient=False,
-        )
-        self._task = self._bar.add_task(source, total=total, events=0)
-        self._bar.start()
-
-    def appended(self, count: int) -> None:
-        self._events += count
-        if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, events=self._events)
-
-    def advance(self) -> None:
-        if self._bar is not None and self._task is not None:
-            self._bar.advance(self._task)
-
-    def stop(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-        self._bar = self._task = None
-
-    def say(self, text: str) -> None:
-        if self._bar is not None:
-            self._bar.console.print(text, markup=False, highlight=False, soft_wrap=True)
-        else:
-            print(text, file=self.err)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +88,14 @@ def _parser() -> argparse.ArgumentParser:
         help="only this session (may repeat)",
     )
     parser.add_argument("--dry-run", action="store_true", help="write nothing")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=4,
+        metavar="N",
+        help="sessions synced at once (default 4, at most the target's poolSize); 1 commits"
+        " them strictly in createdAt order",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON report on stdout")
     parser.add_argument(
         "--watch",
@@ -221,11 +170,12 @@ class _Sync:
         # (source, id, source revision, target revision) of skips already printed: --watch
         # reports a skip once per revision pair (§6).
         self.reported = reported
-        self.pair = ("", "")
+        self._lock = threading.Lock()  # the counts, the lists and ``reported``, across jobs
+        self._local = threading.local()  # this job's revision pair, for _skip
         self.dry_run = dry_run
         self.skipped: list[_Skip] = []
         self.failed: list[_Skip] = []
-        self.progress = _Progress(err)
+        self.progress = SyncProgress(err)
         self.created: set[str] = set()
         # id -> (source revision, events synced, their digest), until settle() records them
         self.settled: dict[str, tuple[str, int, str]] = {}
@@ -254,13 +204,13 @@ class _Sync:
         target_revision: str | None,
     ) -> None:
         session_id = str(snapshot.header.id)
-        self.pair = (snapshot.revision, target_revision or "")
+        self._local.pair = (snapshot.revision, target_revision or "")
         entry = state.get(session_id)
         known = (
             entry is not None and target_revision is not None and entry.target == (target_revision)
         )
         if known and entry is not None and entry.source == snapshot.revision:
-            report.counts["unchanged"] += 1  # both revisions as last synced: nothing to read
+            self._count(report, "unchanged")  # both revisions as last synced: nothing to read
             return
         header, events = self._read_source(source, session_id)
         outcome = None
@@ -281,7 +231,7 @@ class _Sync:
                 absent = False  # another writer moved the target: read it, decide again
         if outcome is None:
             raise RuntimeError(f'session "{session_id}" kept changing under sync')
-        report.counts[outcome] += 1
+        self._count(report, outcome)
         if outcome in ("created", "grown", "unchanged") and not self.dry_run:
             self.settled[session_id] = (snapshot.revision, len(events), prefix_digest(events))
 
@@ -360,19 +310,63 @@ class _Sync:
         )
         return "diverged"
 
+    def _count(self, report: _Report, outcome: str) -> None:
+        with self._lock:
+            report.counts[outcome] += 1
+
     def _skip(
         self, report: _Report, session_id: str, reason: str, seq: int | None, detail: str
     ) -> None:
-        self.skipped.append(_Skip(session_id, report.source, reason, seq, detail))
-        key = (report.source, session_id, self.pair[0], self.pair[1])
-        if key not in self.reported:
+        pair: tuple[str, str] = self._local.pair
+        key = (report.source, session_id, pair[0], pair[1])
+        with self._lock:
+            self.skipped.append(_Skip(session_id, report.source, reason, seq, detail))
+            if key in self.reported:
+                return
             self.reported.add(key)
             self.progress.say(f'sync: skipped "{session_id}" from {report.source}: {detail}')
 
     def fail(self, report: _Report, session_id: str, message: str) -> None:
-        report.counts["failed"] += 1
-        self.failed.append(_Skip(session_id, report.source, "failed", None, message))
-        self.progress.say(f'sync: failed "{session_id}" from {report.source}: {message}')
+        with self._lock:
+            report.counts["failed"] += 1
+            self.failed.append(_Skip(session_id, report.source, "failed", None, message))
+            self.progress.say(f'sync: failed "{session_id}" from {report.source}: {message}')
+
+    def run_source(
+        self,
+        report: _Report,
+        source: PersistenceBackend,
+        ordered: list[Snapshot],
+        state: SyncState,
+        revisions: dict[str, str],
+        jobs: int,
+        stop: threading.Event,
+    ) -> bool | None:
+        """The sessions of one source, ``jobs`` at a time (started in order); False when one
+        failed, None when ``stop`` ended it early (what was running finishes first)."""
+
+        def one(snapshot: Snapshot) -> bool:
+            session_id = str(snapshot.header.id)
+            try:
+                self.session(report, source, snapshot, state, revisions.get(session_id))
+                return True
+            except Exception as exc:  # noqa: BLE001 - reported per session, the run goes on
+                self.fail(report, session_id, target_message(exc))
+                return False
+            finally:
+                self.progress.advance()
+
+        ok, running = True, set[Future[bool]]()
+        with ThreadPoolExecutor(jobs, thread_name_prefix="dsh-query-sync") as pool:
+            for snapshot in ordered:
+                if stop.is_set():
+                    break
+                if len(running) >= jobs:
+                    done, running = wait(running, return_when=FIRST_COMPLETED)
+                    ok = all(f.result() for f in done) and ok
+                running.add(pool.submit(one, snapshot))
+            ok = all(f.result() for f in running) and ok
+        return None if stop.is_set() else ok
 
 
 def _sources(args: argparse.Namespace) -> list[str]:
@@ -388,6 +382,8 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     except SystemExit as exc:
         return 2 if exc.code else 0
     try:
+        if args.jobs < 1:
+            raise UsageError("sync: --jobs needs a whole number >= 1")
         if args.watch is not None and args.watch < 1:
             raise UsageError("sync: --watch needs a whole number of seconds >= 1")
         sources = _sources(args)
@@ -396,6 +392,7 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         mount = parse_postgres_uri(args.to)
         if mount.read_only:
             raise UsageError(f"sync: the target {mount.redacted} is mounted readOnly=true")
+        args.jobs = min(args.jobs, mount.pool_size)  # a job holds one pooled connection
         source_uris = [_read_only(absolute_uri(uri)) for uri in sources]
         for uri in source_uris:
             if (
@@ -494,16 +491,10 @@ def _run(
             ]
             state = SyncState(target.uri, report.source)
             sync.progress.start(report.source, len(ordered))
-            for snapshot in ordered:
-                session_id = str(snapshot.header.id)
-                if stop.is_set():
-                    return None
-                try:
-                    sync.session(report, source, snapshot, state, revisions.get(session_id))
-                except Exception as exc:  # noqa: BLE001 - reported per session, the run goes on
-                    sync.fail(report, session_id, target_message(exc))
-                    failure = True
-                sync.progress.advance()
+            done = sync.run_source(report, source, ordered, state, revisions, args.jobs, stop)
+            if done is None:
+                return None
+            failure = failure or not done
             sync.progress.stop()
             if not sync.dry_run:
                 sync.settle(state)
