@@ -1,6 +1,6 @@
 """The benchmark runner: drives the real server over stdio against the cached corpus and compares
 each number with a baseline measured in the same run and with the issue's targets. The sections
-live beside it: search.py, jsonl.py, mcp_line.py (statistics and the table: stats.py).
+live beside it: search.py, jsonl.py, mcp_line.py, postgres.py (statistics and the table: stats.py).
 
     python -m bench [--scale 0.01] [--cache-dir DIR] [--rebuild] [--quick] [--out DIR]
 
@@ -29,6 +29,7 @@ from .core import HERE
 from .corpus import PROBE_LONG, PROBE_SHORT
 from .jsonl import JsonlSection, zstd_root
 from .mcp_line import McpSection
+from .postgres import PostgresSection
 from .search import SearchSection
 from .stats import Row, Stats, log, measure, render
 from .wire import WireClient
@@ -62,7 +63,7 @@ def raw_list(db: str) -> bytes:
     return msgspec.json.encode(records)
 
 
-class Bench(SearchSection, JsonlSection, McpSection):
+class Bench(SearchSection, JsonlSection, McpSection, PostgresSection):
     # -- protocol overhead ------------------------------------------------------------------------
 
     def echo_baseline(self) -> Stats:
@@ -331,6 +332,8 @@ class Bench(SearchSection, JsonlSection, McpSection):
             self.reconcile_in_process()
             if not self.args.skip_mcp:
                 self.mcp_line()
+        if not self.args.skip_postgres:
+            self.postgres_section()
         shutil.rmtree(self.tmp, ignore_errors=True)
         self.info["seconds"] = time.time() - started
         self.report()
@@ -404,6 +407,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a quarter of the iterations")
     parser.add_argument("--skip-search", action="store_true")
     parser.add_argument("--skip-jsonl", action="store_true")
+    parser.add_argument(
+        "--skip-postgres", action="store_true", help="the PostgreSQL section (bench/postgres.py)"
+    )
     parser.add_argument(
         "--skip-mcp", action="store_true", help="the MCP line (needs the search section)"
     )

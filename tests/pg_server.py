@@ -72,6 +72,20 @@ class PgServer:
     def restart(self, mode: str = "fast") -> None:
         self.pg_ctl("restart", "-w", "-m", mode, "-l", str(self.base / "server.log"))
 
+    def stop(self) -> None:
+        """Stop the server and remove its directory."""
+        self.pg_ctl("stop", "-w", "-m", "fast", check=False)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def create_database(self, name: str) -> PgDatabase:
+        with self.admin() as conn:
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
+                    sql.Identifier(name)
+                )
+            )
+        return PgDatabase(self, name)
+
 
 @dataclass(frozen=True)
 class PgDatabase:
@@ -112,6 +126,14 @@ def _start() -> PgServer:
         if os.environ.get(SKIP_ENV) == "1":
             pytest.skip(message)
         pytest.fail(message)
+    return start_server()
+
+
+def start_server() -> PgServer:
+    """initdb and ``pg_ctl start`` in a fresh private directory (the fixture's server, and the
+    benchmark's: bench/postgres.py); ``PgServer.stop`` removes it."""
+    if not (BINDIR / "pg_ctl").is_file():
+        raise RuntimeError(f"PostgreSQL 15 is not installed ({BINDIR}/pg_ctl is missing)")
     run_as = SUPERUSER if os.geteuid() == 0 else None
     base = Path(tempfile.mkdtemp(prefix="dsh-pg-"))  # 0700
     data, socket_dir = base / "data", base / "sock"
@@ -158,20 +180,13 @@ def pg_server_fixture() -> Iterator[PgServer]:
     try:
         yield server
     finally:
-        server.pg_ctl("stop", "-w", "-m", "fast", check=False)
-        shutil.rmtree(server.base, ignore_errors=True)
+        server.stop()
 
 
 @pytest.fixture(name="pg_database")
 def pg_database_fixture(pg_server: PgServer) -> Iterator[PgDatabase]:
     name = f"t_{uuid.uuid4().hex[:16]}"
-    with pg_server.admin() as conn:
-        conn.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
-                sql.Identifier(name)
-            )
-        )
-    yield PgDatabase(pg_server, name)
+    yield pg_server.create_database(name)
     with pg_server.admin() as conn:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))

@@ -6,9 +6,12 @@ from __future__ import annotations
 import io
 import json
 import os
+import pty
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -155,6 +158,7 @@ def test_exit_codes_for_usage_errors_and_failures(tmp_path: Path, pg_database: P
     assert sync("--to", target + "&readOnly=true", source)[0] == 2
     assert sync("--to", target, source + "?readOnly=false")[0] == 2
     assert sync("--to", target, target)[0] == 2  # the target's own store
+    assert sync("--to", target, source, "--jobs", "0")[0] == 2
     code, _, err = sync("--to", "postgres://u:hunter2@127.0.0.1:1/db?poolTimeoutMs=500", source)
     assert code == 1 and "hunter2" not in err and "u:***@" in err
     code, _, err = sync("--to", target, f"jsonl:{tmp_path / 'missing-file.txt'}", source)
@@ -162,6 +166,21 @@ def test_exit_codes_for_usage_errors_and_failures(tmp_path: Path, pg_database: P
     (tmp_path / "a-file").write_text("")
     code, _, err = sync("--to", target, f"jsonl:{tmp_path / 'a-file'}", source)
     assert code == 1 and "cannot be mounted" in err
+
+
+def _sync_process(*argv: str, **popen: Any) -> subprocess.Popen[str]:
+    root = str(Path(__file__).resolve().parent.parent)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from dsh_query_server.cli.sync import main; sys.exit(main())",
+            *argv,
+        ],
+        text=True,
+        env={**os.environ, "PYTHONPATH": root, **popen.pop("env", {})},
+        **popen,
+    )
 
 
 def test_watch_repeats_reports_a_skip_once_and_stops_on_sigterm(
@@ -172,22 +191,15 @@ def test_watch_repeats_reports_a_skip_once_and_stops_on_sigterm(
     assert sync("--to", target, first)[0] == 0
     path = tmp_path / "b.db"
     source = sqlite_source(path, {"s": [ev(0), ev(1, "b")], "t": [ev(0)]})
-    root = str(Path(__file__).resolve().parent.parent)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from dsh_query_server.cli.sync import main; sys.exit(main())",
-            "--to",
-            target,
-            source,
-            "--watch",
-            "1",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": root},
-    )
+    process = _sync_process("--to", target, source, "--watch", "1", stderr=subprocess.PIPE)
+    lines: list[str] = []
+    assert process.stderr is not None
+    reading = threading.Thread(target=lambda: lines.extend(process.stderr or ()), daemon=True)
+    reading.start()
+
+    def skips() -> int:
+        return sum(line.startswith('sync: skipped "s"') for line in list(lines))
+
     try:
         reader = open_postgres(target)
         try:
@@ -200,14 +212,22 @@ def test_watch_repeats_reports_a_skip_once_and_stops_on_sigterm(
             while reader.stored_count("t") != 2 and time.monotonic() < deadline:
                 time.sleep(0.2)  # a later cycle appends what is new
             assert reader.stored_count("t") == 2
+            assert skips() == 1  # once, however many cycles saw the same revision pair
+            writer = SqliteBackend(str(path))
+            writer.append("s", [ev(2)])  # a new source revision that still diverges
+            writer.close()
+            while skips() < 2 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(2.5)  # two more cycles over the same new pair
         finally:
             reader.close()
         process.send_signal(signal.SIGTERM)
-        _, err = process.communicate(timeout=30)
+        process.wait(30)
+        reading.join(10)
     finally:
         process.kill()
     assert process.returncode == 3  # the last complete cycle skipped "s"
-    assert err.count('sync: skipped "s"') == 1, err  # once, however many cycles
+    assert skips() == 2, lines  # once per revision pair
 
 
 def test_the_state_file_spares_reads_of_unchanged_sessions(
@@ -235,3 +255,108 @@ def test_the_state_file_spares_reads_of_unchanged_sessions(
     state.unlink()
     code, _, err = sync("--to", target, source)
     assert code == 1 and 'sync: failed "s"' in err  # without the state the target is read
+
+
+def test_a_terminal_shows_a_progress_bar_and_a_pipe_does_not(
+    tmp_path: Path, pg_database: PgDatabase
+) -> None:
+    source = sqlite_source(tmp_path / "s.db", {f"s{i}": [ev(0), ev(1)] for i in range(3)})
+    diverged = sqlite_source(tmp_path / "d.db", {"s0": [ev(0), ev(1, "other")]})
+    target = pg_database.socket_uri()
+    master, slave = pty.openpty()
+    process = _sync_process(
+        "--to",
+        target,
+        source,
+        diverged,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env={"TERM": "xterm-256color", "COLUMNS": "160"},
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: every writer of the terminal is gone
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert process.wait(30) == 3
+    drawn = b"".join(chunks).decode()
+    assert "\x1b[" in drawn  # drawn with terminal controls
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn)
+    assert f"sync {source}" in shown and "3/3 sessions, 6 events appended" in shown, shown
+    assert f"sync {diverged}" in shown and "1/1 sessions, 0 events appended" in shown
+    assert 'sync: skipped "s0"' in shown and f"sync: {source}: created 3" in shown
+    code, _, err = sync("--to", target, source)  # not a terminal: lines only
+    assert code == 0 and "\x1b[" not in err and "sessions," not in err
+    assert (
+        err == f"sync: {source}: created 0, grown 0, unchanged 3, behind 0, conflict 0,"
+        " diverged 0, failed 0\n"
+    )
+
+
+def test_a_killed_sync_leaves_a_valid_prefix_and_the_next_run_completes_it(
+    tmp_path: Path, pg_database: PgDatabase
+) -> None:
+    logs = {f"k{i}": [ev(seq, f"{i}-{seq}") for seq in range(2000)] for i in range(8)}
+    source = sqlite_source(tmp_path / "big.db", logs)
+    target = pg_database.socket_uri()
+    sql_target = pg_database.connect()
+    process = _sync_process("--to", target, source, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _change_count(sql_target) < 2:
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)  # mid-run: some batches committed, most not
+        process.wait(10)
+    finally:
+        process.kill()
+        sql_target.close()
+    reader = open_postgres(target)
+    try:
+        stored = {h.id: reader.read_stored(str(h.id)).events for h in reader.list()}
+        total = sum(len(events) for events in stored.values())
+        assert 0 < total < 8 * 2000  # the kill landed mid-sync
+        for session_id, events in stored.items():  # each a valid prefix, in whole batches
+            assert [e.raw for e in events] == [e.raw for e in logs[str(session_id)][: len(events)]]
+            assert len(events) % 1000 == 0
+        code, out, err = sync("--to", target, source, "--json")
+        assert code == 0, err
+        counts = json.loads(out)["sources"][0]
+        assert counts["grown"] + counts["created"] + counts["unchanged"] == 8
+        for session_id, events in logs.items():
+            assert [e.raw for e in reader.read_stored(session_id).events] == [e.raw for e in events]
+    finally:
+        reader.close()
+
+
+def _change_count(conn: Any) -> int:
+    """The target's change count, 0 before its store exists."""
+    if not conn.execute("SELECT to_regclass('dsh_query.store') IS NOT NULL").fetchone()[0]:
+        return 0
+    return int(conn.execute("SELECT change_count FROM dsh_query.store").fetchone()[0])
+
+
+def test_a_session_created_since_the_cycles_listing_is_read_not_overwritten(
+    tmp_path: Path, pg_database: PgDatabase
+) -> None:
+    # Both sources hold "x": the first creates it after the cycle listed the target, so the
+    # second finds it absent from that listing, tries to create it, and must read it instead.
+    first = sqlite_source(tmp_path / "a.db", {"x": [ev(0), ev(1)]})
+    same = sqlite_source(tmp_path / "b.db", {"x": [ev(0), ev(1), ev(2)]})
+    other = sqlite_source(tmp_path / "c.db", {"x": [ev(0), ev(1, "other")]})
+    target = pg_database.socket_uri()
+    code, out, err = sync("--to", target, first, same, other, "--json", "--jobs", "1")
+    assert code == 3, err
+    sources = json.loads(out)["sources"]
+    assert [s["created"] for s in sources] == [1, 0, 0]
+    assert sources[1]["grown"] == 1 and sources[2]["diverged"] == 1
+    reader = open_postgres(target)
+    try:
+        assert [e.raw for e in reader.read_stored("x").events] == [ev(i).raw for i in range(3)]
+    finally:
+        reader.close()

@@ -1,4 +1,5 @@
-"""Subcommands that parse their own arguments: ``schema``, ``mcp``, ``export`` and ``sync``.
+"""Subcommands that parse their own arguments: ``schema``, ``mcp``, ``export``, ``postgres`` and
+``sync``.
 
 ``main`` hands everything after the name to the command's own ``main(argv)``, so each keeps one
 parser (``python -m dsh_query_server.mcp`` and ``dsh-query mcp`` accept the same flags); here they
@@ -36,11 +37,18 @@ def _sync(argv: list[str]) -> int | None:
     return main(argv)
 
 
+def _postgres(argv: list[str]) -> int | None:
+    from .postgres import main
+
+    return main(argv)
+
+
 # name -> (run, one-line help)
 COMMANDS: dict[str, tuple[Callable[[list[str]], int | None], str]] = {
     "schema": (_schema, "print the JSON Schema of every method's params, result and error data"),
     "mcp": (_mcp, "serve the history tools to an agent over MCP (stdio); see --help"),
     "export": (_export, "write a session (and its sub-agents) as a ZIP; see --help"),
+    "postgres": (_postgres, "administer a postgres: store: init creates it and grants roles"),
     "sync": (_sync, "copy sessions from any sources into a shared postgres: store; see --help"),
 }
 

@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Protocol, TextIO, runtime_checkable
@@ -28,6 +29,7 @@ from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import SessionAppendConflictError
 from ..persistence.uri import absolute_uri, open_backend
+from .sync_progress import SyncProgress
 from .sync_state import Entry, SyncState, prefix_digest
 
 MAX_BATCH_EVENTS = 1000
@@ -86,6 +88,14 @@ def _parser() -> argparse.ArgumentParser:
         help="only this session (may repeat)",
     )
     parser.add_argument("--dry-run", action="store_true", help="write nothing")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=4,
+        metavar="N",
+        help="sessions synced at once (default 4, at most the target's poolSize); 1 commits"
+        " them strictly in createdAt order",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON report on stdout")
     parser.add_argument(
         "--watch",
@@ -154,16 +164,27 @@ class _Sync:
         target: PostgresBackend,
         dry_run: bool,
         err: TextIO,
-        reported: set[tuple[str, str, str, int | None]],
+        reported: set[tuple[str, str, str, str]],
     ) -> None:
         self.target = target
-        self.reported = reported  # skips already printed by an earlier --watch cycle
+        # (source, id, source revision, target revision) of skips already printed: --watch
+        # reports a skip once per revision pair (§6).
+        self.reported = reported
+        self._lock = threading.Lock()  # the counts, the lists and ``reported``, across jobs
+        self._local = threading.local()  # this job's revision pair, for _skip
         self.dry_run = dry_run
-        self.err = err
         self.skipped: list[_Skip] = []
         self.failed: list[_Skip] = []
-        self.progress = err.isatty()
+        self.progress = SyncProgress(err)
         self.created: set[str] = set()
+        # id -> (source revision, events synced, their digest), until settle() records them
+        self.settled: dict[str, tuple[str, int, str]] = {}
+
+    def _append(self, session_id: str, events: list[Event]) -> None:
+        """Commits in batches (§6), so an interrupted run leaves a valid prefix."""
+        for batch in _batches(events):
+            self.target.append(session_id, batch)
+            self.progress.appended(len(batch))
 
     def _read_source(
         self, source: PersistenceBackend, session_id: str
@@ -183,12 +204,13 @@ class _Sync:
         target_revision: str | None,
     ) -> None:
         session_id = str(snapshot.header.id)
+        self._local.pair = (snapshot.revision, target_revision or "")
         entry = state.get(session_id)
         known = (
             entry is not None and target_revision is not None and entry.target == (target_revision)
         )
         if known and entry is not None and entry.source == snapshot.revision:
-            report.counts["unchanged"] += 1  # both revisions as last synced: nothing to read
+            self._count(report, "unchanged")  # both revisions as last synced: nothing to read
             return
         header, events = self._read_source(source, session_id)
         outcome = None
@@ -199,23 +221,37 @@ class _Sync:
             and prefix_digest(events[: entry.count]) == entry.sha256
         ):
             outcome = self._extend(session_id, events, entry.count)
+        absent = target_revision is None  # the cycle's listing had no such session
         for _ in range(_RETRIES):
             if outcome is not None:
                 break
             try:
-                outcome = self._decide(report, header, events)
+                outcome = self._decide(report, header, events, absent)
             except SessionAppendConflictError:
-                continue  # another writer moved the target: read it again and decide again
+                absent = False  # another writer moved the target: read it, decide again
         if outcome is None:
             raise RuntimeError(f'session "{session_id}" kept changing under sync')
-        report.counts[outcome] += 1
+        self._count(report, outcome)
         if outcome in ("created", "grown", "unchanged") and not self.dry_run:
-            revision = self.target.revision(session_id)
-            if revision is not None:
-                state.put(
-                    session_id,
-                    Entry(snapshot.revision, revision, len(events), prefix_digest(events)),
-                )
+            self.settled[session_id] = (snapshot.revision, len(events), prefix_digest(events))
+
+    def settle(self, state: SyncState) -> None:
+        """The state entries of what this source's pass left in sync, from one listing of the
+        target instead of a read per session. An entry is kept only where the target still holds
+        exactly the events synced (another writer may have appended since): a revision names its
+        event count (postgres.md §3.2)."""
+        if not self.settled:
+            return
+        try:
+            listed = {str(s.header.id): s.revision for s in self.target.list_snapshots()}
+        except Exception:  # noqa: BLE001 - the state is a shortcut: without it, the next run reads
+            self.settled.clear()
+            return
+        for session_id, (source_revision, count, digest) in self.settled.items():
+            revision = listed.get(session_id)
+            if revision is not None and f":events:{count}:revision:" in revision:
+                state.put(session_id, Entry(source_revision, revision, count, digest))
+        self.settled.clear()
 
     def _extend(self, session_id: str, events: list[Event], synced: int) -> str | None:
         """Only the source moved since the last sync: its digest proves the target's prefix,
@@ -224,22 +260,29 @@ class _Sync:
             return "unchanged"
         if not self.dry_run:
             try:
-                for batch in _batches(events[synced:]):
-                    self.target.append(session_id, batch)
+                self._append(session_id, events[synced:])
             except SessionAppendConflictError:
                 return None
         return "grown"
 
-    def _decide(self, report: _Report, header: Header, events: list[Event]) -> str:
+    def _decide(self, report: _Report, header: Header, events: list[Event], absent: bool) -> str:
         session_id = str(header.id)
-        stored_count = self.target.stored_count(session_id)
+        # Absent from the cycle's listing: create straight away (create checks the row itself,
+        # and a writer that got there since makes the first append conflict: then we read).
+        stored_count = None if absent else self.target.stored_count(session_id)
         if stored_count is None:
             if not self.dry_run:
                 if session_id not in self.created:  # a retry after a conflict created it
-                    self.target.create(header)
+                    try:
+                        self.target.create(header)
+                    except ValueError:
+                        if self.target.stored_count(session_id) is None:
+                            raise
+                        raise SessionAppendConflictError(
+                            f'session "{session_id}" appeared in the target', session_id, 0, 0
+                        ) from None
                     self.created.add(session_id)
-                for batch in _batches(events):
-                    self.target.append(session_id, batch)
+                self._append(session_id, events)
             return "created"
         stored = self.target.read_stored(session_id)
         if not headers_compatible(header, stored.header):
@@ -253,8 +296,7 @@ class _Sync:
             if m == n:
                 return "unchanged"
             if not self.dry_run:
-                for batch in _batches(events[n:]):
-                    self.target.append(session_id, batch)
+                self._append(session_id, events[n:])
             return "grown"
         if difference is None:
             return "behind"
@@ -268,19 +310,63 @@ class _Sync:
         )
         return "diverged"
 
+    def _count(self, report: _Report, outcome: str) -> None:
+        with self._lock:
+            report.counts[outcome] += 1
+
     def _skip(
         self, report: _Report, session_id: str, reason: str, seq: int | None, detail: str
     ) -> None:
-        self.skipped.append(_Skip(session_id, report.source, reason, seq, detail))
-        key = (session_id, report.source, reason, seq)
-        if key not in self.reported:
+        pair: tuple[str, str] = self._local.pair
+        key = (report.source, session_id, pair[0], pair[1])
+        with self._lock:
+            self.skipped.append(_Skip(session_id, report.source, reason, seq, detail))
+            if key in self.reported:
+                return
             self.reported.add(key)
-            print(f'sync: skipped "{session_id}" from {report.source}: {detail}', file=self.err)
+            self.progress.say(f'sync: skipped "{session_id}" from {report.source}: {detail}')
 
     def fail(self, report: _Report, session_id: str, message: str) -> None:
-        report.counts["failed"] += 1
-        self.failed.append(_Skip(session_id, report.source, "failed", None, message))
-        print(f'sync: failed "{session_id}" from {report.source}: {message}', file=self.err)
+        with self._lock:
+            report.counts["failed"] += 1
+            self.failed.append(_Skip(session_id, report.source, "failed", None, message))
+            self.progress.say(f'sync: failed "{session_id}" from {report.source}: {message}')
+
+    def run_source(
+        self,
+        report: _Report,
+        source: PersistenceBackend,
+        ordered: list[Snapshot],
+        state: SyncState,
+        revisions: dict[str, str],
+        jobs: int,
+        stop: threading.Event,
+    ) -> bool | None:
+        """The sessions of one source, ``jobs`` at a time (started in order); False when one
+        failed, None when ``stop`` ended it early (what was running finishes first)."""
+
+        def one(snapshot: Snapshot) -> bool:
+            session_id = str(snapshot.header.id)
+            try:
+                self.session(report, source, snapshot, state, revisions.get(session_id))
+                return True
+            except Exception as exc:  # noqa: BLE001 - reported per session, the run goes on
+                self.fail(report, session_id, target_message(exc))
+                return False
+            finally:
+                self.progress.advance()
+
+        ok, running = True, set[Future[bool]]()
+        with ThreadPoolExecutor(jobs, thread_name_prefix="dsh-query-sync") as pool:
+            for snapshot in ordered:
+                if stop.is_set():
+                    break
+                if len(running) >= jobs:
+                    done, running = wait(running, return_when=FIRST_COMPLETED)
+                    ok = all(f.result() for f in done) and ok
+                running.add(pool.submit(one, snapshot))
+            ok = all(f.result() for f in running) and ok
+        return None if stop.is_set() else ok
 
 
 def _sources(args: argparse.Namespace) -> list[str]:
@@ -296,6 +382,8 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     except SystemExit as exc:
         return 2 if exc.code else 0
     try:
+        if args.jobs < 1:
+            raise UsageError("sync: --jobs needs a whole number >= 1")
         if args.watch is not None and args.watch < 1:
             raise UsageError("sync: --watch needs a whole number of seconds >= 1")
         sources = _sources(args)
@@ -304,6 +392,7 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         mount = parse_postgres_uri(args.to)
         if mount.read_only:
             raise UsageError(f"sync: the target {mount.redacted} is mounted readOnly=true")
+        args.jobs = min(args.jobs, mount.pool_size)  # a job holds one pooled connection
         source_uris = [_read_only(absolute_uri(uri)) for uri in sources]
         for uri in source_uris:
             if (
@@ -346,7 +435,7 @@ def _watch(
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous[signum] = signal.signal(signum, stopping)
-    reported: set[tuple[str, str, str, int | None]] = set()
+    reported: set[tuple[str, str, str, str]] = set()
     last: int | None = None
     try:
         while True:
@@ -368,7 +457,7 @@ def _run(
     sources: list[tuple[str, str]],
     out: TextIO,
     err: TextIO,
-    reported: set[tuple[str, str, str, int | None]],
+    reported: set[tuple[str, str, str, str]],
     stop: threading.Event,
 ) -> int | None:
     """One cycle's exit code; None when ``stop`` interrupted it."""
@@ -397,26 +486,21 @@ def _run(
                 print(f"sync: source {report.source} cannot be listed: {exc}", file=err)
                 failure = True
                 continue
-            ordered = sorted(snapshots, key=_order)
+            ordered = [
+                s for s in sorted(snapshots, key=_order) if not wanted or str(s.header.id) in wanted
+            ]
             state = SyncState(target.uri, report.source)
-            for index, snapshot in enumerate(ordered, 1):
-                session_id = str(snapshot.header.id)
-                if wanted and session_id not in wanted:
-                    continue
-                if stop.is_set():
-                    return None
-                if sync.progress:
-                    print(f"\rsync: {report.source}: {index}/{len(ordered)}", end="", file=err)
-                try:
-                    sync.session(report, source, snapshot, state, revisions.get(session_id))
-                except Exception as exc:  # noqa: BLE001 - reported per session, the run goes on
-                    sync.fail(report, session_id, target_message(exc))
-                    failure = True
-            if sync.progress:
-                print(file=err)
+            sync.progress.start(report.source, len(ordered))
+            done = sync.run_source(report, source, ordered, state, revisions, args.jobs, stop)
+            if done is None:
+                return None
+            failure = failure or not done
+            sync.progress.stop()
             if not sync.dry_run:
+                sync.settle(state)
                 state.save()
         finally:
+            sync.progress.stop()
             source.close()
     for report in reports:
         counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
