@@ -319,11 +319,6 @@ def test_a_read_only_server_refuses_appends_with_the_standby_message(
         backend.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs a backend hook (persistence/postgres, pgserver's): Pool._configure reads"
-    " current_setting('fsync') and logs the warning once per mount",
-)
 def test_fsync_off_is_logged_as_a_warning(
     pg_database: PgDatabase, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -27,8 +27,8 @@ from .. import jsoncodec
 from ..errors import QueryError
 from ..persistence.postgres.conninfo import SCHEMES, PgMount, parse_postgres_uri
 from ..persistence.postgres.schema import (
-    _DDL,  # pyright: ignore[reportPrivateUsage] - the one copy of the §2.2 DDL
     ADVISORY_CLASS,
+    DDL,  # the one copy of the §2.2 DDL
     StoreIdentity,
     StoreRefused,
     check_encoding,
@@ -199,7 +199,7 @@ def _run(conn: Conn, mount: PgMount, args: argparse.Namespace) -> Plan:
         grants, notes = _statements(conn, mount, identity, args)
         plan = Plan(mount.redacted, schema, identity.store_id if identity else None, notes=notes)
         if before is None:
-            ddl = sql.SQL(_DDL).format(
+            ddl = sql.SQL(DDL).format(
                 s=sql.Identifier(schema),
                 store_id=sql.Literal(identity.store_id if identity else str(uuid.uuid4())),
             )

@@ -167,22 +167,28 @@ def cancelling(conn: Conn, token: CancelToken) -> Generator[None, None, None]:
     if token is NULL_TOKEN:
         yield
         return
+    # The block never waits for the watcher: it marks itself done under the lock, so a watcher
+    # that wakes later cancels nothing (joining cost up to one poll, 50 ms, per read).
+    lock = threading.Lock()
     done = threading.Event()
 
     def watch() -> None:
-        while not done.is_set():
-            if token.wait(_CANCEL_POLL_SECONDS):
-                if not done.is_set():
+        while True:
+            fired = token.wait(_CANCEL_POLL_SECONDS)
+            with lock:
+                if done.is_set():
+                    return
+                if fired:
                     try:
                         conn.cancel_safe(timeout=5)
                     except psycopg.Error as exc:
                         log.debug("cancel failed: %s", type(exc).__name__)
-                return
+                    return
 
     watcher = threading.Thread(target=watch, name="dsh-query-pg-cancel", daemon=True)
     watcher.start()
     try:
         yield
     finally:
-        done.set()
-        watcher.join()
+        with lock:
+            done.set()

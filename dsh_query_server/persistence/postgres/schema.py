@@ -19,7 +19,7 @@ SCHEMA_VERSION = 1
 NOTIFY_CHANNEL = "dsh_query_changes"
 ADVISORY_CLASS = 1146308688
 
-_DDL = """
+DDL = """
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE {s}.store (
   singleton boolean NOT NULL, application text NOT NULL, schema_version integer NOT NULL,
@@ -294,7 +294,7 @@ def initialize(conn: Conn, schema: str) -> StoreIdentity:
     identity = check_store(conn, schema)
     if identity is not None:
         return identity
-    ddl = sql.SQL(_DDL).format(s=sql.Identifier(schema), store_id=sql.Literal(str(uuid.uuid4())))
+    ddl = sql.SQL(DDL).format(s=sql.Identifier(schema), store_id=sql.Literal(str(uuid.uuid4())))
     conn.execute(ddl)
     identity = check_store(conn, schema)
     assert identity is not None
