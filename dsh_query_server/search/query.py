@@ -213,7 +213,7 @@ _PAGE_BRANCH = """
            highlight({docs}, 0, ?2, ?3), {persisted}, {header}
     FROM {docs} AS d JOIN {sessions} AS s ON s.id = d.session_id
     WHERE {docs} MATCH ?1 AND +d.rowid IN (SELECT value FROM json_each(?{rowids}))"""
-_HEADER = "s.version, s.created_at, s.cwd, s.parent_session, s.seed_length, s.delegation_depth, s.agent_preset"
+_HEADER = "s.version, s.created_at, s.cwd, s.parent_session, s.seed_length, s.delegation_depth, s.agent_preset, s.source"
 
 
 def _page_sql(sides: tuple[int, ...]) -> str:
@@ -247,7 +247,7 @@ class Match:
     marked_text: str
     live: bool
     persisted: bool
-    header: tuple[Any, ...]  # version, id, created_at, cwd, parent, seed, depth, preset
+    header: tuple[Any, ...]  # version, id, created_at, cwd, parent, seed, depth, preset, source
 
 
 def _page(conn: Connection, phrase: str, keys: list[tuple[int, int]]) -> list[Match]:
@@ -278,6 +278,7 @@ def _page(conn: Connection, phrase: str, keys: list[tuple[int, int]]) -> list[Ma
             seed,
             depth,
             preset,
+            source,
         ) = row
         found[side, rowid] = Match(
             session_id,
@@ -288,7 +289,7 @@ def _page(conn: Connection, phrase: str, keys: list[tuple[int, int]]) -> list[Ma
             marked,
             bool(side),
             bool(persisted_flag),
-            (version, session_id, created_at, cwd, parent, seed, depth, preset),
+            (version, session_id, created_at, cwd, parent, seed, depth, preset, source),
         )
     return [found[key] for key in keys]
 

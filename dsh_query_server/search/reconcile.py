@@ -395,7 +395,7 @@ class SearchIndex:
                 check(token)
                 if not headers_compatible(snapshot.header, read.meta):
                     raise conflict(sid)
-                plan.write_persisted(key, snapshot.header, snapshot.revision, read)
+                plan.write_persisted(key, snapshot.header, snapshot.revision, read, read.meta)
                 read.raise_error()
             except Moved:
                 raise _Unstable from None
@@ -445,7 +445,7 @@ class SearchIndex:
             table, generation = PERSISTED.sessions, f"persisted:{view.epoch}:{persisted.generation}"
         columns = self.conn.execute(
             "SELECT version, id, created_at, cwd, parent_session, seed_length, delegation_depth, "
-            f"agent_preset FROM {table} WHERE id = ?",
+            f"agent_preset, source FROM {table} WHERE id = ?",
             (key,),
         ).fetchone()
         if columns is None:

@@ -25,7 +25,7 @@ from ..files import make_private_dirs
 from .config import JOURNAL_MODES
 
 APPLICATION_ID = 0x44534851
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9  # 9: sessions tables keep the header's `source` (importers.md §4.4)
 MEMORY_PATH = ":memory:"
 
 DERIVED_TABLES = frozenset(
@@ -47,7 +47,8 @@ _DOC_COLUMNS = (
 )
 _HEADER_COLUMNS = (
     "id TEXT PRIMARY KEY, version INTEGER NOT NULL, created_at INTEGER NOT NULL, cwd TEXT, "
-    "parent_session TEXT, seed_length INTEGER, delegation_depth INTEGER, agent_preset TEXT"
+    "parent_session TEXT, seed_length INTEGER, delegation_depth INTEGER, agent_preset TEXT, "
+    "source TEXT"
 )
 _PERSISTENT_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS search_state (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), "
