@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import overload
+from typing import cast, overload
 
 import apsw
 
@@ -125,6 +125,70 @@ def match_spans(api: apsw.FTS5ExtensionApi, *_args: apsw.SQLiteValue) -> int:
         if start + last > end:
             end = start + last
     return count
+
+
+# FTS5 keeps at most this many bytes of a token (FTS5_MAX_TOKEN_SIZE); a token of more than a
+# quarter of it in code points could be cut, so the finder leaves such documents to highlight().
+_MAX_TOKEN_CHARS = 32768 // 4
+_DOCUMENT = apsw.FTS5_TOKENIZE_DOCUMENT
+
+
+class PhraseFinder:
+    """Where ``highlight()`` puts a document's first START marker: the start of the phrase's
+    first instance (§6.8; overlapping instances merge into a span that starts there).
+
+    The page of a search reads its rows by rowid and finds that offset here, with the index's
+    own ``unicode61`` tokenizer, instead of a second ``MATCH`` scan for ``highlight()`` (which
+    cost more than the ranking statement for rare phrases). The text is tokenized a growing
+    prefix at a time: unicode61 splits at each separator code point, so only a prefix's last
+    token can differ from the whole text's."""
+
+    def __init__(self, conn: apsw.Connection, query: str) -> None:
+        self._tokenize = conn.fts5_tokenizer("unicode61")
+        tokens = self._tokenize(
+            query.encode(), apsw.FTS5_TOKENIZE_QUERY, None, include_colocated=False
+        )
+        self.phrase: list[str] = [token for _, _, token in tokens]
+        self._usable = bool(self.phrase) and all(
+            len(token) <= _MAX_TOKEN_CHARS for token in self.phrase
+        )
+
+    def first(self, text: str, chunk: int = 2048) -> int | None:
+        """The code-point offset of the first instance, or None when the finder cannot say
+        (no instance found, or a token FTS5 might have cut): the caller asks highlight()."""
+        if not self._usable:
+            return None
+        data = text.encode()
+        phrase, n = self.phrase, len(self.phrase)
+        head = phrase[0]
+        size = chunk
+        while True:
+            whole = size >= len(data)
+            end = len(data)
+            if not whole:
+                end = size
+                while data[end] & 0xC0 == 0x80:  # back to a code point boundary
+                    end -= 1
+            # Without colocated tokens each is (start, end, token), byte offsets.
+            tokens = cast(
+                "list[tuple[int, int, str]]",
+                self._tokenize(data[:end], _DOCUMENT, None, include_colocated=False),
+            )
+            words = [token for _, _, token in tokens]
+            usable = len(words) if whole else len(words) - 1  # the cut may split the last
+            if any(len(word) > _MAX_TOKEN_CHARS for word in words):
+                return None
+            i = -1
+            while True:
+                try:
+                    i = words.index(head, i + 1, usable - n + 1)
+                except ValueError:
+                    break
+                if words[i : i + n] == phrase:
+                    return len(data[: tokens[i][0]].decode())
+            if whole:
+                return None
+            size *= 4
 
 
 def scalar(conn: apsw.Connection, sql: str) -> int | None:
