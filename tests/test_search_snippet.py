@@ -41,7 +41,26 @@ PIECES = st.sampled_from(
         "\u2028",
     ]
 )
-TEXTS = st.lists(PIECES, max_size=60).map("".join)
+ASCII = st.sampled_from(
+    [
+        "alpha",
+        "Alpha",
+        "BETA",
+        "x1",
+        "ai",
+        "AI",
+        "don't",
+        "a_b",
+        " ",
+        "\n",
+        ", ",
+        "-",
+        ".",
+        '"',
+        "\t",
+    ]
+)
+TEXTS = st.lists(PIECES, max_size=60).map("".join) | st.lists(ASCII, max_size=60).map("".join)
 
 
 def highlighted_first(conn, text: str, query: str) -> int | None:

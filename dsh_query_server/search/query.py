@@ -144,8 +144,9 @@ def compile_filters(
 #          (schema.py): the spans highlight() would mark, counted from the phrase's token
 #          positions without re-tokenizing the document. Only the keys are sorted; the hit's
 #          other columns are read for the page alone.
-#   page   for the page's rows: highlight() again for the snippet, the hit's columns, and the
-#          header columns from the session row on the document's side of the index.
+#   page   for the page's rows, read by rowid: the text (the snippet's first span is placed by
+#          PhraseFinder, else by highlight()), the hit's columns, and the header columns from the
+#          session row on the document's side of the index.
 #
 # searchSessions needs no window function: sorted by match_count DESC, document_length ASC,
 # time DESC, session_id ASC, seq DESC, a session's first row is its best event (§6.9 step 2 is
