@@ -6,12 +6,14 @@ has no ``sessionStore``): ``python -m dsh_query_server.mcp`` driven by the mcp S
 client, and ``python -m dsh_query_server`` over JSON-RPC. The workspace is ``/``, so every corpus
 session is visible and the tool filters nothing out.
 
-What the tool does per call (mcp/tools.py ``session_search``): one listing of the corpus (to find
-the visible cwds), ``searchSessions`` with a cwd filter naming them, paged until it has more than
-``maxSearchResults`` (20 here) hits or the pages end, then one title batch for the hits. The
-baseline replays exactly those JSON-RPC requests: the same ``searchSessions`` pages, and, as "the
-title batch", one ``sessionQuery/readTitles`` for the hit ids. Target: the tool's p50 <= 1.5x the
-search pages' p50 + the title batch's p50. The four calls are sampled in turn.
+What the tool does per call (mcp/search_tool.py ``session_search``): ``searchSessions`` scoped to
+the workspace inside the search service (the visible cwds and parents come from the index the
+search's reconcile just brought in line, search/scope.py; no listing of the corpus), paged until
+it has more than ``maxSearchResults`` (20 here) hits or the pages end, then one title batch for
+the hits. The baseline replays the equivalent JSON-RPC requests: ``searchSessions`` pages with a
+cwd filter naming every visible cwd, and, as "the title batch", one ``sessionQuery/readTitles``
+for the hit ids. Target: the tool's p50 <= 1.5x the search pages' p50 + the title batch's p50.
+The four calls are sampled in turn.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ class McpSection(BenchBase):
             ],
         )
         listed = rpc.request("sessionQuery/listSessions")
-        # The tool lists the corpus on every call: that listing's cost, for the notes.
+        # What a per-call listing of the corpus (the tool's old scope step) would cost, for the notes.
         self.mcp_listing = measure(lambda i: rpc.call("sessionQuery/listSessions"), 5, budget=30)
         cwds = sorted(
             {r["header"]["cwd"] for r in listed if isinstance(r["header"].get("cwd"), str)}
@@ -169,7 +171,7 @@ class McpSection(BenchBase):
                 ok=tool.p50 <= allowed and not failed,
                 note=f"{len(ids)} hits, {same} as JSON-RPC; the title batch (readTitles of"
                 f" the hits over JSON-RPC) took {titles.p50:.2f} ms"
-                + f"; listSessions over JSON-RPC (which the tool does in process per call)"
+                + f"; a listSessions over JSON-RPC (no longer part of the tool's call)"
                 f" p50 {self.mcp_listing.p50:.1f} ms"
                 + (f"; {len(failed)} TOOL ERRORS, the first: {failed[0]}" if failed else ""),
             )

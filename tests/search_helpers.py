@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import pathlib
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +22,8 @@ from dsh_query_server.search.service import SearchService
 from dsh_query_server.session.store import SessionStore
 
 from .fakes import MemoryBackend
+
+ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 
 
 def values(events: list[Event]) -> list[dict[str, Any]]:
@@ -96,3 +102,61 @@ class ChurningBackend(MemoryBackend):
         for sid in self.revisions:
             self.revisions[sid] += 1
         return super().list_snapshots(token)
+
+
+class StdioServer:
+    """A dsh-query-server process on stdio, spoken to with JSON-RPC framing by hand."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "dsh_query_server", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**env, "PYTHONPATH": ROOT},
+            cwd=cwd,
+        )
+        self.next_id = 0
+        options = {"index": ":memory:"}
+        assert "capabilities" in self.call(
+            "initialize", {"capabilities": {}, "initializationOptions": options}
+        )
+        self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps(message).encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        length = None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, "server closed its output"
+            if line in (b"\r\n", b"\n"):
+                break
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        assert length is not None
+        return json.loads(self.proc.stdout.read(length))
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            reply = self.receive()
+            if reply.get("id") == self.next_id and "method" not in reply:
+                assert "error" not in reply, (method, params, reply)
+                return reply["result"]
+
+    def close(self) -> None:
+        try:
+            self.call("shutdown", {})
+            self.send({"jsonrpc": "2.0", "method": "exit"})
+            self.proc.wait(10)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()

@@ -84,7 +84,7 @@ def test_startup_open_creates_private_file_and_schema(tmp_path):
     assert stat.S_IMODE(wal.stat().st_mode) == 0o600  # sidecars inherit the file's mode
     service.close()
     app_id, version, tables, mode = db_file(path)
-    assert (app_id, version, mode) == (APPLICATION_ID, 8, "wal")
+    assert (app_id, version, mode) == (APPLICATION_ID, schema.SCHEMA_VERSION, "wal")
     assert {"search_state", "persisted_sessions", "persisted_docs"} <= set(tables)
     assert "live_sessions" not in tables  # the overlay is TEMP
 
@@ -151,7 +151,7 @@ def test_old_schema_version_is_rebuilt(tmp_path):
     assert ids(sessions(reopened, "needle")) == ["p"]
     assert ops(backend).count("inspect") == 1  # the rows were dropped, so the log is re-read
     reopened.close()
-    assert db_file(path)[:2] == (APPLICATION_ID, 8)
+    assert db_file(path)[:2] == (APPLICATION_ID, schema.SCHEMA_VERSION)
 
 
 def test_unusable_path_is_index_failed_with_cause(tmp_path):

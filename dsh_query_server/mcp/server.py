@@ -32,7 +32,8 @@ from ..server.runtime import Runtime
 from . import config as mcp_config
 from .args import TOOL_BY_NAME, TOOLS, ToolError, check_schema
 from .scope import roots_from_uris, working_directory
-from .tools import RUN, TOOL_FAILED, TOOL_TIMEOUT, Call, Interrupted, pre_scope
+from .search_tool import RUN
+from .tools import TOOL_FAILED, TOOL_TIMEOUT, Call, Interrupted, pre_scope
 
 log = logging.getLogger("dsh_query_server.mcp")
 

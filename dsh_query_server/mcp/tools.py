@@ -213,98 +213,6 @@ def _struct(value: Any) -> Any:
     return jsoncodec.to_builtins(value)
 
 
-# -- session_search -------------------------------------------------------------------------------
-
-
-def session_search(call: Call, a: dict[str, Any]) -> Result:
-    query = A.query_text(a["query"])
-    session_ids = A.nonempty(a.get("session_ids"), "session_ids")
-    created = A.stamp_range(a.get("created_at_from"), a.get("created_at_to"), "created_at")
-    avail = A.nonempty(a.get("availability"), "availability")
-    seqs = A.seq_range(a.get("event_seq_from"), a.get("event_seq_to"))
-    times = A.stamp_range(a.get("event_time_from"), a.get("event_time_to"), "time")
-    types = A.nonempty(a.get("event_types"), "event_types")
-    surfaces = A.nonempty(a.get("event_surfaces"), "surfaces")
-    parents = A.nonempty(a.get("parent_session_ids"), "parent_session_ids")
-    if parents is not None:
-        parents = list(dict.fromkeys(parents))
-    include_roots = a.get("include_root_sessions") is True
-
-    service = call.runtime.service
-    records: list[Record] = call.svc("listSessions", lambda: service.corpus(call.token))
-    visible = [r for r in records if call.workspace.visible(r.header.cwd)]
-    call.visible_ids.update(r.header.id for r in visible)
-    empty = Result(NO_SESSIONS, {"items": [], "capped": False})
-    parent_values: list[str | None] | None = None
-    if parents is not None or include_roots:
-        parent_values = [p for p in parents or [] if p in call.visible_ids]
-        if include_roots:
-            parent_values.append(None)
-        if not parent_values:
-            return empty
-    if not visible:
-        return empty
-    cwds = sorted({r.header.cwd for r in visible if isinstance(r.header.cwd, str)})
-
-    session_filters: list[dict[str, Any]] = []
-    if session_ids is not None:
-        session_filters.append({"kind": "id", "values": session_ids})
-    if (clause := A.range_clause("created-at", *created)) is not None:
-        session_filters.append(clause)
-    if avail is not None:
-        session_filters.append({"kind": "availability", "values": avail})
-    if parent_values is not None:
-        session_filters.append({"kind": "parent", "values": parent_values})
-    session_filters.append({"kind": "cwd", "values": cwds})
-    event_filters = _event_filters(seqs, times, types, surfaces)
-
-    search = call.runtime.search
-    request: dict[str, Any] = {
-        "query": query,
-        "sessionFilters": session_filters,
-        "eventFilters": event_filters,
-    }
-    hits: list[Any] = []
-    capped = False
-    seen_cursors: set[str] = set()
-    while True:
-        page = call.svc("searchSessions", lambda: search.search_sessions(dict(request), call.token))
-        for hit in page.items:
-            header = _header(hit.header)
-            if not call.visible(header) or header.get("id") == call.caller:
-                continue
-            if len(hits) == call.max_results:
-                capped = True
-                break
-            hits.append((header, hit))
-        if capped or page.nextCursor is UNSET:
-            break
-        _next_cursor(seen_cursors, page.nextCursor)
-        request["cursor"] = page.nextCursor
-    if not hits:
-        return empty
-    titles = call.titles([h["id"] for h, _ in hits])
-    lines = [f"Session search results ({len(hits)}):"]
-    items: list[dict[str, Any]] = []
-    for i, (header, hit) in enumerate(hits, 1):
-        text, title = titles[header["id"]]
-        rec = call.rec(header, hit.live, hit.persisted, title)
-        items.append({**rec, "bestMatch": _struct(hit.bestMatch)})
-        best = hit.bestMatch
-        lines += [
-            "",
-            f"{i}. Session {header['id']} — {text}",
-            f"   Created: {iso_time(header.get('createdAt'))}",
-            f"   Parent: {_parent_line(rec)}",
-            f"   Availability: {availability(hit.live, hit.persisted)}",
-            f"   Best match: {_hit_line(best)}",
-            f"   Snippet: {best.snippet}",
-        ]
-    if capped:
-        lines += ["", CAP_LINE]
-    return Result("\n".join(lines), {"items": items, "capped": capped})
-
-
 def _next_cursor(seen: set[str], cursor: str) -> None:
     if cursor in seen:
         raise ToolError(
@@ -575,8 +483,8 @@ def session_event_read(call: Call, a: dict[str, Any]) -> Result:
     return Result("\n".join(lines), structured)
 
 
+# session_search lives in search_tool.py, which adds itself to the table it exports.
 RUN: dict[str, Callable[[Call, dict[str, Any]], Result]] = {
-    "session_search": session_search,
     "session_event_search": session_event_search,
     "session_trace": session_trace,
     "session_event_trace": session_event_trace,

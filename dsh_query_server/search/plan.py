@@ -20,14 +20,15 @@ from typing import Any
 
 from msgspec import UNSET
 
-from .. import errors
+from .. import errors, jsoncodec
 from ..errors import QueryError, inner_message
 from ..model.event import Header
 from ..values import is_integer, is_number
 from .schema import Connection, sanitize, sql_text
 
 _HEADER_COLUMNS = (
-    "id, version, created_at, cwd, parent_session, seed_length, delegation_depth, agent_preset"
+    "id, version, created_at, cwd, parent_session, seed_length, delegation_depth, agent_preset, "
+    "source"
 )
 
 
@@ -53,7 +54,7 @@ class Tables:
         self.sessions = sessions
         self.docs = docs
         columns = f"{_HEADER_COLUMNS}, {', '.join(tail)}"
-        marks = ", ".join("?" * (8 + len(tail)))
+        marks = ", ".join("?" * (9 + len(tail)))
         self.upsert = f"INSERT OR REPLACE INTO {sessions} ({columns}) VALUES ({marks})"
         self.delete_row = f"DELETE FROM {sessions} WHERE id = ?"
         # Each session's documents have contiguous rowids, so a rewrite deletes them by range
@@ -79,7 +80,15 @@ def _integer(value: Any) -> Any:
     return int(value) if is_integer(value) else value
 
 
-def header_columns(key: str, header: Header) -> tuple[Any, ...]:
+def source_column(header: Header) -> str | None:
+    """The compact JSON of the header's ``source`` (importers.md §4.4), or None without one."""
+    value = header.to_value()
+    return jsoncodec.dumps(value["source"]).decode() if "source" in value else None
+
+
+def header_columns(key: str, header: Header, source: Header | None = None) -> tuple[Any, ...]:
+    """A sessions row's header columns; ``source`` comes from ``source`` when given (persisted
+    rows take it from the inspected header, importers.md §4.4)."""
     return (
         key,
         _integer(header.version),
@@ -89,6 +98,7 @@ def header_columns(key: str, header: Header) -> tuple[Any, ...]:
         _integer(header.seed_length),
         _integer(header.delegation_depth),
         None if header.agent_preset is UNSET else sql_text(header.agent_preset),
+        source_column(header if source is None else source),
     )
 
 
@@ -136,12 +146,11 @@ class WritePlan:
     # -- writes --------------------------------------------------------------------------------
 
     def write_persisted(
-        self, key: str, header: Header, revision: str, docs: Iterable[Document]
+        self, key: str, header: Header, revision: str, docs: Iterable[Document], inspected: Header
     ) -> None:
         generation = self.base_generation + 1
-        span = self._replace(
-            PERSISTED, key, docs, (*header_columns(key, header), revision, generation)
-        )
+        columns = header_columns(key, header, inspected)
+        span = self._replace(PERSISTED, key, docs, (*columns, revision, generation))
         self.changes[PERSISTED][key] = Row(revision, generation, span)
 
     def delete_persisted(self, key: str) -> None:

@@ -9,7 +9,8 @@ the shape of the request.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,8 @@ from msgspec import UNSET
 from .. import errors
 from ..errors import QueryError
 from ..model.filters import AvailabilityFilter, _Range, kind_of
-from .schema import Connection, sql_text
+from .request import phrase
+from .schema import Connection, PhraseFinder, sql_text
 from .snippet import END, START
 
 PREDICATE_BUDGET = 14
@@ -142,8 +144,9 @@ def compile_filters(
 #          (schema.py): the spans highlight() would mark, counted from the phrase's token
 #          positions without re-tokenizing the document. Only the keys are sorted; the hit's
 #          other columns are read for the page alone.
-#   page   for the page's rows: highlight() again for the snippet, the hit's columns, and the
-#          header columns from the session row on the document's side of the index.
+#   page   for the page's rows, read by rowid: the text (the snippet's first span is placed by
+#          PhraseFinder, else by highlight()), the hit's columns, and the header columns from the
+#          session row on the document's side of the index.
 #
 # searchSessions needs no window function: sorted by match_count DESC, document_length ASC,
 # time DESC, session_id ASC, seq DESC, a session's first row is its best event (§6.9 step 2 is
@@ -213,7 +216,7 @@ _PAGE_BRANCH = """
            highlight({docs}, 0, ?2, ?3), {persisted}, {header}
     FROM {docs} AS d JOIN {sessions} AS s ON s.id = d.session_id
     WHERE {docs} MATCH ?1 AND +d.rowid IN (SELECT value FROM json_each(?{rowids}))"""
-_HEADER = "s.version, s.created_at, s.cwd, s.parent_session, s.seed_length, s.delegation_depth, s.agent_preset"
+_HEADER = "s.version, s.created_at, s.cwd, s.parent_session, s.seed_length, s.delegation_depth, s.agent_preset, s.source"
 
 
 def _page_sql(sides: tuple[int, ...]) -> str:
@@ -237,6 +240,29 @@ def _page_sql(sides: tuple[int, ...]) -> str:
     return "\n    UNION ALL".join(branches)
 
 
+# The page reads its rows by rowid, with no MATCH: a second MATCH scan for highlight() cost more
+# than the ranking statement for rare phrases. The snippet needs only where the first span starts
+# (§6.10 drops every marker), which PhraseFinder computes with the index's own tokenizer; a row it
+# cannot place is asked of highlight() as before (_page_sql).
+_LOOKUP_BRANCH = """
+    SELECT {live}, d.rowid, d.session_id, CAST(d.seq AS INTEGER), d.type, d.time, d.surface,
+           d.text, {persisted}, {header}
+    FROM {docs} AS d CROSS JOIN {sessions} AS s ON s.id = d.session_id
+    WHERE d.rowid IN (SELECT value FROM json_each(?{rowids}))"""
+
+
+def _lookup_sql(sides: tuple[int, ...]) -> str:
+    """The page rows by rowid over the given sides; parameters: each side's rowids as JSON."""
+    return "\n    UNION ALL".join(
+        _LOOKUP_BRANCH.format(
+            docs=docs, sessions=sessions, live=live, persisted=persisted, header=_HEADER, rowids=n
+        )
+        for n, (docs, sessions, live, persisted) in enumerate(
+            (side for side in _SIDES if int(side[2]) in sides), 1
+        )
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Match:
     session_id: str
@@ -244,73 +270,92 @@ class Match:
     type: Any
     time: Any
     surface: str
-    marked_text: str
+    text: str
+    first: int  # the code point where highlight() puts the first START marker
     live: bool
     persisted: bool
-    header: tuple[Any, ...]  # version, id, created_at, cwd, parent, seed, depth, preset
+    header: tuple[Any, ...]  # version, id, created_at, cwd, parent, seed, depth, preset, source
 
 
-def _page(conn: Connection, phrase: str, keys: list[tuple[int, int]]) -> list[Match]:
-    """The page's matches, in the order of ``keys`` ((live, rowid) pairs). A side without rows
-    on the page is not scanned."""
+def _by_side(keys: list[tuple[int, int]]) -> tuple[tuple[int, ...], list[str]]:
+    sides = tuple(side for side in (1, 0) if any(live == side for live, _ in keys))
+    rowids = [
+        msgspec.json.encode([rowid for live, rowid in keys if live == side]).decode()
+        for side in sides
+    ]
+    return sides, rowids
+
+
+def _page(conn: Connection, query: str, keys: list[tuple[int, int]]) -> list[Match]:
+    """The page's matches, in the order of ``keys`` ((live, rowid) pairs)."""
     if not keys:
         return []
-    sides = tuple(side for side in (1, 0) if any(live == side for live, _ in keys))
-    params: list[Any] = [phrase, START, END]
-    for side in sides:
-        params.append(msgspec.json.encode([rowid for live, rowid in keys if live == side]).decode())
-    found = {}
-    for row in conn.execute(_page_sql(sides), params):
-        (
-            side,
-            rowid,
-            session_id,
-            seq,
-            etype,
-            time,
-            surface,
-            marked,
-            persisted_flag,
-            version,
-            created_at,
-            cwd,
-            parent,
-            seed,
-            depth,
-            preset,
-        ) = row
+    finder = PhraseFinder(conn, query)
+    sides, rowids = _by_side(keys)
+    found: dict[tuple[int, int], Match] = {}
+    unplaced: list[tuple[int, int]] = []
+    for row in conn.execute(_lookup_sql(sides), rowids):
+        side, rowid, session_id, seq, etype, time, surface, text, flag, *header = row
+        first = finder.first(text)
+        if first is None:
+            unplaced.append((side, rowid))
+            first = -1
+        version, created_at, *optional = header
         found[side, rowid] = Match(
             session_id,
             seq,
             etype,
             time,
             surface,
-            marked,
+            text,
+            first,
             bool(side),
-            bool(persisted_flag),
-            (version, session_id, created_at, cwd, parent, seed, depth, preset),
+            bool(flag),
+            (version, session_id, created_at, *optional),
         )
+    if unplaced:
+        _highlight(conn, query, unplaced, found)
     return [found[key] for key in keys]
 
 
-def _params(phrase: str, predicates: Predicates) -> list[Any]:
-    return [phrase, *predicates.params]
+def _highlight(
+    conn: Connection, query: str, keys: list[tuple[int, int]], found: dict[tuple[int, int], Match]
+) -> None:
+    """The first START of ``keys``' rows from highlight() itself (one MATCH scan per side)."""
+    sides, rowids = _by_side(keys)
+    for side, rowid, *_, marked, _flag in _highlighted(conn, phrase(query), sides, rowids):
+        text = marked.replace(END, "")
+        found[side, rowid] = dataclasses.replace(found[side, rowid], first=text.find(START))
+
+
+def _highlighted(
+    conn: Connection, quoted: str, sides: tuple[int, ...], rowids: list[str]
+) -> Iterator[tuple[Any, ...]]:
+    for row in conn.execute(_page_sql(sides), [quoted, START, END, *rowids]):
+        yield row[:9]
+
+
+def _params(quoted: str, predicates: Predicates) -> list[Any]:
+    return [quoted, *predicates.params]
 
 
 def select_events(
-    conn: Connection, phrase: str, predicates: Predicates, bound: bool, limit: int, offset: int
+    conn: Connection, query: str, predicates: Predicates, bound: bool, limit: int, offset: int
 ) -> list[Match]:
-    """Matching documents ordered for searchEvents, ``limit`` rows from ``offset``."""
+    """Matching documents ordered for searchEvents, ``limit`` rows from ``offset``; ``query``
+    is the normalized query (§6.6)."""
     sql = f"{_rank_sql(predicates, bound, _EVENT_ORDER)}\nLIMIT ? OFFSET ?"
     keys = [
         (live, rowid)
-        for live, rowid, _ in conn.execute(sql, [*_params(phrase, predicates), limit, offset])
+        for live, rowid, _ in conn.execute(
+            sql, [*_params(phrase(query), predicates), limit, offset]
+        )
     ]
-    return _page(conn, phrase, keys)
+    return _page(conn, query, keys)
 
 
 def select_sessions(
-    conn: Connection, phrase: str, predicates: Predicates, bound: bool, limit: int, offset: int
+    conn: Connection, query: str, predicates: Predicates, bound: bool, limit: int, offset: int
 ) -> list[Match]:
     """Each session's best match, sessions ordered for searchSessions, ``limit`` from ``offset``."""
     seen: set[str] = set()
@@ -319,7 +364,9 @@ def select_sessions(
         # Closed explicitly: a statement left unfinished would hold its read lock until the
         # cursor happened to be collected, and the next reconcile writes.
         with contextlib.closing(
-            conn.execute(_rank_sql(predicates, bound, _SESSION_ORDER), _params(phrase, predicates))
+            conn.execute(
+                _rank_sql(predicates, bound, _SESSION_ORDER), _params(phrase(query), predicates)
+            )
         ) as rows:
             for live, rowid, session_id in rows:
                 if session_id in seen:
@@ -329,4 +376,4 @@ def select_sessions(
                     keys.append((live, rowid))
                     if len(keys) == limit:
                         break
-    return _page(conn, phrase, keys)
+    return _page(conn, query, keys)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import overload
+from typing import cast, overload
 
 import apsw
 
@@ -25,7 +25,7 @@ from ..files import make_private_dirs
 from .config import JOURNAL_MODES
 
 APPLICATION_ID = 0x44534851
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9  # 9: sessions tables keep the header's `source` (importers.md §4.4)
 MEMORY_PATH = ":memory:"
 
 DERIVED_TABLES = frozenset(
@@ -47,7 +47,8 @@ _DOC_COLUMNS = (
 )
 _HEADER_COLUMNS = (
     "id TEXT PRIMARY KEY, version INTEGER NOT NULL, created_at INTEGER NOT NULL, cwd TEXT, "
-    "parent_session TEXT, seed_length INTEGER, delegation_depth INTEGER, agent_preset TEXT"
+    "parent_session TEXT, seed_length INTEGER, delegation_depth INTEGER, agent_preset TEXT, "
+    "source TEXT"
 )
 _PERSISTENT_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS search_state (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), "
@@ -124,6 +125,84 @@ def match_spans(api: apsw.FTS5ExtensionApi, *_args: apsw.SQLiteValue) -> int:
         if start + last > end:
             end = start + last
     return count
+
+
+# FTS5 keeps at most this many bytes of a token (FTS5_MAX_TOKEN_SIZE); a token of more than a
+# quarter of it in code points could be cut, so the finder leaves such documents to highlight().
+_MAX_TOKEN_CHARS = 32768 // 4
+_DOCUMENT = apsw.FTS5_TOKENIZE_DOCUMENT
+_ASCII_TOKEN = re.compile(r"[0-9a-z]+")
+_ASCII_SEPARATORS = "[^0-9A-Za-z]+"
+
+
+class PhraseFinder:
+    """Where ``highlight()`` puts a document's first START marker: the start of the phrase's
+    first instance (§6.8; overlapping instances merge into a span that starts there).
+
+    The page of a search reads its rows by rowid and finds that offset here, with the index's
+    own ``unicode61`` tokenizer, instead of a second ``MATCH`` scan for ``highlight()`` (which
+    cost more than the ranking statement for rare phrases). The text is tokenized a growing
+    prefix at a time: unicode61 splits at each separator code point, so only a prefix's last
+    token can differ from the whole text's."""
+
+    def __init__(self, conn: apsw.Connection, query: str) -> None:
+        self._tokenize = conn.fts5_tokenizer("unicode61")
+        tokens = self._tokenize(
+            query.encode(), apsw.FTS5_TOKENIZE_QUERY, None, include_colocated=False
+        )
+        self.phrase: list[str] = [token for _, _, token in tokens]
+        self._usable = bool(self.phrase) and all(
+            len(token) <= _MAX_TOKEN_CHARS for token in self.phrase
+        )
+        # On ASCII text unicode61 is exactly this: tokens are runs of [0-9A-Za-z], folded to
+        # lower case, so a regex finds the first instance in C (the tokenizer's Python tuples
+        # cost ~0.4 us a token). A text short enough that FTS5 cannot have cut a token.
+        self._pattern: re.Pattern[str] | None = None
+        if self._usable and all(_ASCII_TOKEN.fullmatch(token) for token in self.phrase):
+            body = _ASCII_SEPARATORS.join(map(re.escape, self.phrase))
+            self._pattern = re.compile(
+                rf"(?<![0-9A-Za-z]){body}(?![0-9A-Za-z])", re.IGNORECASE | re.ASCII
+            )
+
+    def first(self, text: str, chunk: int = 2048) -> int | None:
+        """The code-point offset of the first instance, or None when the finder cannot say
+        (no instance found, or a token FTS5 might have cut): the caller asks highlight()."""
+        if not self._usable:
+            return None
+        if self._pattern is not None and len(text) <= _MAX_TOKEN_CHARS and text.isascii():
+            found = self._pattern.search(text)
+            return None if found is None else found.start()
+        data = text.encode()
+        phrase, n = self.phrase, len(self.phrase)
+        head = phrase[0]
+        size = chunk
+        while True:
+            whole = size >= len(data)
+            end = len(data)
+            if not whole:
+                end = size
+                while data[end] & 0xC0 == 0x80:  # back to a code point boundary
+                    end -= 1
+            # Without colocated tokens each is (start, end, token), byte offsets.
+            tokens = cast(
+                "list[tuple[int, int, str]]",
+                self._tokenize(data[:end], _DOCUMENT, None, include_colocated=False),
+            )
+            words = [token for _, _, token in tokens]
+            usable = len(words) if whole else len(words) - 1  # the cut may split the last
+            if end > _MAX_TOKEN_CHARS and max(map(len, words), default=0) > _MAX_TOKEN_CHARS:
+                return None
+            i = -1
+            while True:
+                try:
+                    i = words.index(head, i + 1, usable - n + 1)
+                except ValueError:
+                    break
+                if words[i : i + n] == phrase:
+                    return len(data[: tokens[i][0]].decode())
+            if whole:
+                return None
+            size *= 4
 
 
 def scalar(conn: apsw.Connection, sql: str) -> int | None:

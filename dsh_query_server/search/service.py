@@ -27,8 +27,9 @@ from .config import SearchConfig
 from .cursor import EVENTS, SESSIONS, decode_cursor, encode_cursor
 from .query import Match, compile_filters, select_events, select_sessions
 from .reconcile import SearchIndex, View, check
-from .request import normalize_events, normalize_sessions, phrase
-from .snippet import snippet
+from .request import normalize_events, normalize_sessions
+from .scope import Scope, ScopeReader, visible_ids
+from .snippet import snippet_at
 from .wire import (
     SessionEventSearchHit,
     SessionEventSearchPage,
@@ -65,6 +66,7 @@ class SearchService:
         self._closing: threading.Event | None = None  # set once close() has finished
         self._index: SearchIndex | None = None
         self._open_error: QueryError | None = None
+        self._scope = ScopeReader()
         # Held while reconciling, so our own checkpointer does not move revisions under the
         # observation (Runtime passes the checkpointer's lock; alone, nothing contends for it).
         self.quiet = quiet or threading.Lock()
@@ -119,16 +121,43 @@ class SearchService:
     # -- searches ------------------------------------------------------------------------------
 
     def search_sessions(self, request: Any, token: CancelToken = NULL_TOKEN) -> SessionSearchPage:
+        return self._sessions(request, token, None)[0]
+
+    def search_sessions_scoped(
+        self, request: Any, scope: Scope, token: CancelToken = NULL_TOKEN
+    ) -> tuple[SessionSearchPage, frozenset[str]]:
+        """searchSessions restricted to ``scope`` (search/scope.py), decided against the same
+        index state the page comes from; also the hits' parent ids that are visible sessions."""
+        return self._sessions(request, token, scope)
+
+    def _sessions(
+        self, request: Any, token: CancelToken, scope: Scope | None
+    ) -> tuple[SessionSearchPage, frozenset[str]]:
         self._check_enabled()
         search = normalize_sessions(request, self.config)
+        fingerprint = search.fingerprint if scope is None else f"{search.fingerprint}@{scope.key}"
+        parents: frozenset[str] = frozenset()
         with self._turn(token):
             index, view = self._reconciled(token)
             generation = str(view.cross_generation)
-            offset = self._offset(search.cursor, SESSIONS, search.fingerprint, generation)
-            predicates = compile_filters(search.session_filters, search.event_filters)
-            matches = select_sessions(
-                index.conn, phrase(search.query), predicates, view.bound, search.limit + 1, offset
-            )
+            offset = self._offset(search.cursor, SESSIONS, fingerprint, generation)
+            session_filters = search.session_filters
+            matches: list[Match] = []
+            scoped = None if scope is None else self._scope.clauses(index, view, scope)
+            if scoped is not None:
+                session_filters = (*session_filters, *scoped.clauses)
+            if scoped is None or not scoped.empty:
+                predicates = compile_filters(session_filters, search.event_filters)
+                matches = select_sessions(
+                    index.conn, search.query, predicates, view.bound, search.limit + 1, offset
+                )
+            if scope is not None:
+                parents = visible_ids(
+                    index,
+                    view,
+                    (m.header[4] for m in matches[: search.limit]),
+                    scope.visible,
+                )
         items = [
             SessionSearchHit(
                 header=header_raw(m.header),
@@ -141,9 +170,9 @@ class SearchService:
         page = SessionSearchPage(items=items)
         if len(matches) > search.limit:
             page.nextCursor = encode_cursor(
-                self.instance, SESSIONS, search.fingerprint, generation, offset + search.limit
+                self.instance, SESSIONS, fingerprint, generation, offset + search.limit
             )
-        return page
+        return page, parents
 
     def search_events(
         self, request: Any, token: CancelToken = NULL_TOKEN
@@ -162,7 +191,7 @@ class SearchService:
             offset = self._offset(search.cursor, EVENTS, search.fingerprint, target.generation)
             predicates = compile_filters((), search.filters, target=search.session_id)
             matches = select_events(
-                index.conn, phrase(search.query), predicates, view.bound, search.limit + 1, offset
+                index.conn, search.query, predicates, view.bound, search.limit + 1, offset
             )
         page = SessionEventSearchPage(
             session=target.header, items=[self._hit(m) for m in matches[: search.limit]]
@@ -250,5 +279,5 @@ class SearchService:
             type=match.type,
             time=match.time,
             surface=match.surface,
-            snippet=snippet(match.marked_text, self.config.snippet_chars),
+            snippet=snippet_at(match.text, match.first, self.config.snippet_chars),
         )

@@ -31,25 +31,41 @@ def _collapse(text: str) -> str:
 def _clean(marked: str) -> tuple[str, int]:
     """Drop the markers and collapse whitespace; return the text and the first match's index.
 
-    Whole-string operations rather than a loop per code point: a marker between two whitespace
-    runs joins them, so the markers go first. The match index is the collapsed length of what
-    precedes the first START, plus the space its trailing whitespace becomes (there is more
-    text after it); no space is ever emitted at the start."""
+    Only the first START matters (every marker is dropped), so this is ``_clean_at`` of the
+    unmarked text and the first START's offset in it."""
     text = marked.replace(END, "")
     first = text.find(START)
+    if first >= 0:
+        text = text.replace(START, "")
+    return _clean_at(text, first)
+
+
+def _clean_at(text: str, first: int) -> tuple[str, int]:
+    """``text`` collapsed, and where its match (at ``first``, -1 for none) lands in it.
+
+    Whole-string operations rather than a loop per code point. The match index is the collapsed
+    length of what precedes the match, plus the space its trailing whitespace becomes (there is
+    more text after it); no space is ever emitted at the start."""
     if first <= 0:
         match_start = 0
     else:
         prefix = text[:first]
         head = _collapse(prefix)
         match_start = len(head) + (1 if head and prefix[-1] in WHITESPACE_SET else 0)
-    if first >= 0:
-        text = text.replace(START, "")
     return _collapse(text), match_start
 
 
 def snippet(marked: str, max_chars: int) -> str:
-    text, match_start = _clean(marked)
+    """The snippet of a highlighted text (START/END markers around each span)."""
+    return _window(*_clean(marked), max_chars)
+
+
+def snippet_at(text: str, first: int, max_chars: int) -> str:
+    """The snippet of ``text`` whose first highlighted span starts at code point ``first``."""
+    return _window(*_clean_at(text, first), max_chars)
+
+
+def _window(text: str, match_start: int, max_chars: int) -> str:
     length = len(text)
     if length <= max_chars:
         return text

@@ -46,10 +46,13 @@ _OPTIONAL = ("cwd", "parentSession", "seedLength", "delegationDepth", "agentPres
 
 def header_raw(columns: tuple[Any, ...]) -> Raw:
     """``columns`` = (version, id, created_at, cwd, parent_session, seed_length,
-    delegation_depth, agent_preset), as stored in a sessions table."""
-    version, session_id, created_at, *optional = columns
+    delegation_depth, agent_preset, source), as stored in a sessions table. ``source`` is JSON
+    text, embedded as it is (importers.md §4.4)."""
+    version, session_id, created_at, *optional, source = columns
     header: dict[str, Any] = {"version": version, "id": session_id, "createdAt": created_at}
     header.update(
         (key, value) for key, value in zip(_OPTIONAL, optional, strict=True) if value is not None
     )
+    if source is not None:
+        header["source"] = Raw(source.encode())
     return Raw(jsoncodec.dumps(header))

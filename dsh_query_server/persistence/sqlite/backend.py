@@ -22,7 +22,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -361,7 +361,7 @@ class SqliteBackend:
         st = os.stat(self._path)
         return (data_version, self._commits, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
-    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> Sequence[Snapshot]:
         with self._locked(token) as store:
             if store is None:
                 return []
@@ -379,9 +379,10 @@ class SqliteBackend:
                     self._listing = (changed, snapshots)
                 snapshots = self._listing[1]
         token.raise_if_cancelled()
-        # Snapshots are immutable, so sharing them is handing out fresh values; the very same
-        # snapshots back tell search's reconcile "unchanged" without validating each again.
-        return list(snapshots)
+        # Snapshots and the tuple are immutable, so sharing them is handing out fresh values;
+        # the very same tuple back tells search's reconcile "unchanged" in O(1) (comparing 10,000
+        # snapshots one by one, twice per search, cost ~0.8 ms).
+        return snapshots
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
         return [snapshot.header for snapshot in self.list_snapshots(token)]
