@@ -162,10 +162,13 @@ async def mcp_session(
     roots: ListRootsFnT | None = None,
     env: dict[str, str] | None = None,
     cwd: str | None = None,
+    entry: tuple[str, ...] = ("-m", "dsh_query_server.mcp"),
 ) -> AsyncIterator[ClientSession]:
+    """An MCP client session on a server process started with ``entry`` (the module, or
+    ``("-m", "dsh_query_server.cli", "mcp")`` for the ``dsh-query mcp`` command) and ``args``."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "dsh_query_server.mcp", *args],
+        args=[*entry, *args],
         env=env or private_env(tmp),
         cwd=cwd or str(tmp),
     )

@@ -503,6 +503,21 @@ async def test_working_directory_is_the_default_workspace(tmp_path: Path, corpus
     assert text_of(r) == "No prior session matches found."  # nothing lives under tmp_path
 
 
+async def test_the_demo_corpus_with_its_main_project_as_workspace(tmp_path: Path) -> None:
+    """`dsh-query mcp --demo`, like `serve --demo`: the demo corpus, in memory and a temporary
+    store; the workspace defaults to the demo's main project, so its other project is hidden."""
+    cli = ("-m", "dsh_query_server.cli", "mcp")
+    async with mcp_session(tmp_path, ["--demo"], entry=cli) as s:
+        found = await call(s, "session_search", {"query": "flaky"})
+        hidden = await call(s, "session_search", {"query": "contrast"})
+    ids = [i["header"]["id"] for i in found.structured_content["items"]]
+    assert "fix-flaky-tests" in ids and "try-freezegun" in ids, ids
+    assert text_of(hidden) == "No prior session matches found."
+    async with mcp_session(tmp_path, ["--demo", "--workspace", "/home/ana"], entry=cli) as s:
+        seen = await call(s, "session_search", {"query": "contrast"})
+    assert [i["header"]["id"] for i in seen.structured_content["items"]] == ["dark-mode-contrast"]
+
+
 async def test_search_timeout_keeps_serving(tmp_path: Path) -> None:
     from dsh_query_server.persistence.uri import open_backend
     from tests.mcp_helpers import U, event, header

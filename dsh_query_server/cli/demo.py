@@ -22,6 +22,7 @@ from .render import safe, show_event_trace, show_events, show_lineage, show_sess
 if TYPE_CHECKING:
     from ..server.runtime import Runtime
 
+DEMO_WORKSPACE = "/home/ana/projects/payments-api"  # the demo's main project
 BASE_TIME = 1_764_460_800_000  # 2025-11-30T00:00:00Z, so the demo looks the same every run
 
 
@@ -163,7 +164,7 @@ def _header(sid: str, minutes: int, cwd: str | None, **extra: Any) -> dict[str, 
 
 def populate(producer: Producer) -> dict[str, str]:
     """Build the corpus; returns a few ids worth showing (role → session id)."""
-    api = "/home/ana/projects/payments-api"
+    api = DEMO_WORKSPACE
     web = "/home/ana/projects/web-console"
 
     # 1. A long live session with a compaction and a tool-result rewrite.

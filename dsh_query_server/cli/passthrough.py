@@ -22,7 +22,24 @@ def _schema(argv: list[str]) -> int | None:
 def _mcp(argv: list[str]) -> int | None:
     from ..mcp.server import main
 
-    return main(argv)
+    if "--demo" not in argv:
+        return main(argv)
+    # The demo corpus, as `serve --demo` preloads it; the workspace is the demo's main project
+    # unless given (a client's MCP roots still replace it).
+    from .demo import DEMO_WORKSPACE, serve_demo
+
+    argv = [a for a in argv if a != "--demo"]
+    options: dict[str, Any] = {}
+    preload = serve_demo(options)
+    defaults = {
+        "--persistence": options["persistence"],
+        "--index": options["index"],
+        "--checkpoint": options["checkpoint"]["mode"],
+        "--workspace": DEMO_WORKSPACE,
+    }
+    given = {a.split("=", 1)[0] for a in argv}
+    extra = [x for flag, value in defaults.items() if flag not in given for x in (flag, value)]
+    return main(extra + argv, preload)
 
 
 def _export(argv: list[str]) -> int | None:
@@ -46,7 +63,11 @@ def _postgres(argv: list[str]) -> int | None:
 # name -> (run, one-line help)
 COMMANDS: dict[str, tuple[Callable[[list[str]], int | None], str]] = {
     "schema": (_schema, "print the JSON Schema of every method's params, result and error data"),
-    "mcp": (_mcp, "serve the history tools to an agent over MCP (stdio); see --help"),
+    "mcp": (
+        _mcp,
+        "serve the history tools to an agent over MCP (stdio); --demo on the demo corpus;"
+        " see --help",
+    ),
     "export": (_export, "write a session (and its sub-agents) as a ZIP; see --help"),
     "postgres": (_postgres, "administer a postgres: store: init creates it and grants roles"),
     "sync": (_sync, "copy sessions from any sources into a shared postgres: store; see --help"),

@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -280,13 +280,16 @@ def _error(code: str, message: str, structured: bool) -> types.CallToolResult:
     )
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, preload: Callable[[Runtime], None] | None = None) -> None:
+    """``preload`` fills the runtime once it is up (``dsh-query mcp --demo``)."""
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     cfg = mcp_config.load(list(sys.argv[1:] if argv is None else argv))
     runtime = Runtime(cfg.server, None)  # MCP has no change notifications to send
     runtime.start()
+    if preload is not None:
+        preload(runtime)
     app = McpApp(cfg, runtime)
 
     async def serve() -> None:
