@@ -56,6 +56,29 @@ class ListedHeader(NamedTuple):
     safe: bool  # the transcript's mtime was safely older than the read (proofs.py): reusable
 
 
+class Listed:
+    """A finished listing (§4.8): its headers and revisions in survey order, made from the
+    survey list ``sessions``; ``proven`` when every entry's header is proven by that survey's
+    stat of its transcript (read safely, path exact, none skipped), so the listing holds for as
+    long as the survey returns the same list. Never mutated once made."""
+
+    __slots__ = ("sessions", "headers", "revisions", "proven", "_by_id")
+
+    def __init__(
+        self, sessions: list[SessionDir], headers: list[Header], revisions: list[str], proven: bool
+    ) -> None:
+        self.sessions = sessions
+        self.headers = headers
+        self.revisions = revisions
+        self.proven = proven
+        self._by_id: dict[str, Header] | None = None
+
+    def header_of(self, session_id: str) -> Header | None:
+        if self._by_id is None:  # built by one thread or, harmlessly, by two
+            self._by_id = {header.id: header for header in self.headers}
+        return self._by_id.get(session_id)
+
+
 class Survey:
     """A finished survey kept for the request that made it, with its session directories by
     name, indexed on first use."""
