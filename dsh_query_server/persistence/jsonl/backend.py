@@ -301,8 +301,7 @@ class JsonlBackend:
 
     def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
         # The survey already took one stat of each transcript (§4.8 step 5 asks for exactly one).
-        listing = self._listing(token)
-        return [Snapshot(h, r) for h, r in zip(listing.headers, listing.revisions, strict=True)]
+        return list(self._listing(token).snapshots())
 
     def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
         """base.ListedLookup: the header ``list(token)`` lists for the id, with its errors,

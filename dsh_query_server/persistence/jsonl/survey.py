@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from ...cancel import CancelToken
 from ...model.event import Header
+from ..base import Snapshot
 from .errors import flat_layout_error
 from .paths import SUFFIX, TRANSCRIPT
 
@@ -62,7 +63,7 @@ class Listed:
     stat of its transcript (read safely, path exact, none skipped), so the listing holds for as
     long as the survey returns the same list. Never mutated once made."""
 
-    __slots__ = ("sessions", "headers", "revisions", "proven", "_by_id")
+    __slots__ = ("sessions", "headers", "revisions", "proven", "_by_id", "_snapshots")
 
     def __init__(
         self, sessions: list[SessionDir], headers: list[Header], revisions: list[str], proven: bool
@@ -72,6 +73,14 @@ class Listed:
         self.revisions = revisions
         self.proven = proven
         self._by_id: dict[str, Header] | None = None
+        self._snapshots: list[Snapshot] | None = None
+
+    def snapshots(self) -> list[Snapshot]:
+        """The listing as snapshots, made once (they are immutable): callers copy the list."""
+        if self._snapshots is None:
+            pairs = zip(self.headers, self.revisions, strict=True)
+            self._snapshots = [Snapshot(header, revision) for header, revision in pairs]
+        return self._snapshots
 
     def header_of(self, session_id: str) -> Header | None:
         if self._by_id is None:  # built by one thread or, harmlessly, by two
