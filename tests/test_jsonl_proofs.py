@@ -107,10 +107,14 @@ def mutate(root: Path, outside: Path, kind: str, data: st.DataObject) -> None:
         # The header rewritten in place with another createdAt (the same size), its old mtime
         # put back: only the ctime tells the transcript's stat apart.
         for transcript in target.iterdir():
+            if transcript.is_symlink():
+                continue  # a dangling link made by "dangling": nothing to rewrite
             before = os.stat(transcript)
             content = transcript.read_bytes()
             created = data.draw(st.integers(1, 9))
-            start = content.index(b'"createdAt":') + len(b'"createdAt":')
+            start = content.find(b'"createdAt":') + len(b'"createdAt":')
+            if start < len(b'"createdAt":'):
+                continue  # an empty opposite-suffix file: no header to rewrite
             with open(transcript, "r+b") as file:
                 file.seek(start)
                 file.write(str(created).encode())

@@ -185,9 +185,14 @@ class JsonlBackend:
         sessions = self._survey(token)
         with self._lock:
             verified = self._verified
-            if verified is None or verified.sessions is not sessions:
+            if (
+                verified is None
+                or verified.sessions is not sessions
+                or verified.encoding != self._encoding
+            ):
                 # A survey whose proofs all held returns the very list verified last time, with
-                # the same kinds: its check passed then and the encoding is fixed since.
+                # the same kinds: its check passed then, for the same encoding (one that a first
+                # materialization fixed since is checked afresh).
                 encoding = self._encoding or next((s.kinds[0] for s in sessions), None)
                 for session in sessions:
                     for kind in session.kinds:
