@@ -67,11 +67,15 @@ class _Kinds(NamedTuple):
     session: SessionDir | None  # the last survey's result: its kinds, and keys to reuse it by
 
 
-# One candidate of a proven project as the survey's inner loop checks it: the candidate, the name
-# to stat (relative to the open project directory, or its whole path), the directory's proof (None:
-# none is kept, survey it by path), its one transcript's name and stat key (None: proven to have
-# no transcript), and the session record those stats prove.
-_Check = tuple[_Candidate, str, DirKey | None, str | None, StatKey | None, SessionDir | None]
+# One candidate of a proven project as the survey's inner loop checks it, flat (field by field
+# comparisons cost less than building a key per stat): the candidate; the name to stat (relative
+# to the open project directory, or its whole path) and the directory's dev, ino, mtime, ctime
+# (ino -1 when no proof is kept: never equal, so it is surveyed by path); its one transcript's
+# name (None: proven to have none) and dev, ino, size, mtime, ctime; the record they prove.
+_Check = tuple[
+    _Candidate, str, int, int, int, int, str | None, int, int, int, int, int, SessionDir | None
+]
+_NO_KEY = (-1, -1, -1, -1, -1)
 
 
 class _State(NamedTuple):
@@ -94,17 +98,11 @@ def _check(candidate: _Candidate, proof: _Kinds | None, prefix: str) -> _Check:
     name = prefix + candidate.name
     last = None if proof is None else proof.session
     if proof is None or (last is not None and len(last.kinds) != 1):
-        return (candidate, name, None, None, None, None)
+        return (candidate, name, -1, -1, -1, -1, None, *_NO_KEY, None)
     if last is None:
-        return (candidate, name, proof.key, None, None, None)
-    return (
-        candidate,
-        name,
-        proof.key,
-        name + os.sep + TRANSCRIPT[last.kinds[0]],
-        last.keys[0],
-        last,
-    )
+        return (candidate, name, *proof.key, None, *_NO_KEY, None)
+    transcript = name + os.sep + TRANSCRIPT[last.kinds[0]]
+    return (candidate, name, *proof.key, transcript, *last.keys[0], last)
 
 
 class RootSurveyor:
@@ -153,26 +151,44 @@ class RootSurveyor:
             try:
                 # The common case inline (a proven directory, no transcript or one, unchanged):
                 # this loop runs over every session on every request.
-                for candidate, name, dkey, transcript, tkey, last in state.checks[project]:
-                    if dkey is not None:
-                        try:
-                            st = probe(name, dir_fd=fd)
-                            if (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns) == dkey:
-                                if transcript is None:
-                                    continue  # the same directory: still no transcript
-                                st = probe(transcript, dir_fd=fd)
-                                key = (
-                                    st.st_dev,
-                                    st.st_ino,
-                                    st.st_size,
-                                    st.st_mtime_ns,
-                                    st.st_ctime_ns,
-                                )  # stat_key, inline
-                                if key == tkey and last is not None:
-                                    found.append(last)
-                                    continue
-                        except OSError:
-                            pass  # by path below: the full survey's own outcome and error
+                for (
+                    candidate,
+                    name,
+                    dev,
+                    ino,
+                    mtime,
+                    ctime,
+                    transcript,
+                    tdev,
+                    tino,
+                    tsize,
+                    tmtime,
+                    tctime,
+                    last,
+                ) in state.checks[project]:
+                    try:
+                        st = probe(name, dir_fd=fd)
+                        if (
+                            st.st_mtime_ns == mtime
+                            and st.st_ctime_ns == ctime
+                            and st.st_ino == ino
+                            and st.st_dev == dev
+                        ):
+                            if transcript is None:
+                                continue  # the same directory: still no transcript
+                            st = probe(transcript, dir_fd=fd)
+                            if (  # stat_key(st) == last.keys[0], field by field
+                                st.st_mtime_ns == tmtime
+                                and st.st_ctime_ns == tctime
+                                and st.st_size == tsize
+                                and st.st_ino == tino
+                                and st.st_dev == tdev
+                                and last is not None
+                            ):
+                                found.append(last)
+                                continue
+                    except OSError:
+                        pass  # by path below: the full survey's own outcome and error
                     changed = True
                     session = self._session(candidate, safe_before, known_sessions, updates)
                     if session is not None:
