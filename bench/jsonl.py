@@ -24,6 +24,7 @@ from dsh_query_server.persistence.sqlite import SqliteBackend
 from .build import Progress, batches
 from .core import BenchBase
 from .corpus import NO_MATCH, PROBE_LONG, PROBE_SHORT
+from .jsonl_root import stat_floor
 from .stats import Row, Stats, log, measure
 from .wire import WireClient
 
@@ -123,6 +124,16 @@ class JsonlSection(BenchBase):
             )
         )
 
+        floor_call = stat_floor(root, "zstd" if kind == "zstd" else "none")
+        floor = measure(lambda i: floor_call(), self.n(20), budget=30 * self.iters)
+        self.add(
+            Row(
+                f"  stat floor of the jsonl {kind} root (bench process)",
+                floor,
+                note="2 stats per session, nothing else: the least an exact listing or readEvent"
+                " costs here (every transcript's header and every opposite suffix proven)",
+            )
+        )
         count = len(server.request("sessionQuery/listSessions"))
         listing = measure(
             lambda i: server.call("sessionQuery/listSessions"), self.n(20), budget=60 * self.iters

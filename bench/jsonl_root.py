@@ -7,7 +7,9 @@ Builds a raw and a Zstandard root and an SQLite store with the same sessions (ca
 readEvent's backend calls (``list`` then ``inspect_window`` of ±50 events, one token), for the
 SQLite store (its listing is reused while the database is unchanged), for the JSONL roots with
 the survey by proofs, and for the JSONL roots with the full survey every request (as before).
-No server, no wire: the stdio figures are ``make bench``.
+Each JSONL root also gets its floor: a bare loop of the survey's stats (``stat_floor``), the least
+any exact request costs (README known limits). No server, no wire: the stdio figures are
+``make bench``.
 """
 
 from __future__ import annotations
@@ -90,6 +92,33 @@ def timed(call: Callable[[], object], repeat: int) -> str:
     return f"{statistics.median(samples):7.2f} (min {min(samples):7.2f})"
 
 
+def stat_floor(root: str, compression: str) -> Callable[[], object]:
+    """The floor of an exact request on a proven root: one stat of each session directory (only
+    it shows an opposite-suffix transcript appearing) and one of each transcript (only it
+    proves the header and gives the revision), relative to each open project directory, with
+    no other work. The survey by proofs costs this plus its bookkeeping."""
+    transcript = "session.jsonl.zstd" if compression == "zstd" else "session.jsonl"
+    projects = [
+        (os.path.join(root, p), [(n, n + os.sep + transcript) for n in sorted(os.listdir(path))])
+        for p in sorted(os.listdir(root))
+        if os.path.isdir(path := os.path.join(root, p))
+    ]
+
+    def call() -> object:
+        probe = os.stat
+        for project, names in projects:
+            fd = os.open(project, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                for directory, name in names:
+                    probe(directory, dir_fd=fd)
+                    probe(name, dir_fd=fd)
+            finally:
+                os.close(fd)
+        return None
+
+    return call
+
+
 def full_survey(backend: JsonlBackend) -> JsonlBackend:
     backend._survey = lambda token: survey_root(backend.root, token)
     return backend
@@ -112,8 +141,11 @@ def main() -> None:
 
     def read_event(backend: SqliteBackend | JsonlBackend) -> Callable[[], object]:
         def call() -> object:
-            token = CancelToken()
-            backend.list(token)
+            token = CancelToken()  # as query/loading.py: the listed header of the target only
+            if isinstance(backend, JsonlBackend):
+                backend.list_one(target, token)
+            else:
+                backend.list(token)
             return backend.inspect_window(target, seq - 50, seq + 50, token)
 
         return call
@@ -121,8 +153,10 @@ def main() -> None:
     backends: list[tuple[str, SqliteBackend | JsonlBackend]] = [
         ("sqlite", SqliteBackend(os.path.join(directory, "sessions.db"), read_only=True))
     ]
+    floors: list[tuple[str, Callable[[], object]]] = []
     for compression in ("none", "zstd"):
         root = os.path.join(directory, compression)
+        floors.append((f"jsonl {compression}, stat floor", stat_floor(root, compression)))
         backends.append((f"jsonl {compression}, proofs", JsonlBackend(root, read_only=True)))
         backends.append(
             (f"jsonl {compression}, full survey", full_survey(JsonlBackend(root, read_only=True)))
@@ -132,6 +166,8 @@ def main() -> None:
         listing = timed(lambda b=backend: b.list(CancelToken()), args.repeat)
         reading = timed(read_event(backend), args.repeat)
         print(f"  {name:26} list {listing} ms   list+inspect_window ±50 {reading} ms")
+    for name, call in floors:
+        print(f"  {name:26} 2 stats per session {timed(call, args.repeat)} ms")
 
 
 if __name__ == "__main__":

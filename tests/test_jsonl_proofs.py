@@ -15,12 +15,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_query_server import jsoncodec
+from dsh_query_server import errors, jsoncodec
 from dsh_query_server.cancel import NULL_TOKEN, CancelToken
+from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header, make_event
+from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.persistence.jsonl import JsonlBackend, escape_segment, project_dir
 from dsh_query_server.persistence.jsonl.proofs import SAFE_AGE_NS, RootSurveyor
 from dsh_query_server.persistence.jsonl.survey import survey_root
+from dsh_query_server.query.service import SessionQueryService
+from dsh_query_server.session.store import SessionStore
 
 CWDS = ("/w/a", "/w/b", "/w/c")
 IDS = ("s0", "s1", "s2", "s3", "s4", "s5")
@@ -99,6 +103,26 @@ def mutate(root: Path, outside: Path, kind: str, data: st.DataObject) -> None:
             replacement = target / "replacement.tmp"
             replacement.write_bytes(header(target.name, cwd, data.draw(st.integers(1, 9))))
             replacement.rename(transcript)
+    elif kind == "rewrite" and target is not None:
+        # The header rewritten in place with another createdAt (the same size), its old mtime
+        # put back: only the ctime tells the transcript's stat apart.
+        for transcript in target.iterdir():
+            if transcript.is_symlink():
+                continue  # a dangling link made by "dangling": nothing to rewrite
+            before = os.stat(transcript)
+            content = transcript.read_bytes()
+            created = data.draw(st.integers(1, 9))
+            start = content.find(b'"createdAt":') + len(b'"createdAt":')
+            if start < len(b'"createdAt":'):
+                continue  # an empty opposite-suffix file: no header to rewrite
+            with open(transcript, "r+b") as file:
+                file.seek(start)
+                file.write(str(created).encode())
+            os.utime(transcript, ns=(before.st_atime_ns, before.st_mtime_ns))
+    elif kind == "retarget" and target is not None:
+        # A header that names another session: the listing fails its identity check.
+        for transcript in target.iterdir():
+            transcript.write_bytes(header("s9", data.draw(st.sampled_from(CWDS))) + event(0))
     elif kind == "append" and target is not None:
         for transcript in target.iterdir():
             with open(transcript, "ab") as file:
@@ -135,6 +159,8 @@ MUTATIONS = [
     "rename",
     "replace",
     "append",
+    "rewrite",
+    "retarget",
     "flip",
     "opposite",
     "unopposite",
@@ -167,6 +193,23 @@ def requests(backend: JsonlBackend) -> list[Any]:
     return answers
 
 
+def lookups(backend: JsonlBackend, full: JsonlBackend) -> None:
+    """``list_one`` (base.ListedLookup) answers, for every id, what looking for the id in the
+    full survey's ``list`` answers, errors included, each in a request of its own."""
+    for session_id in (*IDS, "s9"):
+        fast = outcome(lambda i=session_id: _raw(backend.list_one(i, CancelToken())))
+        reference = outcome(
+            lambda i=session_id: _raw(
+                next((h for h in full.list(CancelToken()) if h.id == i), None)
+            )
+        )
+        assert fast == reference
+
+
+def _raw(found: Header | None) -> Any:
+    return None if found is None else found.raw
+
+
 @settings(
     max_examples=60,
     deadline=None,
@@ -192,6 +235,7 @@ def test_proofs_answer_as_the_full_survey_on_changing_roots(
                 lambda: survey_root(str(root), NULL_TOKEN)
             )
             assert requests(fast) == requests(full)
+            lookups(fast, full)
 
 
 def test_an_unchanged_aged_root_is_proven_without_reading_a_directory(tmp_path: Path) -> None:
@@ -283,3 +327,40 @@ def test_a_growing_transcript_is_compared_with_its_latest_stat(tmp_path: Path) -
     [again] = surveyor.survey(NULL_TOKEN)
     assert again is grown  # kept with its new stat, so unchanged since is the same record
     assert surveyor.reads == 3
+
+
+def test_read_event_through_the_lookup_reports_every_listing_failure(tmp_path: Path) -> None:
+    """semantics.md §3.0.5 step 4 through base.ListedLookup: a readEvent of one healthy session
+    fails exactly as a listing of the whole root fails, and finds nothing the listing lacks."""
+    for index, session_id in enumerate(IDS[:3]):
+        write_session(tmp_path, session_id, CWDS[index])
+    age(tmp_path)
+    binding = PersistenceBinding()
+    backend = JsonlBackend(str(tmp_path), compression="none", read_only=True)
+    assert binding.mount(backend).capabilities.listed is backend
+    service = SessionQueryService(SessionStore(), binding)
+    assert jsoncodec.loads(service.read_event("s0", 0).target)["seq"] == 0
+
+    def failure() -> tuple[str, str]:
+        with pytest.raises(QueryError) as info:
+            service.read_event("s0", 0, token=CancelToken())
+        return info.value.code, info.value.message
+
+    flat = tmp_path / project_dir(CWDS[2]) / "loose.jsonl"
+    flat.write_bytes(b"")
+    assert failure() == (
+        errors.PERSISTENCE_FAILED,
+        f'session persistence listing failed: session artifact "{flat}" uses the unsupported'
+        " flat-file layout; use a separate root or move it into a project/session directory"
+        " before loading",
+    )
+    flat.unlink()
+    other = session_dir(tmp_path, "s1", CWDS[1]) / "session.jsonl"
+    other.write_bytes(header("s2", CWDS[2]) + event(0))  # names another session's path
+    code, message = failure()
+    assert code == errors.PERSISTENCE_FAILED and f'corrupt session log "{other}"' in message
+    other.write_bytes(header("s1", CWDS[1]) + event(0))
+    assert jsoncodec.loads(service.read_event("s0", 0).target)["seq"] == 0
+    with pytest.raises(QueryError) as info:
+        service.read_event("s9", 0)
+    assert info.value.code == errors.SESSION_NOT_FOUND

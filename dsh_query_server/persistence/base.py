@@ -155,6 +155,15 @@ class OutlineReader(Protocol):
 
 
 @runtime_checkable
+class ListedLookup(Protocol):
+    """Optional: the header ``list(token)`` would list for ``session_id`` (None when it lists
+    none), failing exactly when and as ``list`` would, for a single-target load (semantics.md
+    §3.0.5 step 4) that needs one id's listed header, not a copy of the whole listing."""
+
+    def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None: ...
+
+
+@runtime_checkable
 class RawArtifactReader(Protocol):
     """Optional (tools.md §2.1): a session's stored bytes, for export only. ``read_raw`` is
     None when no artifact is stored, never mutates and never changes a revision; its errors are
@@ -178,6 +187,7 @@ class Capabilities:
     outline: OutlineReader | None
     cheap_windows: bool
     raw: RawArtifactReader | None = None
+    listed: ListedLookup | None = None
 
     @staticmethod
     def of(backend: PersistenceBackend) -> Capabilities:
@@ -193,4 +203,5 @@ class Capabilities:
                 if isinstance(backend, RawArtifactReader) and backend.supports_raw_artifacts
                 else None
             ),
+            listed=backend if isinstance(backend, ListedLookup) else None,
         )

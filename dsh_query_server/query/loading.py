@@ -30,16 +30,20 @@ class Loader:
 
     def list_persisted(self, binding: Binding, token: CancelToken) -> list[Header]:
         """Call ``list`` and wrap its failure (§3.0.4 step 2)."""
-        try:
-            return list_headers(binding, token)
-        except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
-            if token.cancelled:
-                raise cancelled() from None
-            raise QueryError(
-                errors.PERSISTENCE_FAILED,
-                f"session persistence listing failed: {inner_message(exc)}",
-                cause=inner_message(exc),
-            ) from None
+        return _listing_call(token, lambda: list_headers(binding, token))
+
+    def listed_header(self, binding: Binding, session_id: str, token: CancelToken) -> Header | None:
+        """§3.0.5 step 4: ``list`` wrapped as in §3.0.4 step 2, then the id looked for; through
+        the backend's ListedLookup when it has one (the same header and failures)."""
+        lookup = binding.capabilities.listed
+        if lookup is None:
+            listed = self.list_persisted(binding, token)
+            return next((h for h in listed if h.id == session_id), None)
+        found = _listing_call(token, lambda: lookup.list_one(session_id, token))
+        if found is not None and not (isinstance(found, Header) and found.id == session_id):
+            # A backend that breaks the contract fails like a listing of non-headers.
+            return _listing_call(token, _not_a_header)
+        return found
 
     def corpus(self, token: CancelToken = NULL_TOKEN) -> list[Record]:
         """§3.0.4: one observation of live + persisted, newest first."""
@@ -105,7 +109,7 @@ class Loader:
         binding = self.binding.current()
         if binding is None:
             raise not_found(session_id)
-        listed = next((h for h in self.list_persisted(binding, token) if h.id == session_id), None)
+        listed = self.listed_header(binding, session_id, token)
         check_cancelled(token)
         if listed is None:
             raise not_found(session_id)
@@ -118,6 +122,23 @@ class Loader:
             raise conflict(session_id)
         check_cancelled(token)
         return observed
+
+
+def _not_a_header() -> Header:
+    raise TypeError("persistence listing is not a list of session headers")
+
+
+def _listing_call(token: CancelToken, call: Callable[[], T]) -> T:
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
+        if token.cancelled:
+            raise cancelled() from None
+        raise QueryError(
+            errors.PERSISTENCE_FAILED,
+            f"session persistence listing failed: {inner_message(exc)}",
+            cause=inner_message(exc),
+        ) from None
 
 
 def inspect_call(session_id: str, token: CancelToken, call: Callable[[], T]) -> T:

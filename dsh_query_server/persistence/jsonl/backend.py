@@ -58,7 +58,7 @@ from .header import header_line, listed_header, read_raw_header, read_zstd_heade
 from .paths import COMPRESSIONS, OPPOSITE, TRANSCRIPT, escape_segment, project_dir, transcript_path
 from .proofs import RootSurveyor
 from .raw import FILENAME, raw_content
-from .survey import ListedHeader, SessionDir, Survey, revision_of, revision_of_key
+from .survey import Listed, ListedHeader, SessionDir, Survey, revision_of, revision_of_key
 from .window import Located, TranscriptHints, TranscriptWindows
 
 
@@ -114,6 +114,10 @@ class JsonlBackend:
         self._counts: dict[str, int] = {}  # stored event count after our last good append
         self._locations: dict[str, Located] = {}
         self._headers: dict[str, ListedHeader] = {}  # by transcript path, from the last listing
+        # The last survey whose encoding was verified, and the last listing every entry of which
+        # is proven by that survey's stats: both kept while the survey returns that same list.
+        self._verified: Survey | None = None
+        self._listed: Listed | None = None
         # Each request's (token's) last survey, for _locate's reuse; an entry goes with its token,
         # so a finished request's survey is not kept until the next one.
         self._surveys: weakref.WeakKeyDictionary[CancelToken, Survey] = weakref.WeakKeyDictionary()
@@ -180,16 +184,26 @@ class JsonlBackend:
         token.raise_if_cancelled()
         sessions = self._survey(token)
         with self._lock:
-            encoding = self._encoding or next((s.kinds[0] for s in sessions), None)
-            for session in sessions:
-                for kind in session.kinds:
-                    if kind != encoding:
-                        assert encoding is not None
-                        raise mismatch_error(session.transcript(kind), kind, encoding)
-            self._encoding = encoding
+            verified = self._verified
+            if (
+                verified is None
+                or verified.sessions is not sessions
+                or verified.encoding != self._encoding
+            ):
+                # A survey whose proofs all held returns the very list verified last time, with
+                # the same kinds: its check passed then, for the same encoding (one that a first
+                # materialization fixed since is checked afresh).
+                encoding = self._encoding or next((s.kinds[0] for s in sessions), None)
+                for session in sessions:
+                    for kind in session.kinds:
+                        if kind != encoding:
+                            assert encoding is not None
+                            raise mismatch_error(session.transcript(kind), kind, encoding)
+                self._encoding = encoding
+                verified = self._verified = Survey(sessions, encoding)
             if token is not NULL_TOKEN:  # the null token is no request to share a survey with
-                self._surveys[token] = Survey(sessions, encoding)
-        return sessions, encoding
+                self._surveys[token] = verified
+        return sessions, verified.encoding
 
     def _encoding_for_write(self) -> str:
         """The root encoding, fixing an undetermined one to zstd (first materialization)."""
@@ -228,17 +242,24 @@ class JsonlBackend:
 
     # -- listing (§4.8) ------------------------------------------------------------------------
 
-    def _listing(self, token: CancelToken) -> list[tuple[Header, str]]:
+    def _listing(self, token: CancelToken) -> Listed:
         """Listed headers with their revisions, from the survey's stat (§4.8 steps 1–4)."""
         sessions, encoding = self._root_encoding(token)
         if encoding is None:
-            return []
+            return Listed(sessions, [], [], False)
+        kept = self._listed
+        if kept is not None and kept.sessions is sessions:
+            # The same survey list: every transcript's stat is the one its header was proven by
+            # (each entry was exact and safe), so every step below would give the same answer.
+            return kept
         read_header = read_zstd_header if encoding == "zstd" else read_raw_header
         safe_before = self._surveyor.safe_before()
-        listed: list[tuple[Header, str]] = []
+        listed: list[Header] = []
+        revisions: list[str] = []
         seen: set[str] = set()
         known_headers = self._headers
         headers: dict[str, ListedHeader] = {}
+        proven = True
         for session in sessions:
             # The survey verified the encoding: every session's one kind is this one. A
             # transcript only grows: while its inode, size and times are unchanged, so is its
@@ -266,21 +287,31 @@ class JsonlBackend:
                 if not exact:
                     exact = self._check_path_identity(header, path, encoding)
                 entry = ListedHeader(key, revision, header, exact, key[3] < safe_before)
+                proven = proven and entry.exact and entry.safe
             headers[session.path] = entry
             header_id = entry.header.id
             if header_id in seen:
                 raise duplicate(header_id)
             seen.add(header_id)
-            listed.append((entry.header, entry.revision))
+            listed.append(entry.header)
+            revisions.append(entry.revision)
         self._headers = headers
-        return listed
+        result = Listed(sessions, listed, revisions, proven and len(listed) == len(sessions))
+        if result.proven:
+            self._listed = result
+        return result
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
-        return [header for header, _ in self._listing(token)]
+        return list(self._listing(token).headers)
 
     def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
         # The survey already took one stat of each transcript (§4.8 step 5 asks for exactly one).
-        return [Snapshot(header, revision) for header, revision in self._listing(token)]
+        return list(self._listing(token).snapshots())
+
+    def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
+        """base.ListedLookup: the header ``list(token)`` lists for the id, with its errors,
+        without copying the whole listing (a readEvent needs only its target's)."""
+        return self._listing(token).header_of(session_id)
 
     # -- lookup and reading (§4.9) -------------------------------------------------------------
 

@@ -9,8 +9,10 @@ timestamp tick as that read leaves the times as they were. So a read is kept as 
 when the directory's mtime was at least ``SAFE_AGE_NS`` older than the clock when the read began;
 any later change then moves its mtime. A directory changed more recently is read again.
 
-Per request this takes one ``stat`` of the root and of each project directory, one of each
-session directory (it proves which transcripts exist, so a transcript of the opposite suffix
+Per request this takes one ``stat`` of the root, an open and ``fstat`` of each project directory
+(the session directories and transcripts under it are then stat'ed relative to it, which resolves
+one or two path components instead of the root's whole path), one ``stat`` of each session
+directory (it proves which transcripts exist, so a transcript of the opposite suffix
 that appears is met exactly as the full survey meets it), and one of each transcript (its
 revision, §4.10). No directory is listed and no absent path is probed unless something changed.
 Wherever a proof does not hold or a stat fails, that directory is read exactly as the full survey
@@ -65,16 +67,56 @@ class _Kinds(NamedTuple):
     session: SessionDir | None  # the last survey's result: its kinds, and keys to reuse it by
 
 
+# One candidate of a proven project as the survey's inner loop checks it, flat (field by field
+# comparisons cost less than building a key per stat): the candidate; the name to stat (relative
+# to the open project directory, or its whole path) and the directory's dev, ino, mtime, ctime
+# (ino -1 when no proof is kept: never equal, so it is surveyed by path); its one transcript's
+# name (None: proven to have none) and dev, ino, size, mtime, ctime; the record they prove.
+_Check = tuple[
+    _Candidate, str, int, int, int, int, str | None, int, int, int, int, int, SessionDir | None
+]
+_NO_KEY = (-1, -1, -1, -1, -1)
+
+
+class _State(NamedTuple):
+    """What the last finished survey proved, published as one record (for threads)."""
+
+    projects: dict[str, _Candidates]
+    sessions: dict[str, _Kinds]
+    checks: dict[str, tuple[_Check, ...]]  # per kept project, from the two above
+    found: list[SessionDir]  # its result: returned again, the same list, while every proof holds
+
+
+_EMPTY = _State({}, {}, {}, [])
+# Stats relative to an open project directory resolve one or two path components instead of the
+# root's whole path (about half the cost of a stat on a deep root); paths where unsupported.
+_RELATIVE = os.stat in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
+_OPEN_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _check(candidate: _Candidate, proof: _Kinds | None, prefix: str) -> _Check:
+    name = prefix + candidate.name
+    last = None if proof is None else proof.session
+    if proof is None or (last is not None and len(last.kinds) != 1):
+        return (candidate, name, -1, -1, -1, -1, None, *_NO_KEY, None)
+    if last is None:
+        return (candidate, name, *proof.key, None, *_NO_KEY, None)
+    transcript = name + os.sep + TRANSCRIPT[last.kinds[0]]
+    return (candidate, name, *proof.key, transcript, *last.keys[0], last)
+
+
 class RootSurveyor:
     """``survey_root`` with proofs kept between calls. Safe to call from several threads: every
-    kept proof is an immutable record, and each survey publishes the proofs it used or made."""
+    kept proof is an immutable record, and each survey publishes the proofs it used or made.
+
+    A survey in which every proof held returns the previous survey's very list, so callers can
+    keep what they derived from it (the listing, the encoding check) by its identity."""
 
     def __init__(self, root: str, clock: Callable[[], int] = time.time_ns) -> None:
         self.root = root
         self._clock = clock
         self._root: _Projects | None = None
-        self._projects: dict[str, _Candidates] = {}
-        self._sessions: dict[str, _Kinds] = {}
+        self._state = _EMPTY
         self.reads = 0  # directories read (listed or probed) instead of proven: for tests
 
     def safe_before(self) -> int:
@@ -84,65 +126,150 @@ class RootSurveyor:
     def survey(self, token: CancelToken) -> list[SessionDir]:
         """Every session directory holding a transcript; flat artifacts fail the survey."""
         safe_before = self.safe_before()
+        state = self._state
+        known_sessions = state.sessions
         projects: dict[str, _Candidates] = {}
-        sessions: dict[str, _Kinds] = {}
+        listed: dict[str, tuple[_Candidate, ...]] = {}  # candidates of every project surveyed
+        updates: dict[str, _Kinds | None] = {}  # session proofs made anew (None: none holds)
         found: list[SessionDir] = []
-        known_sessions = self._sessions
+        paths, changed = self._project_paths(token, safe_before)
         probe = os.stat
-        for project in self._project_paths(token, safe_before):
-            for candidate in self._candidates(project, token, safe_before, projects):
-                token.raise_if_cancelled()
-                # The common case inline (a proven directory, one transcript, unchanged): this
-                # loop runs over every session on every request. Anything else: _session.
-                known = known_sessions.get(candidate.path)
-                last = None if known is None else known.session
-                if known is not None and last is not None and len(last.kinds) == 1:
+        sep = os.sep
+        for project in paths:
+            token.raise_if_cancelled()
+            proven = self._proven(project, state.projects)
+            if proven is None:  # read, exactly as the full survey reads it
+                changed = True
+                candidates = self._candidates(project, token, safe_before, projects, listed)
+                for candidate in candidates:
+                    session = self._session(candidate, safe_before, known_sessions, updates)
+                    if session is not None:
+                        found.append(session)
+                continue
+            kept, fd = proven
+            projects[project], listed[project] = kept, kept.candidates
+            try:
+                # The common case inline (a proven directory, no transcript or one, unchanged):
+                # this loop runs over every session on every request.
+                for (
+                    candidate,
+                    name,
+                    dev,
+                    ino,
+                    mtime,
+                    ctime,
+                    transcript,
+                    tdev,
+                    tino,
+                    tsize,
+                    tmtime,
+                    tctime,
+                    last,
+                ) in state.checks[project]:
                     try:
-                        st = probe(candidate.path)
-                        same = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns) == known.key
-                        if same:  # the same inode: still a directory
-                            st = probe(candidate.path + os.sep + TRANSCRIPT[last.kinds[0]])
-                            same = stat_key(st) == last.keys[0]
+                        st = probe(name, dir_fd=fd)
+                        if (
+                            st.st_mtime_ns == mtime
+                            and st.st_ctime_ns == ctime
+                            and st.st_ino == ino
+                            and st.st_dev == dev
+                        ):
+                            if transcript is None:
+                                continue  # the same directory: still no transcript
+                            st = probe(transcript, dir_fd=fd)
+                            if (  # stat_key(st) == last.keys[0], field by field
+                                st.st_mtime_ns == tmtime
+                                and st.st_ctime_ns == tctime
+                                and st.st_size == tsize
+                                and st.st_ino == tino
+                                and st.st_dev == tdev
+                                and last is not None
+                            ):
+                                found.append(last)
+                                continue
                     except OSError:
-                        same = False
-                    if same:
-                        sessions[candidate.path] = known
-                        found.append(last)
-                        continue
-                session = self._session(candidate, safe_before, sessions)
-                if session is not None:
-                    found.append(session)
+                        pass  # by path below: the full survey's own outcome and error
+                    changed = True
+                    session = self._session(candidate, safe_before, known_sessions, updates)
+                    if session is not None:
+                        found.append(session)
+            finally:
+                if fd is not None:
+                    os.close(fd)
         token.raise_if_cancelled()
-        self._projects, self._sessions = projects, sessions
+        if not changed and state.projects.keys() == projects.keys():
+            return state.found  # every proof held: the same sessions, the same records
+        sessions: dict[str, _Kinds] = {}
+        for candidates in listed.values():
+            for candidate in candidates:
+                path = candidate.path
+                proof = updates[path] if path in updates else known_sessions.get(path)
+                if proof is not None:
+                    sessions[path] = proof
+        checks = {
+            project: tuple(
+                _check(c, sessions.get(c.path), "" if _RELATIVE else project + sep)
+                for c in kept.candidates
+            )
+            for project, kept in projects.items()
+        }
+        self._state = _State(projects, sessions, checks, found)
         return found
 
-    def _project_paths(self, token: CancelToken, safe_before: int) -> tuple[str, ...]:
+    def _project_paths(self, token: CancelToken, safe_before: int) -> tuple[tuple[str, ...], bool]:
+        """The project directories, and whether the root was read (not proven)."""
         try:
             key = _dir_key(os.stat(self.root))
         except OSError:
-            return tuple(project_dirs(self.root, token))  # absent, or the full survey's error
+            return tuple(project_dirs(self.root, token)), True  # absent, or the full survey's error
         known = self._root
         if known is not None and known.key == key:
-            return known.paths
+            return known.paths, False
         self.reads += 1
         paths = tuple(project_dirs(self.root, token))
         self._root = _Projects(key, paths) if key[2] < safe_before else None
-        return paths
+        return paths, True
+
+    @staticmethod
+    def _proven(
+        project: str, kept: dict[str, _Candidates]
+    ) -> tuple[_Candidates, int | None] | None:
+        """The project's kept entries when its stat proves them, with the directory open for
+        relative stats (None: use paths); None when it must be read."""
+        known = kept.get(project)
+        if known is None:
+            return None
+        if not _RELATIVE:
+            try:
+                return (known, None) if _dir_key(os.stat(project)) == known.key else None
+            except OSError:
+                return None
+        try:
+            fd = os.open(project, _OPEN_DIR)
+        except OSError:
+            return None  # read by path: the full survey's outcome and error
+        try:
+            if _dir_key(os.fstat(fd)) == known.key:
+                return known, fd
+        except OSError:
+            pass
+        os.close(fd)
+        return None
 
     def _candidates(
-        self, project: str, token: CancelToken, safe_before: int, kept: dict[str, _Candidates]
+        self,
+        project: str,
+        token: CancelToken,
+        safe_before: int,
+        kept: dict[str, _Candidates],
+        listed: dict[str, tuple[_Candidate, ...]],
     ) -> Iterator[_Candidate]:
         try:
             key: DirKey | None = _dir_key(os.stat(project))
         except OSError:
             key = None  # the listing below meets the error as the full survey does
-        known = self._projects.get(project)
-        if key is not None and known is not None and known.key == key:
-            kept[project] = known
-            yield from known.candidates
-            return
         self.reads += 1
-        listed: list[_Candidate] = []
+        found: list[_Candidate] = []
         for entry in scandir(project, token):  # in order: a flat artifact stops the survey here
             if is_flat_artifact(entry):
                 raise flat_layout_error(entry.path)
@@ -152,27 +279,34 @@ class RootSurveyor:
                 candidate = _Candidate(entry.path, entry.name, False)
             else:
                 continue
-            listed.append(candidate)
+            found.append(candidate)
             yield candidate
+        listed[project] = tuple(found)
         if key is not None and key[2] < safe_before:
-            kept[project] = _Candidates(key, tuple(listed))
+            kept[project] = _Candidates(key, listed[project])
 
     def _session(
-        self, candidate: _Candidate, safe_before: int, kept: dict[str, _Kinds]
+        self,
+        candidate: _Candidate,
+        safe_before: int,
+        known_sessions: dict[str, _Kinds],
+        kept: dict[str, _Kinds | None],
     ) -> SessionDir | None:
         path = candidate.path
         try:
             st = os.stat(path)
         except FileNotFoundError:
+            kept[path] = None
             return None  # vanished, or a dangling link: no session directory either way
         except OSError:
             if candidate.link:
                 raise  # the full survey's is_dir() meets this very error
             return self._probe(candidate, None, safe_before, kept)
         if not stat.S_ISDIR(st.st_mode):
+            kept[path] = None
             return None
         key = _dir_key(st)
-        known = self._sessions.get(path)
+        known = known_sessions.get(path)
         if known is None or known.key != key:
             return self._probe(candidate, key, safe_before, kept)
         kept[path] = known
@@ -193,7 +327,11 @@ class RootSurveyor:
         return session
 
     def _probe(
-        self, candidate: _Candidate, key: DirKey | None, safe_before: int, kept: dict[str, _Kinds]
+        self,
+        candidate: _Candidate,
+        key: DirKey | None,
+        safe_before: int,
+        kept: dict[str, _Kinds | None],
     ) -> SessionDir | None:
         """Probe both transcripts, as the full survey does."""
         self.reads += 1
@@ -211,8 +349,5 @@ class RootSurveyor:
             kinds += (kind,)
             keys += (stat_key(st),)
         session = SessionDir(candidate.path, candidate.name, kinds, keys) if kinds else None
-        if provable and key is not None:
-            kept[candidate.path] = _Kinds(key, session)
-        else:
-            kept.pop(candidate.path, None)
+        kept[candidate.path] = _Kinds(key, session) if provable and key is not None else None
         return session

@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from ...cancel import CancelToken
 from ...model.event import Header
+from ..base import Snapshot
 from .errors import flat_layout_error
 from .paths import SUFFIX, TRANSCRIPT
 
@@ -54,6 +55,37 @@ class ListedHeader(NamedTuple):
     header: Header
     exact: bool  # the header names exactly this path (§4.8 step 4.6 passed without realpath)
     safe: bool  # the transcript's mtime was safely older than the read (proofs.py): reusable
+
+
+class Listed:
+    """A finished listing (§4.8): its headers and revisions in survey order, made from the
+    survey list ``sessions``; ``proven`` when every entry's header is proven by that survey's
+    stat of its transcript (read safely, path exact, none skipped), so the listing holds for as
+    long as the survey returns the same list. Never mutated once made."""
+
+    __slots__ = ("sessions", "headers", "revisions", "proven", "_by_id", "_snapshots")
+
+    def __init__(
+        self, sessions: list[SessionDir], headers: list[Header], revisions: list[str], proven: bool
+    ) -> None:
+        self.sessions = sessions
+        self.headers = headers
+        self.revisions = revisions
+        self.proven = proven
+        self._by_id: dict[str, Header] | None = None
+        self._snapshots: list[Snapshot] | None = None
+
+    def snapshots(self) -> list[Snapshot]:
+        """The listing as snapshots, made once (they are immutable): callers copy the list."""
+        if self._snapshots is None:
+            pairs = zip(self.headers, self.revisions, strict=True)
+            self._snapshots = [Snapshot(header, revision) for header, revision in pairs]
+        return self._snapshots
+
+    def header_of(self, session_id: str) -> Header | None:
+        if self._by_id is None:  # built by one thread or, harmlessly, by two
+            self._by_id = {header.id: header for header in self.headers}
+        return self._by_id.get(session_id)
 
 
 class Survey:
