@@ -1,5 +1,5 @@
-"""What the two importers share as backends (importers.md §3): read-only mounts, stat-keyed
-header-scan reuse, revisions, and ``inspect``'s consistent read of an append-only file."""
+"""What the two importers share as backends (importers.md §3): read-only mounts, revisions,
+and ``inspect``'s consistent read of an append-only file."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import os
 import stat as stat_module
 import sys
 import threading
+import time
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from dataclasses import dataclass, replace
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
@@ -23,6 +23,7 @@ from ..base import (
     Window,
 )
 from .lines import Item, Record, read_items, read_lines
+from .survey import Clock, Proofs, Survey
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
 
 HEAD_LIMIT = 1_048_576
@@ -76,35 +77,6 @@ def scan_anchor(
     return None
 
 
-T = TypeVar("T")
-
-
-class ScanCache(Generic[T]):
-    """Header scans keyed by ``(path, st_dev, st_ino)`` (importers.md §3.1), reused while the file
-    has not shrunk: transcripts are append-only and headers come only from the anchor. Nothing
-    else about a transcript is kept."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[tuple[str, int, int], tuple[int, T]] = {}
-
-    def get(self, path: str, st: os.stat_result) -> tuple[bool, T | None]:
-        with self._lock:
-            hit = self._entries.get((path, st.st_dev, st.st_ino))
-        if hit is not None and st.st_size >= hit[0]:
-            return True, hit[1]
-        return False, None
-
-    def put(self, path: str, st: os.stat_result, value: T) -> None:
-        with self._lock:
-            self._entries[(path, st.st_dev, st.st_ino)] = (st.st_size, value)
-
-    def retain(self, keys: set[tuple[str, int, int]]) -> None:
-        with self._lock:
-            for gone in [k for k in self._entries if k not in keys]:
-                del self._entries[gone]
-
-
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """One listed transcript: its header, revision and what the mapper needs to read it."""
@@ -116,6 +88,31 @@ class Candidate:
     mtime_ns: int
     plan: object  # the backend's own reading plan for this transcript
     extra: str = ""  # the revision's part beyond the transcript's stat (sidecars, index title)
+
+    def moved(self, revision: str, st: os.stat_result) -> Candidate:
+        """The same transcript at a new stat (it grew, or its times moved)."""
+        return replace(self, revision=revision, mtime_ns=st.st_mtime_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A completed listing and what a later lookup of one id re-checks instead of listing
+    again: the survey's proofs, the files whose names give each id, the files whose id comes
+    from their content, and per transcript the other files its candidate read."""
+
+    survey: Survey
+    found: dict[str, Candidate]
+    named: dict[str, list[str]]
+    volatile: list[str]
+    deps: dict[str, tuple[str, ...]]
+
+    def lookup(self, session_id: str) -> Candidate | None:
+        cand = self.found.get(session_id)
+        if cand is None:
+            return None
+        files = self.named.get(session_id, [])
+        files = [*files, *self.volatile, *self.deps.get(cand.path, ())]
+        return cand if self.survey.still(files) else None
 
 
 def log_unreadable(path: str, exc: OSError) -> None:
@@ -165,9 +162,11 @@ def feed(
 class ImportBackend(ABC):
     """A read-only foreign home. Subclasses enumerate candidates and map one transcript."""
 
-    def __init__(self, home: str, uri: str) -> None:
+    def __init__(self, home: str, uri: str, clock: Clock = time.time_ns) -> None:
         self.home = home
         self._uri = uri
+        self._proofs = Proofs(clock)  # what listings reuse from the previous one
+        self._listing: Listing | None = None  # the last completed listing
         self._windows = WindowMemos()
         # the survey the request holding this token made last (one token = one request)
         self._survey: tuple[weakref.ref[CancelToken], dict[str, Candidate]] | None = None
@@ -176,6 +175,11 @@ class ImportBackend(ABC):
     @property
     def uri(self) -> str:
         return self._uri
+
+    @property
+    def survey_reads(self) -> int:
+        """Files and directories the last completed listing read rather than proved."""
+        return self._proofs.reads
 
     @property
     def writable(self) -> bool:
@@ -247,13 +251,18 @@ class ImportBackend(ABC):
 
     def _locate(self, session_id: str, token: CancelToken) -> Candidate:
         """The session's transcript: from the survey this request made last when it found the
-        id (the read then stats the file itself), else from a fresh survey."""
+        id (the read then stats the file itself), else from the last listing when its proofs
+        for this id still hold, else from a fresh survey."""
         with self._survey_lock:
             survey = self._survey
         if survey is not None and token is not NULL_TOKEN and survey[0]() is token:
             hit = survey[1].get(session_id)
             if hit is not None:
                 return hit
+        listing = self._listing
+        cand = listing.lookup(session_id) if listing is not None else None
+        if cand is not None:
+            return cand
         cand = self._surveyed(token).get(session_id)
         if cand is None:
             path = self.unlisted(session_id, token)
