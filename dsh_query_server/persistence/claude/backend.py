@@ -313,7 +313,8 @@ class ClaudeBackend(ImportBackend):
         token.raise_if_cancelled()
         self._built = kept
         self._proofs.publish(sv)
-        self._listing = Listing(sv, found, named, volatile, deps)
+        walked = [p for paths in named.values() for p in paths] + volatile
+        self._listing = Listing(sv, found, named, volatile, deps, walked)
         return found
 
     # -- inspect (§3.3) ----------------------------------------------------------------

@@ -176,6 +176,7 @@ class CodexBackend(ImportBackend):
             sv.files[path] = None
             return {}
         except OSError:
+            sv.young = True
             return {}
         key, safe_before = file_key(st), self._clock() - SAFE_AGE_NS
         known = self._index
@@ -190,10 +191,13 @@ class CodexBackend(ImportBackend):
                     digest = hashlib.sha256(jsoncodec.dumps(item.value)).hexdigest()[:16]
                     entries[str(item.value["id"])] = (item.line, item.value, digest)
         except OSError:
+            sv.young = True
             return {}
         self._index = (key, entries) if key[3] < safe_before else None
         if self._index is not None:
             sv.files[path] = key
+        else:
+            sv.young = True
         return entries
 
     def _header(self, anchor: _Anchor, path: str, approximate: list[str] | None) -> Header:
@@ -245,7 +249,8 @@ class CodexBackend(ImportBackend):
         token.raise_if_cancelled()
         self._built = kept
         self._proofs.publish(sv)
-        self._listing = Listing(sv, found, named, [], dict.fromkeys(kept, index))
+        walked = [p for paths in named.values() for p in paths]
+        self._listing = Listing(sv, found, named, [], dict.fromkeys(kept, index), walked)
         return found
 
     def _candidate(

@@ -105,6 +105,15 @@ class Listing:
     named: dict[str, list[str]]
     volatile: list[str]
     deps: dict[str, tuple[str, ...]]
+    walked: list[str]  # every transcript the walk found
+
+    def replay(self) -> dict[str, Candidate] | None:
+        """The same listing again when every directory and file it read is proven unchanged."""
+        survey = self.survey
+        files = survey.files
+        if survey.young or not all(p in files for p in self.walked) or not survey.still(files):
+            return None
+        return dict(self.found)
 
     def lookup(self, session_id: str) -> Candidate | None:
         cand = self.found.get(session_id)
@@ -224,9 +233,18 @@ class ImportBackend(ABC):
     ) -> Inspection:
         """Map the first ``size`` bytes of the candidate's transcript (through ``feed``)."""
 
+    def _candidates(self, token: CancelToken) -> dict[str, Candidate]:
+        """``candidates``, or the last listing again while its proofs all hold."""
+        listing = self._listing
+        found = listing.replay() if listing is not None else None
+        if found is not None and self.check_home():
+            self._proofs.reads = 0
+            return found
+        return self.candidates(token)
+
     def _surveyed(self, token: CancelToken) -> dict[str, Candidate]:
         """A fresh survey (listings always survey), remembered for this request's later calls."""
-        found = self.candidates(token)
+        found = self._candidates(token)
         if token is not NULL_TOKEN:
             with self._survey_lock:
                 self._survey = (weakref.ref(token), found)
@@ -241,7 +259,7 @@ class ImportBackend(ABC):
         ]
 
     def stored_count(self, session_id: str) -> int | None:
-        if session_id not in self.candidates(NULL_TOKEN):
+        if session_id not in self._candidates(NULL_TOKEN):
             return None
         return len(self.inspect(session_id).events)
 

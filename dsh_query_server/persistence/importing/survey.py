@@ -108,6 +108,7 @@ class Survey:
         self.dir_checks: list[tuple[str, DirKey | None]] = []
         self.files: dict[str, FileKey | None] = {}
         self.whole = True
+        self.young = False  # some file read proves nothing (a whole listing cannot be replayed)
 
     # -- directories -------------------------------------------------------------------
 
@@ -192,6 +193,8 @@ class Survey:
     def _proven(self, path: str, key: FileKey, proven: bool) -> None:
         if proven:
             self.files[path] = key
+        else:
+            self.young = True
 
     # -- sidecars ----------------------------------------------------------------------
 
@@ -213,13 +216,14 @@ class Survey:
         self.reads += 1
         st2, value = read(path)
         if st2 is None:
+            self.young = True
             return None, absent
         key = file_key(st2)
         self.new.sidecars[path] = Sidecar(key, key[3] < self.safe_before, value)
         self._proven(path, key, key[3] < self.safe_before)
         return key, value
 
-    def still(self, sid_files: Iterable[str]) -> bool:
+    def still(self, sid_files: Iterable[str]) -> bool:  # noqa: C901 - one tight loop each
         """Whether every directory walked and every file of ``sid_files`` is as this survey
         proved it (a file it proved nothing about fails)."""
         if not self.whole:
@@ -235,17 +239,21 @@ class Survey:
                 return False
             if key != (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns):
                 return False
-        files = self.files
+        files, probe = self.files, os.stat
         for path in sid_files:
-            if path not in files:
+            key = files.get(path, False)
+            if key is False:
                 return False
             try:
-                now: FileKey | None = file_key(os.stat(path))
+                st = probe(path)
             except FileNotFoundError:
-                now = None
+                if key is not None:
+                    return False
+                continue
             except OSError:
                 return False
-            if now != files[path]:
+            now = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            if now != key:
                 return False
         return True
 
