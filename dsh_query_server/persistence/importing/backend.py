@@ -28,6 +28,8 @@ from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
 
 HEAD_LIMIT = 1_048_576
 ATTEMPTS = 3
+BULK_WINDOW = 4096  # a window this long or longer is a bulk read
+BULK_KEPT = 1024
 
 StatKey = tuple[int, int, int, int]
 
@@ -176,6 +178,7 @@ class ImportBackend(ABC):
         self._uri = uri
         self._proofs = Proofs(clock)  # what listings reuse from the previous one
         self._listing: Listing | None = None  # the last completed listing
+        self._bulk: dict[str, MemoKey] = {}  # revisions read whole by a bulk window, no memo
         self._windows = WindowMemos()
         # the survey the request holding this token made last (one token = one request)
         self._survey: tuple[weakref.ref[CancelToken], dict[str, Candidate]] | None = None
@@ -339,7 +342,18 @@ class ImportBackend(ABC):
             s1 = stat_or_none(cand.path)
             if events is not None and s1 is not None and stat_key(s1) == stat_key(s0):
                 return Window(memo.header, memo.length, lo, events, memo.title)
-        ins = self._inspect(cand, token, memo=True)
+        # A bulk read (the search index's) builds no memo the first time: most logs fit in one
+        # such window and are never read again; a second bulk read of the same revision does.
+        key = (cand.path, stat_key(s0), cand.extra) if s0 is not None else None
+        build = last - first < BULK_WINDOW or (
+            key is not None and self._bulk.get(session_id) == key
+        )
+        ins = self._inspect(cand, token, memo=build)
+        if not build and key is not None:
+            with self._survey_lock:
+                self._bulk[session_id] = key
+                while len(self._bulk) > BULK_KEPT:
+                    del self._bulk[next(iter(self._bulk))]
         n = len(ins.events)
         lo = min(max(first, 0), n)
         events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
