@@ -246,7 +246,8 @@ class ImportBackend(ABC):
         return self.candidates(token)
 
     def _surveyed(self, token: CancelToken) -> dict[str, Candidate]:
-        """A fresh survey (listings always survey), remembered for this request's later calls."""
+        """A listing (every candidate stat-ed; see survey.py for what is reused), remembered for
+        this request's later calls."""
         found = self._candidates(token)
         if token is not NULL_TOKEN:
             with self._survey_lock:
