@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import time
 from typing import Any
 
 import pytest
@@ -451,23 +452,30 @@ def test_no_anchor_is_not_listed_and_cwd_not_absolute(tmp_path):
 
 def test_listing_reuses_scans_while_stat_proves_unchanged(tmp_path, monkeypatch):
     b = home_with(tmp_path, jl(user("u1", None, "x", 0)))
+    path = tmp_path / "h/projects/-w/s.jsonl"
+    past = time.time_ns() - 3600 * 10**9  # old enough to prove (the 2 s coarse-time rule)
+    os.utime(path, ns=(past, past))
     b.list()
-    from dsh_query_server.persistence.claude import backend as module
+    from dsh_query_server.persistence.importing import survey as module
 
     calls = []
-    real = module.scan_anchor
-    monkeypatch.setattr(module, "scan_anchor", lambda *a: calls.append(a) or real(*a))
+    real = module._scan  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(module, "_scan", lambda *a: calls.append(a) or real(*a))
     b.list()
     assert calls == []
-    path = tmp_path / "h/projects/-w/s.jsonl"
-    path.write_bytes(jl(user("u1", None, "y", 0)))  # rewritten in place, not smaller
+    with path.open("ab") as f:
+        f.write(jl(user("u2", "u1", "more", 1)))  # appended: the anchor's bytes are compared
     b.list()
-    assert calls == []  # same inode and size: the anchor is reused
+    assert calls == []
+    path.write_bytes(jl(user("u1", None, "y", 0)) + b"\n" * 40)  # rewritten in place, larger
+    b.list()
+    assert len(calls) == 1  # its first line differs: scanned again
     fresh = path.with_name("new")
     fresh.write_bytes(jl(user("u1", None, "z", 0)))
     os.replace(fresh, path)  # a new inode: scanned again
     b.list()
-    assert len(calls) == 1
+    assert len(calls) == 2
+    assert b.list_snapshots() == ClaudeBackend(b.home, "claude:x").list_snapshots()
 
 
 def test_a_transcript_without_anchor_is_corrupt_for_inspect(tmp_path):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
-from dsh_query_server.persistence.importing.backend import ImportBackend
+from dsh_query_server.persistence.importing.backend import BULK_WINDOW, ImportBackend
 from dsh_query_server.persistence.importing.window import WindowMemos
 
 from .import_strategies import CODEX_SID, SID, claude_transcript, codex_rollout
@@ -173,3 +173,32 @@ def test_read_event_over_stdio_equals_the_full_read_in_a_large_transcript(tmp_pa
                 assert (got["startSeq"], got["endSeq"]) == (lo, hi)
                 assert got["events"] == full[lo : hi + 1]
                 assert got["target"] == full[seq]
+
+
+@settings(max_examples=10, deadline=None)
+@given(claude_transcript())
+def test_a_bulk_window_builds_the_memo_only_when_the_same_revision_is_read_again(case):
+    """The search index reads logs by long windows: the first builds no memo (most logs fit in
+    one), a second of the same revision does, and a short window always does."""
+    tmp_path = pathlib.Path(tempfile.mkdtemp())
+    try:
+        check_bulk(tmp_path, case[1])
+    finally:
+        shutil.rmtree(tmp_path)
+
+
+def check_bulk(tmp_path: pathlib.Path, body: bytes) -> None:
+    path = tmp_path / f"h/projects/-w/{SID}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(body)
+    b = ClaudeBackend(str(tmp_path / "h"), "claude:x")
+    full = b.inspect(SID).events
+    w = b.inspect_window(SID, 0, BULK_WINDOW)
+    assert [e.raw for e in w.events] == [e.raw for e in full]
+    assert b._windows._entries.get(SID) is None  # pyright: ignore[reportPrivateUsage]
+    w = b.inspect_window(SID, 0, BULK_WINDOW)
+    assert [e.raw for e in w.events] == [e.raw for e in full]
+    assert b._windows._entries.get(SID) is not None  # pyright: ignore[reportPrivateUsage]
+    fresh = ClaudeBackend(str(tmp_path / "h"), "claude:x")
+    assert [e.raw for e in fresh.inspect_window(SID, 0, 3).events] == [e.raw for e in full[:4]]
+    assert fresh._windows._entries.get(SID) is not None  # pyright: ignore[reportPrivateUsage]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 from ... import jsoncodec
@@ -12,7 +13,8 @@ from ..base import Inspection
 from ..importing.backend import (
     Candidate,
     ImportBackend,
-    ScanCache,
+    Listing,
+    StatKey,
     feed,
     key_text,
     log_unreadable,
@@ -22,6 +24,8 @@ from ..importing.backend import (
     unreadable,
 )
 from ..importing.emitter import Emitter, JSONObject
+from ..importing.lines import Record
+from ..importing.survey import Clock, Survey, is_dir
 from ..importing.values import MAX_SAFE, is_uuid, nonempty, obj, parse_time
 from ..importing.window import MemoBuilder
 from .mapper import PLUGIN, ClaudeMapper
@@ -54,6 +58,7 @@ class _Lineage:
     trunk: bool
     copied: bool
     revision: str
+    sidecars: tuple[str, ...] = ()  # the sidecars read for it
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +75,10 @@ def _is_anchor(v: dict[str, object]) -> bool:
 def _scan(path: str, size: int, token: CancelToken) -> _Anchor | None:
     """§1.2: the header scan's anchor, or None."""
     rec = scan_anchor(path, size, token, _is_anchor)
-    if rec is None:
-        return None
+    return None if rec is None else _anchor_of(rec)
+
+
+def _anchor_of(rec: Record) -> _Anchor:
     v = rec.value
     return _Anchor(
         str(v["sessionId"]),
@@ -82,19 +89,37 @@ def _scan(path: str, size: int, token: CancelToken) -> _Anchor | None:
     )
 
 
-def _scandir(path: str) -> list[os.DirEntry[str]]:
+def _read_sidecar(path: str) -> tuple[os.stat_result | None, JSONObject | None]:
+    """A sidecar's stat and JSON object (None when unreadable); no stat when it vanished."""
     try:
-        with os.scandir(path) as it:
-            return list(it)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            value = obj(jsoncodec.loads(f.read(HEAD_SIDECAR)))
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError):
+        try:
+            return os.stat(path), None
+        except OSError:
+            return None, None
+    return st, value
 
 
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
+def _named_id(f: _File) -> str:
+    """The id a transcript's path gives it (not for a flat sub-agent: its id needs the anchor)."""
+    middle = f"/workflows/{f.run}" if f.run is not None else ""
+    return f.stem if f.agent is None else f"{f.stem}{middle}/agent-{f.agent}"
+
+
+def _revision(key: StatKey, lineage: _Lineage) -> str:
+    return "claude:" + key_text(key) + lineage.revision
+
+
+@dataclass(frozen=True, slots=True)
+class _Built:
+    anchor: _Anchor
+    lineage: _Lineage
+    cand: Candidate
 
 
 def _agent_of(name: str) -> str | None:
@@ -104,21 +129,22 @@ def _agent_of(name: str) -> str | None:
 
 
 class ClaudeBackend(ImportBackend):
-    def __init__(self, home: str, uri: str) -> None:
-        super().__init__(home, uri)
-        self._scans: ScanCache[_Anchor] = ScanCache()
-        # a trunk's header as built from its scan (same key: the header depends on nothing else)
-        self._trunks: ScanCache[tuple[_Anchor, _Lineage, str, Header]] = ScanCache()
+    def __init__(self, home: str, uri: str, clock: Clock = time.time_ns) -> None:
+        super().__init__(home, uri, clock)
+        # per transcript path: what the last listing built from its anchor and lineage
+        self._built: dict[str, _Built] = {}
 
     # -- layout (§1.1) -----------------------------------------------------------------
 
-    def _files(self, token: CancelToken) -> list[_File]:
+    def _files(self, token: CancelToken, survey: Survey | None = None) -> list[_File]:
+        """The layout walk; with a survey, directories its proofs cover are not listed again."""
+        sv = survey or self._proofs.start()
         out: list[_File] = []
-        for project in _scandir(os.path.join(self.home, "projects")):
+        for project in sv.entries(os.path.join(self.home, "projects")):
             token.raise_if_cancelled()
-            if not _is_dir(project):
+            if not is_dir(project):
                 continue
-            for entry in _scandir(project.path):
+            for entry in sv.entries(project.path):
                 name = entry.name
                 if name.endswith(".jsonl"):
                     agent = _agent_of(name)
@@ -126,20 +152,20 @@ class ClaudeBackend(ImportBackend):
                         out.append(_File(entry.path, "", agent, flat=True))
                     elif not name.startswith("agent-"):
                         out.append(_File(entry.path, name[:-6]))
-                elif _is_dir(entry):
-                    out.extend(self._nested(entry.path, name))
+                elif is_dir(entry):
+                    out.extend(self._nested(sv, entry.path, name))
         return out
 
-    def _nested(self, session_dir: str, stem: str) -> list[_File]:
+    def _nested(self, sv: Survey, session_dir: str, stem: str) -> list[_File]:
         out: list[_File] = []
         sub = os.path.join(session_dir, "subagents")
-        for entry in _scandir(sub):
+        for entry in sv.entries(sub):
             agent = _agent_of(entry.name)
             if agent is not None:
                 out.append(_File(entry.path, stem, agent))
-            elif entry.name == "workflows" and _is_dir(entry):
-                for run in _scandir(entry.path):
-                    for inner in _scandir(run.path) if _is_dir(run) else []:
+            elif entry.name == "workflows" and is_dir(entry):
+                for run in sv.entries(entry.path):
+                    for inner in sv.entries(run.path) if is_dir(run) else ():
                         agent = _agent_of(inner.name)
                         if agent is not None:
                             out.append(_File(inner.path, stem, agent, run.name))
@@ -147,23 +173,13 @@ class ClaudeBackend(ImportBackend):
 
     # -- sidecars and lineage (§1.2) ---------------------------------------------------
 
-    def _sidecar(self, path: str) -> tuple[str, JSONObject | None]:
-        """A sidecar's revision part and its JSON object (None when absent or unreadable), read
-        afresh: a sidecar may be rewritten in place."""
-        try:
-            with open(path, "rb") as f:
-                st = os.fstat(f.fileno())
-                value = obj(jsoncodec.loads(f.read(HEAD_SIDECAR)))
-        except FileNotFoundError:
-            return "-", None
-        except (OSError, ValueError):
-            try:
-                return key_text(stat_key(os.stat(path))), None
-            except OSError:
-                return "-", None
-        return key_text(stat_key(st)), value
+    def _sidecar(self, sv: Survey, path: str) -> tuple[str, JSONObject | None]:
+        """A sidecar's revision part and its JSON object (None when absent or unreadable),
+        reused only while its stat proves it unchanged (a sidecar may be rewritten in place)."""
+        key, value = sv.sidecar(path, _read_sidecar, None)
+        return ("-" if key is None else key_text(key[:4])), value
 
-    def _lineage(self, f: _File, anchor: _Anchor) -> _Lineage:
+    def _lineage(self, sv: Survey, f: _File, anchor: _Anchor) -> _Lineage:
         if f.agent is None:
             forked = obj(anchor.forked_from)
             parent = nonempty(forked.get("sessionId")) if forked is not None else None
@@ -178,15 +194,18 @@ class ClaudeBackend(ImportBackend):
         parents_dir = folder
         if f.run is not None:
             parents_dir = os.path.dirname(os.path.dirname(folder))
-        revision, meta = self._sidecar(os.path.join(folder, f"agent-{f.agent}.meta.json"))
-        parts = [revision]
+        first = os.path.join(folder, f"agent-{f.agent}.meta.json")
+        revision, meta = self._sidecar(sv, first)
+        parts, read = [revision], [first]
         parent_agent = nonempty(meta.get("parentAgentId")) if meta is not None else None
         depth, seen, walk = 1, {f.agent}, parent_agent
         while walk is not None and walk not in seen and depth < MAX_SAFE:
             seen.add(walk)
             depth += 1
-            rev, parent_meta = self._sidecar(os.path.join(parents_dir, f"agent-{walk}.meta.json"))
+            path = os.path.join(parents_dir, f"agent-{walk}.meta.json")
+            rev, parent_meta = self._sidecar(sv, path)
             parts.append(rev)
+            read.append(path)
             walk = nonempty(parent_meta.get("parentAgentId")) if parent_meta is not None else None
         fields = {
             "parentSession": f"{trunk}/agent-{parent_agent}" if parent_agent else trunk,
@@ -197,7 +216,8 @@ class ClaudeBackend(ImportBackend):
         preset = meta.get("agentType") if meta is not None else None
         if isinstance(preset, str):
             fields["agentPreset"] = preset
-        return _Lineage(fields, trunk, False, False, "".join(f";meta:{p}" for p in parts))
+        revisions = "".join(f";meta:{p}" for p in parts)
+        return _Lineage(fields, trunk, False, False, revisions, tuple(read))
 
     def _session_id(self, f: _File, anchor: _Anchor) -> str:
         if f.agent is None:
@@ -240,26 +260,25 @@ class ClaudeBackend(ImportBackend):
         value["source"] = source
         return Header.from_value(value)
 
-    def _anchor(self, f: _File, st: os.stat_result, token: CancelToken) -> _Anchor | None:
-        hit, cached = self._scans.get(f.path, st)
-        if hit:
-            return cached
-        anchor = _scan(f.path, st.st_size, token)
-        if anchor is not None:
-            self._scans.put(f.path, st, anchor)
-        return anchor
-
     def candidates(self, token: CancelToken) -> dict[str, Candidate]:
         found: dict[str, Candidate] = {}
         if not self.check_home():
             return found
-        seen: set[tuple[str, int, int]] = set()
-        for f in self._files(token):
+        sv = self._proofs.start()
+        built = self._built
+        kept: dict[str, _Built] = {}
+        named: dict[str, list[str]] = {}
+        volatile: list[str] = []
+        deps: dict[str, tuple[str, ...]] = {}
+        for f in self._files(token, sv):
             token.raise_if_cancelled()
+            if f.flat:
+                volatile.append(f.path)
+            else:
+                named.setdefault(_named_id(f), []).append(f.path)
             try:
                 st = os.stat(f.path)
-                seen.add((f.path, st.st_dev, st.st_ino))
-                anchor = self._anchor(f, st, token)
+                anchor = sv.head(f.path, st, token, _is_anchor, _anchor_of)
             except FileNotFoundError:
                 continue
             except OSError as exc:
@@ -267,20 +286,35 @@ class ClaudeBackend(ImportBackend):
                 continue
             if anchor is None:
                 continue
-            built = self._trunks.get(f.path, st)[1] if f.agent is None else None
-            if built is None or built[0] is not anchor:
-                lineage = self._lineage(f, anchor)
+            # the lineage is read afresh (its sidecars are proven one by one); the header, plan
+            # and candidate are rebuilt only when it, the anchor or the transcript's stat moved
+            lineage = self._lineage(sv, f, anchor)
+            old = built.get(f.path)
+            key = stat_key(st)
+            if old is not None and old.anchor is anchor and old.lineage == lineage:
+                if old.cand.revision != _revision(key, lineage):
+                    old = _Built(anchor, lineage, old.cand.moved(_revision(key, lineage), st))
+            else:
                 sid = self._session_id(f, anchor)
-                built = (anchor, lineage, sid, self._header(sid, f, anchor, lineage, None))
-                if f.agent is None:  # a trunk's header is its scan's alone (no sidecars)
-                    self._trunks.put(f.path, st, built)
-            _, lineage, sid, header = built
-            revision = "claude:" + key_text(stat_key(st)) + lineage.revision
-            plan = _Plan(f, anchor, lineage)
-            cand = Candidate(sid, f.path, header, revision, st.st_mtime_ns, plan, lineage.revision)
-            pick_winner(found, cand)
-        self._scans.retain(seen)
-        self._trunks.retain(seen)
+                header = self._header(sid, f, anchor, lineage, None)
+                cand = Candidate(
+                    sid,
+                    f.path,
+                    header,
+                    _revision(key, lineage),
+                    st.st_mtime_ns,
+                    _Plan(f, anchor, lineage),
+                    lineage.revision,
+                )
+                old = _Built(anchor, lineage, cand)
+            kept[f.path] = old
+            deps[f.path] = lineage.sidecars
+            pick_winner(found, old.cand)
+        token.raise_if_cancelled()
+        self._built = kept
+        self._proofs.publish(sv)
+        walked = [p for paths in named.values() for p in paths] + volatile
+        self._listing = Listing(sv, found, named, volatile, deps, walked)
         return found
 
     # -- inspect (§3.3) ----------------------------------------------------------------
@@ -289,9 +323,7 @@ class ClaudeBackend(ImportBackend):
         for f in self._files(token):
             if f.flat:
                 continue  # its id needs the anchor
-            middle = f"/workflows/{f.run}" if f.run is not None else ""
-            sid = f.stem if f.agent is None else f"{f.stem}{middle}/agent-{f.agent}"
-            if sid == session_id and os.path.exists(f.path):
+            if _named_id(f) == session_id and os.path.exists(f.path):
                 return f.path
         return None
 
@@ -307,7 +339,7 @@ class ClaudeBackend(ImportBackend):
         anchor = _scan(cand.path, size, token)
         if anchor is None:
             raise unreadable(self.rel(cand.path), "no record names a session and a time")
-        lineage = self._lineage(f, anchor)
+        lineage = self._lineage(self._proofs.start(), f, anchor)
         em = Emitter(PLUGIN, min(max(anchor.time, 0), MAX_SAFE))
         mapper = ClaudeMapper(em, lineage.trunk, lineage.native_id, lineage.copied)
         em.sink = builder.emitted if builder is not None else None

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from dataclasses import dataclass
+from functools import partial
 
 from ... import jsoncodec
 from ...cancel import NULL_TOKEN, CancelToken
@@ -14,7 +16,7 @@ from ..base import Inspection
 from ..importing.backend import (
     Candidate,
     ImportBackend,
-    ScanCache,
+    Listing,
     feed,
     key_text,
     log_unreadable,
@@ -26,6 +28,7 @@ from ..importing.backend import (
 )
 from ..importing.emitter import Emitter, JSONObject
 from ..importing.lines import Record
+from ..importing.survey import DIR, FILE, SAFE_AGE_NS, Clock, FileKey, Survey, file_key
 from ..importing.values import MAX_SAFE, nonempty, obj, parse_time, trailing_uuid
 from ..importing.window import MemoBuilder
 from .mapper import PLUGIN, CodexMapper
@@ -110,23 +113,51 @@ def _rollout_id(name: str) -> str | None:
     return trailing_uuid(stem) if stem is not None else None
 
 
-class CodexBackend(ImportBackend):
-    def __init__(self, home: str, uri: str, *, include_archived: bool = True) -> None:
-        super().__init__(home, uri)
-        self.include_archived = include_archived
-        self._scans: ScanCache[_Anchor] = ScanCache()
+def _derive(sid: str, rec: Record) -> _Anchor | None:
+    return _anchor_of(rec.value, sid)
 
-    def _files(self, token: CancelToken) -> list[tuple[str, str, int]]:
-        """(path, id, rank) per candidate: rank 0 under sessions/, 1 archived (§2.1)."""
+
+def _same(plan: object, anchor: _Anchor) -> bool:
+    return isinstance(plan, _Plan) and plan.anchor is anchor
+
+
+def _revision(st: os.stat_result, entry: tuple[int, JSONObject, str] | None) -> str:
+    return f"codex:{key_text(stat_key(st))};title:{entry[2] if entry is not None else '-'}"
+
+
+class CodexBackend(ImportBackend):
+    def __init__(
+        self, home: str, uri: str, *, include_archived: bool = True, clock: Clock = time.time_ns
+    ) -> None:
+        super().__init__(home, uri, clock)
+        self.include_archived = include_archived
+        self._clock = clock
+        self._index: tuple[FileKey, dict[str, tuple[int, JSONObject, str]]] | None = None
+        self._built: dict[str, Candidate] = {}  # per rollout path: the last listing's candidate
+
+    def _files(self, token: CancelToken, sv: Survey | None = None) -> list[tuple[str, str, int]]:
+        """(path, id, rank) per candidate: rank 0 under sessions/, 1 archived (§2.1). Walks as
+        ``os.walk`` does (links to directories are not followed, unreadable ones are skipped);
+        with a survey, directories its proofs cover are not listed again."""
+        sv = sv or self._proofs.start()
         out: list[tuple[str, str, int]] = []
         roots = [(os.path.join(self.home, "sessions"), 0, True)]
         if self.include_archived:
             roots.append((os.path.join(self.home, "archived_sessions"), 1, False))
         for root, rank, deep in roots:
-            for folder, dirs, names in os.walk(root):
+            stack = [root]
+            while stack:
+                folder = stack.pop()
                 token.raise_if_cancelled()
-                if not deep:
-                    dirs.clear()
+                names: list[str] = []
+                subdirs: list[str] = []
+                for entry in sv.entries(folder, strict=False):
+                    if entry.kind == DIR:
+                        subdirs.append(entry.path)
+                    elif entry.kind == FILE or not os.path.isdir(entry.path):
+                        names.append(entry.name)
+                if deep:
+                    stack.extend(reversed(subdirs))
                 plain = {n for n in names if n.endswith(".jsonl")}
                 for name in sorted(names):
                     sid = _rollout_id(name)
@@ -135,14 +166,24 @@ class CodexBackend(ImportBackend):
                     out.append((os.path.join(folder, name), sid, rank))
         return out
 
-    def _titles(self) -> dict[str, tuple[int, JSONObject, str]]:
-        """The last index entry per id with its line, read afresh on every listing (the index
-        enters revisions by content, §3.2)."""
+    def _titles(self, sv: Survey) -> dict[str, tuple[int, JSONObject, str]]:
+        """The last index entry per id with its line (the index enters revisions by content,
+        §3.2), read again whenever its stat does not prove it unchanged."""
         path = os.path.join(self.home, INDEX)
         try:
             st = os.stat(path)
-        except OSError:
+        except FileNotFoundError:
+            sv.files[path] = None
             return {}
+        except OSError:
+            sv.young = True
+            return {}
+        key, safe_before = file_key(st), self._clock() - SAFE_AGE_NS
+        known = self._index
+        if known is not None and known[0] == key:
+            sv.files[path] = key
+            return known[1]
+        sv.reads += 1
         entries: dict[str, tuple[int, JSONObject, str]] = {}
         try:
             for item in open_items(path, st.st_size, NULL_TOKEN):
@@ -150,7 +191,13 @@ class CodexBackend(ImportBackend):
                     digest = hashlib.sha256(jsoncodec.dumps(item.value)).hexdigest()[:16]
                     entries[str(item.value["id"])] = (item.line, item.value, digest)
         except OSError:
+            sv.young = True
             return {}
+        self._index = (key, entries) if key[3] < safe_before else None
+        if self._index is not None:
+            sv.files[path] = key
+        else:
+            sv.young = True
         return entries
 
     def _header(self, anchor: _Anchor, path: str, approximate: list[str] | None) -> Header:
@@ -171,20 +218,18 @@ class CodexBackend(ImportBackend):
         found: dict[str, Candidate] = {}
         if not self.check_home():
             return found
-        titles = self._titles()
+        sv = self._proofs.start()
+        titles = self._titles(sv)
         ranks: dict[str, int] = {}
-        seen: set[tuple[str, int, int]] = set()
-        for path, sid, rank in self._files(token):
+        built, kept = self._built, dict[str, Candidate]()
+        named: dict[str, list[str]] = {}
+        index = (os.path.join(self.home, INDEX),)
+        for path, sid, rank in self._files(token, sv):
             token.raise_if_cancelled()
+            named.setdefault(sid, []).append(path)
             try:
                 st = os.stat(path)
-                seen.add((path, st.st_dev, st.st_ino))
-                hit, anchor = self._scans.get(path, st)
-                if not hit:
-                    rec = scan_anchor(path, st.st_size, token, _is_anchor)
-                    anchor = _anchor_of(rec.value, sid) if rec is not None else None
-                    if anchor is not None:
-                        self._scans.put(path, st, anchor)
+                anchor = sv.head(path, st, token, _is_anchor, partial(_derive, sid))
             except FileNotFoundError:
                 continue
             except OSError as exc:
@@ -192,10 +237,20 @@ class CodexBackend(ImportBackend):
                 continue
             if anchor is None:
                 continue
-            cand = self._candidate(sid, path, st, anchor, titles.get(sid))
+            entry = titles.get(sid)
+            revision = _revision(st, entry)
+            cand = built.get(path)
+            plan = cand.plan if cand is not None else None
+            if cand is None or cand.revision != revision or not _same(plan, anchor):
+                cand = self._candidate(sid, path, st, anchor, entry, revision)
+            kept[path] = cand
             ranks[path] = rank
             pick_winner(found, cand, lambda c: ranks[c.path])
-        self._scans.retain(seen)
+        token.raise_if_cancelled()
+        self._built = kept
+        self._proofs.publish(sv)
+        walked = [p for paths in named.values() for p in paths]
+        self._listing = Listing(sv, found, named, [], dict.fromkeys(kept, index), walked)
         return found
 
     def _candidate(
@@ -205,13 +260,13 @@ class CodexBackend(ImportBackend):
         st: os.stat_result,
         anchor: _Anchor,
         entry: tuple[int, JSONObject, str] | None,
+        revision: str,
     ) -> Candidate:
         digest = entry[2] if entry is not None else "-"
         title = None
         if entry is not None and isinstance(entry[1].get("thread_name"), str):
             name = str(entry[1]["thread_name"])
             title = (entry[0], name, entry[1], parse_time(entry[1].get("updated_at")))
-        revision = f"codex:{key_text(stat_key(st))};title:{digest}"
         header = self._header(anchor, path, None)
         plan = _Plan(anchor, title)
         return Candidate(sid, path, header, revision, st.st_mtime_ns, plan, f";title:{digest}")

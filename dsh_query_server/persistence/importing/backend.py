@@ -1,5 +1,5 @@
-"""What the two importers share as backends (importers.md §3): read-only mounts, stat-keyed
-header-scan reuse, revisions, and ``inspect``'s consistent read of an append-only file."""
+"""What the two importers share as backends (importers.md §3): read-only mounts, revisions,
+and ``inspect``'s consistent read of an append-only file."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import os
 import stat as stat_module
 import sys
 import threading
+import time
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from dataclasses import dataclass, replace
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
@@ -23,10 +23,13 @@ from ..base import (
     Window,
 )
 from .lines import Item, Record, read_items, read_lines
+from .survey import Clock, Proofs, Survey
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
 
 HEAD_LIMIT = 1_048_576
 ATTEMPTS = 3
+BULK_WINDOW = 4096  # a window this long or longer is a bulk read
+BULK_KEPT = 1024
 
 StatKey = tuple[int, int, int, int]
 
@@ -76,35 +79,6 @@ def scan_anchor(
     return None
 
 
-T = TypeVar("T")
-
-
-class ScanCache(Generic[T]):
-    """Header scans keyed by ``(path, st_dev, st_ino)`` (importers.md §3.1), reused while the file
-    has not shrunk: transcripts are append-only and headers come only from the anchor. Nothing
-    else about a transcript is kept."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[tuple[str, int, int], tuple[int, T]] = {}
-
-    def get(self, path: str, st: os.stat_result) -> tuple[bool, T | None]:
-        with self._lock:
-            hit = self._entries.get((path, st.st_dev, st.st_ino))
-        if hit is not None and st.st_size >= hit[0]:
-            return True, hit[1]
-        return False, None
-
-    def put(self, path: str, st: os.stat_result, value: T) -> None:
-        with self._lock:
-            self._entries[(path, st.st_dev, st.st_ino)] = (st.st_size, value)
-
-    def retain(self, keys: set[tuple[str, int, int]]) -> None:
-        with self._lock:
-            for gone in [k for k in self._entries if k not in keys]:
-                del self._entries[gone]
-
-
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """One listed transcript: its header, revision and what the mapper needs to read it."""
@@ -116,6 +90,40 @@ class Candidate:
     mtime_ns: int
     plan: object  # the backend's own reading plan for this transcript
     extra: str = ""  # the revision's part beyond the transcript's stat (sidecars, index title)
+
+    def moved(self, revision: str, st: os.stat_result) -> Candidate:
+        """The same transcript at a new stat (it grew, or its times moved)."""
+        return replace(self, revision=revision, mtime_ns=st.st_mtime_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """A completed listing and what a later lookup of one id re-checks instead of listing
+    again: the survey's proofs, the files whose names give each id, the files whose id comes
+    from their content, and per transcript the other files its candidate read."""
+
+    survey: Survey
+    found: dict[str, Candidate]
+    named: dict[str, list[str]]
+    volatile: list[str]
+    deps: dict[str, tuple[str, ...]]
+    walked: list[str]  # every transcript the walk found
+
+    def replay(self) -> dict[str, Candidate] | None:
+        """The same listing again when every directory and file it read is proven unchanged."""
+        survey = self.survey
+        files = survey.files
+        if survey.young or not all(p in files for p in self.walked) or not survey.still(files):
+            return None
+        return dict(self.found)
+
+    def lookup(self, session_id: str) -> Candidate | None:
+        cand = self.found.get(session_id)
+        if cand is None:
+            return None
+        files = self.named.get(session_id, [])
+        files = [*files, *self.volatile, *self.deps.get(cand.path, ())]
+        return cand if self.survey.still(files) else None
 
 
 def log_unreadable(path: str, exc: OSError) -> None:
@@ -165,9 +173,12 @@ def feed(
 class ImportBackend(ABC):
     """A read-only foreign home. Subclasses enumerate candidates and map one transcript."""
 
-    def __init__(self, home: str, uri: str) -> None:
+    def __init__(self, home: str, uri: str, clock: Clock = time.time_ns) -> None:
         self.home = home
         self._uri = uri
+        self._proofs = Proofs(clock)  # what listings reuse from the previous one
+        self._listing: Listing | None = None  # the last completed listing
+        self._bulk: dict[str, MemoKey] = {}  # revisions read whole by a bulk window, no memo
         self._windows = WindowMemos()
         # the survey the request holding this token made last (one token = one request)
         self._survey: tuple[weakref.ref[CancelToken], dict[str, Candidate]] | None = None
@@ -176,6 +187,11 @@ class ImportBackend(ABC):
     @property
     def uri(self) -> str:
         return self._uri
+
+    @property
+    def survey_reads(self) -> int:
+        """Files and directories the last completed listing read rather than proved."""
+        return self._proofs.reads
 
     @property
     def writable(self) -> bool:
@@ -220,9 +236,19 @@ class ImportBackend(ABC):
     ) -> Inspection:
         """Map the first ``size`` bytes of the candidate's transcript (through ``feed``)."""
 
+    def _candidates(self, token: CancelToken) -> dict[str, Candidate]:
+        """``candidates``, or the last listing again while its proofs all hold."""
+        listing = self._listing
+        found = listing.replay() if listing is not None else None
+        if found is not None and self.check_home():
+            self._proofs.reads = 0
+            return found
+        return self.candidates(token)
+
     def _surveyed(self, token: CancelToken) -> dict[str, Candidate]:
-        """A fresh survey (listings always survey), remembered for this request's later calls."""
-        found = self.candidates(token)
+        """A listing (every candidate stat-ed; see survey.py for what is reused), remembered for
+        this request's later calls."""
+        found = self._candidates(token)
         if token is not NULL_TOKEN:
             with self._survey_lock:
                 self._survey = (weakref.ref(token), found)
@@ -237,7 +263,7 @@ class ImportBackend(ABC):
         ]
 
     def stored_count(self, session_id: str) -> int | None:
-        if session_id not in self.candidates(NULL_TOKEN):
+        if session_id not in self._candidates(NULL_TOKEN):
             return None
         return len(self.inspect(session_id).events)
 
@@ -247,13 +273,18 @@ class ImportBackend(ABC):
 
     def _locate(self, session_id: str, token: CancelToken) -> Candidate:
         """The session's transcript: from the survey this request made last when it found the
-        id (the read then stats the file itself), else from a fresh survey."""
+        id (the read then stats the file itself), else from the last listing when its proofs
+        for this id still hold, else from a fresh survey."""
         with self._survey_lock:
             survey = self._survey
         if survey is not None and token is not NULL_TOKEN and survey[0]() is token:
             hit = survey[1].get(session_id)
             if hit is not None:
                 return hit
+        listing = self._listing
+        cand = listing.lookup(session_id) if listing is not None else None
+        if cand is not None:
+            return cand
         cand = self._surveyed(token).get(session_id)
         if cand is None:
             path = self.unlisted(session_id, token)
@@ -312,7 +343,18 @@ class ImportBackend(ABC):
             s1 = stat_or_none(cand.path)
             if events is not None and s1 is not None and stat_key(s1) == stat_key(s0):
                 return Window(memo.header, memo.length, lo, events, memo.title)
-        ins = self._inspect(cand, token, memo=True)
+        # A bulk read (the search index's) builds no memo the first time: most logs fit in one
+        # such window and are never read again; a second bulk read of the same revision does.
+        key = (cand.path, stat_key(s0), cand.extra) if s0 is not None else None
+        build = last - first < BULK_WINDOW or (
+            key is not None and self._bulk.get(session_id) == key
+        )
+        ins = self._inspect(cand, token, memo=build)
+        if not build and key is not None:
+            with self._survey_lock:
+                self._bulk[session_id] = key
+                while len(self._bulk) > BULK_KEPT:
+                    del self._bulk[next(iter(self._bulk))]
         n = len(ins.events)
         lo = min(max(first, 0), n)
         events = ins.events[lo : max(lo, min(last, n - 1) + 1)]

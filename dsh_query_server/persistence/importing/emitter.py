@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import msgspec
+
 from ... import jsoncodec
 from ...model.event import Event
 
@@ -17,6 +19,7 @@ ABORTED: JSONObject = {"kind": "aborted", "reason": {"kind": "user"}}
 COMPLETED: JSONObject = {"kind": "completed"}
 OPAQUE_LIMIT = 262_144
 _SPACE = re.compile(r"[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+")
+_encode = msgspec.json.encode
 _NO_FALLBACK = ("<command-", "<local-command-", "[Request interrupted")
 
 
@@ -103,8 +106,21 @@ class Emitter:
 
     def _put(self, value: JSONObject, time: int) -> int:
         seq = len(self.events)
-        value["seq"], value["time"] = seq, time
-        ordered: JSONObject = {k: value[k] for k in ("type", "seq", "time", "data")}
+        etype, data = value["type"], value["data"]
+        if self.sink is None and len(value) == 2 and type(etype) is str:
+            # a log-only event: its JSON assembled around the payload's, which the event keeps
+            # by offset (no second parse); a lone surrogate takes the whole-object path below
+            try:
+                data_json = _encode(data)
+            except UnicodeEncodeError:
+                data_json = None
+            if data_json is not None:
+                head = b'{"type":%b,"seq":%d,"time":%d,"data":' % (_encode(etype), seq, time)
+                raw = b"".join((head, data_json, b"}"))
+                self.events.append(Event.assemble(raw, etype, seq, time, data_json))
+                self.last_time = time
+                return seq
+        ordered: JSONObject = {"type": etype, "seq": seq, "time": time, "data": data}
         for key in ("surfaceOp", "sourceEventSeqs"):
             if key in value:
                 ordered[key] = value[key]

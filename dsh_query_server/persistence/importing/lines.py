@@ -130,11 +130,15 @@ def final_fragment(raw: bytes, line: int, offset: int) -> list[Item]:
     return [Record(line, offset + lead, value, len(body))] if value is not None else []
 
 
-def _chunks(stream: BinaryIO, limit: int, token: CancelToken) -> Iterator[bytes]:
-    left = limit
+def _chunks(
+    stream: BinaryIO, limit: int, token: CancelToken, first: int = CHUNK
+) -> Iterator[bytes]:
+    """Pieces of up to 1 MiB; the first is ``first`` bytes (a header scan mostly needs less)."""
+    left, size = limit, first
     while left > 0:
         token.raise_if_cancelled()
-        data = stream.read(min(CHUNK, left))
+        data = stream.read(min(size, left))
+        size = CHUNK
         if not data:
             return
         left -= len(data)
@@ -238,9 +242,14 @@ def read_lines(
     *,
     compressed: bool = False,
     max_line_end: int | None = None,
+    first_chunk: int = CHUNK,
 ) -> Iterator[Line]:
     """``read_items`` line by line, with where each line is."""
-    source = _zstd_chunks(stream, limit, token) if compressed else _chunks(stream, limit, token)
+    source = (
+        _zstd_chunks(stream, limit, token)
+        if compressed
+        else _chunks(stream, limit, token, first_chunk)
+    )
     pending = bytearray()
     base = 0  # plaintext offset of pending[0]
     line = 0

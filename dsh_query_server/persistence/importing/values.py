@@ -14,6 +14,17 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MAX_SAFE = 2**53 - 1
 
 
+def _day_ms(year: int, month: int, day: int) -> int | None:
+    """Epoch milliseconds of a calendar day's midnight UTC, or None for no such day."""
+    try:
+        return (datetime(year, month, day, tzinfo=UTC) - _EPOCH) // timedelta(milliseconds=1)
+    except ValueError:
+        return None
+
+
+_DAYS: dict[str, int | None] = {}  # "YYYY-MM-DD" -> _day_ms: a transcript spans few days
+
+
 def parse_time(value: object) -> int | None:
     """An RFC 3339 timestamp floored to epoch milliseconds, or None when it is not one."""
     if not isinstance(value, str):
@@ -21,19 +32,17 @@ def parse_time(value: object) -> int | None:
     m = _RFC3339.match(value)
     if m is None:
         return None
-    try:
-        base = datetime(
-            int(m[1]),
-            int(m[2]),
-            int(m[3]),
-            int(m[4]),
-            int(m[5]),
-            min(int(m[6]), 59),
-            tzinfo=UTC,
-        )
-    except ValueError:
+    date = value[:10]
+    base = _DAYS.get(date, False)
+    if base is False:
+        base = _day_ms(int(m[1]), int(m[2]), int(m[3]))
+        if len(_DAYS) >= 4096:
+            _DAYS.clear()
+        _DAYS[date] = base
+    hour, minute = int(m[4]), int(m[5])
+    if base is None or hour > 23 or minute > 59:
         return None
-    ms = (base - _EPOCH) // timedelta(milliseconds=1)
+    ms = base + ((hour * 60 + minute) * 60 + min(int(m[6]), 59)) * 1000
     if m[7]:
         ms += int((m[7] + "00")[:3])
     if m[9]:

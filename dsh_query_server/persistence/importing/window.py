@@ -33,45 +33,63 @@ MIN_REF_STRING = 8
 MEMO_BUDGET = 64 * 1024 * 1024
 _ENTRY_OVERHEAD = 64  # offsets, ordinal, the bytes object's header
 
-Path = tuple[str | int, ...]
 JSONValue = object
 
 
-def _index(value: JSONValue, path: Path, out: dict[int, Path]) -> None:
-    """``id`` of every container and long string of a parsed record -> its path."""
-    stack: list[tuple[JSONValue, Path]] = [(value, path)]
+Links = dict[int, tuple[int, str | int] | None]  # id -> (parent's id, key); the root: None
+
+
+def _index(value: JSONValue, out: Links) -> None:
+    """``id`` of every container and long string of a parsed record -> its parent and key (a
+    path is spelled out only for what an event takes: most nodes are never referenced)."""
+    out[id(value)] = None
+    stack: list[JSONValue] = [value]
     while stack:
-        node, at = stack.pop()
-        key = id(node)
-        if isinstance(node, dict):
-            out[key] = at
+        node = stack.pop()
+        parent = id(node)
+        if type(node) is dict:
             for k, v in cast(dict[str, object], node).items():
-                stack.append((v, (*at, k)))
-        elif isinstance(node, list):
-            out[key] = at
+                t = type(v)
+                if t is dict or t is list:
+                    out[id(v)] = (parent, k)
+                    stack.append(v)
+                elif t is str and len(cast(str, v)) >= MIN_REF_STRING:
+                    out[id(v)] = (parent, k)
+        else:
             for i, v in enumerate(cast(list[object], node)):
-                stack.append((v, (*at, i)))
-        elif isinstance(node, str) and len(node) >= MIN_REF_STRING:
-            out[key] = at
+                t = type(v)
+                if t is dict or t is list:
+                    out[id(v)] = (parent, i)
+                    stack.append(v)
+                elif t is str and len(cast(str, v)) >= MIN_REF_STRING:
+                    out[id(v)] = (parent, i)
 
 
-def _residual(value: JSONValue, ids: dict[int, Path]) -> JSONValue:
+def _ref(links: Links, key: int) -> JSONValue:
+    path: list[str | int] = []
+    link = links[key]
+    while link is not None:
+        path.append(link[1])
+        link = links[link[0]]
+    path.reverse()
+    return {REF: path}
+
+
+def _residual(value: JSONValue, ids: Links) -> JSONValue:
     """``value`` with every object the record gave replaced by a reference to it."""
-    at = ids.get(id(value))
-    if at is not None:
-        return {REF: list(at)}
-    if isinstance(value, dict):
+    if id(value) in ids:
+        return _ref(ids, id(value))
+    t = type(value)
+    if t is dict:
         out: dict[str, object] = {}
         for k, v in cast(dict[str, object], value).items():
-            p = ids.get(id(v))
-            if p is not None:
-                out[k] = {REF: list(p)}
-            elif isinstance(v, (dict, list)):
-                out[k] = _residual(cast(object, v), ids)
+            if id(v) in ids:
+                out[k] = _ref(ids, id(v))
             else:
-                out[k] = v
+                tv = type(v)
+                out[k] = _residual(v, ids) if tv is dict or tv is list else v
         return out
-    if isinstance(value, list):
+    if t is list:
         return [_residual(v, ids) for v in cast(list[object], value)]
     return value
 
@@ -214,7 +232,7 @@ class MemoBuilder:
         self.title: int | None = None
         self._line: Line | None = None
         self._ordinal = 0
-        self._ids: dict[int, Path] | None = None
+        self._ids: Links | None = None
         self._record: Record | None = None
         self._fresh: list[Item] | None = None
 
@@ -236,7 +254,7 @@ class MemoBuilder:
         line, record = self._line, self._record
         if record is not None and self._ids is None:
             self._ids = {}
-            _index(record.value, (), self._ids)
+            _index(record.value, self._ids)
         residual = jsoncodec.dumps(_residual(value, self._ids or {}))
         fresh: JSONValue = None
         if record is not None and line is not None:
