@@ -25,6 +25,7 @@ from dsh_query_server.persistence.postgres import (
     PostgresBackend,
     SessionAppendConflictError,
     open_postgres,
+    rows,
 )
 from dsh_query_server.persistence.uri import open_backend
 
@@ -553,3 +554,38 @@ def test_windows_extend_a_verified_log_exactly_as_appends_arrive(
                 read()
     finally:
         other.close()
+
+
+def _escaped_chunk(seq: int) -> Event:
+    """A chunk event whose bytes a packed row would not restore (an escaped "x")."""
+    return Event.from_json(
+        b'{"type":"assistant/chunk","seq":%d,"time":%d,"data":{"turn":1,"step":1,'
+        b'"chunk":{"type":"text-delta","index":0,"text":"\\u0078"}}}' % (seq, seq)
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(kinds=st.lists(st.sampled_from(["chunk", "escaped", "user"]), min_size=1, max_size=40))
+def test_a_chunk_its_row_would_not_restore_stays_scalar_and_splits_the_run(
+    kinds: list[str],
+) -> None:
+    makers = {"chunk": chunk, "escaped": _escaped_chunk, "user": user}
+    events = [makers[kind](seq) for seq, kind in enumerate(kinds)]
+    encoded = rows.encode_batch(events)
+    restored = list(rows.decode_rows(encoded, len(events)))
+    assert raws(restored) == raws(events)
+    # The rows are exactly those of packing the canonical stretches between the other events.
+    expected: list[tuple[int, int]] = []
+    stretch: list[int] = []
+    for seq, kind in [*enumerate(kinds), (len(kinds), "end")]:
+        if kind == "chunk":
+            stretch.append(seq)
+            continue
+        if len(stretch) >= 3:
+            expected.append((stretch[0], stretch[-1]))
+        else:
+            expected.extend((s, s) for s in stretch)
+        stretch = []
+        if kind != "end":
+            expected.append((seq, seq))
+    assert [(seq, last_seq) for seq, last_seq, _ in encoded] == expected
