@@ -589,3 +589,20 @@ def test_a_chunk_its_row_would_not_restore_stays_scalar_and_splits_the_run(
         if kind != "end":
             expected.append((seq, seq))
     assert [(seq, last_seq) for seq, last_seq, _ in encoded] == expected
+
+
+def test_logs_of_more_rows_than_one_fetch_read_back_whole(
+    backend: PostgresBackend, pg_database: PgDatabase
+) -> None:
+    # 2,001 scalar rows: the first fetch, then a cursor past its last row, ending on a full fetch
+    events = [turn_start(0), *(user(seq) for seq in range(1, 2000)), turn_end(2000)]
+    stored(backend, events)
+    assert sql(pg_database, "SELECT count(*) FROM dsh_query.events") == [(2001,)]
+    assert raws(backend.read_stored("s").events) == raws(events)
+    assert raws(backend.inspect_window("s", 995, 1005).events) == raws(events[995:1006])
+    sql(
+        pg_database,
+        "INSERT INTO dsh_query.events SELECT pk, 2001, 2001, '[]' FROM dsh_query.sessions",
+    )
+    with pytest.raises(SessionPersistenceCorruptionError, match="invalid stored record at seq 2001"):
+        backend.read_stored("s")
