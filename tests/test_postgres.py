@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dsh_query_server import jsoncodec
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.base import (
@@ -604,5 +605,28 @@ def test_logs_of_more_rows_than_one_fetch_read_back_whole(
         pg_database,
         "INSERT INTO dsh_query.events SELECT pk, 2001, 2001, '[]' FROM dsh_query.sessions",
     )
-    with pytest.raises(SessionPersistenceCorruptionError, match="invalid stored record at seq 2001"):
+    with pytest.raises(
+        SessionPersistenceCorruptionError, match="invalid stored record at seq 2001"
+    ):
         backend.read_stored("s")
+
+
+def test_each_append_notifies_its_change_inside_the_transaction(
+    backend: PostgresBackend, pg_database: PgDatabase
+) -> None:
+    session_id = 'quote " and \u00e9 \\ id'
+    with pg_database.connect() as listener:
+        listener.execute("LISTEN dsh_query_changes")
+        backend.create(header(session_id))
+        backend.append(session_id, [turn_start(0)])
+        backend.append(session_id, [user(1), turn_end(2)])
+        with pytest.raises(SessionAppendConflictError):
+            backend.append(session_id, [user(1)])  # rolled back: no notification
+        payloads = [n.payload for n in listener.notifies(timeout=1, stop_after=3)]
+    (store_id,) = sql(pg_database, "SELECT store_id::text FROM dsh_query.store")[0]
+    writer = sql(pg_database, "SELECT writer FROM dsh_query.sessions")[0][0].split(" ")[1]
+    expected = [
+        {"v": 1, "store": store_id, "writer": writer, "change": change, "id": session_id}
+        for change in (1, 2)
+    ]
+    assert payloads == [jsoncodec.dumps(value).decode() for value in expected]

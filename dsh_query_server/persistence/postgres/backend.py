@@ -518,9 +518,15 @@ class PostgresBackend:
         count: int,
         records: list[rows.Record],
     ) -> None:
-        row = conn.execute(
-            self._q("SELECT application, schema_version, store_id::text FROM {s}.store")
-        ).fetchone()
+        with conn.pipeline():  # (1) and (2) in one round trip
+            store = conn.execute(
+                self._q("SELECT application, schema_version, store_id::text FROM {s}.store")
+            )
+            locked = conn.execute(
+                self._q("SELECT pk, event_count FROM {s}.sessions WHERE id = %s FOR UPDATE"),
+                (session_id,),
+            )
+        row, found = store.fetchone(), locked.fetchone()
         if row is None or (row[0], row[1], row[2]) != (
             schema.APPLICATION,
             schema.SCHEMA_VERSION,
@@ -529,10 +535,6 @@ class PostgresBackend:
             raise PostgresUnavailableError(
                 f'postgres schema "{self._mount.schema}" changed under this mount; remount it'
             )
-        found = conn.execute(
-            self._q("SELECT pk, event_count FROM {s}.sessions WHERE id = %s FOR UPDATE"),
-            (session_id,),
-        ).fetchone()
         revision = str(uuid.uuid4())
         if found is None:
             header = self._created.get(session_id)
@@ -575,30 +577,42 @@ class PostgresBackend:
             raise SessionPersistenceCorruptionError(
                 f'session "{session_id}" has stored rows beyond its event count {first}'
             ) from None
+        # (5) and (6) in one statement: the notification carries the change count (5) gives.
+        # Its payload is {"v":1,"store":…,"writer":…,"change":<n>,"id":…}, without the id past
+        # _MAX_NOTIFY_BYTES (§5).
+        head = (
+            b'{"v":1,"store":'
+            + jsoncodec.dumps(identity.store_id)
+            + b',"writer":'
+            + jsoncodec.dumps(self._instance)
+            + b',"change":'
+        )
+        tail = b',"id":' + jsoncodec.dumps(session_id) + b"}"
         changed = conn.execute(
             self._q(
                 "WITH c AS (UPDATE {s}.store SET change_count = change_count + 1"
-                " RETURNING change_count) UPDATE {s}.sessions SET event_count = %s, revision = %s,"
-                " change = c.change_count, written_at = now(), writer = %s FROM c WHERE pk = %s"
-                " RETURNING c.change_count"
+                " RETURNING change_count), u AS (UPDATE {s}.sessions SET event_count = %(count)s,"
+                " revision = %(revision)s, change = c.change_count, written_at = now(),"
+                " writer = %(writer)s FROM c WHERE pk = %(pk)s RETURNING c.change_count)"
+                " SELECT pg_catalog.pg_notify(%(channel)s::text, %(head)s::text"
+                " || u.change_count::text ||"
+                " CASE WHEN pg_catalog.octet_length(%(head)s::text)"
+                " + pg_catalog.octet_length(u.change_count::text)"
+                " + pg_catalog.octet_length(%(tail)s::text) <= %(limit)s"
+                " THEN %(tail)s::text ELSE '}}' END) FROM u"
             ),
-            (count, revision, self._writer, pk),
+            {
+                "count": count,
+                "revision": revision,
+                "writer": self._writer,
+                "pk": pk,
+                "channel": schema.NOTIFY_CHANNEL,
+                "head": head.decode("utf-8"),
+                "tail": tail.decode("utf-8"),
+                "limit": _MAX_NOTIFY_BYTES,
+            },
         ).fetchone()
         assert changed is not None
-        payload = {
-            "v": 1,
-            "store": identity.store_id,
-            "writer": self._instance,
-            "change": int(str(changed[0])),
-            "id": session_id,
-        }
-        text = jsoncodec.dumps(payload)
-        if len(text) > _MAX_NOTIFY_BYTES:
-            del payload["id"]
-            text = jsoncodec.dumps(payload)
-        conn.execute(
-            "SELECT pg_catalog.pg_notify(%s, %s)", (schema.NOTIFY_CHANNEL, text.decode("utf-8"))
-        )
 
     @staticmethod
     def _conflict(session_id: str, first: int, stored: int) -> SessionAppendConflictError:
