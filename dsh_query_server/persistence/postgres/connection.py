@@ -149,6 +149,19 @@ class Pool:
                 raise self.failure(exc, token) from None
         raise AssertionError("unreachable")
 
+    def statement(self, work: Callable[[Conn], T]) -> T:
+        """``work``, a single statement, in autocommit (its own snapshot, no BEGIN or COMMIT
+        round trips), retried once on a broken connection like ``read``."""
+        for attempt in (0, 1):
+            try:
+                with self.connection() as conn:
+                    return work(conn)
+            except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+                if attempt == 0 and _retriable(exc):
+                    continue
+                raise self.failure(exc, NULL_TOKEN) from None
+        raise AssertionError("unreachable")
+
     def write(self, work: Callable[[Conn], T], in_doubt: str | None = None) -> T:
         """``work`` in one READ COMMITTED transaction (appends take no token, §4). A connection
         lost after ``work`` finished was lost during COMMIT: that is ``in_doubt`` (§3.7)."""
