@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dsh_query_server import jsoncodec
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.base import (
@@ -25,6 +26,7 @@ from dsh_query_server.persistence.postgres import (
     PostgresBackend,
     SessionAppendConflictError,
     open_postgres,
+    rows,
 )
 from dsh_query_server.persistence.uri import open_backend
 
@@ -553,3 +555,78 @@ def test_windows_extend_a_verified_log_exactly_as_appends_arrive(
                 read()
     finally:
         other.close()
+
+
+def _escaped_chunk(seq: int) -> Event:
+    """A chunk event whose bytes a packed row would not restore (an escaped "x")."""
+    return Event.from_json(
+        b'{"type":"assistant/chunk","seq":%d,"time":%d,"data":{"turn":1,"step":1,'
+        b'"chunk":{"type":"text-delta","index":0,"text":"\\u0078"}}}' % (seq, seq)
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(kinds=st.lists(st.sampled_from(["chunk", "escaped", "user"]), min_size=1, max_size=40))
+def test_a_chunk_its_row_would_not_restore_stays_scalar_and_splits_the_run(
+    kinds: list[str],
+) -> None:
+    makers = {"chunk": chunk, "escaped": _escaped_chunk, "user": user}
+    events = [makers[kind](seq) for seq, kind in enumerate(kinds)]
+    encoded = rows.encode_batch(events)
+    restored = list(rows.decode_rows(encoded, len(events)))
+    assert raws(restored) == raws(events)
+    # The rows are exactly those of packing the canonical stretches between the other events.
+    expected: list[tuple[int, int]] = []
+    stretch: list[int] = []
+    for seq, kind in [*enumerate(kinds), (len(kinds), "end")]:
+        if kind == "chunk":
+            stretch.append(seq)
+            continue
+        if len(stretch) >= 3:
+            expected.append((stretch[0], stretch[-1]))
+        else:
+            expected.extend((s, s) for s in stretch)
+        stretch = []
+        if kind != "end":
+            expected.append((seq, seq))
+    assert [(seq, last_seq) for seq, last_seq, _ in encoded] == expected
+
+
+def test_logs_of_more_rows_than_one_fetch_read_back_whole(
+    backend: PostgresBackend, pg_database: PgDatabase
+) -> None:
+    # 2,001 scalar rows: the first fetch, then a cursor past its last row, ending on a full fetch
+    events = [turn_start(0), *(user(seq) for seq in range(1, 2000)), turn_end(2000)]
+    stored(backend, events)
+    assert sql(pg_database, "SELECT count(*) FROM dsh_query.events") == [(2001,)]
+    assert raws(backend.read_stored("s").events) == raws(events)
+    assert raws(backend.inspect_window("s", 995, 1005).events) == raws(events[995:1006])
+    sql(
+        pg_database,
+        "INSERT INTO dsh_query.events SELECT pk, 2001, 2001, '[]' FROM dsh_query.sessions",
+    )
+    with pytest.raises(
+        SessionPersistenceCorruptionError, match="invalid stored record at seq 2001"
+    ):
+        backend.read_stored("s")
+
+
+def test_each_append_notifies_its_change_inside_the_transaction(
+    backend: PostgresBackend, pg_database: PgDatabase
+) -> None:
+    session_id = 'quote " and \u00e9 \\ id'
+    with pg_database.connect() as listener:
+        listener.execute("LISTEN dsh_query_changes")
+        backend.create(header(session_id))
+        backend.append(session_id, [turn_start(0)])
+        backend.append(session_id, [user(1), turn_end(2)])
+        with pytest.raises(SessionAppendConflictError):
+            backend.append(session_id, [user(1)])  # rolled back: no notification
+        payloads = [n.payload for n in listener.notifies(timeout=1, stop_after=3)]
+    (store_id,) = sql(pg_database, "SELECT store_id::text FROM dsh_query.store")[0]
+    writer = sql(pg_database, "SELECT writer FROM dsh_query.sessions")[0][0].split(" ")[1]
+    expected = [
+        {"v": 1, "store": store_id, "writer": writer, "change": change, "id": session_id}
+        for change in (1, 2)
+    ]
+    assert payloads == [jsoncodec.dumps(value).decode() for value in expected]

@@ -32,10 +32,10 @@ from ..base import (
     Window,
 )
 from ..memo import VerificationMemo
-from . import rows, schema
+from . import rows, schema, writes
 from .connection import Conn, Pool
 from .conninfo import PgMount, parse_postgres_uri
-from .errors import PostgresUnavailableError, SessionAppendConflictError
+from .errors import PostgresUnavailableError
 from .listener import ListenerSlot
 from .schema import StoreIdentity, StoreRefused
 
@@ -43,7 +43,6 @@ log = logging.getLogger(__name__)
 
 _FETCH = 1000
 _STREAM_MEMO = 256
-_MAX_NOTIFY_BYTES = 7999
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,21 +170,33 @@ class PostgresBackend:
     def _stream(
         self, conn: Conn, session: _Session, token: CancelToken, start: int = 0
     ) -> list[rows.Record]:
-        """The session's rows from ``start`` on through a server-side cursor; the token is
-        checked between fetches."""
-        out: list[rows.Record] = []
+        """The session's rows from ``start`` on: the first ``_FETCH`` in one plain query (most
+        logs fit, and a cursor would cost three more round trips), the rest through a
+        server-side cursor; the token is checked between fetches."""
+        found = conn.execute(
+            self._q(
+                "SELECT seq, last_seq, record FROM {s}.events WHERE session_pk = %s AND seq >= %s"
+                " ORDER BY seq LIMIT %s"
+            ),
+            (session.pk, start, _FETCH),
+        ).fetchall()
+        out = [(int(str(a)), int(str(b)), str(c)) for a, b, c in found]
+        if len(out) < _FETCH:
+            return out
         with conn.cursor(name="dsh_query_rows") as cursor:
             cursor.execute(
                 self._q(
-                    "SELECT seq, last_seq, record FROM {s}.events WHERE session_pk = %s AND seq >= %s"
+                    "SELECT seq, last_seq, record FROM {s}.events WHERE session_pk = %s AND seq > %s"
                     " ORDER BY seq"
                 ),
-                (session.pk, start),
+                (session.pk, out[-1][0]),
             )
-            while batch := cursor.fetchmany(_FETCH):
+            while True:
                 token.raise_if_cancelled()
+                batch = cursor.fetchmany(_FETCH)
                 out.extend((int(str(a)), int(str(b)), str(c)) for a, b, c in batch)
-        return out
+                if len(batch) < _FETCH:
+                    return out
 
     def _read(self, session_id: str, token: CancelToken) -> tuple[_Session, list[Event]]:
         def work(conn: Conn) -> tuple[_Session, list[Event]]:
@@ -342,13 +353,19 @@ class PostgresBackend:
         return self._pool.read(work)
 
     def stored_count(self, session_id: str) -> int | None:
-        def work(conn: Conn) -> int | None:
-            if self._open(conn) is None:
-                return None
+        """``event_count``, in one statement once the store was opened (§3.1)."""
+
+        def count(conn: Conn) -> int | None:
             row = conn.execute(
                 self._q("SELECT event_count FROM {s}.sessions WHERE id = %s"), (session_id,)
             ).fetchone()
             return None if row is None else int(str(row[0]))
+
+        if self._identity is not None:
+            return self._pool.statement(count)
+
+        def work(conn: Conn) -> int | None:
+            return None if self._open(conn) is None else count(conn)
 
         return self._pool.read(work)
 
@@ -477,6 +494,11 @@ class PostgresBackend:
         self._identity = identity
         return identity
 
+    def _batch_context(self, identity: StoreIdentity) -> writes.BatchContext:
+        return writes.BatchContext(
+            self._q, self._mount.schema, identity, self._instance, self._writer, self._created
+        )
+
     def append(self, session_id: str, events: list[Event]) -> None:
         """§3.6: one batch, atomically after the stored log, or a conflict."""
         self._require_writable()
@@ -492,106 +514,12 @@ class PostgresBackend:
                     raise _not_found(session_id)
                 identity = self._initialize()
             self._pool.write(
-                lambda conn: self._append(conn, identity, session_id, first, count, records),
+                lambda conn: writes.append_batch(
+                    conn, self._batch_context(identity), session_id, first, count, records
+                ),
                 in_doubt=f'postgres commit of session "{session_id}" append at seq {first} is in'
                 " doubt",
             )
-
-    def _append(
-        self,
-        conn: Conn,
-        identity: StoreIdentity,
-        session_id: str,
-        first: int,
-        count: int,
-        records: list[rows.Record],
-    ) -> None:
-        row = conn.execute(
-            self._q("SELECT application, schema_version, store_id::text FROM {s}.store")
-        ).fetchone()
-        if row is None or (row[0], row[1], row[2]) != (
-            schema.APPLICATION,
-            schema.SCHEMA_VERSION,
-            identity.store_id,
-        ):
-            raise PostgresUnavailableError(
-                f'postgres schema "{self._mount.schema}" changed under this mount; remount it'
-            )
-        found = conn.execute(
-            self._q("SELECT pk, event_count FROM {s}.sessions WHERE id = %s FOR UPDATE"),
-            (session_id,),
-        ).fetchone()
-        revision = str(uuid.uuid4())
-        if found is None:
-            header = self._created.get(session_id)
-            if header is None:
-                raise _not_found(session_id)
-            if first != 0:
-                raise self._conflict(session_id, first, 0)
-            created_at = Header.from_json(header.encode("utf-8")).created_at
-            inserted = conn.execute(
-                self._q(
-                    "INSERT INTO {s}.sessions (id, header, created_at, event_count, revision, change,"
-                    " written_at, writer) VALUES (%s, %s, %s, %s, %s, 0, now(), %s)"
-                    " ON CONFLICT (id) DO NOTHING RETURNING pk"
-                ),
-                (session_id, header, int(created_at), count, revision, self._writer),
-            ).fetchone()
-            if inserted is None:  # the winner committed: a new statement sees its row
-                winner = conn.execute(
-                    self._q("SELECT event_count FROM {s}.sessions WHERE id = %s"), (session_id,)
-                ).fetchone()
-                raise SessionAppendConflictError(
-                    f'refusing to materialize "{session_id}": a log already exists in the'
-                    " database (load/resume it instead)",
-                    session_id,
-                    first,
-                    0 if winner is None else int(str(winner[0])),
-                )
-            pk = int(str(inserted[0]))
-        else:
-            pk, stored = int(str(found[0])), int(str(found[1]))
-            if stored != first:
-                raise self._conflict(session_id, first, stored)
-        try:
-            with conn.cursor().copy(
-                self._q("COPY {s}.events (session_pk, seq, last_seq, record) FROM STDIN")
-            ) as copy:
-                for seq, last_seq, record in records:
-                    copy.write_row((pk, seq, last_seq, record))
-        except pg_errors.UniqueViolation:
-            raise SessionPersistenceCorruptionError(
-                f'session "{session_id}" has stored rows beyond its event count {first}'
-            ) from None
-        changed = conn.execute(
-            self._q(
-                "WITH c AS (UPDATE {s}.store SET change_count = change_count + 1"
-                " RETURNING change_count) UPDATE {s}.sessions SET event_count = %s, revision = %s,"
-                " change = c.change_count, written_at = now(), writer = %s FROM c WHERE pk = %s"
-                " RETURNING c.change_count"
-            ),
-            (count, revision, self._writer, pk),
-        ).fetchone()
-        assert changed is not None
-        payload = {
-            "v": 1,
-            "store": identity.store_id,
-            "writer": self._instance,
-            "change": int(str(changed[0])),
-            "id": session_id,
-        }
-        text = jsoncodec.dumps(payload)
-        if len(text) > _MAX_NOTIFY_BYTES:
-            del payload["id"]
-            text = jsoncodec.dumps(payload)
-        conn.execute(
-            "SELECT pg_catalog.pg_notify(%s, %s)", (schema.NOTIFY_CHANNEL, text.decode("utf-8"))
-        )
-
-    @staticmethod
-    def _conflict(session_id: str, first: int, stored: int) -> SessionAppendConflictError:
-        msg = f'session "{session_id}" append starts at seq {first}, stored next seq is {stored}'
-        return SessionAppendConflictError(msg, session_id, first, stored)
 
 
 def open_postgres(uri: str) -> PostgresBackend:

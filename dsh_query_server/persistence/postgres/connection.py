@@ -28,6 +28,8 @@ Conn = psycopg.Connection[tuple[object, ...]]
 T = TypeVar("T")
 
 _CANCEL_POLL_SECONDS = 0.05
+_REPEATABLE_READ = psycopg.IsolationLevel.REPEATABLE_READ
+_READ_COMMITTED = psycopg.IsolationLevel.READ_COMMITTED
 _RETRIABLE_SQLSTATES = ("57P01", "57P02", "57P03")
 
 
@@ -134,9 +136,11 @@ class Pool:
         for attempt in (0, 1):
             token.raise_if_cancelled()
             try:
-                with self.connection() as conn, cancelling(conn, token), conn.transaction():
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                    result = work(conn)
+                with self.connection() as conn, cancelling(conn, token):
+                    # In the BEGIN itself: a SET TRANSACTION would cost a round trip.
+                    conn.isolation_level, conn.read_only = _REPEATABLE_READ, True
+                    with conn.transaction():
+                        result = work(conn)
                 token.raise_if_cancelled()
                 return result
             except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
@@ -145,15 +149,29 @@ class Pool:
                 raise self.failure(exc, token) from None
         raise AssertionError("unreachable")
 
+    def statement(self, work: Callable[[Conn], T]) -> T:
+        """``work``, a single statement, in autocommit (its own snapshot, no BEGIN or COMMIT
+        round trips), retried once on a broken connection like ``read``."""
+        for attempt in (0, 1):
+            try:
+                with self.connection() as conn:
+                    return work(conn)
+            except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+                if attempt == 0 and _retriable(exc):
+                    continue
+                raise self.failure(exc, NULL_TOKEN) from None
+        raise AssertionError("unreachable")
+
     def write(self, work: Callable[[Conn], T], in_doubt: str | None = None) -> T:
         """``work`` in one READ COMMITTED transaction (appends take no token, §4). A connection
         lost after ``work`` finished was lost during COMMIT: that is ``in_doubt`` (§3.7)."""
         finished = False
         try:
-            with self.connection() as conn, conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
-                result = work(conn)
-                finished = True
+            with self.connection() as conn:
+                conn.isolation_level, conn.read_only = _READ_COMMITTED, None
+                with conn.transaction():
+                    result = work(conn)
+                    finished = True
             return result
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             if finished and in_doubt is not None and _retriable(exc):

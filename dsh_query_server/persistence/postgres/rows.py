@@ -63,27 +63,16 @@ def _text(raw: bytes, what: str) -> str:
     return text
 
 
-def _reconstructs(event: Event) -> bool:
-    """Whether a packed row would give back ``event``'s exact bytes (§2.3: stricter than
-    sqlite:). Events that cannot be packed at all answer True: ``pack`` leaves them scalar."""
-    if event.type != "assistant/chunk":
-        return True
+def _restored(row: records.PackedRow, members: list[Event]) -> list[bool]:
+    """For each member of ``row``, whether reading the row back gives its exact bytes (§2.3:
+    stricter than sqlite:). Whether a member is restored depends on its own fields only: the
+    fields a row shares are equal in type and value in every member (persistence.md §3.2)."""
+    value = {"type": row.tag, "seq0": row.seq0, "time0": row.time0, "data": row.data}
     try:
-        value = event.to_value()
-        copies = [Event.from_value({**value, "seq": value["seq"] + k}) for k in range(3)]
-    except (TypeError, ValueError, KeyError):
-        return True
-    packed = records.pack(copies)
-    if len(packed) != 1 or not isinstance(packed[0], records.PackedRow):
-        return True
-    row = packed[0]
-    data = dict(row.data)
-    name = "args" if row.tag == "tool-call-chunks" else "texts"
-    data["dt"], data[name] = [], data[name][:1]
-    member = records.unpack_row(
-        {"type": row.tag, "seq0": row.seq0, "time0": row.time0, "data": data}
-    )
-    return member[0].raw == event.raw
+        restored = records.unpack_row(value, sqlite=True)
+    except records.MalformedRow:
+        return [False] * len(members)
+    return [a.raw == b.raw for a, b in zip(restored, members, strict=True)]
 
 
 def _scalar(event: Event) -> Record:
@@ -98,28 +87,45 @@ def _scalar(event: Event) -> Record:
     return int(event.seq), int(event.seq), _text(event.raw, f"the event at seq {event.seq}")
 
 
-def encode_batch(events: list[Event]) -> list[Record]:
-    """One contiguous batch as rows: exact chunk runs packed (§5.5 bounds), the rest scalar."""
+def _encode(events: list[Event], scalar: set[int]) -> tuple[list[Record], set[int]]:
+    """The rows of ``events`` with the events at the indexes ``scalar`` kept scalar (they
+    split runs), and the indexes of packed members that their row would not restore."""
     out: list[Record] = []
-    run: list[Event] = []
-
-    def flush() -> None:
-        for item in records.pack(run, max_members=MAX_MEMBERS, max_data_bytes=MAX_DATA_BYTES):
+    unrestored: set[int] = set()
+    bounds = sorted(scalar) + [len(events)]
+    start = 0
+    for stop in bounds:
+        position = start
+        for item in records.pack(
+            events[start:stop], max_members=MAX_MEMBERS, max_data_bytes=MAX_DATA_BYTES
+        ):
             if isinstance(item, records.PackedRow):
+                members = events[position : position + item.members]
+                for k, ok in enumerate(_restored(item, members)):
+                    if not ok:
+                        unrestored.add(position + k)
                 last = item.seq0 + item.members - 1
                 out.append((item.seq0, last, _text(item.to_json(), f"the row at seq {item.seq0}")))
+                position += item.members
             else:
                 out.append(_scalar(item))
-        run.clear()
+                position += 1
+        if stop < len(events):
+            out.append(_scalar(events[stop]))
+        start = stop + 1
+    return out, unrestored
 
-    for event in events:
-        if _reconstructs(event):
-            run.append(event)
-        else:
-            flush()
-            out.append(_scalar(event))
-    flush()
-    return out
+
+def encode_batch(events: list[Event]) -> list[Record]:
+    """One contiguous batch as rows: chunk runs packed (§5.5 bounds), the rest scalar. A member
+    that its packed row would not restore byte for byte stays scalar and splits its run; whether
+    it is restored does not depend on its row, so one more pass settles it."""
+    scalar: set[int] = set()
+    while True:
+        out, unrestored = _encode(events, scalar)
+        if not unrestored:
+            return out
+        scalar |= unrestored
 
 
 def batch_start(session_id: str, events: list[Event]) -> int:
