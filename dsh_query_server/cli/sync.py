@@ -187,12 +187,12 @@ class _Sync:
             self.progress.appended(len(batch))
 
     def _read_source(
-        self, source: PersistenceBackend, session_id: str
+        self, source: PersistenceBackend, session_id: str, token: CancelToken
     ) -> tuple[Header, list[Event]]:
         if isinstance(source, _StoredReader):
-            log = source.read_stored(session_id)
+            log = source.read_stored(session_id, token)
             return log.header, log.events
-        inspected = source.inspect(session_id)  # an importer without read_stored (§6)
+        inspected = source.inspect(session_id, token)  # an importer without read_stored (§6)
         return inspected.meta, inspected.events
 
     def session(
@@ -202,6 +202,7 @@ class _Sync:
         snapshot: Snapshot,
         state: SyncState,
         target_revision: str | None,
+        token: CancelToken,
     ) -> None:
         session_id = str(snapshot.header.id)
         self._local.pair = (snapshot.revision, target_revision or "")
@@ -212,7 +213,7 @@ class _Sync:
         if known and entry is not None and entry.source == snapshot.revision:
             self._count(report, "unchanged")  # both revisions as last synced: nothing to read
             return
-        header, events = self._read_source(source, session_id)
+        header, events = self._read_source(source, session_id, token)
         outcome = None
         if (
             known
@@ -341,14 +342,17 @@ class _Sync:
         revisions: dict[str, str],
         jobs: int,
         stop: threading.Event,
+        token: CancelToken,
     ) -> bool | None:
         """The sessions of one source, ``jobs`` at a time (started in order); False when one
-        failed, None when ``stop`` ended it early (what was running finishes first)."""
+        failed, None when ``stop`` ended it early (what was running finishes first). ``token``
+        names the source's pass as one request, so a backend shares its root survey across the
+        pass's reads (a jsonl: root is surveyed once, not once per session)."""
 
         def one(snapshot: Snapshot) -> bool:
             session_id = str(snapshot.header.id)
             try:
-                self.session(report, source, snapshot, state, revisions.get(session_id))
+                self.session(report, source, snapshot, state, revisions.get(session_id), token)
                 return True
             except Exception as exc:  # noqa: BLE001 - reported per session, the run goes on
                 self.fail(report, session_id, target_message(exc))
@@ -480,8 +484,9 @@ def _run(
             failure = True
             continue
         try:
+            token = CancelToken()  # this source's pass (see run_source)
             try:
-                snapshots = source.list_snapshots()
+                snapshots = source.list_snapshots(token)
             except Exception as exc:  # noqa: BLE001 - a source that cannot list fails the run
                 print(f"sync: source {report.source} cannot be listed: {exc}", file=err)
                 failure = True
@@ -491,7 +496,9 @@ def _run(
             ]
             state = SyncState(target.uri, report.source)
             sync.progress.start(report.source, len(ordered))
-            done = sync.run_source(report, source, ordered, state, revisions, args.jobs, stop)
+            done = sync.run_source(
+                report, source, ordered, state, revisions, args.jobs, stop, token
+            )
             if done is None:
                 return None
             failure = failure or not done
