@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsh_query_server import jsoncodec
 from dsh_query_server.model.event import Event, make_event
 from dsh_query_server.persistence.legacy import LEGACY_TYPES, NeedsHistory
 from dsh_query_server.persistence.logical import StreamedLog
@@ -65,3 +66,20 @@ def test_extend_equals_append_one_by_one(
 
     expected = _outcome(StreamedLog("s", first, first + span), one_by_one)
     assert _outcome(StreamedLog("s", first, first + span), batched) == expected
+
+
+_SEQS = st.one_of(
+    st.integers(-2, 2**53 + 2), st.sampled_from([True, False, 1.0, 2.5, -0.0, "1", None])
+)
+
+
+@given(st.lists(_SEQS, max_size=6), st.integers(-2, 2**53 + 2), st.booleans())
+def test_window_cover_check_equals_the_per_event_rule(seqs: list[Any], lo: int, run: bool) -> None:
+    from dsh_query_server.persistence.logical import _covers  # pyright: ignore[reportPrivateUsage]
+    from dsh_query_server.values import is_nonneg_safe_integer
+
+    if run:  # mostly a true run from lo, so the equal case is met often
+        seqs = list(range(lo, lo + len(seqs)))
+    stored = [Event.from_json(jsoncodec.dumps({"type": "x", "seq": seq})) for seq in seqs]
+    expected = all(is_nonneg_safe_integer(e.seq) and e.seq == lo + i for i, e in enumerate(stored))
+    assert _covers(stored, lo) == expected
