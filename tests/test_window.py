@@ -929,6 +929,7 @@ def test_windowed_index_documents_equal_the_whole_log(
 
 def test_a_log_that_grows_between_windows_is_retried(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(search_documents, "WINDOW", 4)
+    monkeypatch.setattr(search_documents, "TEXT_BUDGET", 0)  # texts not kept: a second pass
     events = build_log([("turn", 0), ("user", 0), ("chunks", 20), ("end", 0)])
     path = write_sqlite(str(tmp_path), events, [])
     backend = SqliteBackend(path)

@@ -9,6 +9,7 @@ classes are immutable: handing one to a caller is handing it a detached value.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any, cast
 
 import msgspec
@@ -100,6 +101,34 @@ class Event:
         event._data = len(raw) - len(data_json) - 1  # raw ends with data_json + "}"
         event.surface_op = event.source_seqs = event.ignorable = UNSET
         return event
+
+    @classmethod
+    def assemble_chunks(
+        cls, seq0: int, times: list[int], head: bytes, payloads: Iterable[bytes]
+    ) -> list[Event]:
+        """The members of one packed row in one pass: ``assemble`` of
+        ``{"type":"assistant/chunk","seq":seq0+k,"time":times[k],"data":head+payloads[k]+"}}"}``
+        (``head`` is the data object up to its payload, ``payloads`` the encoded payloads)."""
+        new, kind, unset = cls.__new__, sys.intern("assistant/chunk"), UNSET
+        tail = len(head) + 3  # head + payload + "}}" + the closing "}"
+        events: list[Event] = []
+        append = events.append
+        for seq, time, payload in zip(range(seq0, seq0 + len(times)), times, payloads, strict=True):
+            raw = b'{"type":"assistant/chunk","seq":%d,"time":%d,"data":%b%b}}}' % (
+                seq,
+                time,
+                head,
+                payload,
+            )
+            event = new(cls)
+            event.raw = raw
+            event.type = kind
+            event.seq = seq
+            event.time = time
+            event._data = len(raw) - len(payload) - tail
+            event.surface_op = event.source_seqs = event.ignorable = unset
+            append(event)
+        return events
 
     @classmethod
     def from_value(cls, value: dict[str, Any]) -> Event:

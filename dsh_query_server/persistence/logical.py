@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.event import Event
-from ..values import is_nonneg_safe_integer
+from ..values import MAX_SAFE_INTEGER, is_nonneg_safe_integer
 from .closers import StreamedTurn, closers
 from .legacy import LEGACY_TYPES, NeedsHistory, Normalizer, StaleShape
 
@@ -58,6 +58,19 @@ def stored_span(shape: LogShape, first: int, last: int) -> tuple[int, int]:
     return first, min(last, shape.stored - 1)
 
 
+_INT_ONLY = frozenset({int})
+
+
+def _covers(stored: list[Event], lo: int) -> bool:
+    """Event ``i`` of ``stored`` has seq ``lo + i``: compared in C when every seq is an int (a
+    window holds up to thousands), else one by one (integral floats count, bools do not)."""
+    seqs = [e.seq for e in stored]
+    if set(map(type, seqs)) <= _INT_ONLY:
+        in_range = not seqs or 0 <= lo and lo + len(seqs) - 1 <= MAX_SAFE_INTEGER
+        return in_range and seqs == list(range(lo, lo + len(seqs)))
+    return all(is_nonneg_safe_integer(seq) and seq == lo + i for i, seq in enumerate(seqs))
+
+
 def logical_window(
     session_id: str, shape: LogShape, stored: list[Event], first: int, last: int
 ) -> list[Event]:
@@ -65,9 +78,7 @@ def logical_window(
     ``stored_span`` exactly. Raises StaleShape when ``stored`` is not that span."""
     lo, hi = stored_span(shape, first, last)
     expected = max(0, hi - lo + 1)
-    if len(stored) != expected or not all(
-        is_nonneg_safe_integer(e.seq) and e.seq == lo + i for i, e in enumerate(stored)
-    ):
+    if len(stored) != expected or not _covers(stored, lo):
         raise StaleShape(f"stored events do not cover seqs {lo}..{hi}")
     window = Normalizer(session_id, shape.resolved_ids).run(stored)
     end = min(last, shape.length - 1)
@@ -119,8 +130,32 @@ class StreamedLog:
             self._window.append(event)
 
     def extend(self, events: list[Event]) -> None:
-        for event in events:
-            self.append(event)
+        """``append`` of each event in turn; current-form events take an inlined path (a long
+        log streams ~100,000 of them through here)."""
+        if self._error is not None:
+            self.count += len(events)
+            return
+        observe, window = self._turn.observe, self._window
+        first, last = self._first, self._last
+        index, title, last_event = self.count, self._title, self._last_event
+        for position, event in enumerate(events):
+            kind = event.type
+            if type(kind) is not str or kind in LEGACY_TYPES:
+                self.count, self._title, self._last_event = index, title, last_event
+                self.append(event)
+                if self._error is not None:
+                    self.count += len(events) - position - 1
+                    return
+                index, title, last_event = self.count, self._title, self._last_event
+                continue
+            observe(event)
+            last_event = event
+            if kind == TITLE:
+                title = index
+            if first <= index <= last:
+                window.append(event)
+            index += 1
+        self.count, self._title, self._last_event = index, title, last_event
 
     def finish(self) -> tuple[list[Event], LogShape]:
         """The logical events ``first..last`` (clipped) and the log's shape."""

@@ -11,7 +11,7 @@ from itertools import accumulate
 from typing import Any, ClassVar, Literal, overload
 
 import msgspec
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from .. import jsoncodec
 from ..model.event import Event
@@ -324,15 +324,19 @@ def _chunk_head(tag: str, data: dict[str, Any]) -> bytes:
     dumps = jsoncodec.dumps
     index = dumps(data["index"])
     if tag == "tool-call-chunks":
-        name = b',"name":' + dumps(data["name"]) if "name" in data else b""
-        return (
-            b'{"type":"tool-call-delta","index":'
-            + index
-            + b',"id":'
-            + dumps(data["id"])
-            + name
-            + b',"argumentsDelta":'
-        )
+        name = dumps(data["name"]) if "name" in data else UNSET
+        return _tool_head(index, dumps(data["id"]), name)
+    return _text_head(tag, index)
+
+
+def _tool_head(index: bytes, call_id: bytes, name: bytes | UnsetType) -> bytes:
+    named = b"" if name is UNSET else b',"name":' + name
+    return (
+        b'{"type":"tool-call-delta","index":' + index + b',"id":' + call_id + named
+    ) + b',"argumentsDelta":'
+
+
+def _text_head(tag: str, index: bytes) -> bytes:
     return b'{"type":"' + _CHUNK_OF_TAG[tag].encode() + b'","index":' + index + b',"text":'
 
 
@@ -374,11 +378,61 @@ class _ToolRowData(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     name: str | msgspec.UnsetType = UNSET
 
 
+class _TextRow(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    type: str
+    seq0: int
+    time0: int
+    data: _TextRowData
+
+
+class _ToolRow(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    type: str
+    seq0: int
+    time0: int
+    data: _ToolRowData
+
+
 _ROW_DATA_DECODERS = {
     "text-chunks": msgspec.json.Decoder(_TextRowData),
     "reasoning-chunks": msgspec.json.Decoder(_TextRowData),
     "tool-call-chunks": msgspec.json.Decoder(_ToolRowData),
 }
+_ROW_DECODERS = {
+    "text-chunks": msgspec.json.Decoder(_TextRow),
+    "reasoning-chunks": msgspec.json.Decoder(_TextRow),
+    "tool-call-chunks": msgspec.json.Decoder(_ToolRow),
+}
+
+_RowData = _TextRowData | _ToolRowData
+
+
+def _typed_data(tag: str, data_json: bytes) -> _RowData | None:
+    decoder = _ROW_DATA_DECODERS.get(tag)
+    if decoder is None:
+        return None
+    try:
+        return decoder.decode(data_json)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def _typed_times(data: _RowData, seq0: int, time0: int, sqlite: bool) -> list[int] | None:
+    """The member times of a typed-decoded row that passes checks 1–10 of §3.2, else None.
+    The typed decode already checked keys and kinds (checks 1 and 4–8 but the bounds)."""
+    if type(seq0) is not int or type(time0) is not int:
+        return None
+    members = len(data.args) if isinstance(data, _ToolRowData) else len(data.texts)
+    if not (MIN_RUN <= members <= SQLITE_MAX_MEMBERS if sqlite else members >= 1):
+        return None
+    dt = data.dt  # ints by type
+    if len(dt) != members - 1 or not (0 <= seq0 and seq0 + members - 1 <= MAX_SAFE_INTEGER):
+        return None
+    if dt and not (-MAX_SAFE_INTEGER <= min(dt) and max(dt) <= MAX_SAFE_INTEGER):
+        return None
+    times = list(accumulate(dt, initial=time0))
+    if not (-MAX_SAFE_INTEGER <= min(times) and max(times) <= MAX_SAFE_INTEGER):
+        return None
+    return times
 
 
 def outline_members(
@@ -388,25 +442,50 @@ def outline_members(
     when this fast path cannot tell (then ``unpack_row(..., outline=True)`` decides, with the
     exact reason). A typed decode checks keys and kinds in one pass: checks 4–8 of §3.2, and
     ``seq0``/``time0`` come from validated integer columns."""
-    decoder = _ROW_DATA_DECODERS.get(tag)
-    if decoder is None or type(seq0) is not int or type(time0) is not int:
+    data = _typed_data(tag, data_json)
+    times = None if data is None else _typed_times(data, seq0, time0, sqlite)
+    if times is None:
         return None
-    try:
-        data = decoder.decode(data_json)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    members = len(data.args) if isinstance(data, _ToolRowData) else len(data.texts)
-    if not (MIN_RUN <= members <= SQLITE_MAX_MEMBERS if sqlite else members >= 1):
-        return None
-    dt = data.dt  # ints by type
-    if len(dt) != members - 1 or not (0 <= seq0 and seq0 + members - 1 <= MAX_SAFE_INTEGER):
-        return None
-    times = list(accumulate(dt, initial=time0))
-    if dt and not (-MAX_SAFE_INTEGER <= min(dt) and max(dt) <= MAX_SAFE_INTEGER):
-        return None
-    if not (-MAX_SAFE_INTEGER <= min(times) and max(times) <= MAX_SAFE_INTEGER):
-        return None
-    return list(map(ChunkOutline, range(seq0, seq0 + members), times))
+    return list(map(ChunkOutline, range(seq0, seq0 + len(times)), times))
+
+
+def packed_members(
+    tag: str, seq0: int, time0: int, data_json: bytes, *, sqlite: bool = False
+) -> list[Event] | None:
+    """``unpack_row``'s member events of a well-formed packed row, from its ``data`` JSON text in
+    one typed pass; None when this fast path cannot tell (``unpack_row`` then decides)."""
+    data = _typed_data(tag, data_json)
+    times = None if data is None else _typed_times(data, seq0, time0, sqlite)
+    return None if data is None or times is None else _typed_members(tag, seq0, times, data)
+
+
+def unpack_line(line: bytes, tag: str) -> list[Event]:
+    """``unpack_row(loads(line))`` for the JSON text of a whole row whose ``type`` is ``tag``:
+    one typed decode for a well-formed row, the exact checks of ``unpack_row`` otherwise."""
+    decoder = _ROW_DECODERS.get(tag)
+    if decoder is not None:
+        try:
+            row = decoder.decode(line)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            row = None
+        if row is not None and row.type == tag:
+            times = _typed_times(row.data, row.seq0, row.time0, False)
+            if times is not None:
+                return _typed_members(tag, row.seq0, times, row.data)
+    return unpack_row(jsoncodec.loads(line))
+
+
+def _typed_members(tag: str, seq0: int, times: list[int], data: _RowData) -> list[Event]:
+    encode = msgspec.json.encode  # typed-decoded strings hold no lone surrogates
+    if isinstance(data, _ToolRowData):
+        name = UNSET if data.name is UNSET else encode(data.name)
+        chunk = _tool_head(encode(data.index), encode(data.id), name)
+        payloads = data.args
+    else:
+        chunk = _text_head(tag, encode(data.index))
+        payloads = data.texts
+    head = b'{"turn":' + encode(data.turn) + b',"step":' + encode(data.step) + b',"chunk":' + chunk
+    return Event.assemble_chunks(seq0, times, head, map(encode, payloads))
 
 
 @overload
@@ -447,11 +526,4 @@ def unpack_row(
         + b',"chunk":'
         + _chunk_head(tag, data)
     )
-    events: list[Event] = []
-    assemble = Event.assemble
-    for k, payload in enumerate(payloads):
-        data_json = head + jsoncodec.dumps(payload) + b"}}"
-        seq, time = seq0 + k, times[k]
-        raw = b'{"type":"assistant/chunk","seq":%d,"time":%d,"data":%b}' % (seq, time, data_json)
-        events.append(assemble(raw, "assistant/chunk", seq, time, data_json))
-    return events
+    return Event.assemble_chunks(seq0, times, head, map(jsoncodec.dumps, payloads))

@@ -3,9 +3,10 @@ event's surface from the fold of the whole log.
 
 A persisted log is read whole, except a long one from a backend that reads windows cheaply
 (``cheap_windows``: it verifies a log once per revision and then reads only a window's rows).
-Such a log is read window by window, twice: the first pass folds the surface, the second makes
-the documents while the index inserts them. The build then holds one window, not the log: a
-100,000-event transcript held whole costs ~50 MB.
+Such a log is read window by window: the first pass folds the surface and keeps each document's
+text, the documents are made from those once the fold is done. The build then holds one window
+and the texts, not the log: a 100,000-event transcript held whole costs ~50 MB. When the texts
+outgrow TEXT_BUDGET they are dropped and a second pass reads the windows again for them.
 
 Consistency needs nothing new: every window is read at the log's current revision, and the
 reconcile lists the backend again after its inspections (§6.5 step 2.3). A log that changed
@@ -25,13 +26,17 @@ from ..model.event import Event, Header
 from ..persistence.adapters import checked_window
 from ..persistence.base import WindowReader
 from ..persistence.binding import Binding
-from ..query.text import documents
+from ..query.text import extract_text
 from ..session.fold import Fold, FoldError, fold_events
 from ..session.store import LiveSnapshot
 from .plan import Document
 
 # Logs longer than this many events are read window by window (see above).
 WINDOW = 8192
+# What a long log's kept texts may cost (characters, plus _DOC_COST per document) before the
+# documents are made by a second read instead.
+TEXT_BUDGET = 16 * 1024 * 1024
+_DOC_COST = 128
 
 
 class Moved(Exception):
@@ -40,9 +45,43 @@ class Moved(Exception):
 
 def _documents(events: Iterable[Event], fold: Fold) -> Iterator[Document]:
     # A generator: the write plan inserts documents as they are made (see WritePlan._replace).
-    for event, text in documents(events):
-        seq = int(event.seq)  # the fold checked that seq is the log index
-        yield seq, event.type, event.time, fold.surface(seq), text
+    surface = fold.surface
+    for event in events:
+        text = extract_text(event)
+        if text:
+            seq = int(event.seq)  # the fold checked that seq is the log index
+            yield seq, event.type, event.time, surface(seq), text
+
+
+class _Kept:
+    """The texts of a long log's documents, taken while its fold pass reads it (what
+    ``_documents`` would make, but the surface), until they outgrow TEXT_BUDGET."""
+
+    def __init__(self) -> None:
+        self.docs: list[tuple[Any, Any, Any, str]] = []
+        self.seen = 0
+        self.full = False
+
+    def tap(self, events: Iterable[Event]) -> Iterator[Event]:
+        docs, cost, seen = self.docs, 0, 0
+        for event in events:
+            seen += 1
+            if not self.full:
+                text = extract_text(event)
+                if text:
+                    docs.append((event.seq, event.type, event.time, text))
+                    cost += len(text) + _DOC_COST
+                    if cost > TEXT_BUDGET:
+                        self.full = True
+                        docs.clear()
+            self.seen = seen
+            yield event
+
+    def documents(self, fold: Fold) -> Iterator[Document]:
+        surface = fold.surface
+        for seq, type_, time, text in self.docs:
+            seq = int(seq)  # the fold checked that seq is the log index
+            yield seq, type_, time, surface(seq), text
 
 
 def _folded(session_id: Any, events: Iterable[Event], log: Sequence[Event]) -> Fold:
@@ -79,9 +118,9 @@ class Read:
         self.error: BaseException | None = None
 
     def __iter__(self) -> Iterator[Document]:
-        if not self._reading:
-            yield from self._docs
-            return
+        return self._guarded() if self._reading else iter(self._docs)
+
+    def _guarded(self) -> Iterator[Document]:
         try:
             yield from self._docs
         except Exception as exc:  # noqa: BLE001 - raised by the caller once the insert is over
@@ -102,8 +141,12 @@ def read_persisted(binding: Binding, session_id: Any, token: CancelToken) -> Rea
     if first.length <= WINDOW:
         return Read(first.meta, persisted_documents(session_id, first.events))
     meta, log = first.meta, _Windows(reader, session_id, token, first.length)
-    fold = _folded(session_id, log.events(first.events), log)
-    del first  # the second pass reads every window again
+    kept = _Kept()
+    fold = _folded(session_id, kept.tap(log.events(first.events)), log)
+    del first
+    if not kept.full and kept.seen == len(log):
+        return Read(meta, kept.documents(fold))
+    kept.docs.clear()  # the second pass reads every window again
     return Read(meta, _documents(log.events(None), fold), reading=True)
 
 

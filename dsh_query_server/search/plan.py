@@ -180,13 +180,21 @@ class WritePlan:
         if self._failure is not None:
             return None  # the plan is lost anyway; the observation just runs to its end
         count = 0
+        types: dict[str, Any] = {}  # a log holds few distinct types: each one checked once
 
         def rows() -> Iterator[tuple[Any, ...]]:
             nonlocal count
             for rowid, (seq, type_, time, surface, text) in enumerate(docs, first):
                 text = sanitize(text)
                 count += 1
-                yield (rowid, text, key, seq, sql_text(type_), _time(time), surface, len(text))
+                if type(type_) is str:
+                    column = types.get(type_)
+                    if column is None:
+                        column = types[type_] = sql_text(type_)
+                else:
+                    column = sql_text(type_)
+                time = time if type(time) is int else _time(time)
+                yield (rowid, text, key, seq, column, time, surface, len(text))
 
         try:
             self._begin()

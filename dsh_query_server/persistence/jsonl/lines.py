@@ -11,7 +11,7 @@ from ... import jsoncodec
 from ...model.event import Event, is_valid_seq_at
 from ..legacy import StaleShape, render_json
 from ..logical import StreamedLog
-from ..records import PACKED_TAGS, MalformedRow, unpack_row
+from ..records import PACKED_TAGS, MalformedRow, unpack_line
 from .errors import corrupt
 
 
@@ -47,7 +47,7 @@ def record_events(line: bytes) -> list[Event] | None:
         return None
     if isinstance(event.type, str) and event.type in PACKED_TAGS:
         try:
-            return unpack_row(jsoncodec.loads(line))
+            return unpack_line(line, event.type)
         except MalformedRow:
             raise Unparsable from None
     return [event]

@@ -220,6 +220,10 @@ def _decode_packed(row: Row, outline: bool = False) -> list[Event]:
         members = records.outline_members(row.type, row.seq, row.time, text, sqlite=True)
         if members is not None:
             return _as_events(members)
+    else:
+        events = records.packed_members(row.type, row.seq, row.time, text, sqlite=True)
+        if events is not None:
+            return events
     data = parse_json(text, "data")
     return _as_events(
         records.unpack_row(
