@@ -10,7 +10,7 @@ import tempfile
 from typing import Any
 
 import zstandard
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
@@ -192,6 +192,8 @@ def check_bulk(tmp_path: pathlib.Path, body: bytes) -> None:
     path.parent.mkdir(parents=True)
     path.write_bytes(body)
     b = ClaudeBackend(str(tmp_path / "h"), "claude:x")
+    # a transcript of only titles or damaged lines has no header record: it does not list
+    assume(b.list())
     full = b.inspect(SID).events
     w = b.inspect_window(SID, 0, BULK_WINDOW)
     assert [e.raw for e in w.events] == [e.raw for e in full]
