@@ -142,18 +142,23 @@ class StdioServer:
         assert length is not None
         return json.loads(self.proc.stdout.read(length))
 
-    def call(self, method: str, params: dict[str, Any]) -> Any:
+    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The whole reply to ``method``: its result or its error."""
         self.next_id += 1
         self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         while True:
             reply = self.receive()
             if reply.get("id") == self.next_id and "method" not in reply:
-                assert "error" not in reply, (method, params, reply)
-                return reply["result"]
+                return reply
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        reply = self.request(method, params)
+        assert "error" not in reply, (method, params, reply)
+        return reply["result"]
 
     def close(self) -> None:
         try:
-            self.call("shutdown", {})
+            self.request("shutdown", {})
             self.send({"jsonrpc": "2.0", "method": "exit"})
             self.proc.wait(10)
         finally:

@@ -5,90 +5,23 @@ error. Every server gets HOME, DSH_HOME, CLAUDE_CONFIG_DIR and CODEX_HOME inside
 from __future__ import annotations
 
 import json
-import pathlib
 import shutil
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
 from .import_helpers import REAL, SPEC, isolated_env
+from .search_helpers import StdioServer
 
-ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 CODEX_ID = "019b64e5-57fa-7463-b644-fba7e456f905"
-
-
-class Server:
-    """A dsh-query-server process spoken to with JSON-RPC framing by hand."""
-
-    def __init__(self, uri: str, tmp: pathlib.Path) -> None:
-        env = isolated_env(tmp)
-        env["PYTHONPATH"] = ROOT
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dsh_query_server", "--persistence", uri],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            cwd=tmp,
-        )
-        self.next_id = 0
-        result = self.call(
-            "initialize", {"capabilities": {}, "initializationOptions": {"index": ":memory:"}}
-        )
-        assert "capabilities" in result
-        self.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-
-    def send(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message).encode()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.proc.stdin.flush()
-
-    def receive(self) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        length = None
-        while True:
-            line = self.proc.stdout.readline()
-            assert line, "server closed its output"
-            if line in (b"\r\n", b"\n"):
-                break
-            name, _, value = line.decode().partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        assert length is not None
-        return json.loads(self.proc.stdout.read(length))
-
-    def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        while True:
-            message = self.receive()
-            if message.get("id") == self.next_id and "method" not in message:
-                return message
-
-    def call(self, method: str, params: dict[str, Any]) -> Any:
-        reply = self.request(method, params)
-        assert "error" not in reply, (method, params, reply)
-        return reply["result"]
-
-    def close(self) -> None:
-        try:
-            self.request("shutdown", {})
-            self.send({"jsonrpc": "2.0", "method": "exit"})
-            self.proc.wait(10)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
 
 
 @pytest.fixture
 def serve(tmp_path):
-    servers: list[Server] = []
+    servers: list[StdioServer] = []
 
-    def start(uri: str) -> Server:
-        servers.append(Server(uri, tmp_path))
+    def start(uri: str) -> StdioServer:
+        servers.append(StdioServer(["--persistence", uri], isolated_env(tmp_path), str(tmp_path)))
         return servers[-1]
 
     yield start
@@ -96,7 +29,7 @@ def serve(tmp_path):
         server.close()
 
 
-def exercise(server: Server) -> dict[str, Any]:
+def exercise(server: StdioServer) -> dict[str, Any]:
     """list, fold, read, trace and search every listed session; the headers by id."""
     sessions = server.call("sessionQuery/listSessions", {})
     assert sessions
