@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pathlib
 import sys
 from typing import Any
 
@@ -16,6 +18,8 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
 SERVER = [sys.executable, "-m", "dsh_query_server"]
+# The environment of a server started from this checkout (not an installed copy).
+ENV = {**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parent.parent)}
 
 
 def plain_converter():
@@ -47,3 +51,8 @@ def init_params(options: dict[str, Any] | None = None) -> types.InitializeParams
     return types.InitializeParams(
         capabilities=types.ClientCapabilities(), initialization_options=options or {}
     )
+
+
+async def call(client: LanguageClient, method: str, params: Any = None) -> Any:
+    """A request's result (a JSON-RPC error raises)."""
+    return await client.protocol.send_request_async(method, params if params is not None else {})

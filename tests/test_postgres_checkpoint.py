@@ -9,7 +9,6 @@ import asyncio
 import io
 import json
 import logging
-import os
 import pathlib
 import subprocess
 import time
@@ -31,7 +30,7 @@ from dsh_query_server.server.checkpoint import Checkpointer
 from dsh_query_server.session.store import SessionStore
 
 from .builders import U
-from .lsp_client import config, init_params
+from .lsp_client import ENV, call, config, init_params
 from .pg_server import PgDatabase
 
 HEADER = {"id": "s", "createdAt": 5, "cwd": "/team"}
@@ -310,20 +309,14 @@ def test_a_restored_older_copy_of_the_database_is_refilled(
 
 # -- over the wire: a real server continues what ``sync`` stored first ------------------------
 
-ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 
-
-@pytest_lsp.fixture(config=config("--persistence", "none", env={**os.environ, "PYTHONPATH": ROOT}))
+@pytest_lsp.fixture(config=config("--persistence", "none", env=ENV))
 async def server_a(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
     await lsp_client.initialize_session(
         init_params({"index": ":memory:", "checkpoint": {"mode": "manual"}})
     )
     yield lsp_client
     await asyncio.wait_for(lsp_client.shutdown_session(), 10)
-
-
-async def call(client: LanguageClient, method: str, params: Any = None) -> Any:
-    return await client.protocol.send_request_async(method, params if params is not None else {})
 
 
 async def test_a_server_continues_what_sync_stored_first(

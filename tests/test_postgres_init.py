@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import os
-import pathlib
 import secrets
 import subprocess
 import sys
@@ -27,11 +25,8 @@ from dsh_query_server.model.event import Header, make_event
 from dsh_query_server.persistence.postgres import PostgresUnavailableError, open_postgres
 
 from .builders import U
-from .lsp_client import config, init_params
+from .lsp_client import ENV, call, config, init_params
 from .pg_server import PgDatabase
-
-ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
-ENV = {**os.environ, "PYTHONPATH": ROOT}
 
 _CATALOG = (
     "SELECT c.relname, a.attname, a.attnum, c.relacl::text FROM pg_class c"
@@ -189,10 +184,6 @@ async def server(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
     await lsp_client.initialize_session(init_params({"index": ":memory:"}))
     yield lsp_client
     await asyncio.wait_for(lsp_client.shutdown_session(), 10)
-
-
-async def call(client: LanguageClient, method: str, params: Any = None) -> Any:
-    return await client.protocol.send_request_async(method, params if params is not None else {})
 
 
 async def test_a_reader_server_reads_and_searches_and_cannot_checkpoint(

@@ -5,8 +5,6 @@ backend watched directly (own writes and other stores skipped, lifecycle, a stan
 from __future__ import annotations
 
 import asyncio
-import os
-import pathlib
 import shutil
 import subprocess
 import threading
@@ -23,11 +21,8 @@ from dsh_query_server.persistence.postgres import PostgresBackend, open_postgres
 from dsh_query_server.persistence.postgres.listener import LISTENING, OFF, POLLING
 
 from .builders import U
-from .lsp_client import config, init_params
+from .lsp_client import ENV, call, config, init_params
 from .pg_server import BINDIR, PgDatabase, PgServer, _free_port
-
-ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
-ENV = {**os.environ, "PYTHONPATH": ROOT}
 
 
 @pytest_lsp.fixture(config=config("--persistence", "none", env=ENV))
@@ -42,10 +37,6 @@ async def server_b(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
     await lsp_client.initialize_session(init_params({"index": ":memory:"}))
     yield lsp_client
     await asyncio.wait_for(lsp_client.shutdown_session(), 10)
-
-
-async def call(client: LanguageClient, method: str, params: Any = None) -> Any:
-    return await client.protocol.send_request_async(method, params if params is not None else {})
 
 
 def changes(client: LanguageClient) -> list[dict[str, Any]]:

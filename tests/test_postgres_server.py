@@ -5,8 +5,6 @@ the mount URI appears in no result."""
 from __future__ import annotations
 
 import asyncio
-import os
-import pathlib
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,11 +15,8 @@ from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from .builders import U
-from .lsp_client import config, init_params
+from .lsp_client import ENV, call, config, init_params
 from .pg_server import PgDatabase
-
-ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
-ENV = {**os.environ, "PYTHONPATH": ROOT}
 
 
 @pytest_lsp.fixture(config=config("--persistence", "none", env=ENV))
@@ -36,10 +31,6 @@ async def server_b(lsp_client: LanguageClient) -> AsyncIterator[LanguageClient]:
     await lsp_client.initialize_session(init_params({"index": ":memory:"}))
     yield lsp_client
     await asyncio.wait_for(lsp_client.shutdown_session(), 10)
-
-
-async def call(client: LanguageClient, method: str, params: Any = None) -> Any:
-    return await client.protocol.send_request_async(method, params if params is not None else {})
 
 
 def hdr(session_id: str, created: int) -> dict[str, Any]:
