@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.importers import claude_home, codex_home, measure, rss_kib, server_cpu
+from bench.importers import claude_home, codex_home, measure_homes, rss_kib, server_cpu
 from dsh_query_server.client import StdioClient
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
@@ -428,20 +428,7 @@ def main() -> None:
         )
         compare(corpus, tmp, args.runs, args.agentsview)
         if not args.skip_importer_lines:
-            measure(
-                "claude",
-                f"claude:{claude}",
-                str(claude),
-                lambda: ClaudeBackend(str(claude), f"claude:{claude}"),
-                args.runs,
-            )
-            measure(
-                "codex",
-                f"codex:{codex}",
-                str(codex),
-                lambda: CodexBackend(str(codex), f"codex:{codex}"),
-                args.runs,
-            )
+            measure_homes(claude, codex, args.runs)
 
 
 if __name__ == "__main__":

@@ -293,6 +293,13 @@ def rss_kib(pid: int) -> tuple[int, int]:
     return rss, hwm
 
 
+def measure_homes(claude: Path, codex: Path, runs: int) -> None:
+    """The importer lines of a generated Claude Code home and Codex home."""
+    claude_uri, codex_uri = f"claude:{claude}", f"codex:{codex}"
+    measure("claude", claude_uri, str(claude), lambda: ClaudeBackend(str(claude), claude_uri), runs)
+    measure("codex", codex_uri, str(codex), lambda: CodexBackend(str(codex), codex_uri), runs)
+
+
 def measure(name: str, uri: str, home: str, make: Callable[[], ImportBackend], runs: int) -> None:
     print(f"\n== {name}: {uri}")
     walk = p50(lambda: bare_walk(home), runs)
@@ -399,20 +406,7 @@ def main() -> None:
             f"generated {files} Claude transcripts and {args.sessions} Codex rollouts "
             f"in {time.perf_counter() - t:.1f} s"
         )
-        measure(
-            "claude",
-            f"claude:{claude}",
-            str(claude),
-            lambda: ClaudeBackend(str(claude), f"claude:{claude}"),
-            args.runs,
-        )
-        measure(
-            "codex",
-            f"codex:{codex}",
-            str(codex),
-            lambda: CodexBackend(str(codex), f"codex:{codex}"),
-            args.runs,
-        )
+        measure_homes(claude, codex, args.runs)
 
 
 if __name__ == "__main__":
