@@ -7,7 +7,7 @@ request's own thread is the one making it. Cancellation reaches a backend throug
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -154,6 +154,26 @@ class OutlineReader(Protocol):
     def inspect_outline(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection: ...
 
 
+# What ``BulkInspector.inspect_many`` gives for one id: the Inspection ``inspect`` would return,
+# the exception it would raise, or None when the id is left to the caller's own read.
+BulkResult = Inspection | Exception | None
+
+
+@runtime_checkable
+class BulkInspector(Protocol):
+    """Optional: ``inspect`` of many ids in few round trips, for the search index build.
+
+    Yields ``(id, result)`` for every id of ``session_ids``, in order. ``result`` is what
+    ``inspect(id)`` would give at some moment during the call: the Inspection, or the exception
+    it would raise (returned, not raised). It is None for an id whose stored log holds more than
+    ``limit`` events (or that the backend cannot read in bulk): the caller reads it its own way.
+    A failure of the store itself, or cancellation, raises from the iterator."""
+
+    def inspect_many(
+        self, session_ids: Sequence[str], limit: int, token: CancelToken = NULL_TOKEN
+    ) -> Iterator[tuple[str, BulkResult]]: ...
+
+
 @runtime_checkable
 class ListedLookup(Protocol):
     """Optional: the header ``list(token)`` would list for ``session_id`` (None when it lists
@@ -188,6 +208,7 @@ class Capabilities:
     cheap_windows: bool
     raw: RawArtifactReader | None = None
     listed: ListedLookup | None = None
+    bulk: BulkInspector | None = None
 
     @staticmethod
     def of(backend: PersistenceBackend) -> Capabilities:
@@ -204,4 +225,5 @@ class Capabilities:
                 else None
             ),
             listed=backend if isinstance(backend, ListedLookup) else None,
+            bulk=backend if isinstance(backend, BulkInspector) else None,
         )

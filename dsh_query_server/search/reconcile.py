@@ -13,7 +13,9 @@ asked for both listings, so its failures and changes are seen exactly as before.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from msgspec import Raw
@@ -22,11 +24,18 @@ from .. import errors
 from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_message
 from ..model.event import Header, headers_compatible
-from ..persistence.base import Snapshot
+from ..persistence.base import BulkResult, Snapshot
 from ..persistence.binding import Binding, PersistenceBinding
 from ..query.loaded import conflict
 from ..session.store import SessionStore
-from .documents import Moved, live_documents, read_persisted
+from .documents import (
+    WINDOW,
+    Moved,
+    Read,
+    live_documents,
+    persisted_documents,
+    read_persisted,
+)
 from .plan import LIVE, PERSISTED, Row, WritePlan
 from .schema import Connection, Error, open_failed, open_index, scalar, sql_text
 from .wire import header_raw
@@ -395,25 +404,36 @@ class SearchIndex:
         # Revisions are trusted only against the store that produced them: the same binding as
         # the previous reconcile, or (first reconcile) the rows a previous instance left.
         trust_revisions = self.last_changes in (_FIRST, changes)
-        skipped = []
+        reader = binding.capabilities.bulk
+        tok = NULL_TOKEN if token is None else token
+        skipped: list[str] = []
+        todo: list[tuple[str, Snapshot]] = []
         for sid, snapshot in listing.by_id.items():
-            key = sql_text(sid)
-            row = self.persisted.get(key)
+            row = self.persisted.get(sql_text(sid))
             if trust_revisions and row is not None and row.tag == snapshot.revision:
                 continue
             if sid in live_ids or self.store.is_live(sid):
                 skipped.append(sid)
                 continue  # a log with a live owner is never inspected
+            if reader is not None:
+                todo.append((sid, snapshot))  # read below, in bulk
+                continue
             check(token)
-            try:
-                read = read_persisted(binding, sid, NULL_TOKEN if token is None else token)
-                check(token)
-                if not headers_compatible(snapshot.header, read.meta):
-                    raise conflict(sid)
-                plan.write_persisted(key, snapshot.header, snapshot.revision, read, read.meta)
-                read.raise_error()
-            except Moved:
-                raise _Unstable from None
+            _index(sid, snapshot, partial(read_persisted, binding, sid, tok), token, plan)
+        if reader is None or not todo:
+            return frozenset(skipped)
+        # One bulk read gives each id what ``inspect`` would, and the documents are made from it
+        # as from ``inspect``; a long log (None) is read the ordinary way, window by window. An
+        # id that went live meanwhile is skipped, as the loop above would skip it.
+        results = reader.inspect_many([sid for sid, _ in todo], WINDOW, tok)
+        for (sid, snapshot), (read_id, result) in zip(todo, results, strict=True):
+            if read_id != sid:
+                raise ValueError(f"bulk inspection answered {read_id!r} for {sid!r}")
+            if self.store.is_live(sid):
+                skipped.append(sid)
+                continue
+            check(token)
+            _index(sid, snapshot, partial(_bulk_read, binding, sid, result, tok), token, plan)
         return frozenset(skipped)
 
     def _observe_live(
@@ -466,6 +486,34 @@ class SearchIndex:
         if columns is None:
             return None  # the mirror and the table are written together; never reached
         return Target(generation, header_raw(columns))
+
+
+def _index(
+    sid: str,
+    snapshot: Snapshot,
+    read_log: Callable[[], Read],
+    token: CancelToken | None,
+    plan: WritePlan,
+) -> None:
+    """Step 2.2 for one snapshot: ``read_log`` inspects it; its documents go to the plan."""
+    try:
+        read = read_log()
+        check(token)
+        if not headers_compatible(snapshot.header, read.meta):
+            raise conflict(sid)
+        plan.write_persisted(sql_text(sid), snapshot.header, snapshot.revision, read, read.meta)
+        read.raise_error()
+    except Moved:
+        raise _Unstable from None
+
+
+def _bulk_read(binding: Binding, sid: str, result: BulkResult, token: CancelToken) -> Read:
+    """The Read of one bulk result: as ``read_persisted`` would give it."""
+    if result is None:
+        return read_persisted(binding, sid, token)
+    if isinstance(result, Exception):
+        raise result
+    return Read(result.meta, persisted_documents(sid, result.events))
 
 
 def _apply(mirror: dict[str, Row], changes: dict[str, Row | None]) -> None:

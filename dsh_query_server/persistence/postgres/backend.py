@@ -12,6 +12,7 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import LiteralString
 
@@ -24,6 +25,7 @@ from ...model.event import Event, Header
 from ...values import is_nonneg_safe_integer
 from .. import legacy, logical
 from ..base import (
+    BulkResult,
     Inspection,
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
@@ -32,7 +34,7 @@ from ..base import (
     Window,
 )
 from ..memo import VerificationMemo
-from . import rows, schema, writes
+from . import bulk, rows, schema, writes
 from .connection import Conn, Pool
 from .conninfo import PgMount, parse_postgres_uri
 from .errors import PostgresUnavailableError
@@ -220,6 +222,13 @@ class PostgresBackend:
         logical_events, shape = logical.verified_log(session_id, events)
         self._shapes.put(session_id, self._memo_key(session), shape)
         return Inspection(session.header, logical_events)
+
+    def inspect_many(
+        self, session_ids: Sequence[str], limit: int, token: CancelToken = NULL_TOKEN
+    ) -> Iterator[tuple[str, BulkResult]]:
+        """``inspect`` of many ids in one transaction per chunk (bulk.py)."""
+        source = bulk.Source(self._pool, self._mount.schema, self._open)
+        return bulk.inspect_many(source, session_ids, limit, token)
 
     def inspect_window(
         self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
