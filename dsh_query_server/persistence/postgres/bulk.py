@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import LiteralString
+from itertools import groupby
+from operator import itemgetter
+from typing import LiteralString, cast
 
 from psycopg import sql
 
@@ -28,6 +30,8 @@ from .schema import StoreIdentity
 IDS_PER_READ = 512  # session rows read per transaction
 ROWS_PER_READ = 50_000  # stored events read per transaction (at least one whole log)
 _FETCH = 5000
+_PK = itemgetter(0)
+_RECORD = itemgetter(slice(1, None))  # (seq, last_seq, record) of a (pk, ...) row
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +119,10 @@ def _read(source: Source, conn: Conn, chunk: list[str], limit: int, token: Cance
             )
             while True:
                 token.raise_if_cancelled()
-                batch = cursor.fetchmany(_FETCH)
-                for pk, seq, last_seq, record in batch:
-                    wanted[int(str(pk))].append((int(str(seq)), int(str(last_seq)), str(record)))
+                # bigint and text columns: (int, int, int, str) rows, grouped by session in C.
+                batch = cast("list[tuple[int, int, int, str]]", cursor.fetchmany(_FETCH))
+                for pk, group in groupby(batch, _PK):
+                    wanted[pk].extend(map(_RECORD, group))
                 if len(batch) < _FETCH:
                     break
     out: dict[str, _Row | None] = {}
