@@ -161,6 +161,9 @@ class _Windows(Sequence[Event]):
         self._session_id = session_id
         self._token = token
         self._length = length
+        # The windows just read, by start: the fold's look backs mostly land in them, and each
+        # would otherwise be one more read (all are read at the log's one revision, so equal).
+        self._recent: dict[int, list[Event]] = {}
 
     def events(self, first: list[Event] | None) -> Iterator[Event]:
         """Every event; ``first`` is the first window when it was already read."""
@@ -169,6 +172,7 @@ class _Windows(Sequence[Event]):
                 events, first = first, None
             else:
                 events = self._read(start, start + WINDOW - 1)
+            self._recent = {start - WINDOW: self._recent.get(start - WINDOW, []), start: events}
             yield from events
 
     def _read(self, first: int, last: int) -> list[Event]:
@@ -185,4 +189,8 @@ class _Windows(Sequence[Event]):
     def __getitem__(self, seq: Any) -> Any:
         if not isinstance(seq, int):
             raise TypeError("the fold looks events up one seq at a time")
+        start = seq - seq % WINDOW if seq >= 0 else -1
+        kept = self._recent.get(start)
+        if kept and seq - start < len(kept):
+            return kept[seq - start]
         return self._read(seq, seq)[0]
