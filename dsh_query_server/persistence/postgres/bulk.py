@@ -28,7 +28,7 @@ from .connection import Conn, Pool
 from .schema import StoreIdentity
 
 IDS_PER_READ = 512  # session rows read per transaction
-ROWS_PER_READ = 50_000  # stored events read per transaction (at least one whole log)
+ROWS_PER_READ = 20_000  # stored events read per transaction (at least one whole log): ~10 MB
 _FETCH = 5000
 _PK = itemgetter(0)
 _RECORD = itemgetter(slice(1, None))  # (seq, last_seq, record) of a (pk, ...) row
