@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import FrameType
 from typing import Protocol, TextIO, runtime_checkable
 
@@ -27,13 +27,13 @@ from ..model.event import Event, Header, headers_compatible
 from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
-from ..persistence.postgres.errors import SessionAppendConflictError
+from ..persistence.postgres.errors import AppendInDoubtError, SessionAppendConflictError
 from ..persistence.uri import absolute_uri, open_backend
+from .sync_group import MAX_BATCH_BYTES, MAX_BATCH_EVENTS, Member, Pending, batches, member
+from .sync_group import Report as _Report
 from .sync_progress import SyncProgress
 from .sync_state import Entry, SyncState, prefix_digest
 
-MAX_BATCH_EVENTS = 1000
-MAX_BATCH_BYTES = 8 * 1024 * 1024
 _RETRIES = 3
 
 
@@ -44,16 +44,6 @@ class _StoredReader(Protocol):
 
 class UsageError(Exception):
     """Exit code 2."""
-
-
-@dataclass
-class _Report:
-    source: str
-    counts: dict[str, int] = field(
-        default_factory=lambda: dict.fromkeys(
-            ("created", "grown", "unchanged", "behind", "conflict", "diverged", "failed"), 0
-        )
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,22 +132,6 @@ def _first_difference(source: list[Event], stored: list[Event]) -> int | None:
     return None
 
 
-def _batches(events: list[Event]) -> list[list[Event]]:
-    out: list[list[Event]] = []
-    current: list[Event] = []
-    size = 0
-    for event in events:
-        full = len(current) >= MAX_BATCH_EVENTS or size + len(event.raw) > MAX_BATCH_BYTES
-        if current and full:
-            out.append(current)
-            current, size = [], 0
-        current.append(event)
-        size += len(event.raw)
-    if current:
-        out.append(current)
-    return out
-
-
 class _Sync:
     def __init__(
         self,
@@ -179,10 +153,15 @@ class _Sync:
         self.created: set[str] = set()
         # id -> (source revision, events synced, their digest), until settle() records them
         self.settled: dict[str, tuple[str, int, str]] = {}
+        # Small sessions new to the target wait here to share a transaction (sync_group.py).
+        # With one job (strict createdAt order) every other write commits the group first.
+        self.pending = Pending(MAX_BATCH_EVENTS, MAX_BATCH_BYTES)
+        self.strict = False
+        self.group_failed = False
 
     def _append(self, session_id: str, events: list[Event]) -> None:
         """Commits in batches (§6), so an interrupted run leaves a valid prefix."""
-        for batch in _batches(events):
+        for batch in batches(events):
             self.target.append(session_id, batch)
             self.progress.appended(len(batch))
 
@@ -214,6 +193,16 @@ class _Sync:
             self._count(report, "unchanged")  # both revisions as last synced: nothing to read
             return
         header, events = self._read_source(source, session_id, token)
+        absent = target_revision is None  # the cycle's listing had no such session
+        if absent and not self.dry_run:
+            grouped = member(report, snapshot, header, events, MAX_BATCH_EVENTS, MAX_BATCH_BYTES)
+            if grouped is not None:
+                full = self.pending.add(grouped)
+                if full is not None:
+                    self.commit_group(full)
+                return  # counted when its group commits
+        if self.strict and not self.dry_run:
+            self.commit_group(self.pending.take())
         outcome = None
         if (
             known
@@ -222,7 +211,19 @@ class _Sync:
             and prefix_digest(events[: entry.count]) == entry.sha256
         ):
             outcome = self._extend(session_id, events, entry.count)
-        absent = target_revision is None  # the cycle's listing had no such session
+        self._resolve(report, snapshot, header, events, absent, outcome)
+
+    def _resolve(
+        self,
+        report: _Report,
+        snapshot: Snapshot,
+        header: Header,
+        events: list[Event],
+        absent: bool,
+        outcome: str | None,
+    ) -> None:
+        """Decides (reading the target where needed) unless ``outcome`` is known, and counts."""
+        session_id = str(snapshot.header.id)
         for _ in range(_RETRIES):
             if outcome is not None:
                 break
@@ -232,9 +233,42 @@ class _Sync:
                 absent = False  # another writer moved the target: read it, decide again
         if outcome is None:
             raise RuntimeError(f'session "{session_id}" kept changing under sync')
+        self._settled(report, snapshot, events, outcome)
+
+    def _settled(
+        self, report: _Report, snapshot: Snapshot, events: list[Event], outcome: str
+    ) -> None:
         self._count(report, outcome)
         if outcome in ("created", "grown", "unchanged") and not self.dry_run:
-            self.settled[session_id] = (snapshot.revision, len(events), prefix_digest(events))
+            digest = prefix_digest(events)
+            with self._lock:
+                self.settled[str(snapshot.header.id)] = (snapshot.revision, len(events), digest)
+
+    def commit_group(self, group: list[Member]) -> None:
+        """One transaction for the group's sessions; if it fails, each is redone on its own
+        (the one-by-one path's reports, conflicts and errors), except a commit in doubt, which
+        fails them all as the one-by-one path fails its session."""
+        if not group:
+            return
+        try:
+            self.target.append_group([item.write for item in group])
+        except AppendInDoubtError as exc:
+            for item in group:
+                self.fail(item.report, item.write.session_id, target_message(exc))
+            self.group_failed = True
+            return
+        except Exception:  # noqa: BLE001 - redone one by one, which reports each session
+            for item in group:
+                self._local.pair = (item.snapshot.revision, "")
+                try:
+                    self._resolve(item.report, item.snapshot, item.header, item.events, True, None)
+                except Exception as exc:  # noqa: BLE001 - reported per session
+                    self.fail(item.report, item.write.session_id, target_message(exc))
+                    self.group_failed = True
+            return
+        for item in group:
+            self.progress.appended(len(item.events))
+            self._settled(item.report, item.snapshot, item.events, "created")
 
     def settle(self, state: SyncState) -> None:
         """The state entries of what this source's pass left in sync, from one listing of the
@@ -361,6 +395,7 @@ class _Sync:
                 self.progress.advance()
 
         ok, running = True, set[Future[bool]]()
+        self.strict, self.group_failed = jobs == 1, False
         with ThreadPoolExecutor(jobs, thread_name_prefix="dsh-query-sync") as pool:
             for snapshot in ordered:
                 if stop.is_set():
@@ -370,7 +405,11 @@ class _Sync:
                     ok = all(f.result() for f in done) and ok
                 running.add(pool.submit(one, snapshot))
             ok = all(f.result() for f in running) and ok
-        return None if stop.is_set() else ok
+        if stop.is_set():
+            self.pending.take()  # stop after the current transaction: the group is not begun
+            return None
+        self.commit_group(self.pending.take())
+        return ok and not self.group_failed
 
 
 def _sources(args: argparse.Namespace) -> list[str]:

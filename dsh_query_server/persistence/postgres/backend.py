@@ -521,6 +521,17 @@ class PostgresBackend:
                 " doubt",
             )
 
+    def append_group(self, group: list[writes.Write]) -> None:
+        """Several sessions' batches in one transaction (``sync``, postgres.md §6)."""
+        self._require_writable()
+        if not group:
+            return
+        identity = self._identity or self._pool.read(self._open) or self._initialize()
+        self._pool.write(
+            lambda conn: writes.append_group(conn, self._batch_context(identity), group),
+            in_doubt=f"postgres commit of {len(group)} sessions' appends is in doubt",
+        )
+
 
 def open_postgres(uri: str) -> PostgresBackend:
     """Mount without a round trip (§1.4): a database that is down fails operations, not this."""
