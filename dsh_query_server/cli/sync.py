@@ -194,7 +194,8 @@ class _Sync:
             return
         header, events = self._read_source(source, session_id, token)
         absent = target_revision is None  # the cycle's listing had no such session
-        if absent and not self.dry_run:
+        # Not one this run created empty: its first append takes that header (see _decide).
+        if absent and not self.dry_run and session_id not in self.created:
             grouped = member(report, snapshot, header, events, MAX_BATCH_EVENTS, MAX_BATCH_BYTES)
             if grouped is not None:
                 full = self.pending.add(grouped)
