@@ -189,9 +189,6 @@ class _Sync:
         known = (
             entry is not None and target_revision is not None and entry.target == (target_revision)
         )
-        if known and entry is not None and entry.source == snapshot.revision:
-            self._count(report, "unchanged")  # both revisions as last synced: nothing to read
-            return
         header, events = self._read_source(source, session_id, token)
         absent = target_revision is None  # the cycle's listing had no such session
         # Not one this run created empty: its first append takes that header (see _decide).
@@ -213,6 +210,17 @@ class _Sync:
         ):
             outcome = self._extend(session_id, events, entry.count)
         self._resolve(report, snapshot, header, events, absent, outcome)
+
+    @staticmethod
+    def _unchanged(snapshot: Snapshot, state: SyncState, revisions: dict[str, str]) -> bool:
+        """Both revisions as last synced (§6): ``unchanged`` without any read."""
+        session_id = str(snapshot.header.id)
+        entry = state.get(session_id)
+        return (
+            entry is not None
+            and entry.source == snapshot.revision
+            and entry.target == revisions.get(session_id)
+        )
 
     def _resolve(
         self,
@@ -401,6 +409,10 @@ class _Sync:
             for snapshot in ordered:
                 if stop.is_set():
                     break
+                if self._unchanged(snapshot, state, revisions):
+                    self._count(report, "unchanged")  # nothing to read: no job for it
+                    self.progress.advance()
+                    continue
                 if len(running) >= jobs:
                     done, running = wait(running, return_when=FIRST_COMPLETED)
                     ok = all(f.result() for f in done) and ok

@@ -11,6 +11,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 
+from .. import jsoncodec
 from ..files import make_private_dirs
 from ..model.event import Event
 
@@ -46,8 +47,8 @@ class SyncState:
         self.entries: dict[str, Entry] = {}
         self.changed = False
         try:
-            with open(self.path, encoding="utf-8") as file:
-                raw = json.load(file)
+            with open(self.path, "rb") as file:
+                raw = jsoncodec.loads(file.read())
             for key, value in raw["sessions"].items():
                 entry = Entry(
                     str(value["source"]),
