@@ -18,28 +18,31 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from types import FrameType
-from typing import Protocol, TextIO, runtime_checkable
+from typing import TextIO
 
 from .. import jsoncodec
 from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header, headers_compatible
-from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
+from ..persistence.base import PersistenceBackend, Snapshot
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import AppendInDoubtError, SessionAppendConflictError
 from ..persistence.uri import absolute_uri, open_backend
-from .sync_group import MAX_BATCH_BYTES, MAX_BATCH_EVENTS, Member, Pending, batches, member
+from .sync_group import (
+    MAX_BATCH_BYTES,
+    MAX_BATCH_EVENTS,
+    Member,
+    Pending,
+    batches,
+    member,
+    read_source,
+)
 from .sync_group import Report as _Report
 from .sync_progress import SyncProgress
 from .sync_state import Entry, SyncState, prefix_digest
 
 _RETRIES = 3
-
-
-@runtime_checkable
-class _StoredReader(Protocol):
-    def read_stored(self, session_id: str, token: CancelToken | None = None) -> StoredLog: ...
 
 
 class UsageError(Exception):
@@ -165,15 +168,6 @@ class _Sync:
             self.target.append(session_id, batch)
             self.progress.appended(len(batch))
 
-    def _read_source(
-        self, source: PersistenceBackend, session_id: str, token: CancelToken
-    ) -> tuple[Header, list[Event]]:
-        if isinstance(source, _StoredReader):
-            log = source.read_stored(session_id, token)
-            return log.header, log.events
-        inspected = source.inspect(session_id, token)  # an importer without read_stored (§6)
-        return inspected.meta, inspected.events
-
     def session(
         self,
         report: _Report,
@@ -189,11 +183,13 @@ class _Sync:
         known = (
             entry is not None and target_revision is not None and entry.target == (target_revision)
         )
-        header, events = self._read_source(source, session_id, token)
+        header, events = read_source(source, session_id, token)
         absent = target_revision is None  # the cycle's listing had no such session
         # Not one this run created empty: its first append takes that header (see _decide).
         if absent and not self.dry_run and session_id not in self.created:
-            grouped = member(report, snapshot, header, events, MAX_BATCH_EVENTS, MAX_BATCH_BYTES)
+            grouped = member(
+                report, snapshot, source, token, header, events, MAX_BATCH_EVENTS, MAX_BATCH_BYTES
+            )
             if grouped is not None:
                 full = self.pending.add(grouped)
                 if full is not None:
@@ -242,16 +238,26 @@ class _Sync:
                 absent = False  # another writer moved the target: read it, decide again
         if outcome is None:
             raise RuntimeError(f'session "{session_id}" kept changing under sync')
-        self._settled(report, snapshot, events, outcome)
+        self._settled(report, snapshot, outcome, events=events)
 
     def _settled(
-        self, report: _Report, snapshot: Snapshot, events: list[Event], outcome: str
+        self,
+        report: _Report,
+        snapshot: Snapshot,
+        outcome: str,
+        events: list[Event] | None = None,
+        count_digest: tuple[int, str] | None = None,
     ) -> None:
+        """Counts the outcome and keeps what the state file records (``events``' count and
+        digest, or ``count_digest`` when a worker process read them)."""
         self._count(report, outcome)
         if outcome in ("created", "grown", "unchanged") and not self.dry_run:
-            digest = prefix_digest(events)
+            if count_digest is None:
+                assert events is not None
+                count_digest = (len(events), prefix_digest(events))
+            entry = (snapshot.revision, *count_digest)
             with self._lock:
-                self.settled[str(snapshot.header.id)] = (snapshot.revision, len(events), digest)
+                self.settled[str(snapshot.header.id)] = entry
 
     def commit_group(self, group: list[Member]) -> None:
         """One transaction for the group's sessions; if it fails, each is redone on its own
@@ -270,14 +276,19 @@ class _Sync:
             for item in group:
                 self._local.pair = (item.snapshot.revision, "")
                 try:
-                    self._resolve(item.report, item.snapshot, item.header, item.events, True, None)
+                    header, events = item.header, item.events
+                    if header is None or events is None:  # read by a worker: read it again
+                        header, events = read_source(item.source, item.write.session_id, item.token)
+                    self._resolve(item.report, item.snapshot, header, events, True, None)
                 except Exception as exc:  # noqa: BLE001 - reported per session
                     self.fail(item.report, item.write.session_id, target_message(exc))
                     self.group_failed = True
             return
         for item in group:
-            self.progress.appended(len(item.events))
-            self._settled(item.report, item.snapshot, item.events, "created")
+            self.progress.appended(item.count)
+            self._settled(
+                item.report, item.snapshot, "created", count_digest=(item.count, item.digest)
+            )
 
     def settle(self, state: SyncState) -> None:
         """The state entries of what this source's pass left in sync, from one listing of the

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
+from ..cancel import CancelToken
 from ..model.event import Event, Header
-from ..persistence.base import Snapshot
+from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
 from ..persistence.postgres import rows
 from ..persistence.postgres.writes import Write
 from ..values import is_nonneg_safe_integer
+from .sync_state import prefix_digest
 
 MAX_BATCH_EVENTS = 1000
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -49,29 +52,46 @@ class Report:
     )
 
 
+@runtime_checkable
+class _StoredReader(Protocol):
+    def read_stored(self, session_id: str, token: CancelToken | None = None) -> StoredLog: ...
+
+
+def read_source(
+    source: PersistenceBackend, session_id: str, token: CancelToken
+) -> tuple[Header, list[Event]]:
+    """What sync copies (§6): the stored valid prefix, or ``inspect`` for an importer without
+    ``read_stored`` (which must not synthesize events)."""
+    if isinstance(source, _StoredReader):
+        log = source.read_stored(session_id, token)
+        return log.header, log.events
+    inspected = source.inspect(session_id, token)
+    return inspected.meta, inspected.events
+
+
 @dataclass(frozen=True, slots=True)
 class Member:
-    """One session waiting in a group, with what its one-by-one redo needs."""
+    """One session waiting in a group. ``header`` and ``events`` are None when a worker process
+    read it (sync_prepare.py): a redo then reads the source again."""
 
     report: Report
     snapshot: Snapshot
-    header: Header
-    events: list[Event]
+    source: PersistenceBackend
+    token: CancelToken  # the source's pass
     write: Write
+    count: int
     size: int  # bytes of its events
+    digest: str  # prefix_digest of its events
+    header: Header | None = None
+    events: list[Event] | None = None
 
 
-def member(
-    report: Report,
-    snapshot: Snapshot,
-    header: Header,
-    events: list[Event],
-    max_events: int,
-    max_bytes: int,
-) -> Member | None:
-    """The session as a group member, or None when it takes the one-by-one path: empty (nothing
-    to write), larger than one batch, or anything ``create``/``append`` would refuse (then the
-    one-by-one path gives the exact error)."""
+def group_write(
+    header: Header, events: list[Event], max_events: int, max_bytes: int
+) -> tuple[Write, int] | None:
+    """The session's one batch for a group, with its size in bytes, or None when it takes the
+    one-by-one path: empty (nothing to write), larger than one batch, or anything
+    ``create``/``append`` would refuse (then the one-by-one path gives the exact error)."""
     if not events or len(events) > max_events:
         return None
     size = sum(len(event.raw) for event in events)
@@ -90,8 +110,26 @@ def member(
         text = rows.header_text(header)
     except (ValueError, TypeError):
         return None
-    write = Write(session_id, 0, len(events), records, text)
-    return Member(report, snapshot, header, events, write, size)
+    return Write(session_id, 0, len(events), records, text), size
+
+
+def member(
+    report: Report,
+    snapshot: Snapshot,
+    source: PersistenceBackend,
+    token: CancelToken,
+    header: Header,
+    events: list[Event],
+    max_events: int,
+    max_bytes: int,
+) -> Member | None:
+    """The session as a group member read in this process, or None (see ``group_write``)."""
+    grouped = group_write(header, events, max_events, max_bytes)
+    if grouped is None:
+        return None
+    write, size = grouped
+    digest = prefix_digest(events)
+    return Member(report, snapshot, source, token, write, len(events), size, digest, header, events)
 
 
 class Pending:
@@ -108,13 +146,13 @@ class Pending:
     def add(self, item: Member) -> list[Member] | None:
         with self._lock:
             full = None
-            events = self._events + len(item.events)
+            events = self._events + item.count
             size = self._bytes + item.size
             if self._members and (events > self.max_events or size > self.max_bytes):
                 full = self._members
                 self._members, self._events, self._bytes = [], 0, 0
             self._members.append(item)
-            self._events += len(item.events)
+            self._events += item.count
             self._bytes += item.size
             return full
 
