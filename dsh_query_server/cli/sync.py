@@ -25,6 +25,7 @@ from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header, headers_compatible
 from ..persistence.base import PersistenceBackend, Snapshot
+from ..persistence.jsonl import JsonlBackend
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import AppendInDoubtError, SessionAppendConflictError
@@ -548,6 +549,12 @@ def _run(
             continue
         try:
             token = CancelToken()  # this source's pass (see run_source)
+            state = SyncState(target.uri, report.source)
+            if isinstance(source, JsonlBackend):
+                try:
+                    source.seed_listing(state.listing)
+                except ValueError:
+                    pass  # a damaged kept listing: the listing reads every header
             try:
                 snapshots = source.list_snapshots(token)
             except Exception as exc:  # noqa: BLE001 - a source that cannot list fails the run
@@ -557,7 +564,8 @@ def _run(
             ordered = [
                 s for s in sorted(snapshots, key=_order) if not wanted or str(s.header.id) in wanted
             ]
-            state = SyncState(target.uri, report.source)
+            if isinstance(source, JsonlBackend):
+                state.keep_listing(source.export_listing())
             sync.progress.start(report.source, len(ordered))
             done = sync.run_source(
                 report, source, ordered, state, revisions, args.jobs, stop, token
