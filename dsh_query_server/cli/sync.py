@@ -16,7 +16,6 @@ import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
 from types import FrameType
 from typing import TextIO
 
@@ -40,64 +39,16 @@ from .sync_group import (
     read_source,
 )
 from .sync_group import Report as _Report
+from .sync_output import Skip, parser, write_report
 from .sync_progress import SyncProgress
 from .sync_state import Entry, SyncState, prefix_digest
 
 _RETRIES = 3
+_CHUNK = 8  # consecutive sessions per job
 
 
 class UsageError(Exception):
     """Exit code 2."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Skip:
-    id: str
-    source: str
-    reason: str
-    seq: int | None = None
-    message: str = ""
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="dsh-query sync",
-        description=("Copy sessions incrementally into a writable postgres store."),
-    )
-    parser.add_argument("sources", nargs="*", metavar="SOURCE", help="source URIs")
-    parser.add_argument(
-        "--from",
-        dest="from_",
-        action="append",
-        default=[],
-        metavar="URI",
-        help="a source URI (may repeat; same as a positional SOURCE)",
-    )
-    parser.add_argument("--to", required=True, metavar="URI", help="the postgres:// target")
-    parser.add_argument(
-        "--session",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="only this session (may repeat)",
-    )
-    parser.add_argument("--dry-run", action="store_true", help="write nothing")
-    parser.add_argument(
-        "--jobs",
-        type=int,
-        default=4,
-        metavar="N",
-        help="sessions synced at once (default 4, at most the target's poolSize); 1 commits"
-        " them strictly in createdAt order",
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON report on stdout")
-    parser.add_argument(
-        "--watch",
-        type=int,
-        metavar="SECONDS",
-        help="repeat every SECONDS (>= 1) until SIGINT or SIGTERM",
-    )
-    return parser
 
 
 def _read_only(uri: str) -> str:
@@ -151,8 +102,8 @@ class _Sync:
         self._lock = threading.Lock()  # the counts, the lists and ``reported``, across jobs
         self._local = threading.local()  # this job's revision pair, for _skip
         self.dry_run = dry_run
-        self.skipped: list[_Skip] = []
-        self.failed: list[_Skip] = []
+        self.skipped: list[Skip] = []
+        self.failed: list[Skip] = []
         self.progress = SyncProgress(err)
         self.created: set[str] = set()
         # id -> (source revision, events synced, their digest), until settle() records them
@@ -376,7 +327,7 @@ class _Sync:
         pair: tuple[str, str] = self._local.pair
         key = (report.source, session_id, pair[0], pair[1])
         with self._lock:
-            self.skipped.append(_Skip(session_id, report.source, reason, seq, detail))
+            self.skipped.append(Skip(session_id, report.source, reason, seq, detail))
             if key in self.reported:
                 return
             self.reported.add(key)
@@ -385,7 +336,7 @@ class _Sync:
     def fail(self, report: _Report, session_id: str, message: str) -> None:
         with self._lock:
             report.counts["failed"] += 1
-            self.failed.append(_Skip(session_id, report.source, "failed", None, message))
+            self.failed.append(Skip(session_id, report.source, "failed", None, message))
             self.progress.say(f'sync: failed "{session_id}" from {report.source}: {message}')
 
     def run_source(
@@ -415,20 +366,38 @@ class _Sync:
             finally:
                 self.progress.advance()
 
-        ok, running = True, set[Future[bool]]()
-        self.strict, self.group_failed = jobs == 1, False
-        with ThreadPoolExecutor(jobs, thread_name_prefix="dsh-query-sync") as pool:
-            for snapshot in ordered:
+        def some(chunk: list[Snapshot]) -> bool:
+            ok = True
+            for snapshot in chunk:
                 if stop.is_set():
                     break
-                if self._unchanged(snapshot, state, revisions):
+                ok = one(snapshot) and ok
+            return ok
+
+        ok, running = True, set[Future[bool]]()
+        self.strict, self.group_failed = jobs == 1, False
+        chunk: list[Snapshot] = []
+        with ThreadPoolExecutor(jobs, thread_name_prefix="dsh-query-sync") as pool:
+            # A job is a few consecutive sessions: a job per session cost as much in thread
+            # hand-offs as the small sessions' writes.
+            for snapshot in [*ordered, None]:
+                if stop.is_set():
+                    break
+                if snapshot is not None and self._unchanged(snapshot, state, revisions):
                     self._count(report, "unchanged")  # nothing to read: no job for it
                     self.progress.advance()
+                    continue
+                if snapshot is not None:
+                    chunk.append(snapshot)
+                    if len(chunk) < _CHUNK:
+                        continue
+                if not chunk:
                     continue
                 if len(running) >= jobs:
                     done, running = wait(running, return_when=FIRST_COMPLETED)
                     ok = all(f.result() for f in done) and ok
-                running.add(pool.submit(one, snapshot))
+                running.add(pool.submit(some, chunk))
+                chunk = []
             ok = all(f.result() for f in running) and ok
         if stop.is_set():
             self.pending.take()  # stop after the current transaction: the group is not begun
@@ -446,7 +415,7 @@ def _sources(args: argparse.Namespace) -> list[str]:
 
 def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     try:
-        args = _parser().parse_args(list(argv))
+        args = parser().parse_args(list(argv))
     except SystemExit as exc:
         return 2 if exc.code else 0
     try:
@@ -580,30 +549,7 @@ def _run(
         finally:
             sync.progress.stop()
             source.close()
-    for report in reports:
-        counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
-        print(f"sync: {report.source}: {counts}", file=err)
-    if args.json:
-        out.write(
-            jsoncodec.dumps(
-                {
-                    "sources": [{"source": r.source, **r.counts} for r in reports],
-                    "skipped": [
-                        {
-                            "id": s.id,
-                            "source": s.source,
-                            "reason": s.reason,
-                            **({} if s.seq is None else {"seq": s.seq}),
-                        }
-                        for s in sync.skipped
-                    ],
-                    "failed": [
-                        {"id": s.id, "source": s.source, "message": s.message} for s in sync.failed
-                    ],
-                }
-            ).decode()
-            + "\n"
-        )
+    write_report(reports, sync.skipped, sync.failed, out if args.json else None, err)
     if failure:
         return 1
     return 3 if sync.skipped else 0
