@@ -24,9 +24,9 @@ def state_dir() -> str:
 
 
 def prefix_digest(events: list[Event]) -> str:
-    digest = hashlib.sha256()
-    for event in events:
-        digest.update(event.raw)
+    digest = hashlib.sha256()  # of each event's bytes and a newline
+    if events:
+        digest.update(b"\n".join([event.raw for event in events]))
         digest.update(b"\n")
     return digest.hexdigest()
 
