@@ -139,9 +139,7 @@ class _Sync:
         absent = target_revision is None  # the cycle's listing had no such session
         # Not one this run created empty: its first append takes that header (see _decide).
         if absent and not self.dry_run and session_id not in self.created:
-            grouped = member(
-                report, snapshot, source, token, header, events, MAX_BATCH_EVENTS, MAX_BATCH_BYTES
-            )
+            grouped = member(report, snapshot, header, events, MAX_BATCH_EVENTS, MAX_BATCH_BYTES)
             if grouped is not None:
                 full = self.pending.add(grouped)
                 if full is not None:
@@ -190,24 +188,21 @@ class _Sync:
                 absent = False  # another writer moved the target: read it, decide again
         if outcome is None:
             raise RuntimeError(f'session "{session_id}" kept changing under sync')
-        self._settled(report, snapshot, outcome, events=events)
+        self._settled(report, snapshot, outcome, events)
 
     def _settled(
         self,
         report: _Report,
         snapshot: Snapshot,
         outcome: str,
-        events: list[Event] | None = None,
-        count_digest: tuple[int, str] | None = None,
+        events: list[Event],
+        digest: str | None = None,
     ) -> None:
-        """Counts the outcome and keeps what the state file records (``events``' count and
-        digest, or ``count_digest`` when a worker process read them)."""
+        """Counts the outcome and keeps what the state file records: the events' count and
+        digest (``digest`` when already known)."""
         self._count(report, outcome)
         if outcome in ("created", "grown", "unchanged") and not self.dry_run:
-            if count_digest is None:
-                assert events is not None
-                count_digest = (len(events), prefix_digest(events))
-            entry = (snapshot.revision, *count_digest)
+            entry = (snapshot.revision, len(events), digest or prefix_digest(events))
             with self._lock:
                 self.settled[str(snapshot.header.id)] = entry
 
@@ -228,19 +223,14 @@ class _Sync:
             for item in group:
                 self._local.pair = (item.snapshot.revision, "")
                 try:
-                    header, events = item.header, item.events
-                    if header is None or events is None:  # read by a worker: read it again
-                        header, events = read_source(item.source, item.write.session_id, item.token)
-                    self._resolve(item.report, item.snapshot, header, events, True, None)
+                    self._resolve(item.report, item.snapshot, item.header, item.events, True, None)
                 except Exception as exc:  # noqa: BLE001 - reported per session
                     self.fail(item.report, item.write.session_id, target_message(exc))
                     self.group_failed = True
             return
         for item in group:
             self.progress.appended(item.count)
-            self._settled(
-                item.report, item.snapshot, "created", count_digest=(item.count, item.digest)
-            )
+            self._settled(item.report, item.snapshot, "created", item.events, item.digest)
 
     def settle(self, state: SyncState) -> None:
         """The state entries of what this source's pass left in sync, from one listing of the

@@ -71,19 +71,19 @@ def read_source(
 
 @dataclass(frozen=True, slots=True)
 class Member:
-    """One session waiting in a group. ``header`` and ``events`` are None when a worker process
-    read it (sync_prepare.py): a redo then reads the source again."""
+    """One session waiting in a group, with what its one-by-one redo needs."""
 
     report: Report
     snapshot: Snapshot
-    source: PersistenceBackend
-    token: CancelToken  # the source's pass
+    header: Header
+    events: list[Event]
     write: Write
-    count: int
     size: int  # bytes of its events
     digest: str  # prefix_digest of its events
-    header: Header | None = None
-    events: list[Event] | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.events)
 
 
 def group_write(
@@ -116,20 +116,17 @@ def group_write(
 def member(
     report: Report,
     snapshot: Snapshot,
-    source: PersistenceBackend,
-    token: CancelToken,
     header: Header,
     events: list[Event],
     max_events: int,
     max_bytes: int,
 ) -> Member | None:
-    """The session as a group member read in this process, or None (see ``group_write``)."""
+    """The session as a group member, or None (see ``group_write``)."""
     grouped = group_write(header, events, max_events, max_bytes)
     if grouped is None:
         return None
     write, size = grouped
-    digest = prefix_digest(events)
-    return Member(report, snapshot, source, token, write, len(events), size, digest, header, events)
+    return Member(report, snapshot, header, events, write, size, prefix_digest(events))
 
 
 class Pending:
