@@ -275,3 +275,35 @@ def test_a_sync_killed_after_any_commit_leaves_a_valid_prefix_that_a_rerun_compl
             assert [e.raw for e in events] == [e.raw for e in expected]
     finally:
         reader.close()
+
+
+def test_a_group_notifies_each_session_with_its_own_change(
+    tmp_path: Path, pg_database: PgDatabase
+) -> None:
+    root = tmp_path / "root"
+    jsonl = JsonlBackend(str(root))
+    for index, session_id in enumerate(IDS):
+        jsonl.create(header(session_id, index))
+        jsonl.append(session_id, [event(0, "note", "x"), event(1, "chunk", "y")])
+    jsonl.close()
+    target = pg_database.socket_uri()
+    listener = pg_database.connect()
+    try:
+        listener.execute("LISTEN dsh_query_changes")
+        out, err = io.StringIO(), io.StringIO()
+        assert run(["--to", target, f"jsonl:{root}", "--json"], out, err) == 0, err.getvalue()
+        assert json.loads(out.getvalue())["sources"][0]["created"] == len(IDS)
+        payloads = [
+            json.loads(n.payload) for n in listener.notifies(timeout=2, stop_after=len(IDS))
+        ]
+        with pg_database.connect() as conn:
+            rows = conn.execute("SELECT id, change, written_at FROM dsh_query.sessions").fetchall()
+            store = conn.execute("SELECT change_count FROM dsh_query.store").fetchone()
+        changes = {str(row[0]): int(str(row[1])) for row in rows}
+    finally:
+        listener.close()
+    assert sorted(p["id"] for p in payloads) == sorted(IDS)  # one each, in the same transaction
+    assert {p["id"]: p["change"] for p in payloads} == changes
+    assert sorted(changes.values()) == list(range(1, len(IDS) + 1))  # a bump each
+    assert store is not None and store[0] == len(IDS)
+    assert len({row[2] for row in rows}) == 1  # one transaction: now() is its start

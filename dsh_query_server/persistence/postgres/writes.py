@@ -177,15 +177,8 @@ def append_batch(
             ctx.q("SELECT pk, event_count FROM {s}.sessions WHERE id = %s FOR UPDATE"),
             (session_id,),
         )
-    row, found = store.fetchone(), locked.fetchone()
-    if row is None or (row[0], row[1], row[2]) != (
-        schema.APPLICATION,
-        schema.SCHEMA_VERSION,
-        ctx.identity.store_id,
-    ):
-        raise PostgresUnavailableError(
-            f'postgres schema "{ctx.schema}" changed under this mount; remount it'
-        )
+    found = locked.fetchone()
+    _check_store(ctx, store.fetchone())
     revision = str(uuid.uuid4())
     if found is None:
         header = header or ctx.created.get(session_id)
@@ -231,14 +224,7 @@ def append_batch(
     # (5) and (6) in one statement: the notification carries the change count (5) gives.
     # Its payload is {"v":1,"store":…,"writer":…,"change":<n>,"id":…}, without the id past
     # MAX_NOTIFY_BYTES (§5).
-    head = (
-        b'{"v":1,"store":'
-        + jsoncodec.dumps(ctx.identity.store_id)
-        + b',"writer":'
-        + jsoncodec.dumps(ctx.instance)
-        + b',"change":'
-    )
-    tail = b',"id":' + jsoncodec.dumps(session_id) + b"}"
+    head, tail = _notify_head(ctx), _notify_tail(session_id)
     changed = conn.execute(
         ctx.q(
             "WITH c AS (UPDATE {s}.store SET change_count = change_count + 1"
@@ -258,8 +244,8 @@ def append_batch(
             "writer": ctx.writer,
             "pk": pk,
             "channel": schema.NOTIFY_CHANNEL,
-            "head": head.decode("utf-8"),
-            "tail": tail.decode("utf-8"),
+            "head": head,
+            "tail": tail,
             "limit": MAX_NOTIFY_BYTES,
         },
     ).fetchone()
