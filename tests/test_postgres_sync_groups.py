@@ -100,15 +100,26 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
 @contextmanager
 def limits(events: int, grouped: bool) -> Iterator[None]:
     """Batches of at most ``events`` (the 1,000 of §6, smaller to make groups and splits happen
-    in small examples); ``grouped=False`` is the one-session-per-transaction path."""
+    in small examples); ``grouped=False`` is the one-session-per-transaction path, each batch
+    through the backend's own ``append``."""
     saved = (sync_module.MAX_BATCH_EVENTS, sync_group.MAX_BATCH_EVENTS, sync_module.member)
+    packing = sync_module._Sync._append
     sync_module.MAX_BATCH_EVENTS = sync_group.MAX_BATCH_EVENTS = events
     if not grouped:
         sync_module.member = lambda *args, **kwargs: None  # type: ignore[assignment]
+        sync_module._Sync._append = _plain_append  # type: ignore[method-assign]
     try:
         yield
     finally:
         sync_module.MAX_BATCH_EVENTS, sync_group.MAX_BATCH_EVENTS, sync_module.member = saved
+        sync_module._Sync._append = packing  # type: ignore[method-assign]
+
+
+def _plain_append(self: Any, session_id: str, events: list[Event]) -> None:
+    """The path without groups or packing ahead: ``append`` per batch."""
+    for batch in sync_group.batches(events):
+        self.target.append(session_id, batch)
+        self.progress.appended(len(batch))
 
 
 def q(schema: str, text: LiteralString) -> sql.Composed:

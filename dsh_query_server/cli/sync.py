@@ -36,6 +36,7 @@ from .sync_group import (
     Pending,
     batches,
     member,
+    packed_batch,
     read_source,
 )
 from .sync_group import Report as _Report
@@ -115,10 +116,24 @@ class _Sync:
         self.group_failed = False
 
     def _append(self, session_id: str, events: list[Event]) -> None:
-        """Commits in batches (§6), so an interrupted run leaves a valid prefix."""
-        for batch in batches(events):
-            self.target.append(session_id, batch)
-            self.progress.appended(len(batch))
+        """Commits in batches (§6), so an interrupted run leaves a valid prefix. A long log's
+        batches are packed by a helper thread ahead of the one committing, so packing overlaps
+        the commits' waits (they are sequential: each starts where the last ended)."""
+        parts = batches(events)
+        if len(parts) < 2:
+            for batch in parts:
+                self.target.append(session_id, batch)
+                self.progress.appended(len(batch))
+            return
+        with ThreadPoolExecutor(1, thread_name_prefix="dsh-query-sync-pack") as packer:
+            packed = [packer.submit(packed_batch, session_id, part) for part in parts]
+            try:
+                for part, write in zip(parts, packed, strict=True):
+                    self.target.append_group([write.result()])
+                    self.progress.appended(len(part))
+            finally:
+                for write in packed:
+                    write.cancel()
 
     def session(
         self,

@@ -113,6 +113,13 @@ def group_write(
     return Write(session_id, 0, len(events), records, text), size
 
 
+def packed_batch(session_id: str, events: list[Event]) -> Write:
+    """One batch of a session packed as ``append`` packs it (its errors too), without a header:
+    the session is stored or was created through the backend."""
+    first = rows.batch_start(session_id, events)
+    return Write(session_id, first, first + len(events), rows.encode_batch(events), None)
+
+
 def member(
     report: Report,
     snapshot: Snapshot,

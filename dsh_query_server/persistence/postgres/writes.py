@@ -53,7 +53,13 @@ def append_group(conn: Conn, ctx: BatchContext, group: list[Write]) -> None:
     of at most 1,000 events or 8 MiB, postgres.md §6), set-based: §3.6 (1) and every (3) in one
     round trip, one COPY (4), and (5)-(6) in one statement that gives each session its own
     change. A session another writer stored meanwhile is a ``SessionAppendConflictError`` that
-    rolls the whole group back (the caller redoes it one session at a time)."""
+    rolls the whole group back (the caller redoes it one session at a time). A group of one
+    write without a header is one batch of §3.6 exactly (``sync`` packs a long log's next batch
+    while this one commits)."""
+    if len(group) == 1 and group[0].header is None:
+        one = group[0]
+        append_batch(conn, ctx, one.session_id, one.first, one.count, one.records)
+        return
     revisions = [str(uuid.uuid4()) for _ in group]
     with conn.pipeline():  # (1) and the (3)s in one round trip
         store = conn.execute(
