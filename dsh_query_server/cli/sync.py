@@ -16,94 +16,40 @@ import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
 from types import FrameType
-from typing import Protocol, TextIO, runtime_checkable
+from typing import TextIO
 
 from .. import jsoncodec
 from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header, headers_compatible
-from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
+from ..persistence.base import PersistenceBackend, Snapshot
+from ..persistence.jsonl import JsonlBackend
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
-from ..persistence.postgres.errors import SessionAppendConflictError
+from ..persistence.postgres.errors import AppendInDoubtError, SessionAppendConflictError
 from ..persistence.uri import absolute_uri, open_backend
+from .sync_group import (
+    MAX_BATCH_BYTES,
+    MAX_BATCH_EVENTS,
+    Member,
+    Pending,
+    batches,
+    member,
+    packed_batch,
+    read_source,
+)
+from .sync_group import Report as _Report
+from .sync_output import Skip, parser, write_report
 from .sync_progress import SyncProgress
 from .sync_state import Entry, SyncState, prefix_digest
 
-MAX_BATCH_EVENTS = 1000
-MAX_BATCH_BYTES = 8 * 1024 * 1024
 _RETRIES = 3
-
-
-@runtime_checkable
-class _StoredReader(Protocol):
-    def read_stored(self, session_id: str, token: CancelToken | None = None) -> StoredLog: ...
+_CHUNK = 8  # consecutive sessions per job
 
 
 class UsageError(Exception):
     """Exit code 2."""
-
-
-@dataclass
-class _Report:
-    source: str
-    counts: dict[str, int] = field(
-        default_factory=lambda: dict.fromkeys(
-            ("created", "grown", "unchanged", "behind", "conflict", "diverged", "failed"), 0
-        )
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Skip:
-    id: str
-    source: str
-    reason: str
-    seq: int | None = None
-    message: str = ""
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="dsh-query sync",
-        description=("Copy sessions incrementally into a writable postgres store."),
-    )
-    parser.add_argument("sources", nargs="*", metavar="SOURCE", help="source URIs")
-    parser.add_argument(
-        "--from",
-        dest="from_",
-        action="append",
-        default=[],
-        metavar="URI",
-        help="a source URI (may repeat; same as a positional SOURCE)",
-    )
-    parser.add_argument("--to", required=True, metavar="URI", help="the postgres:// target")
-    parser.add_argument(
-        "--session",
-        action="append",
-        default=[],
-        metavar="ID",
-        help="only this session (may repeat)",
-    )
-    parser.add_argument("--dry-run", action="store_true", help="write nothing")
-    parser.add_argument(
-        "--jobs",
-        type=int,
-        default=4,
-        metavar="N",
-        help="sessions synced at once (default 4, at most the target's poolSize); 1 commits"
-        " them strictly in createdAt order",
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON report on stdout")
-    parser.add_argument(
-        "--watch",
-        type=int,
-        metavar="SECONDS",
-        help="repeat every SECONDS (>= 1) until SIGINT or SIGTERM",
-    )
-    return parser
 
 
 def _read_only(uri: str) -> str:
@@ -142,22 +88,6 @@ def _first_difference(source: list[Event], stored: list[Event]) -> int | None:
     return None
 
 
-def _batches(events: list[Event]) -> list[list[Event]]:
-    out: list[list[Event]] = []
-    current: list[Event] = []
-    size = 0
-    for event in events:
-        full = len(current) >= MAX_BATCH_EVENTS or size + len(event.raw) > MAX_BATCH_BYTES
-        if current and full:
-            out.append(current)
-            current, size = [], 0
-        current.append(event)
-        size += len(event.raw)
-    if current:
-        out.append(current)
-    return out
-
-
 class _Sync:
     def __init__(
         self,
@@ -173,27 +103,37 @@ class _Sync:
         self._lock = threading.Lock()  # the counts, the lists and ``reported``, across jobs
         self._local = threading.local()  # this job's revision pair, for _skip
         self.dry_run = dry_run
-        self.skipped: list[_Skip] = []
-        self.failed: list[_Skip] = []
+        self.skipped: list[Skip] = []
+        self.failed: list[Skip] = []
         self.progress = SyncProgress(err)
         self.created: set[str] = set()
         # id -> (source revision, events synced, their digest), until settle() records them
         self.settled: dict[str, tuple[str, int, str]] = {}
+        # Small sessions new to the target wait here to share a transaction (sync_group.py).
+        # With one job (strict createdAt order) every other write commits the group first.
+        self.pending = Pending(MAX_BATCH_EVENTS, MAX_BATCH_BYTES)
+        self.strict = False
+        self.group_failed = False
 
     def _append(self, session_id: str, events: list[Event]) -> None:
-        """Commits in batches (§6), so an interrupted run leaves a valid prefix."""
-        for batch in _batches(events):
-            self.target.append(session_id, batch)
-            self.progress.appended(len(batch))
-
-    def _read_source(
-        self, source: PersistenceBackend, session_id: str, token: CancelToken
-    ) -> tuple[Header, list[Event]]:
-        if isinstance(source, _StoredReader):
-            log = source.read_stored(session_id, token)
-            return log.header, log.events
-        inspected = source.inspect(session_id, token)  # an importer without read_stored (§6)
-        return inspected.meta, inspected.events
+        """Commits in batches (§6), so an interrupted run leaves a valid prefix. A long log's
+        batches are packed by a helper thread ahead of the one committing, so packing overlaps
+        the commits' waits (they are sequential: each starts where the last ended)."""
+        parts = batches(events)
+        if len(parts) < 2:
+            for batch in parts:
+                self.target.append(session_id, batch)
+                self.progress.appended(len(batch))
+            return
+        with ThreadPoolExecutor(1, thread_name_prefix="dsh-query-sync-pack") as packer:
+            packed = [packer.submit(packed_batch, session_id, part) for part in parts]
+            try:
+                for part, write in zip(parts, packed, strict=True):
+                    self.target.append_group([write.result()])
+                    self.progress.appended(len(part))
+            finally:
+                for write in packed:
+                    write.cancel()
 
     def session(
         self,
@@ -210,10 +150,18 @@ class _Sync:
         known = (
             entry is not None and target_revision is not None and entry.target == (target_revision)
         )
-        if known and entry is not None and entry.source == snapshot.revision:
-            self._count(report, "unchanged")  # both revisions as last synced: nothing to read
-            return
-        header, events = self._read_source(source, session_id, token)
+        header, events = read_source(source, session_id, token)
+        absent = target_revision is None  # the cycle's listing had no such session
+        # Not one this run created empty: its first append takes that header (see _decide).
+        if absent and not self.dry_run and session_id not in self.created:
+            grouped = member(report, snapshot, header, events, MAX_BATCH_EVENTS, MAX_BATCH_BYTES)
+            if grouped is not None:
+                full = self.pending.add(grouped)
+                if full is not None:
+                    self.commit_group(full)
+                return  # counted when its group commits
+        if self.strict and not self.dry_run:
+            self.commit_group(self.pending.take())
         outcome = None
         if (
             known
@@ -222,7 +170,30 @@ class _Sync:
             and prefix_digest(events[: entry.count]) == entry.sha256
         ):
             outcome = self._extend(session_id, events, entry.count)
-        absent = target_revision is None  # the cycle's listing had no such session
+        self._resolve(report, snapshot, header, events, absent, outcome)
+
+    @staticmethod
+    def _unchanged(snapshot: Snapshot, state: SyncState, revisions: dict[str, str]) -> bool:
+        """Both revisions as last synced (§6): ``unchanged`` without any read."""
+        session_id = str(snapshot.header.id)
+        entry = state.get(session_id)
+        return (
+            entry is not None
+            and entry.source == snapshot.revision
+            and entry.target == revisions.get(session_id)
+        )
+
+    def _resolve(
+        self,
+        report: _Report,
+        snapshot: Snapshot,
+        header: Header,
+        events: list[Event],
+        absent: bool,
+        outcome: str | None,
+    ) -> None:
+        """Decides (reading the target where needed) unless ``outcome`` is known, and counts."""
+        session_id = str(snapshot.header.id)
         for _ in range(_RETRIES):
             if outcome is not None:
                 break
@@ -232,9 +203,49 @@ class _Sync:
                 absent = False  # another writer moved the target: read it, decide again
         if outcome is None:
             raise RuntimeError(f'session "{session_id}" kept changing under sync')
+        self._settled(report, snapshot, outcome, events)
+
+    def _settled(
+        self,
+        report: _Report,
+        snapshot: Snapshot,
+        outcome: str,
+        events: list[Event],
+        digest: str | None = None,
+    ) -> None:
+        """Counts the outcome and keeps what the state file records: the events' count and
+        digest (``digest`` when already known)."""
         self._count(report, outcome)
         if outcome in ("created", "grown", "unchanged") and not self.dry_run:
-            self.settled[session_id] = (snapshot.revision, len(events), prefix_digest(events))
+            entry = (snapshot.revision, len(events), digest or prefix_digest(events))
+            with self._lock:
+                self.settled[str(snapshot.header.id)] = entry
+
+    def commit_group(self, group: list[Member]) -> None:
+        """One transaction for the group's sessions; if it fails, each is redone on its own
+        (the one-by-one path's reports, conflicts and errors), except a commit in doubt, which
+        fails them all as the one-by-one path fails its session."""
+        if not group:
+            return
+        try:
+            self.target.append_group([item.write for item in group])
+        except AppendInDoubtError as exc:
+            for item in group:
+                self.fail(item.report, item.write.session_id, target_message(exc))
+            self.group_failed = True
+            return
+        except Exception:  # noqa: BLE001 - redone one by one, which reports each session
+            for item in group:
+                self._local.pair = (item.snapshot.revision, "")
+                try:
+                    self._resolve(item.report, item.snapshot, item.header, item.events, True, None)
+                except Exception as exc:  # noqa: BLE001 - reported per session
+                    self.fail(item.report, item.write.session_id, target_message(exc))
+                    self.group_failed = True
+            return
+        for item in group:
+            self.progress.appended(item.count)
+            self._settled(item.report, item.snapshot, "created", item.events, item.digest)
 
     def settle(self, state: SyncState) -> None:
         """The state entries of what this source's pass left in sync, from one listing of the
@@ -321,7 +332,7 @@ class _Sync:
         pair: tuple[str, str] = self._local.pair
         key = (report.source, session_id, pair[0], pair[1])
         with self._lock:
-            self.skipped.append(_Skip(session_id, report.source, reason, seq, detail))
+            self.skipped.append(Skip(session_id, report.source, reason, seq, detail))
             if key in self.reported:
                 return
             self.reported.add(key)
@@ -330,7 +341,7 @@ class _Sync:
     def fail(self, report: _Report, session_id: str, message: str) -> None:
         with self._lock:
             report.counts["failed"] += 1
-            self.failed.append(_Skip(session_id, report.source, "failed", None, message))
+            self.failed.append(Skip(session_id, report.source, "failed", None, message))
             self.progress.say(f'sync: failed "{session_id}" from {report.source}: {message}')
 
     def run_source(
@@ -360,17 +371,44 @@ class _Sync:
             finally:
                 self.progress.advance()
 
-        ok, running = True, set[Future[bool]]()
-        with ThreadPoolExecutor(jobs, thread_name_prefix="dsh-query-sync") as pool:
-            for snapshot in ordered:
+        def some(chunk: list[Snapshot]) -> bool:
+            ok = True
+            for snapshot in chunk:
                 if stop.is_set():
                     break
+                ok = one(snapshot) and ok
+            return ok
+
+        ok, running = True, set[Future[bool]]()
+        self.strict, self.group_failed = jobs == 1, False
+        chunk: list[Snapshot] = []
+        with ThreadPoolExecutor(jobs, thread_name_prefix="dsh-query-sync") as pool:
+            # A job is a few consecutive sessions: a job per session cost as much in thread
+            # hand-offs as the small sessions' writes.
+            for snapshot in [*ordered, None]:
+                if stop.is_set():
+                    break
+                if snapshot is not None and self._unchanged(snapshot, state, revisions):
+                    self._count(report, "unchanged")  # nothing to read: no job for it
+                    self.progress.advance()
+                    continue
+                if snapshot is not None:
+                    chunk.append(snapshot)
+                    if len(chunk) < _CHUNK:
+                        continue
+                if not chunk:
+                    continue
                 if len(running) >= jobs:
                     done, running = wait(running, return_when=FIRST_COMPLETED)
                     ok = all(f.result() for f in done) and ok
-                running.add(pool.submit(one, snapshot))
+                running.add(pool.submit(some, chunk))
+                chunk = []
             ok = all(f.result() for f in running) and ok
-        return None if stop.is_set() else ok
+        if stop.is_set():
+            self.pending.take()  # stop after the current transaction: the group is not begun
+            return None
+        self.commit_group(self.pending.take())
+        return ok and not self.group_failed
 
 
 def _sources(args: argparse.Namespace) -> list[str]:
@@ -382,7 +420,7 @@ def _sources(args: argparse.Namespace) -> list[str]:
 
 def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     try:
-        args = _parser().parse_args(list(argv))
+        args = parser().parse_args(list(argv))
     except SystemExit as exc:
         return 2 if exc.code else 0
     try:
@@ -485,6 +523,12 @@ def _run(
             continue
         try:
             token = CancelToken()  # this source's pass (see run_source)
+            state = SyncState(target.uri, report.source)
+            if isinstance(source, JsonlBackend):
+                try:
+                    source.seed_listing(state.listing)
+                except ValueError:
+                    pass  # a damaged kept listing: the listing reads every header
             try:
                 snapshots = source.list_snapshots(token)
             except Exception as exc:  # noqa: BLE001 - a source that cannot list fails the run
@@ -494,7 +538,8 @@ def _run(
             ordered = [
                 s for s in sorted(snapshots, key=_order) if not wanted or str(s.header.id) in wanted
             ]
-            state = SyncState(target.uri, report.source)
+            if isinstance(source, JsonlBackend):
+                state.keep_listing(source.export_listing())
             sync.progress.start(report.source, len(ordered))
             done = sync.run_source(
                 report, source, ordered, state, revisions, args.jobs, stop, token
@@ -509,30 +554,7 @@ def _run(
         finally:
             sync.progress.stop()
             source.close()
-    for report in reports:
-        counts = ", ".join(f"{k} {v}" for k, v in report.counts.items())
-        print(f"sync: {report.source}: {counts}", file=err)
-    if args.json:
-        out.write(
-            jsoncodec.dumps(
-                {
-                    "sources": [{"source": r.source, **r.counts} for r in reports],
-                    "skipped": [
-                        {
-                            "id": s.id,
-                            "source": s.source,
-                            "reason": s.reason,
-                            **({} if s.seq is None else {"seq": s.seq}),
-                        }
-                        for s in sync.skipped
-                    ],
-                    "failed": [
-                        {"id": s.id, "source": s.source, "message": s.message} for s in sync.failed
-                    ],
-                }
-            ).decode()
-            + "\n"
-        )
+    write_report(reports, sync.skipped, sync.failed, out if args.json else None, err)
     if failure:
         return 1
     return 3 if sync.skipped else 0

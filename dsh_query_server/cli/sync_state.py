@@ -6,11 +6,13 @@ reading the target. The file is only a shortcut: a missing or unreadable one mea
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 from dataclasses import dataclass
 
+import msgspec
+
+from .. import jsoncodec
 from ..files import make_private_dirs
 from ..model.event import Event
 
@@ -22,9 +24,9 @@ def state_dir() -> str:
 
 
 def prefix_digest(events: list[Event]) -> str:
-    digest = hashlib.sha256()
-    for event in events:
-        digest.update(event.raw)
+    digest = hashlib.sha256()  # of each event's bytes and a newline
+    if events:
+        digest.update(b"\n".join([event.raw for event in events]))
         digest.update(b"\n")
     return digest.hexdigest()
 
@@ -44,23 +46,27 @@ class SyncState:
         name = hashlib.sha256(f"{target}\n{source}".encode()).hexdigest()[:16]
         self.path = os.path.join(state_dir(), "dsh-query", f"sync-{name}.json")
         self.entries: dict[str, Entry] = {}
+        # A jsonl: source's listed headers by transcript stat (JsonlBackend.export_listing):
+        # the next run's listing reads no header whose transcript kept its stat.
+        self.listing: Listing = []
         self.changed = False
         try:
-            with open(self.path, encoding="utf-8") as file:
-                raw = json.load(file)
-            for key, value in raw["sessions"].items():
-                entry = Entry(
-                    str(value["source"]),
-                    str(value["target"]),
-                    int(value["n"]),
-                    str(value["sha256"]),
-                )
-                self.entries[str(key)] = entry
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            self.entries = {}  # no usable state: everything is read
+            with open(self.path, "rb") as file:
+                kept: _Kept = jsoncodec.decode(file.read(), _Kept)  # typed: checked in C
+        except (OSError, ValueError, msgspec.ValidationError):
+            return  # no usable state: everything is read
+        self.entries = {
+            k: Entry(e.source, e.target, e.n, e.sha256) for k, e in kept.sessions.items()
+        }
+        self.listing = kept.listing
 
     def get(self, session_id: str) -> Entry | None:
         return self.entries.get(session_id)
+
+    def keep_listing(self, listing: Listing) -> None:
+        if listing != self.listing:
+            self.listing = listing
+            self.changed = True
 
     def put(self, session_id: str, entry: Entry) -> None:
         self.entries[session_id] = entry
@@ -77,13 +83,34 @@ class SyncState:
                 key: {"source": e.source, "target": e.target, "n": e.count, "sha256": e.sha256}
                 for key, e in self.entries.items()
             },
+            "listing": [
+                [path, list(key), header, exact] for path, key, header, exact in self.listing
+            ],
         }
         fd, temporary = tempfile.mkstemp(prefix=".sync-", dir=directory)  # 0600
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as file:
-                json.dump(body, file)
+            with os.fdopen(fd, "wb") as file:
+                file.write(jsoncodec.dumps(body))
             os.replace(temporary, self.path)
         except BaseException:
             os.unlink(temporary)
             raise
         self.changed = False
+
+
+Listing = list[tuple[str, tuple[int, int, int, int, int], str, bool]]
+
+
+class _KeptEntry(msgspec.Struct, forbid_unknown_fields=False):
+    source: str
+    target: str
+    n: int
+    sha256: str
+
+
+class _Kept(msgspec.Struct, forbid_unknown_fields=False):
+    """The state file: ``v`` 1, the sessions' entries, a jsonl: source's kept listing."""
+
+    v: int
+    sessions: dict[str, _KeptEntry]
+    listing: Listing = []

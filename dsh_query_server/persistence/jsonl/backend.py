@@ -58,7 +58,15 @@ from .header import header_line, listed_header, read_raw_header, read_zstd_heade
 from .paths import COMPRESSIONS, OPPOSITE, TRANSCRIPT, escape_segment, project_dir, transcript_path
 from .proofs import RootSurveyor
 from .raw import FILENAME, raw_content
-from .survey import Listed, ListedHeader, SessionDir, Survey, revision_of, revision_of_key
+from .survey import (
+    Listed,
+    ListedHeader,
+    SessionDir,
+    StatKey,
+    Survey,
+    revision_of,
+    revision_of_key,
+)
 from .window import Located, TranscriptHints, TranscriptWindows
 
 
@@ -312,6 +320,29 @@ class JsonlBackend:
         """base.ListedLookup: the header ``list(token)`` lists for the id, with its errors,
         without copying the whole listing (a readEvent needs only its target's)."""
         return self._listing(token).header_of(session_id)
+
+    def export_listing(self) -> list[tuple[str, StatKey, str, bool]]:
+        """The last listing's headers that their transcript's stat proves (read safely): (path,
+        stat key, header JSON, exact), for ``seed_listing`` in a later process (sync's state)."""
+        with self._lock:
+            headers = list(self._headers.items())
+        return [
+            (path, e.key, e.header.raw.decode("utf-8"), e.exact) for path, e in headers if e.safe
+        ]
+
+    def seed_listing(self, entries: list[tuple[str, StatKey, str, bool]]) -> None:
+        """Headers an earlier listing of this root read (``export_listing``). As within one
+        process, a transcript whose stat is still the key is not read again: a transcript only
+        grows, and its stat was safely after the write when it was read (§4.8). Entries this
+        backend listed itself win."""
+        seeded: dict[str, ListedHeader] = {}
+        for path, key, header, exact in entries:
+            revision = revision_of_key(key)
+            seeded[path] = ListedHeader(
+                key, revision, Header.from_json(header.encode()), exact, True
+            )
+        with self._lock:
+            self._headers = {**seeded, **self._headers}
 
     # -- lookup and reading (§4.9) -------------------------------------------------------------
 

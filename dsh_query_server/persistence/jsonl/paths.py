@@ -3,6 +3,7 @@ escaping, both lossless and traversal-free."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterator
@@ -37,8 +38,10 @@ def _unit_text(unit: int) -> str:
     return chr(unit) if unit in _SAFE_UNITS else f"~{unit:04X}"
 
 
+@functools.lru_cache(maxsize=4096)
 def project_dir(cwd: str | None) -> str:
-    """The project directory name for a header's cwd (None when the header has none)."""
+    """The project directory name for a header's cwd (None when the header has none). Memoized:
+    a pure function that a listing asks once per session, of a few cwds."""
     if cwd is None:
         return NO_CWD
     if not cwd:

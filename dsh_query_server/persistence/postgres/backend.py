@@ -530,6 +530,30 @@ class PostgresBackend:
                 " doubt",
             )
 
+    def append_group(self, group: list[writes.Write]) -> None:
+        """Several sessions' batches in one transaction, or one packed batch of any session
+        (``sync``, postgres.md §6)."""
+        self._require_writable()
+        if not group:
+            return
+        identity = self._identity or self._pool.read(self._open)
+        if identity is None:
+            for write in group:
+                if write.header is None and write.session_id not in self._created:
+                    raise _not_found(write.session_id)
+            identity = self._initialize()
+        first = group[0]
+        in_doubt = (
+            f'postgres commit of session "{first.session_id}" append at seq {first.first} is in'
+            " doubt"
+            if len(group) == 1
+            else f"postgres commit of {len(group)} sessions' appends is in doubt"
+        )
+        self._pool.write(
+            lambda conn: writes.append_group(conn, self._batch_context(identity), group),
+            in_doubt=in_doubt,
+        )
+
 
 def open_postgres(uri: str) -> PostgresBackend:
     """Mount without a round trip (§1.4): a database that is down fails operations, not this."""

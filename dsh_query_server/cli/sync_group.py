@@ -1,0 +1,167 @@
+"""Groups of ``dsh-query sync`` (postgres.md §6): small sessions new to the target share one
+transaction, a batch of at most 1,000 events or 8 MiB, instead of a commit each (a commit costs
+a flush of the server's log: per small session it was most of the time). A group commits whole
+or not at all, so an interrupted run still leaves a valid prefix: whole sessions, each exactly
+its source's stored prefix. A group that fails is redone one session at a time by the caller,
+which gives every report and conflict rule of the one-by-one path."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from ..cancel import CancelToken
+from ..model.event import Event, Header
+from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
+from ..persistence.postgres import rows
+from ..persistence.postgres.writes import Write
+from ..values import is_nonneg_safe_integer
+from .sync_state import prefix_digest
+
+MAX_BATCH_EVENTS = 1000
+MAX_BATCH_BYTES = 8 * 1024 * 1024
+
+
+def batches(events: list[Event]) -> list[list[Event]]:
+    """One session's events in batches of at most 1,000 events or 8 MiB (§6)."""
+    out: list[list[Event]] = []
+    current: list[Event] = []
+    size = 0
+    for event in events:
+        full = len(current) >= MAX_BATCH_EVENTS or size + len(event.raw) > MAX_BATCH_BYTES
+        if current and full:
+            out.append(current)
+            current, size = [], 0
+        current.append(event)
+        size += len(event.raw)
+    if current:
+        out.append(current)
+    return out
+
+
+@dataclass
+class Report:
+    """One source's counts."""
+
+    source: str
+    counts: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("created", "grown", "unchanged", "behind", "conflict", "diverged", "failed"), 0
+        )
+    )
+
+
+@runtime_checkable
+class _StoredReader(Protocol):
+    def read_stored(self, session_id: str, token: CancelToken | None = None) -> StoredLog: ...
+
+
+def read_source(
+    source: PersistenceBackend, session_id: str, token: CancelToken
+) -> tuple[Header, list[Event]]:
+    """What sync copies (§6): the stored valid prefix, or ``inspect`` for an importer without
+    ``read_stored`` (which must not synthesize events)."""
+    if isinstance(source, _StoredReader):
+        log = source.read_stored(session_id, token)
+        return log.header, log.events
+    inspected = source.inspect(session_id, token)
+    return inspected.meta, inspected.events
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One session waiting in a group, with what its one-by-one redo needs."""
+
+    report: Report
+    snapshot: Snapshot
+    header: Header
+    events: list[Event]
+    write: Write
+    size: int  # bytes of its events
+    digest: str  # prefix_digest of its events
+
+    @property
+    def count(self) -> int:
+        return len(self.events)
+
+
+def group_write(
+    header: Header, events: list[Event], max_events: int, max_bytes: int
+) -> tuple[Write, int] | None:
+    """The session's one batch for a group, with its size in bytes, or None when it takes the
+    one-by-one path: empty (nothing to write), larger than one batch, or anything
+    ``create``/``append`` would refuse (then the one-by-one path gives the exact error)."""
+    if not events or len(events) > max_events:
+        return None
+    size = sum(len(event.raw) for event in events)
+    session_id = header.id
+    if (
+        size > max_bytes
+        or not isinstance(session_id, str)
+        or not is_nonneg_safe_integer(header.created_at)
+        or rows.id_problem(session_id) is not None
+    ):
+        return None
+    try:
+        if rows.batch_start(session_id, events) != 0:
+            return None
+        records = rows.encode_batch(events)
+        text = rows.header_text(header)
+    except (ValueError, TypeError):
+        return None
+    return Write(session_id, 0, len(events), records, text), size
+
+
+def packed_batch(session_id: str, events: list[Event]) -> Write:
+    """One batch of a session packed as ``append`` packs it (its errors too), without a header:
+    the session is stored or was created through the backend."""
+    first = rows.batch_start(session_id, events)
+    return Write(session_id, first, first + len(events), rows.encode_batch(events), None)
+
+
+def member(
+    report: Report,
+    snapshot: Snapshot,
+    header: Header,
+    events: list[Event],
+    max_events: int,
+    max_bytes: int,
+) -> Member | None:
+    """The session as a group member, or None (see ``group_write``)."""
+    grouped = group_write(header, events, max_events, max_bytes)
+    if grouped is None:
+        return None
+    write, size = grouped
+    return Member(report, snapshot, header, events, write, size, prefix_digest(events))
+
+
+class Pending:
+    """The group being filled; ``add`` hands back a full one for its caller to commit."""
+
+    def __init__(self, max_events: int, max_bytes: int) -> None:
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._members: list[Member] = []
+        self._events = 0
+        self._bytes = 0
+
+    def add(self, item: Member) -> list[Member] | None:
+        with self._lock:
+            full = None
+            events = self._events + item.count
+            size = self._bytes + item.size
+            if self._members and (events > self.max_events or size > self.max_bytes):
+                full = self._members
+                self._members, self._events, self._bytes = [], 0, 0
+            self._members.append(item)
+            self._events += item.count
+            self._bytes += item.size
+            return full
+
+    def take(self) -> list[Member]:
+        with self._lock:
+            members = self._members
+            self._members, self._events, self._bytes = [], 0, 0
+            return members
