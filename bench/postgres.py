@@ -9,7 +9,8 @@ sessions from its SQLite store (read-only) through ``append`` in the build's bat
 so the same 50-500-event batches), and reports the load rate. Then one server mounts the SQLite
 store and another the PostgreSQL store, and each line is measured on both, sampled in turn:
 ``listSessions``, ``readEvent`` ±50 on both probes (one warm-up read per probe), the first search
-(the index build) and a no-change search. Last, ``dsh-query sync`` of the corpus' JSONL root into
+(the index build) and a no-change search; listEvents and traceEvent on the long probe; then 4
+writers append while the PostgreSQL server answers readEvent (§8 "also reported"). Last, ``dsh-query sync`` of the corpus' JSONL root into
 an empty database, and again with nothing new.
 """
 
@@ -23,9 +24,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from dsh_query_server.cancel import NULL_TOKEN
+from dsh_query_server.model.event import Header
 from dsh_query_server.persistence.postgres import open_postgres
 from dsh_query_server.persistence.sqlite import SqliteBackend
 from tests.pg_server import PgDatabase, PgServer, start_server
@@ -41,8 +44,9 @@ READ_FACTOR = 3.0  # issue 16: pg readEvent +-50 <= 3x sqlite
 LIST_MS = 60.0  # postgres.md §8
 READ_MS = 5.0
 BUILD_RATE = 50_000.0  # events/s, first search and sync
-NO_CHANGE_MS = 20.0  # postgres.md §8 (issue 16 says 2 ms)
+NO_CHANGE_MS = 2.0  # issue 16 (postgres.md §8 says 20 ms)
 NO_CHANGE_SYNC_S = 1.0
+WRITERS = 4  # postgres.md §8: append throughput with 4 writers
 
 
 class PostgresSection(BenchBase):
@@ -118,7 +122,9 @@ class PostgresSection(BenchBase):
         try:
             self._pg_list(sqlite, pg)
             self._pg_reads(sqlite, pg)
+            self._pg_long(sqlite, pg)
             self._pg_search(sqlite, pg, events)
+            self._pg_writers(uri, pg)
         finally:
             pg.close(timeout=120)
             sqlite.close(timeout=120)
@@ -186,6 +192,116 @@ class PostgresSection(BenchBase):
             [lambda: read(sqlite), lambda: read(pg)], self.n(200), budget=60 * self.iters
         )
 
+    def _pg_long(self, sqlite: WireClient, pg: WireClient) -> None:
+        """§8 "also reported": listEvents and traceEvent on the long probe, in turn with sqlite."""
+        log("postgres: listEvents / traceEvent on the long probe, in turn with the sqlite server")
+        whole = {"sessionId": PROBE_LONG}
+        base, listed = measure_interleaved(
+            [
+                lambda: sqlite.call("sessionQuery/listEvents", whole),
+                lambda: pg.call("sessionQuery/listEvents", whole),
+            ],
+            self.n(10),
+            budget=90 * self.iters,
+        )
+        self.add(
+            Row(
+                f"pg listEvents, {self.long_len:,}-event session",
+                listed,
+                baseline=base,
+                baseline_name="sqlite listEvents",
+                ratio=listed.p50 / base.p50,
+                note="reported (postgres.md §8 names no target)",
+            )
+        )
+        seqs = [self.rng.randrange(self.long_len) for _ in range(100)]
+        turn = [0]
+
+        def trace(client: WireClient) -> Any:
+            seq = seqs[turn[0] % len(seqs)]
+            if client is pg:
+                turn[0] += 1
+            return client.request("sessionQuery/traceEvent", {"sessionId": PROBE_LONG, "seq": seq})
+
+        base, traced = measure_interleaved(
+            [lambda: trace(sqlite), lambda: trace(pg)], self.n(10), budget=90 * self.iters
+        )
+        self.add(
+            Row(
+                f"pg traceEvent, {self.long_len:,}-event session",
+                traced,
+                baseline=base,
+                baseline_name="sqlite traceEvent",
+                ratio=traced.p50 / base.p50,
+                note="reported (postgres.md §8 names no target)",
+            )
+        )
+
+    def _pg_writers(self, uri: str, pg: WireClient) -> None:
+        """§8 "also reported": append throughput with 4 writers (each its own sessions, its own
+        backend, one thread each), and readEvent ±50 on the reading server meanwhile."""
+        sessions = self.plan["sessions"][: min(400, len(self.plan["sessions"]))]
+        source = SqliteBackend(self.db, read_only=True)
+        try:
+            logs = [source.read_stored(s["id"], NULL_TOKEN) for s in sessions]
+        finally:
+            source.close()
+        log(f"postgres: 4 writers append {len(logs):,} sessions while readEvent is sampled")
+        suffix = f"-w{os.getpid()}"
+        parts = [logs[i::WRITERS] for i in range(WRITERS)]
+        appended = [0] * WRITERS
+
+        def write(k: int) -> None:
+            target = open_postgres(uri + "&listen=false")
+            rng = random.Random(k)
+            try:
+                for stored in parts[k]:
+                    header = Header.from_value(
+                        {**stored.header.to_value(), "id": stored.header.id + suffix}
+                    )
+                    target.create(header)
+                    for chunk in batches(rng, list(stored.events)):
+                        target.append(header.id, chunk)
+                        appended[k] += len(chunk)
+            finally:
+                target.close()
+
+        reads = Stats()
+        seqs = [self.rng.randrange(self.short_len) for _ in range(1000)]
+        started = time.perf_counter()
+        with ThreadPoolExecutor(WRITERS) as pool:
+            futures = [pool.submit(write, k) for k in range(WRITERS)]
+            i = 0
+            while not all(f.done() for f in futures):
+                t = time.perf_counter()
+                pg.request(
+                    "sessionQuery/readEvent",
+                    {"sessionId": PROBE_SHORT, "seq": seqs[i % 1000], "before": 50, "after": 50},
+                )
+                reads.samples.append((time.perf_counter() - t) * 1000)
+                i += 1
+            for f in futures:
+                f.result()
+        seconds = time.perf_counter() - started
+        total = sum(appended)
+        self.add(
+            Row(
+                f"pg append, {WRITERS} writers",
+                total / seconds,
+                "events/s",
+                note=f"{len(logs):,} sessions, {total:,} events in {seconds:,.1f}s (the build's"
+                " 50-500-event batches; a backend and a thread per writer, in the bench process)",
+            )
+        )
+        self.add(
+            Row(
+                f"pg-readEvent +-50 while {WRITERS} writers append",
+                reads,
+                note=f"{self.short_len:,}-event probe on the reading server, {len(reads.samples):,} reads;"
+                " reported (postgres.md §8 names no target)",
+            )
+        )
+
     def _pg_search(self, sqlite: WireClient, pg: WireClient, events: int) -> None:
         rare = self.plan["phrases"]["rare"]
         builds: dict[str, float] = {}
@@ -223,7 +339,7 @@ class PostgresSection(BenchBase):
                 baseline=base,
                 baseline_name="sqlite no-change search",
                 ratio=again.p50 / base.p50,
-                target=f"p50 <= {NO_CHANGE_MS:.0f} ms (issue 16: 2 ms)",
+                target=f"p50 <= {NO_CHANGE_MS:.0f} ms (issue 16; §8: 20 ms)",
                 ok=again.p50 <= NO_CHANGE_MS,
             )
         )
