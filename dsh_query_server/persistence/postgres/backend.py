@@ -246,7 +246,67 @@ class PostgresBackend:
             self._shapes.put(session_id, self._memo_key(session), shape)
             return session.header, events, shape
 
+        fast = self._fast_window(session_id, first, last, token)
+        if fast is not None:
+            return fast
         header, events, shape = self._pool.read(work, token)
+        return Window(header, shape.length, first, events, shape.title)
+
+    def _fast_window(
+        self, session_id: str, first: int, last: int, token: CancelToken
+    ) -> Window | None:
+        """§3.4 in one statement on its own (one snapshot, no BEGIN or COMMIT): the session row
+        joined with the rows ``_known_window`` reads for it. It answers only when the row's memo
+        key has a verified shape and the rows cover the window, which is then exactly what the
+        transaction would give at that snapshot; otherwise None (the transaction runs)."""
+        identity = self._identity
+        if identity is None or self._shapes.get_any(session_id) is None:
+            return None
+        found = self._pool.statement(
+            lambda conn: conn.execute(
+                self._q(
+                    "SELECT s.pk, s.header, s.created_at, s.event_count, s.revision::text,"
+                    " pg_catalog.pg_postmaster_start_time()::text, e.seq, e.last_seq, e.record"
+                    " FROM {s}.sessions s LEFT JOIN LATERAL (SELECT seq, last_seq, record"
+                    " FROM {s}.events WHERE session_pk = s.pk"
+                    " AND seq <= LEAST(%(last)s, s.event_count - 1)"
+                    " AND seq >= (SELECT coalesce(max(seq), 0) FROM {s}.events"
+                    " WHERE session_pk = s.pk AND seq <= %(first)s)) e ON true"
+                    " WHERE s.id = %(id)s ORDER BY e.seq"
+                ),
+                {"id": session_id, "first": first, "last": last},
+            ).fetchall(),
+            token,
+        )
+        if not found:
+            return None
+        pk, text, created_at, count, revision, started = found[0][:6]
+        count = int(str(count))
+        try:
+            header = rows.decode_header(session_id, str(text), created_at)
+        except Exception:  # noqa: BLE001 - the transaction reports it
+            return None
+        session = _Session(
+            int(str(pk)),
+            header,
+            count,
+            self._revision(identity, count, str(revision)),
+            f"{identity.system_identifier}:{started}",
+        )
+        shape = self._shapes.get(session_id, self._memo_key(session))
+        if shape is None:
+            return None
+        lo, hi = logical.stored_span(shape, first, last)
+        stored: list[Event] = []
+        try:
+            for row in found if lo <= hi else ():
+                if row[6] is None:
+                    continue
+                record = (int(str(row[6])), int(str(row[7])), str(row[8]))
+                stored.extend(e for e in rows.decode_record(record) if lo <= e.seq <= hi)
+            events = logical.logical_window(session_id, shape, stored, first, last)
+        except (SessionPersistenceCorruptionError, legacy.StaleShape):
+            return None
         return Window(header, shape.length, first, events, shape.title)
 
     def _known_window(
@@ -387,48 +447,75 @@ class PostgresBackend:
             header = Header.from_json(text.encode("utf-8"))
         return Snapshot(header, self._revision(identity, count, revision))
 
-    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> tuple[Snapshot, ...]:
-        def work(conn: Conn) -> tuple[Snapshot, ...]:
-            identity = self._open(conn)
-            if identity is None:
-                return ()
-            row = conn.execute(
-                self._q(
-                    "SELECT store_id::text, change_count, deletions,"
-                    " pg_catalog.pg_postmaster_start_time()::text FROM {s}.store"
-                )
-            ).fetchone()
-            if row is None:
-                return ()
-            if str(row[0]) != identity.store_id:
-                raise PostgresUnavailableError(
-                    f'postgres schema "{self._mount.schema}" changed under this mount; remount it'
-                )
-            key = (str(row[3]), str(row[0]), int(str(row[2])))
-            change = int(str(row[1]))
-            old = self._listing
-            if old is not None and old.key == key and old.change_count == change:
-                return old.ordered
-            select = "SELECT id, header, created_at, event_count, revision::text FROM {s}.sessions"
-            if old is not None and old.key == key and old.change_count < change:
-                found = dict(old.snapshots)
-                cursor = conn.execute(self._q(select + " WHERE change > %s"), (old.change_count,))
-            else:
-                found = {}
-                cursor = conn.execute(self._q(select))
-            while batch := cursor.fetchmany(_FETCH):
-                token.raise_if_cancelled()
-                for item in batch:
-                    snapshot = self._snapshot(identity, item)
-                    found[snapshot.header.id] = snapshot
-            ordered = tuple(found[k] for k in sorted(found))
-            self._listing = _Listing(key, change, found, ordered)
-            return ordered
+    def _token(self, conn: Conn) -> tuple[tuple[str, str, int], int, str] | None:
+        """The listing token (§3.2): ((epoch, store_id, deletions), change_count, store_id)."""
+        row = conn.execute(
+            self._q(
+                "SELECT store_id::text, change_count, deletions,"
+                " pg_catalog.pg_postmaster_start_time()::text FROM {s}.store"
+            )
+        ).fetchone()
+        if row is None:
+            return None
+        return (str(row[3]), str(row[0]), int(str(row[2]))), int(str(row[1])), str(row[0])
 
-        return self._pool.read(work, token)
+    def _current_listing(self, token: CancelToken) -> _Listing | None:
+        """The listing at one snapshot; None for a store that lists nothing. While the memo is
+        current, the token is one statement on its own (no BEGIN or COMMIT): its snapshot shows
+        the memo's token, so the listing at that snapshot is the memo (§3.2). Any other answer
+        reads in a REPEATABLE READ transaction, as before."""
+        old = self._listing
+        if old is not None and self._identity is not None:
+            found = self._pool.statement(self._token, token)
+            if found is not None and (found[0], found[1]) == (old.key, old.change_count):
+                return old
+        return self._pool.read(lambda conn: self._read_listing(conn, token), token)
+
+    def _read_listing(self, conn: Conn, token: CancelToken) -> _Listing | None:
+        identity = self._open(conn)
+        if identity is None:
+            return None
+        found_token = self._token(conn)
+        if found_token is None:
+            return None
+        key, change, store_id = found_token
+        if store_id != identity.store_id:
+            raise PostgresUnavailableError(
+                f'postgres schema "{self._mount.schema}" changed under this mount; remount it'
+            )
+        old = self._listing
+        if old is not None and old.key == key and old.change_count == change:
+            return old
+        select = "SELECT id, header, created_at, event_count, revision::text FROM {s}.sessions"
+        if old is not None and old.key == key and old.change_count < change:
+            found = dict(old.snapshots)
+            cursor = conn.execute(self._q(select + " WHERE change > %s"), (old.change_count,))
+        else:
+            found = {}
+            cursor = conn.execute(self._q(select))
+        while batch := cursor.fetchmany(_FETCH):
+            token.raise_if_cancelled()
+            for item in batch:
+                snapshot = self._snapshot(identity, item)
+                found[snapshot.header.id] = snapshot
+        ordered = tuple(found[k] for k in sorted(found))
+        listing = _Listing(key, change, found, ordered)
+        self._listing = listing
+        return listing
+
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> tuple[Snapshot, ...]:
+        listing = self._current_listing(token)
+        return () if listing is None else listing.ordered
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
         return [snapshot.header for snapshot in self.list_snapshots(token)]
+
+    def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
+        """base.ListedLookup: the header ``list`` lists for the id, from the same listing read
+        (so with its failures), without copying the listing."""
+        listing = self._current_listing(token)
+        found = None if listing is None else listing.snapshots.get(session_id)
+        return None if found is None else found.header
 
     # -- writing -----------------------------------------------------------------------
 
