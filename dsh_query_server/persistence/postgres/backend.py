@@ -225,7 +225,13 @@ class PostgresBackend:
         self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
     ) -> Window:
         """§3.4: ``inspect`` sliced, reading only the window's rows once the log was verified
-        at its current revision; otherwise verified whole, streamed, keeping the window."""
+        at its current revision; otherwise verified whole, streamed, keeping the window.
+        First as one statement (``_fast_window``), then in a transaction (``_window_read``)."""
+        fast = self._fast_window(session_id, first, last, token)
+        return fast if fast is not None else self._window_read(session_id, first, last, token)
+
+    def _window_read(self, session_id: str, first: int, last: int, token: CancelToken) -> Window:
+        """§3.4 in one REPEATABLE READ transaction."""
 
         def work(conn: Conn) -> tuple[Header, list[Event], logical.LogShape]:
             identity = self._open(conn)
@@ -246,9 +252,6 @@ class PostgresBackend:
             self._shapes.put(session_id, self._memo_key(session), shape)
             return session.header, events, shape
 
-        fast = self._fast_window(session_id, first, last, token)
-        if fast is not None:
-            return fast
         header, events, shape = self._pool.read(work, token)
         return Window(header, shape.length, first, events, shape.title)
 
