@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from psycopg import sql as psql
 
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.model.event import Event, make_event
@@ -166,7 +167,11 @@ def _locked(db: PgDatabase, table: str, release: threading.Event) -> threading.T
 
     def hold() -> None:
         with db.connect() as conn, conn.transaction():
-            conn.execute(f"LOCK TABLE dsh_query.{table} IN ACCESS EXCLUSIVE MODE")
+            conn.execute(
+                psql.SQL("LOCK TABLE dsh_query.{} IN ACCESS EXCLUSIVE MODE").format(
+                    psql.Identifier(table)
+                )
+            )
             locked.set()
             release.wait(30)
 
