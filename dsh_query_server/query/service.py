@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from msgspec import UNSET
+from msgspec import UNSET, Raw
 
 from .. import errors
 from ..cancel import NULL_TOKEN, CancelToken
@@ -45,6 +45,14 @@ from .loading import Loader
 from .text import documents
 from .titles import Titles
 from .workers import WorkerPool
+
+# The members after "header" of a SessionRecord, by (live, persisted), as msgspec encodes them.
+_FLAGS = {
+    (live, persisted): b',"live":%s,"persisted":%s}'
+    % (b"true" if live else b"false", b"true" if persisted else b"false")
+    for live in (False, True)
+    for persisted in (False, True)
+}
 
 
 class SessionQueryService:
@@ -85,6 +93,20 @@ class SessionQueryService:
 
     def list_sessions(self, token: CancelToken = NULL_TOKEN) -> list[wire.SessionRecord]:
         return [r.to_wire() for r in self.corpus(token)]
+
+    def list_sessions_json(self, token: CancelToken = NULL_TOKEN) -> Raw:
+        """``list_sessions`` as the exact JSON msgspec encodes it to, joined from the headers'
+        raw bytes without a Record or a SessionRecord per session (listSessions on the wire)."""
+        return Raw(
+            b"["
+            + b",".join(
+                [
+                    b'{"header":' + h.raw + _FLAGS[live, persisted]
+                    for h, live, persisted in self.loader.observe(token)
+                ]
+            )
+            + b"]"
+        )
 
     def filter_sessions(
         self, filters: Any, token: CancelToken = NULL_TOKEN
