@@ -1,22 +1,27 @@
 """listSessions without a Record per session (semantics.md §3.1, §3.2): the corpus order of
-``newest_first`` against the key sort it replaces, and ``list_sessions_json`` against the
-encoded ``list_sessions`` it stands for on the wire, over random corpora of live and persisted
-sessions."""
+``newest_first`` against the key sort it replaces, ``list_sessions_json`` against the encoded
+``list_sessions`` it stands for on the wire, over random corpora of live and persisted sessions,
+and the frame of a large Raw result against the encoded response."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from msgspec import Raw
 
 from dsh_query_server import jsoncodec
+from dsh_query_server.cancel import CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header
 from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.query.loading import newest_first
 from dsh_query_server.query.service import SessionQueryService
+from dsh_query_server.server.dispatch import Dispatcher, encode_frame
+from dsh_query_server.server.transport import JOIN_BELOW
 from dsh_query_server.session.store import SessionStore
 from dsh_query_server.values import is_number
 
@@ -94,3 +99,35 @@ def test_the_joined_listing_is_the_encoded_listing(
         return
     assert bytes(service.list_sessions_json()) == expected
     assert jsoncodec.loads(expected) == jsoncodec.to_builtins(service.list_sessions())
+
+
+_MSG_IDS = st.one_of(
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=6),
+    st.sampled_from(["\ud800", "a\udfffb", "\u2028", ""]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    msg_id=_MSG_IDS,
+    size=st.sampled_from([0, 10, JOIN_BELOW - 30, JOIN_BELOW, 3 * JOIN_BELOW]),
+    text=st.text(alphabet='a\u00e9\u2028\U0001f600"\\', min_size=1, max_size=8),
+)
+def test_a_large_raw_result_is_framed_as_the_encoded_response(
+    msg_id: Any, size: int, text: str
+) -> None:
+    """A Raw result's frame holds the bytes ``encode_frame`` gives the whole response, whether
+    it is written from the Raw's own buffer (large) or encoded (small, or an odd id)."""
+    item = jsoncodec.dumps(text)
+    raw = Raw(b"[" + b",".join([item] * max(1, size // (len(item) + 1))) + b"]")
+    frame = Dispatcher().answer(msg_id, lambda rt, p, t: raw, cast(Any, None), {}, CancelToken())
+    expected = encode_frame({"jsonrpc": "2.0", "id": msg_id, "result": raw}, msg_id)
+    assert b"".join(bytes(part) for part in frame) == b"".join(expected)
+    try:
+        encodable = msgspec.json.encode(msg_id) is not None
+    except UnicodeEncodeError:  # a lone surrogate: the encoder's fallback escapes everything
+        encodable = False
+    if len(raw) >= JOIN_BELOW and encodable:
+        assert any(type(part) is memoryview for part in frame)  # not copied

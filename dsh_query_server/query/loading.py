@@ -55,12 +55,13 @@ class Loader:
         no Record (listSessions encodes these directly)."""
         check_cancelled(token)
         binding = self.binding.current()
-        persisted: dict[Any, Header] = {}
-        if binding is not None:
-            persisted = {header.id: header for header in self.list_persisted(binding, token)}
+        listed = [] if binding is None else self.list_persisted(binding, token)
         check_cancelled(token)
-        entries: dict[Any, Entry] = {sid: (h, False, True) for sid, h in persisted.items()}
-        for header in self.store.headers():
+        # By id: a repeated id keeps its first position and its last header.
+        entries: dict[Any, Entry] = {h.id: (h, False, True) for h in listed}
+        live = self.store.headers()
+        persisted = {sid: entry[0] for sid, entry in entries.items()} if live else {}
+        for header in live:
             stored = persisted.get(header.id)
             if stored is not None and not headers_compatible(header, stored):
                 raise conflict(header.id)

@@ -46,13 +46,16 @@ from .text import documents
 from .titles import Titles
 from .workers import WorkerPool
 
-# The members after "header" of a SessionRecord, by (live, persisted), as msgspec encodes them.
+# What follows a SessionRecord's raw header on the wire, by (live, persisted), as msgspec encodes
+# it: its other members, then the next record's opening or the array's end.
 _FLAGS = {
     (live, persisted): b',"live":%s,"persisted":%s}'
     % (b"true" if live else b"false", b"true" if persisted else b"false")
     for live in (False, True)
     for persisted in (False, True)
 }
+_NEXT = {key: flags + b',{"header":' for key, flags in _FLAGS.items()}
+_LAST = {key: flags + b"]" for key, flags in _FLAGS.items()}
 
 
 class SessionQueryService:
@@ -96,17 +99,17 @@ class SessionQueryService:
 
     def list_sessions_json(self, token: CancelToken = NULL_TOKEN) -> Raw:
         """``list_sessions`` as the exact JSON msgspec encodes it to, joined from the headers'
-        raw bytes without a Record or a SessionRecord per session (listSessions on the wire)."""
-        return Raw(
-            b"["
-            + b",".join(
-                [
-                    b'{"header":' + h.raw + _FLAGS[live, persisted]
-                    for h, live, persisted in self.loader.observe(token)
-                ]
-            )
-            + b"]"
-        )
+        raw bytes in one copy: no Record, SessionRecord or Raw per session (listSessions on
+        the wire). Each raw header is followed by its flags and the next record's opening."""
+        entries = self.loader.observe(token)
+        if not entries:
+            return Raw(b"[]")
+        pieces = [b'[{"header":'] * (2 * len(entries) + 1)
+        pieces[1::2] = [h.raw for h, _, _ in entries]
+        pieces[2::2] = [_NEXT[live, persisted] for _, live, persisted in entries]
+        _, live, persisted = entries[-1]
+        pieces[-1] = _LAST[live, persisted]
+        return Raw(b"".join(pieces))
 
     def filter_sessions(
         self, filters: Any, token: CancelToken = NULL_TOKEN
