@@ -12,6 +12,7 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import LiteralString
 
@@ -154,17 +155,18 @@ class PostgresBackend:
             ),
             (session_id,),
         ).fetchone()
-        if row is None:
-            return None
-        pk, text, created_at, count, revision, started = row
+        return None if row is None else self._session_of(identity, session_id, row)
+
+    def _session_of(
+        self, identity: StoreIdentity, session_id: str, row: Sequence[object]
+    ) -> _Session:
+        """A session row (pk, header, created_at, event_count, revision, epoch start)."""
+        pk, text, created_at, count, revision, started = row[:6]
         header = rows.decode_header(session_id, str(text), created_at)
         count = int(str(count))
+        revision = self._revision(identity, count, str(revision))
         return _Session(
-            int(str(pk)),
-            header,
-            count,
-            self._revision(identity, count, str(revision)),
-            f"{identity.system_identifier}:{started}",
+            int(str(pk)), header, count, revision, f"{identity.system_identifier}:{started}"
         )
 
     def _stream(
@@ -283,34 +285,22 @@ class PostgresBackend:
         )
         if not found:
             return None
-        pk, text, created_at, count, revision, started = found[0][:6]
-        count = int(str(count))
         try:
-            header = rows.decode_header(session_id, str(text), created_at)
+            session = self._session_of(identity, session_id, found[0])
         except Exception:  # noqa: BLE001 - the transaction reports it
             return None
-        session = _Session(
-            int(str(pk)),
-            header,
-            count,
-            self._revision(identity, count, str(revision)),
-            f"{identity.system_identifier}:{started}",
-        )
         shape = self._shapes.get(session_id, self._memo_key(session))
         if shape is None:
             return None
         lo, hi = logical.stored_span(shape, first, last)
         stored: list[Event] = []
         try:
-            for row in found if lo <= hi else ():
-                if row[6] is None:
-                    continue
-                record = (int(str(row[6])), int(str(row[7])), str(row[8]))
-                stored.extend(e for e in rows.decode_record(record) if lo <= e.seq <= hi)
+            if lo <= hi:
+                stored = rows.span_events([r[6:] for r in found if r[6] is not None], lo, hi)
             events = logical.logical_window(session_id, shape, stored, first, last)
         except (SessionPersistenceCorruptionError, legacy.StaleShape):
             return None
-        return Window(header, shape.length, first, events, shape.title)
+        return Window(session.header, shape.length, first, events, shape.title)
 
     def _known_window(
         self, conn: Conn, session: _Session, shape: logical.LogShape, first: int, last: int
@@ -326,10 +316,8 @@ class PostgresBackend:
                 ),
                 {"pk": session.pk, "lo": lo, "hi": hi},
             ).fetchall()
-            records = [(int(str(a)), int(str(b)), str(c)) for a, b, c in found]
             try:
-                for record in records:
-                    stored.extend(e for e in rows.decode_record(record) if lo <= e.seq <= hi)
+                stored = rows.span_events(found, lo, hi)
             except SessionPersistenceCorruptionError:
                 return None
         try:
@@ -442,12 +430,7 @@ class PostgresBackend:
             int(str(row[3])),
             str(row[4]),
         )
-        try:
-            header = rows.decode_header(session_id, text, created_at)
-        except SessionPersistenceCorruptionError:
-            raise
-        except Exception:  # noqa: BLE001 - a foreign version is listed, not refused (§3.2)
-            header = Header.from_json(text.encode("utf-8"))
+        header = rows.listed_header(session_id, text, created_at)
         return Snapshot(header, self._revision(identity, count, revision))
 
     def _token(self, conn: Conn) -> tuple[tuple[str, str, int], int, str] | None:
