@@ -43,6 +43,12 @@ class VerificationMemo(Generic[F]):
             self._entries.move_to_end(session_id)
             return entry[1]
 
+    def get_any(self, session_id: str) -> F | None:
+        """The facts verified for the id at any revision (a hint that a read may use them)."""
+        with self._lock:
+            entry = self._entries.get(session_id)
+            return None if entry is None else entry[1]
+
     def put(self, session_id: str, revision: str, facts: F) -> None:
         with self._lock:
             self._entries[session_id] = (revision, facts)

@@ -3,6 +3,7 @@ every call, with every backend failure mapped to the query error the spec names.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -14,10 +15,10 @@ from ..persistence.adapters import list_headers, read_log, read_window
 from ..persistence.base import Inspection, SessionPersistenceCorruptionError, Window
 from ..persistence.binding import Binding, PersistenceBinding
 from ..session.store import SessionStore
-from ..values import is_number
 from .loaded import Loaded, LoadedWindow, Record, check_cancelled, conflict, not_found
 
 T = TypeVar("T")
+Entry = tuple[Header, bool, bool]  # (header, live, persisted) of one corpus entry
 Observed = TypeVar("Observed", Inspection, Window)
 
 
@@ -47,20 +48,25 @@ class Loader:
 
     def corpus(self, token: CancelToken = NULL_TOKEN) -> list[Record]:
         """§3.0.4: one observation of live + persisted, newest first."""
+        return [Record(h, live, persisted) for h, live, persisted in self.observe(token)]
+
+    def observe(self, token: CancelToken = NULL_TOKEN) -> list[Entry]:
+        """``corpus`` as (header, live, persisted) tuples: a listing of 10,000 sessions makes
+        no Record (listSessions encodes these directly)."""
         check_cancelled(token)
         binding = self.binding.current()
-        persisted: dict[Any, Header] = {}
-        if binding is not None:
-            for header in self.list_persisted(binding, token):
-                persisted[header.id] = header
+        listed = [] if binding is None else self.list_persisted(binding, token)
         check_cancelled(token)
-        records: dict[Any, Record] = {sid: Record(h, False, True) for sid, h in persisted.items()}
-        for header in self.store.headers():
+        # By id: a repeated id keeps its first position and its last header.
+        entries: dict[Any, Entry] = {h.id: (h, False, True) for h in listed}
+        live = self.store.headers()
+        persisted = {sid: entry[0] for sid, entry in entries.items()} if live else {}
+        for header in live:
             stored = persisted.get(header.id)
             if stored is not None and not headers_compatible(header, stored):
                 raise conflict(header.id)
-            records[header.id] = Record(header, True, stored is not None)
-        return sorted(records.values(), key=_newest_first)
+            entries[header.id] = (header, True, stored is not None)
+        return newest_first(list(entries.values()))
 
     def load(
         self, session_id: str, token: CancelToken = NULL_TOKEN, *, outline: bool = False
@@ -172,11 +178,21 @@ def stored_log_failure(
     )
 
 
-def _newest_first(record: Record) -> tuple[Any, Any]:
-    created = record.header.created_at
-    return (-created if is_number(created) else 0, _sort_id(record.header.id))
-
-
-def _sort_id(value: Any) -> tuple[int, str]:
-    # Code-point order for string ids; anything else (never from our backends) sorts last.
-    return (0, value) if isinstance(value, str) else (1, repr(value))
+def newest_first(entries: list[Entry]) -> list[Entry]:
+    """Sorted by createdAt descending (a non-number counts as 0), then by id in code-point order
+    (a non-string id after every string one, by its repr): two stable sorts of indices whose keys
+    are looked up in C, not a key function called per entry."""
+    headers = [entry[0] for entry in entries]
+    ids: list[Any] = [header.id for header in headers]
+    if set(map(type, ids)) - {str}:
+        ids = [(0, i) if isinstance(i, str) else (1, repr(i)) for i in ids]
+    created: list[Any] = [header.created_at for header in headers]
+    if set(map(type, created)) <= {int}:
+        created = [-c for c in created]
+    else:
+        created = [
+            -c if type(c) is int or (type(c) is float and math.isfinite(c)) else 0 for c in created
+        ]
+    order = sorted(range(len(entries)), key=ids.__getitem__)
+    order.sort(key=created.__getitem__)
+    return [entries[i] for i in order]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from msgspec import UNSET
+from msgspec import UNSET, Raw
 
 from .. import errors
 from ..cancel import NULL_TOKEN, CancelToken
@@ -45,6 +45,17 @@ from .loading import Loader
 from .text import documents
 from .titles import Titles
 from .workers import WorkerPool
+
+# What follows a SessionRecord's raw header on the wire, by (live, persisted), as msgspec encodes
+# it: its other members, then the next record's opening or the array's end.
+_FLAGS = {
+    (live, persisted): b',"live":%s,"persisted":%s}'
+    % (b"true" if live else b"false", b"true" if persisted else b"false")
+    for live in (False, True)
+    for persisted in (False, True)
+}
+_NEXT = {key: flags + b',{"header":' for key, flags in _FLAGS.items()}
+_LAST = {key: flags + b"]" for key, flags in _FLAGS.items()}
 
 
 class SessionQueryService:
@@ -85,6 +96,20 @@ class SessionQueryService:
 
     def list_sessions(self, token: CancelToken = NULL_TOKEN) -> list[wire.SessionRecord]:
         return [r.to_wire() for r in self.corpus(token)]
+
+    def list_sessions_json(self, token: CancelToken = NULL_TOKEN) -> Raw:
+        """``list_sessions`` as the exact JSON msgspec encodes it to, joined from the headers'
+        raw bytes in one copy: no Record, SessionRecord or Raw per session (listSessions on
+        the wire). Each raw header is followed by its flags and the next record's opening."""
+        entries = self.loader.observe(token)
+        if not entries:
+            return Raw(b"[]")
+        pieces = [b'[{"header":'] * (2 * len(entries) + 1)
+        pieces[1::2] = [h.raw for h, _, _ in entries]
+        pieces[2::2] = [_NEXT[live, persisted] for _, live, persisted in entries]
+        _, live, persisted = entries[-1]
+        pieces[-1] = _LAST[live, persisted]
+        return Raw(b"".join(pieces))
 
     def filter_sessions(
         self, filters: Any, token: CancelToken = NULL_TOKEN

@@ -51,7 +51,7 @@ def _checkpoint(rt: Runtime, p: dict[str, Any], t: CancelToken) -> Any:
 
 
 METHODS: dict[str, Call] = {
-    "sessionQuery/listSessions": lambda rt, p, t: rt.service.list_sessions(t),
+    "sessionQuery/listSessions": lambda rt, p, t: rt.service.list_sessions_json(t),
     "sessionQuery/filterSessions": lambda rt, p, t: rt.service.filter_sessions(
         p.get("filters", UNSET), t
     ),

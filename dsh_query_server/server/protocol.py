@@ -17,7 +17,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import attrs
 import msgspec
@@ -272,7 +272,9 @@ class QueryProtocol(LanguageServerProtocol):
             return
         with self._write_lock:
             for part in frame:
-                result = writer.write(part)
+                # A memoryview part (a large Raw result, dispatch.raw_result_frame) is written as
+                # is: stdout's BufferedWriter and asyncio's transports take any buffer.
+                result = writer.write(cast(bytes, part))
                 if result is not None:  # an async writer (websocket)
                     asyncio.ensure_future(result)
 

@@ -106,12 +106,18 @@ def read_frame(stream: ByteReader) -> bytes | None:
         elif not line.strip():
             break
     body = stream.read(length)
-    while len(body) < length:  # an unbuffered pipe returns what has arrived so far
-        piece = stream.read(length - len(body))
+    if len(body) == length:
+        return body
+    # An unbuffered pipe returns what has arrived so far: the pieces are joined once at the end
+    # (appending each to the body copied it again, quadratic in a large answer's pieces).
+    pieces, got = [body], len(body)
+    while got < length:
+        piece = stream.read(length - got)
         if not piece:
             return None
-        body += piece
-    return body
+        pieces.append(piece)
+        got += len(piece)
+    return b"".join(pieces)
 
 
 __all__ = ["Frames", "frame", "frame_parts", "header", "header_length", "read_frame"]

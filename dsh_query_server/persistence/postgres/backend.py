@@ -39,6 +39,7 @@ from .connection import Conn, Pool
 from .conninfo import PgMount, parse_postgres_uri
 from .errors import PostgresUnavailableError
 from .listener import ListenerSlot
+from .listing import Listings, revision_of
 from .schema import StoreIdentity, StoreRefused
 
 log = logging.getLogger(__name__)
@@ -54,14 +55,6 @@ class _Session:
     count: int
     revision: str  # the qualified revision string
     epoch: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Listing:
-    key: tuple[str, str, int]  # (epoch, store_id, deletions)
-    change_count: int
-    snapshots: dict[str, Snapshot]
-    ordered: tuple[Snapshot, ...]
 
 
 def _not_found(session_id: str) -> LookupError:
@@ -82,7 +75,7 @@ class PostgresBackend:
         self._created: dict[str, str] = {}  # id -> header text, for the first append
         self._lock = threading.Lock()
         self._id_locks: dict[str, threading.Lock] = {}
-        self._listing: _Listing | None = None
+        self._listings = Listings(self._pool, mount.schema, self._open)  # §3.2
         self.listener = ListenerSlot(mount, self._instance, self._writer)  # §5, server-driven
         # What full reads proved (memo.py): the shape per (pk, epoch, revision), and the streamed
         # scan state per (pk, epoch, count), which later rows, being immutable, only extend.
@@ -143,9 +136,6 @@ class PostgresBackend:
         assert row is not None
         return f"{self._identity.system_identifier if self._identity else 0}:{row[0]}"
 
-    def _revision(self, identity: StoreIdentity, count: int, revision: str) -> str:
-        return f"{identity.prefix}:events:{count}:revision:{revision}"
-
     # -- reading -----------------------------------------------------------------------
 
     def _session(self, conn: Conn, identity: StoreIdentity, session_id: str) -> _Session | None:
@@ -156,17 +146,18 @@ class PostgresBackend:
             ),
             (session_id,),
         ).fetchone()
-        if row is None:
-            return None
-        pk, text, created_at, count, revision, started = row
+        return None if row is None else self._session_of(identity, session_id, row)
+
+    def _session_of(
+        self, identity: StoreIdentity, session_id: str, row: Sequence[object]
+    ) -> _Session:
+        """A session row (pk, header, created_at, event_count, revision, epoch start)."""
+        pk, text, created_at, count, revision, started = row[:6]
         header = rows.decode_header(session_id, str(text), created_at)
         count = int(str(count))
+        revision = revision_of(identity, count, str(revision))
         return _Session(
-            int(str(pk)),
-            header,
-            count,
-            self._revision(identity, count, str(revision)),
-            f"{identity.system_identifier}:{started}",
+            int(str(pk)), header, count, revision, f"{identity.system_identifier}:{started}"
         )
 
     def _stream(
@@ -234,7 +225,13 @@ class PostgresBackend:
         self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
     ) -> Window:
         """§3.4: ``inspect`` sliced, reading only the window's rows once the log was verified
-        at its current revision; otherwise verified whole, streamed, keeping the window."""
+        at its current revision; otherwise verified whole, streamed, keeping the window.
+        First as one statement (``_fast_window``), then in a transaction (``_window_read``)."""
+        fast = self._fast_window(session_id, first, last, token)
+        return fast if fast is not None else self._window_read(session_id, first, last, token)
+
+    def _window_read(self, session_id: str, first: int, last: int, token: CancelToken) -> Window:
+        """§3.4 in one REPEATABLE READ transaction."""
 
         def work(conn: Conn) -> tuple[Header, list[Event], logical.LogShape]:
             identity = self._open(conn)
@@ -258,6 +255,51 @@ class PostgresBackend:
         header, events, shape = self._pool.read(work, token)
         return Window(header, shape.length, first, events, shape.title)
 
+    def _fast_window(
+        self, session_id: str, first: int, last: int, token: CancelToken
+    ) -> Window | None:
+        """§3.4 in one statement on its own (one snapshot, no BEGIN or COMMIT): the session row
+        joined with the rows ``_known_window`` reads for it. It answers only when the row's memo
+        key has a verified shape and the rows cover the window, which is then exactly what the
+        transaction would give at that snapshot; otherwise None (the transaction runs)."""
+        identity = self._identity
+        if identity is None or self._shapes.get_any(session_id) is None:
+            return None
+        found = self._pool.statement(
+            lambda conn: conn.execute(
+                self._q(
+                    "SELECT s.pk, s.header, s.created_at, s.event_count, s.revision::text,"
+                    " pg_catalog.pg_postmaster_start_time()::text, e.seq, e.last_seq, e.record"
+                    " FROM {s}.sessions s LEFT JOIN LATERAL (SELECT seq, last_seq, record"
+                    " FROM {s}.events WHERE session_pk = s.pk"
+                    " AND seq <= LEAST(%(last)s, s.event_count - 1)"
+                    " AND seq >= (SELECT coalesce(max(seq), 0) FROM {s}.events"
+                    " WHERE session_pk = s.pk AND seq <= %(first)s)) e ON true"
+                    " WHERE s.id = %(id)s ORDER BY e.seq"
+                ),
+                {"id": session_id, "first": first, "last": last},
+            ).fetchall(),
+            token,
+        )
+        if not found:
+            return None
+        try:
+            session = self._session_of(identity, session_id, found[0])
+        except Exception:  # noqa: BLE001 - the transaction reports it
+            return None
+        shape = self._shapes.get(session_id, self._memo_key(session))
+        if shape is None:
+            return None
+        lo, hi = logical.stored_span(shape, first, last)
+        stored: list[Event] = []
+        try:
+            if lo <= hi:
+                stored = rows.span_events([r[6:] for r in found if r[6] is not None], lo, hi)
+            events = logical.logical_window(session_id, shape, stored, first, last)
+        except (SessionPersistenceCorruptionError, legacy.StaleShape):
+            return None
+        return Window(session.header, shape.length, first, events, shape.title)
+
     def _known_window(
         self, conn: Conn, session: _Session, shape: logical.LogShape, first: int, last: int
     ) -> list[Event] | None:
@@ -272,10 +314,8 @@ class PostgresBackend:
                 ),
                 {"pk": session.pk, "lo": lo, "hi": hi},
             ).fetchall()
-            records = [(int(str(a)), int(str(b)), str(c)) for a, b, c in found]
             try:
-                for record in records:
-                    stored.extend(e for e in rows.decode_record(record) if lo <= e.seq <= hi)
+                stored = rows.span_events(found, lo, hi)
             except SessionPersistenceCorruptionError:
                 return None
         try:
@@ -357,7 +397,7 @@ class PostgresBackend:
                 self._q("SELECT event_count, revision::text FROM {s}.sessions WHERE id = %s"),
                 (session_id,),
             ).fetchone()
-            return None if row is None else self._revision(identity, int(str(row[0])), str(row[1]))
+            return None if row is None else revision_of(identity, int(str(row[0])), str(row[1]))
 
         return self._pool.read(work)
 
@@ -378,66 +418,21 @@ class PostgresBackend:
 
         return self._pool.read(work)
 
-    # -- listing -----------------------------------------------------------------------
-
-    def _snapshot(self, identity: StoreIdentity, row: tuple[object, ...]) -> Snapshot:
-        session_id, text, created_at, count, revision = (
-            str(row[0]),
-            str(row[1]),
-            row[2],
-            int(str(row[3])),
-            str(row[4]),
-        )
-        try:
-            header = rows.decode_header(session_id, text, created_at)
-        except SessionPersistenceCorruptionError:
-            raise
-        except Exception:  # noqa: BLE001 - a foreign version is listed, not refused (§3.2)
-            header = Header.from_json(text.encode("utf-8"))
-        return Snapshot(header, self._revision(identity, count, revision))
+    # -- listing (listing.py) -----------------------------------------------------------
 
     def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> tuple[Snapshot, ...]:
-        def work(conn: Conn) -> tuple[Snapshot, ...]:
-            identity = self._open(conn)
-            if identity is None:
-                return ()
-            row = conn.execute(
-                self._q(
-                    "SELECT store_id::text, change_count, deletions,"
-                    " pg_catalog.pg_postmaster_start_time()::text FROM {s}.store"
-                )
-            ).fetchone()
-            if row is None:
-                return ()
-            if str(row[0]) != identity.store_id:
-                raise PostgresUnavailableError(
-                    f'postgres schema "{self._mount.schema}" changed under this mount; remount it'
-                )
-            key = (str(row[3]), str(row[0]), int(str(row[2])))
-            change = int(str(row[1]))
-            old = self._listing
-            if old is not None and old.key == key and old.change_count == change:
-                return old.ordered
-            select = "SELECT id, header, created_at, event_count, revision::text FROM {s}.sessions"
-            if old is not None and old.key == key and old.change_count < change:
-                found = dict(old.snapshots)
-                cursor = conn.execute(self._q(select + " WHERE change > %s"), (old.change_count,))
-            else:
-                found = {}
-                cursor = conn.execute(self._q(select))
-            while batch := cursor.fetchmany(_FETCH):
-                token.raise_if_cancelled()
-                for item in batch:
-                    snapshot = self._snapshot(identity, item)
-                    found[snapshot.header.id] = snapshot
-            ordered = tuple(found[k] for k in sorted(found))
-            self._listing = _Listing(key, change, found, ordered)
-            return ordered
-
-        return self._pool.read(work, token)
+        listing = self._listings.current(self._identity is not None, token)
+        return () if listing is None else listing.ordered
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
         return [snapshot.header for snapshot in self.list_snapshots(token)]
+
+    def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
+        """base.ListedLookup: the header ``list`` lists for the id, from the same listing read
+        (so with its failures), without copying the listing."""
+        listing = self._listings.current(self._identity is not None, token)
+        found = None if listing is None else listing.snapshots.get(session_id)
+        return None if found is None else found.header
 
     # -- writing -----------------------------------------------------------------------
 

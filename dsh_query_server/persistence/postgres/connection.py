@@ -1,15 +1,18 @@
 """Connections of the ``postgres:`` backend (postgres.md §1.4, §3.1, §4): the pool, the
 transactions every operation runs in, cancellation, and how failures become messages.
 
-Connections are autocommit and each operation opens an explicit transaction. A read retries
-once on a connection that broke under it (a restart); every other failure becomes one scrubbed
-message that names the store by its redacted URI.
+Connections are autocommit; an operation runs one statement on its own, or opens an explicit
+transaction. A read retries once on a connection that broke under it (a restart); every other
+failure becomes one scrubbed message that names the store by its redacted URI. One watcher thread
+per pool cancels the statements of reads whose token fired.
 """
 
 from __future__ import annotations
 
 import logging
+import select
 import threading
+import time
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -17,6 +20,7 @@ from typing import TypeVar
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
+from psycopg.pq import TransactionStatus
 
 from ...cancel import NULL_TOKEN, CancelToken, SessionQueryCancelled
 from .conninfo import PgMount
@@ -56,10 +60,11 @@ class Pool:
             open=False,
             kwargs={"autocommit": True},
             configure=self._configure,
-            check=psycopg_pool.ConnectionPool.check_connection,
+            check=_check_idle,
             timeout=mount.pool_timeout_ms / 1000,
             name="dsh-query-postgres",
         )
+        self._watcher = CancelWatcher()
         self._pool.open(wait=False)
 
     def _configure(self, conn: Conn) -> None:
@@ -84,6 +89,7 @@ class Pool:
 
     def close(self) -> None:
         self._pool.close()
+        self._watcher.close()
 
     # -- messages ------------------------------------------------------------------------
 
@@ -136,7 +142,7 @@ class Pool:
         for attempt in (0, 1):
             token.raise_if_cancelled()
             try:
-                with self.connection() as conn, cancelling(conn, token):
+                with self.connection() as conn, self._watcher.watching(conn, token):
                     # In the BEGIN itself: a SET TRANSACTION would cost a round trip.
                     conn.isolation_level, conn.read_only = _REPEATABLE_READ, True
                     with conn.transaction():
@@ -149,17 +155,20 @@ class Pool:
                 raise self.failure(exc, token) from None
         raise AssertionError("unreachable")
 
-    def statement(self, work: Callable[[Conn], T]) -> T:
+    def statement(self, work: Callable[[Conn], T], token: CancelToken = NULL_TOKEN) -> T:
         """``work``, a single statement, in autocommit (its own snapshot, no BEGIN or COMMIT
-        round trips), retried once on a broken connection like ``read``."""
+        round trips), retried once on a broken connection and cancelled like ``read``."""
         for attempt in (0, 1):
+            token.raise_if_cancelled()
             try:
-                with self.connection() as conn:
-                    return work(conn)
+                with self.connection() as conn, self._watcher.watching(conn, token):
+                    result = work(conn)
+                token.raise_if_cancelled()
+                return result
             except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-                if attempt == 0 and _retriable(exc):
+                if attempt == 0 and _retriable(exc) and not token.cancelled:
                     continue
-                raise self.failure(exc, NULL_TOKEN) from None
+                raise self.failure(exc, token) from None
         raise AssertionError("unreachable")
 
     def write(self, work: Callable[[Conn], T], in_doubt: str | None = None) -> T:
@@ -179,34 +188,86 @@ class Pool:
             raise self.failure(exc, NULL_TOKEN) from None
 
 
-@contextmanager
-def cancelling(conn: Conn, token: CancelToken) -> Generator[None, None, None]:
-    """While the block runs, a fired token cancels the running statement within 100 ms."""
-    if token is NULL_TOKEN:
-        yield
-        return
-    # The block never waits for the watcher: it marks itself done under the lock, so a watcher
-    # that wakes later cancels nothing (joining cost up to one poll, 50 ms, per read).
-    lock = threading.Lock()
-    done = threading.Event()
+def _check_idle(conn: Conn) -> None:
+    """The pool's checkout check without a round trip: an idle pooled connection receives
+    nothing (it never LISTENs), so a socket with input pending holds a server's termination
+    notice or EOF (a restart); only then, or in an unexpected state, is it checked by a round
+    trip, which raises for a broken connection so that the pool replaces it."""
+    if not conn.closed and conn.pgconn.transaction_status == TransactionStatus.IDLE:
+        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+        if not readable:
+            return
+    psycopg_pool.ConnectionPool.check_connection(conn)
 
-    def watch() -> None:
+
+class _Watched:
+    __slots__ = ("conn", "token", "lock", "done")
+
+    def __init__(self, conn: Conn, token: CancelToken) -> None:
+        self.conn, self.token = conn, token
+        self.lock = threading.Lock()
+        self.done = False
+
+
+class CancelWatcher:
+    """One thread per pool that cancels, within 100 ms of its token firing, the running statement
+    of every read registered with ``watching``; it sleeps while no read is registered. A read
+    costs a registration, not a thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._reads: set[_Watched] = set()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    @contextmanager
+    def watching(self, conn: Conn, token: CancelToken) -> Generator[None, None, None]:
+        if token is NULL_TOKEN:
+            yield
+            return
+        read = _Watched(conn, token)
+        with self._lock:
+            self._reads.add(read)
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(
+                    target=self._run, name="dsh-query-pg-cancel", daemon=True
+                )
+                self._thread.start()
+            self._lock.notify()
+        try:
+            yield
+        finally:
+            # Marked done under its own lock: a cancel that starts later cancels nothing, and
+            # one in progress finishes before the connection can go back to the pool.
+            with read.lock:
+                read.done = True
+            with self._lock:
+                self._reads.discard(read)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._lock.notify()
+
+    def _run(self) -> None:
         while True:
-            fired = token.wait(_CANCEL_POLL_SECONDS)
-            with lock:
-                if done.is_set():
+            with self._lock:
+                while not self._reads and not self._closed:
+                    self._lock.wait()
+                if self._closed:
                     return
-                if fired:
-                    try:
-                        conn.cancel_safe(timeout=5)
-                    except psycopg.Error as exc:
-                        log.debug("cancel failed: %s", type(exc).__name__)
-                    return
+                fired = [read for read in self._reads if read.token.cancelled]
+                self._reads.difference_update(fired)
+            for read in fired:  # rare: a thread each, so one slow cancel delays no other
+                threading.Thread(target=_cancel, args=(read,), daemon=True).start()
+            time.sleep(_CANCEL_POLL_SECONDS)
 
-    watcher = threading.Thread(target=watch, name="dsh-query-pg-cancel", daemon=True)
-    watcher.start()
-    try:
-        yield
-    finally:
-        with lock:
-            done.set()
+
+def _cancel(read: _Watched) -> None:
+    with read.lock:
+        if read.done:
+            return
+        try:
+            read.conn.cancel_safe(timeout=5)
+        except psycopg.Error as exc:
+            log.debug("cancel failed: %s", type(exc).__name__)

@@ -7,7 +7,7 @@ validates the header, the continuity of the rows and every record, and any defec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, cast
 
 from msgspec import UNSET
@@ -221,6 +221,28 @@ def decode_header(session_id: str, text: str, created_at: object | None = None) 
         if not ok:
             raise _corrupt_row(session_id, reason)
     return header
+
+
+def listed_header(session_id: str, text: str, created_at: object) -> Header:
+    """A listing row's header (§3.2): checked as in §3.3, but a foreign version is listed, not
+    refused."""
+    try:
+        return decode_header(session_id, text, created_at)
+    except SessionPersistenceCorruptionError:
+        raise
+    except Exception:  # noqa: BLE001 - a foreign version is listed, not refused (§3.2)
+        return Header.from_json(text.encode("utf-8"))
+
+
+def span_events(found: Iterable[Sequence[object]], lo: int, hi: int) -> list[Event]:
+    """The stored events ``lo..hi`` of (seq, last_seq, record) rows, in order; a row that does
+    not decode is corruption."""
+    stored: list[Event] = []
+    for a, b, c in found:
+        stored.extend(
+            e for e in decode_record((int(str(a)), int(str(b)), str(c))) if lo <= e.seq <= hi
+        )
+    return stored
 
 
 def _invalid(seq: int, reason: str) -> SessionPersistenceCorruptionError:

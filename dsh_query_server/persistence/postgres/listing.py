@@ -1,0 +1,112 @@
+"""Listing and its memo (postgres.md §3.2): the sessions' headers and revisions at one snapshot,
+kept per (epoch, store_id, deletions) and merged by ``change`` while only ``change_count`` grew."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import LiteralString
+
+from psycopg import sql
+
+from ...cancel import CancelToken
+from ..base import Snapshot
+from . import rows
+from .connection import Conn, Pool
+from .errors import PostgresUnavailableError
+from .schema import StoreIdentity
+
+_FETCH = 1000
+_SELECT: LiteralString = (
+    "SELECT id, header, created_at, event_count, revision::text FROM {s}.sessions"
+)
+
+Key = tuple[str, str, int]  # (epoch, store_id, deletions)
+
+
+def revision_of(identity: StoreIdentity, count: int, revision: str) -> str:
+    return f"{identity.prefix}:events:{count}:revision:{revision}"
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    key: Key
+    change_count: int
+    snapshots: dict[str, Snapshot]
+    ordered: tuple[Snapshot, ...]
+
+
+class Listings:
+    """The current listing of one mount, through its memo (exact, §3.2)."""
+
+    def __init__(
+        self, pool: Pool, schema: str, open_store: Callable[[Conn], StoreIdentity | None]
+    ) -> None:
+        self._pool = pool
+        self._schema = schema
+        self._open = open_store
+        self._memo: Listing | None = None
+
+    def _q(self, text: LiteralString) -> sql.Composed:
+        return sql.SQL(text).format(s=sql.Identifier(self._schema))
+
+    def _token(self, conn: Conn) -> tuple[Key, int, str] | None:
+        """The listing token: ((epoch, store_id, deletions), change_count, store_id)."""
+        row = conn.execute(
+            self._q(
+                "SELECT store_id::text, change_count, deletions,"
+                " pg_catalog.pg_postmaster_start_time()::text FROM {s}.store"
+            )
+        ).fetchone()
+        if row is None:
+            return None
+        return (str(row[3]), str(row[0]), int(str(row[2]))), int(str(row[1])), str(row[0])
+
+    def current(self, opened: bool, token: CancelToken) -> Listing | None:
+        """The listing at one snapshot; None for a store that lists nothing. While the memo is
+        kept (and the store was ``opened``), the token is one statement on its own (no BEGIN or
+        COMMIT): its snapshot shows the memo's token, so the listing at that snapshot is the
+        memo. Any other answer reads in a REPEATABLE READ transaction."""
+        old = self._memo
+        if old is not None and opened:
+            found = self._pool.statement(self._token, token)
+            if found is not None and (found[0], found[1]) == (old.key, old.change_count):
+                return old
+        return self._pool.read(lambda conn: self._read(conn, token), token)
+
+    def _read(self, conn: Conn, token: CancelToken) -> Listing | None:
+        identity = self._open(conn)
+        if identity is None:
+            return None
+        found_token = self._token(conn)
+        if found_token is None:
+            return None
+        key, change, store_id = found_token
+        if store_id != identity.store_id:
+            raise PostgresUnavailableError(
+                f'postgres schema "{self._schema}" changed under this mount; remount it'
+            )
+        old = self._memo
+        if old is not None and old.key == key and old.change_count == change:
+            return old
+        if old is not None and old.key == key and old.change_count < change:
+            found = dict(old.snapshots)
+            cursor = conn.execute(self._q(_SELECT + " WHERE change > %s"), (old.change_count,))
+        else:
+            found = {}
+            cursor = conn.execute(self._q(_SELECT))
+        while batch := cursor.fetchmany(_FETCH):
+            token.raise_if_cancelled()
+            for item in batch:
+                snapshot = _snapshot(identity, item)
+                found[snapshot.header.id] = snapshot
+        ordered = tuple(found[k] for k in sorted(found))
+        listing = Listing(key, change, found, ordered)
+        self._memo = listing
+        return listing
+
+
+def _snapshot(identity: StoreIdentity, row: tuple[object, ...]) -> Snapshot:
+    session_id, text, created_at = str(row[0]), str(row[1]), row[2]
+    header = rows.listed_header(session_id, text, created_at)
+    return Snapshot(header, revision_of(identity, int(str(row[3])), str(row[4])))
