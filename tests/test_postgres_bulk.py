@@ -19,7 +19,9 @@ from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.base import BulkResult, Capabilities, Inspection, Snapshot
 from dsh_query_server.persistence.binding import PersistenceBinding
+from dsh_query_server.persistence.composite import CompositeBackend
 from dsh_query_server.persistence.postgres import PostgresBackend, bulk, open_postgres
+from dsh_query_server.persistence.uri import open_backend
 from dsh_query_server.search import documents, reconcile
 from dsh_query_server.search.reconcile import SearchIndex
 from dsh_query_server.session.store import SessionStore
@@ -66,7 +68,7 @@ def _damage(db: PgDatabase, schema: str, sid: str, kind: str) -> None:
         sql(db, f"UPDATE {schema}.sessions SET event_count = event_count + 1 WHERE id = %s", sid)
 
 
-def _expected(backend: PostgresBackend, sid: str) -> Inspection | Exception:
+def _expected(backend: PostgresBackend | CompositeBackend, sid: str) -> Inspection | Exception:
     try:
         return backend.inspect(sid)
     except Exception as exc:  # noqa: BLE001 - compared with the bulk result
@@ -320,4 +322,50 @@ def test_the_index_built_in_bulk_equals_the_one_built_id_by_id(
             assert isinstance(built[0], list) and len(built[0]) == len(specs)
     finally:
         backend.close()
+        plain.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# through a composite mount (importers.md §4.1): a postgres member beside a sqlite one
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=_SLOW)
+@given(
+    specs=st.lists(
+        st.tuples(st.booleans(), st.integers(1, 30), st.booleans()), min_size=1, max_size=8
+    ),
+    missing=st.lists(st.sampled_from(["nope", "zz"]), max_size=2),
+    limit=st.integers(0, 40),
+)
+def test_a_composite_reads_its_postgres_member_in_bulk(
+    pg_database: PgDatabase,
+    tmp_path_factory: pytest.TempPathFactory,
+    specs: list[tuple[bool, int, bool]],
+    missing: list[str],
+    limit: int,
+) -> None:
+    schema = f"bulk_{uuid.uuid4().hex[:12]}"
+    path = str(tmp_path_factory.mktemp("composite") / "store.sqlite")
+    pg, lite = _store(pg_database, schema), open_backend(f"sqlite:{path}")
+    composite = CompositeBackend([pg, lite], "composite")
+    plain = CompositeBackend([_PerId(_store(pg_database, schema)), lite], "plain")
+    try:
+        assert Capabilities.of(composite).bulk is composite
+        for i, (on_pg, length, closed) in enumerate(specs):
+            sid = f"s{i}"
+            member = pg if on_pg else lite
+            member.create(header(sid))
+            member.append(sid, _log(length, closed, ["needle", "hay"]))
+        ids = [f"s{i}" for i in range(len(specs))] + missing
+        got = list(composite.inspect_many(ids, limit))
+        assert [sid for sid, _ in got] == ids
+        for (sid, result), spec in zip(got, [*specs, *([None] * len(missing))], strict=True):
+            if result is None:  # the caller's own read: a sqlite id, a missing one, a long log
+                assert spec is None or not spec[0] or spec[1] + (1 if spec[2] else 0) > limit
+                continue
+            assert spec is not None and spec[0]
+            assert _same(result, _expected(composite, sid))
+        assert _build(composite) == _build(plain)
+    finally:
+        pg.close()
         plain.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
 from .. import errors, jsoncodec
@@ -14,6 +14,7 @@ from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
 from .base import (
+    BulkResult,
     Capabilities,
     Inspection,
     PersistenceBackend,
@@ -107,6 +108,32 @@ class CompositeBackend:
         if owner is None:
             raise CompositeError(f'session "{session_id}" not found')
         return self.members[owner].inspect(session_id, token)
+
+    def inspect_many(
+        self, session_ids: Sequence[str], limit: int, token: CancelToken = NULL_TOKEN
+    ) -> Iterator[tuple[str, BulkResult]]:
+        """base.BulkInspector: each run of consecutive ids one member owns goes to that member's
+        bulk read; an id of a member without one, or that no member lists, is left to the caller
+        (None), whose ``inspect`` then answers it exactly as before."""
+        with self._lock:
+            known = self._owner
+        if any(sid not in known for sid in session_ids):
+            self.list(token)  # one listing for every id the last one did not list, as _owner_of
+            with self._lock:
+                known = self._owner
+        owners = [known.get(sid) for sid in session_ids]
+        start = 0
+        while start < len(session_ids):
+            owner, end = owners[start], start + 1
+            while end < len(session_ids) and owners[end] == owner:
+                end += 1
+            reader = None if owner is None else self._caps[owner].bulk
+            if reader is None:
+                for sid in session_ids[start:end]:
+                    yield sid, None
+            else:
+                yield from reader.inspect_many(session_ids[start:end], limit, token)
+            start = end
 
     @property
     def supports_raw_artifacts(self) -> bool:
