@@ -376,6 +376,11 @@ def test_windows_follow_appends_and_errors(
         with pytest.raises(SessionPersistenceCorruptionError) as info:
             read()
         assert str(info.value) == 'corrupt postgres session row "s": header is not a JSON object'
+    sql(pg_database, """UPDATE dsh_query.sessions SET header = '{"id": "s",'""")
+    for read in (lambda: backend.inspect("s"), lambda: backend.list()):
+        with pytest.raises(SessionPersistenceCorruptionError) as info:
+            read()
+        assert str(info.value).startswith('corrupt postgres session row "s": header is not JSON: ')
 
 
 # ---------------------------------------------------------------------------------------------

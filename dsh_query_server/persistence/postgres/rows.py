@@ -190,12 +190,12 @@ def _is_subagent(value: object) -> bool:
 def decode_header(session_id: str, text: str, created_at: object | None = None) -> Header:
     """Step 1 of §3.3 for a sessions row's ``header`` (and, in listings, its key columns)."""
     try:
-        value = jsoncodec.loads(text.encode("utf-8"))
-    except (jsoncodec.JSONDecodeError, UnicodeEncodeError) as exc:
-        raise _corrupt_row(session_id, f"header is not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise _corrupt_row(session_id, "header is not a JSON object")
-    header = Header.from_json(text.encode("utf-8"))
+        raw = text.encode("utf-8")
+        # One parse: a typed decode succeeds exactly for a strict JSON object; anything else
+        # is parsed again below for the message that says why.
+        header = Header.from_json(raw)
+    except (ValueError, UnicodeEncodeError):
+        header = _not_a_header(session_id, text)
     _require_format_v0(header)
     checks = (
         (header.id == session_id, "header id does not match the row's id"),
@@ -221,6 +221,16 @@ def decode_header(session_id: str, text: str, created_at: object | None = None) 
         if not ok:
             raise _corrupt_row(session_id, reason)
     return header
+
+
+def _not_a_header(session_id: str, text: str) -> Header:
+    try:
+        value = jsoncodec.loads(text.encode("utf-8"))
+    except (jsoncodec.JSONDecodeError, UnicodeEncodeError) as exc:
+        raise _corrupt_row(session_id, f"header is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise _corrupt_row(session_id, "header is not a JSON object")
+    return Header.from_json(text.encode("utf-8"))  # a JSON object: the typed decode above took it
 
 
 def listed_header(session_id: str, text: str, created_at: object) -> Header:
