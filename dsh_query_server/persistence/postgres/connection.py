@@ -139,25 +139,23 @@ class Pool:
     def read(self, work: Callable[[Conn], T], token: CancelToken = NULL_TOKEN) -> T:
         """``work`` in one REPEATABLE READ READ ONLY transaction, retried once on a broken
         connection, cancelled through the server when ``token`` fires."""
-        for attempt in (0, 1):
-            token.raise_if_cancelled()
-            try:
-                with self.connection() as conn, self._watcher.watching(conn, token):
-                    # In the BEGIN itself: a SET TRANSACTION would cost a round trip.
-                    conn.isolation_level, conn.read_only = _REPEATABLE_READ, True
-                    with conn.transaction():
-                        result = work(conn)
-                token.raise_if_cancelled()
-                return result
-            except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-                if attempt == 0 and _retriable(exc) and not token.cancelled:
-                    continue
-                raise self.failure(exc, token) from None
-        raise AssertionError("unreachable")
+
+        def in_transaction(conn: Conn) -> T:
+            # In the BEGIN itself: a SET TRANSACTION would cost a round trip.
+            conn.isolation_level, conn.read_only = _REPEATABLE_READ, True
+            with conn.transaction():
+                return work(conn)
+
+        return self._retried(in_transaction, token)
 
     def statement(self, work: Callable[[Conn], T], token: CancelToken = NULL_TOKEN) -> T:
         """``work``, a single statement, in autocommit (its own snapshot, no BEGIN or COMMIT
         round trips), retried once on a broken connection and cancelled like ``read``."""
+        return self._retried(work, token)
+
+    def _retried(self, work: Callable[[Conn], T], token: CancelToken) -> T:
+        """``work`` on a pooled connection, watched for ``token``; once more on a fresh one when
+        the connection broke under it (a restart), unless the token fired."""
         for attempt in (0, 1):
             token.raise_if_cancelled()
             try:
