@@ -94,13 +94,18 @@ class CompositeBackend:
         return [Snapshot(s.header, f"{i}/{s.revision}") for i, s in out]
 
     def _owner_of(self, session_id: str, token: CancelToken) -> int | None:
+        return self._owners([session_id], token)[0]
+
+    def _owners(self, session_ids: Sequence[str], token: CancelToken) -> list[int | None]:
+        """The member that lists each id, by the last listing; one new listing when it did not
+        list them all."""
         with self._lock:
-            owner = self._owner.get(session_id)
-        if owner is None:
+            known = self._owner
+        if any(sid not in known for sid in session_ids):
             self.list(token)
             with self._lock:
-                owner = self._owner.get(session_id)
-        return owner
+                known = self._owner
+        return [known.get(sid) for sid in session_ids]
 
     def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         token = token or NULL_TOKEN
@@ -115,13 +120,7 @@ class CompositeBackend:
         """base.BulkInspector: each run of consecutive ids one member owns goes to that member's
         bulk read; an id of a member without one, or that no member lists, is left to the caller
         (None), whose ``inspect`` then answers it exactly as before."""
-        with self._lock:
-            known = self._owner
-        if any(sid not in known for sid in session_ids):
-            self.list(token)  # one listing for every id the last one did not list, as _owner_of
-            with self._lock:
-                known = self._owner
-        owners = [known.get(sid) for sid in session_ids]
+        owners = self._owners(session_ids, token)
         start = 0
         while start < len(session_ids):
             owner, end = owners[start], start + 1
