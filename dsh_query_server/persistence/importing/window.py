@@ -47,22 +47,18 @@ def _index(value: JSONValue, out: Links) -> None:
     while stack:
         node = stack.pop()
         parent = id(node)
-        if type(node) is dict:
-            for k, v in cast(dict[str, object], node).items():
-                t = type(v)
-                if t is dict or t is list:
-                    out[id(v)] = (parent, k)
-                    stack.append(v)
-                elif t is str and len(cast(str, v)) >= MIN_REF_STRING:
-                    out[id(v)] = (parent, k)
-        else:
-            for i, v in enumerate(cast(list[object], node)):
-                t = type(v)
-                if t is dict or t is list:
-                    out[id(v)] = (parent, i)
-                    stack.append(v)
-                elif t is str and len(cast(str, v)) >= MIN_REF_STRING:
-                    out[id(v)] = (parent, i)
+        members: Iterator[tuple[str | int, object]] = (
+            iter(cast(dict[str, object], node).items())
+            if type(node) is dict
+            else enumerate(cast(list[object], node))
+        )
+        for k, v in members:
+            t = type(v)
+            if t is dict or t is list:
+                out[id(v)] = (parent, k)
+                stack.append(v)
+            elif t is str and len(cast(str, v)) >= MIN_REF_STRING:
+                out[id(v)] = (parent, k)
 
 
 def _ref(links: Links, key: int) -> JSONValue:
