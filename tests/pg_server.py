@@ -18,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -191,3 +192,24 @@ def pg_database_fixture(pg_server: PgServer) -> Iterator[PgDatabase]:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
+
+
+def hold_table_lock(db: PgDatabase, table: str, release: threading.Event) -> threading.Thread:
+    """A thread holding ACCESS EXCLUSIVE on ``dsh_query.<table>`` until ``release`` is set (at
+    most 30 s); returns once the lock is held."""
+    locked = threading.Event()
+
+    def hold() -> None:
+        with db.connect() as conn, conn.transaction():
+            conn.execute(
+                sql.SQL("LOCK TABLE dsh_query.{} IN ACCESS EXCLUSIVE MODE").format(
+                    sql.Identifier(table)
+                )
+            )
+            locked.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    assert locked.wait(10)
+    return thread

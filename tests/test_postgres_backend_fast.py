@@ -13,13 +13,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from psycopg import sql as psql
 
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.model.event import Event, make_event
 from dsh_query_server.persistence.postgres import PostgresBackend, open_postgres
 
-from .pg_server import PgDatabase
+from .pg_server import PgDatabase, hold_table_lock
 from .test_postgres import chunk, header, raws, sql, turn_end, turn_start, user
 
 _SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
@@ -168,25 +167,6 @@ def test_the_token_statement_listing_equals_a_full_read(
         writer.close()
 
 
-def _locked(db: PgDatabase, table: str, release: threading.Event) -> threading.Thread:
-    locked = threading.Event()
-
-    def hold() -> None:
-        with db.connect() as conn, conn.transaction():
-            conn.execute(
-                psql.SQL("LOCK TABLE dsh_query.{} IN ACCESS EXCLUSIVE MODE").format(
-                    psql.Identifier(table)
-                )
-            )
-            locked.set()
-            release.wait(30)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    assert locked.wait(10)
-    return thread
-
-
 @pytest.mark.parametrize("table", ["events", "store"])
 def test_one_statement_reads_are_cancelled_on_the_server(
     pg_database: PgDatabase, table: str
@@ -198,7 +178,7 @@ def test_one_statement_reads_are_cancelled_on_the_server(
         backend.inspect_window("s", 0, 3)
         backend.list_snapshots()  # both memos are current: each read is one statement first
         release = threading.Event()
-        holder = _locked(pg_database, table, release)
+        holder = hold_table_lock(pg_database, table, release)
         try:
             token = CancelToken()
             threading.Timer(0.3, token.cancel).start()

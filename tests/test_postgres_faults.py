@@ -25,7 +25,7 @@ from dsh_query_server.persistence.postgres import (
 )
 from dsh_query_server.persistence.uri import open_backend
 
-from .pg_server import PgDatabase
+from .pg_server import PgDatabase, hold_table_lock
 
 
 def header(session_id: str) -> Header:
@@ -278,26 +278,11 @@ def test_a_read_only_role(pg_database: PgDatabase) -> None:
         writer.close()
 
 
-def _hold_lock(db: PgDatabase, release: threading.Event) -> threading.Thread:
-    locked = threading.Event()
-
-    def hold() -> None:
-        with db.connect() as conn, conn.transaction():
-            conn.execute("LOCK TABLE dsh_query.events IN ACCESS EXCLUSIVE MODE")
-            locked.set()
-            release.wait(30)
-
-    thread = threading.Thread(target=hold)
-    thread.start()
-    assert locked.wait(10)
-    return thread
-
-
 def test_statement_timeout_is_honoured(pg_database: PgDatabase) -> None:
     _initialized(pg_database)
     backend = open_postgres(pg_database.socket_uri(statementTimeoutMs="200"))
     release = threading.Event()
-    holder = _hold_lock(pg_database, release)
+    holder = hold_table_lock(pg_database, "events", release)
     try:
         started = time.monotonic()
         with pytest.raises(PostgresUnavailableError) as info:
@@ -314,7 +299,7 @@ def test_cancellation_stops_a_blocked_read_on_the_server(pg_database: PgDatabase
     _initialized(pg_database)
     backend = open_postgres(pg_database.socket_uri(applicationName="cancel-probe"))
     release = threading.Event()
-    holder = _hold_lock(pg_database, release)
+    holder = hold_table_lock(pg_database, "events", release)
     token = CancelToken()
     try:
         timer = threading.Timer(0.3, token.cancel)

@@ -168,7 +168,7 @@ def test_exit_codes_for_usage_errors_and_failures(tmp_path: Path, pg_database: P
     assert code == 1 and "cannot be mounted" in err
 
 
-def _sync_process(*argv: str, **popen: Any) -> subprocess.Popen[str]:
+def sync_process(*argv: str, **popen: Any) -> subprocess.Popen[str]:
     root = str(Path(__file__).resolve().parent.parent)
     return subprocess.Popen(
         [
@@ -191,7 +191,7 @@ def test_watch_repeats_reports_a_skip_once_and_stops_on_sigterm(
     assert sync("--to", target, first)[0] == 0
     path = tmp_path / "b.db"
     source = sqlite_source(path, {"s": [ev(0), ev(1, "b")], "t": [ev(0)]})
-    process = _sync_process("--to", target, source, "--watch", "1", stderr=subprocess.PIPE)
+    process = sync_process("--to", target, source, "--watch", "1", stderr=subprocess.PIPE)
     lines: list[str] = []
     assert process.stderr is not None
     reading = threading.Thread(target=lambda: lines.extend(process.stderr or ()), daemon=True)
@@ -264,7 +264,7 @@ def test_a_terminal_shows_a_progress_bar_and_a_pipe_does_not(
     diverged = sqlite_source(tmp_path / "d.db", {"s0": [ev(0), ev(1, "other")]})
     target = pg_database.socket_uri()
     master, slave = pty.openpty()
-    process = _sync_process(
+    process = sync_process(
         "--to",
         target,
         source,
@@ -306,7 +306,7 @@ def test_a_killed_sync_leaves_a_valid_prefix_and_the_next_run_completes_it(
     source = sqlite_source(tmp_path / "big.db", logs)
     target = pg_database.socket_uri()
     sql_target = pg_database.connect()
-    process = _sync_process("--to", target, source, stderr=subprocess.DEVNULL)
+    process = sync_process("--to", target, source, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and _change_count(sql_target) < 2:

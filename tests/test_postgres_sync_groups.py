@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -33,6 +31,7 @@ from dsh_query_server.persistence.postgres import open_postgres
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
 from .pg_server import PgDatabase
+from .test_postgres_sync import sync_process
 
 _SLOW = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 IDS = ["a", "b", "c", "d", "e", "f", "g"]
@@ -194,22 +193,6 @@ def test_grouped_sync_leaves_what_one_session_per_transaction_leaves(
     assert grouped[0] in (0, 3)
 
 
-def _sync_process(*argv: str) -> subprocess.Popen[str]:
-    root = str(Path(__file__).resolve().parent.parent)
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from dsh_query_server.cli.sync import main; sys.exit(main())",
-            *argv,
-        ],
-        text=True,
-        env={**os.environ, "PYTHONPATH": root},
-        stderr=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-    )
-
-
 class Big(tuple[str, dict[str, list[Event]]]):
     def __repr__(self) -> str:  # hypothesis prints its arguments
         return f"Big({self[0]!r})"
@@ -256,7 +239,9 @@ def test_a_sync_killed_after_any_commit_leaves_a_valid_prefix_that_a_rerun_compl
     source, logs = big_source
     schema = f"s_{uuid.uuid4().hex[:12]}"
     target = pg_database.socket_uri(schema=schema)
-    process = _sync_process("--to", target, source)
+    process = sync_process(
+        "--to", target, source, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and process.poll() is None:
