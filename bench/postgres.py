@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -159,7 +160,17 @@ class PostgresSection(BenchBase):
         log("postgres: readEvent +-50 on both probes, sampled in turn with the sqlite server")
         for sid, length in ((PROBE_SHORT, self.short_len), (PROBE_LONG, self.long_len)):
             seqs = [self.rng.randrange(length) for _ in range(1000)]
-            base, window = self._read_pair(sqlite, pg, sid, seqs)
+            base, window = self._at_seqs(
+                sqlite,
+                pg,
+                seqs,
+                lambda client, seq: client.request(
+                    "sessionQuery/readEvent",
+                    {"sessionId": sid, "seq": seq, "before": 50, "after": 50},  # noqa: B023 - run now
+                ),
+                self.n(200),
+                60 * self.iters,
+            )
             ratio = window.p50 / base.p50
             self.add(
                 Row(
@@ -174,23 +185,25 @@ class PostgresSection(BenchBase):
                 )
             )
 
-    def _read_pair(
-        self, sqlite: WireClient, pg: WireClient, sid: str, seqs: list[int]
+    def _at_seqs(
+        self,
+        sqlite: WireClient,
+        pg: WireClient,
+        seqs: list[int],
+        request: Callable[[WireClient, int], Any],
+        n: int,
+        budget: float,
     ) -> list[Stats]:
-        """readEvent +-50 at the same seq on both servers, in turn, then the next seq."""
+        """``request`` at the same seq on both servers, in turn, then the next seq."""
         turn = [0]
 
-        def read(client: WireClient) -> Any:
+        def at(client: WireClient) -> Any:
             seq = seqs[turn[0] % len(seqs)]
             if client is pg:
                 turn[0] += 1
-            return client.request(
-                "sessionQuery/readEvent", {"sessionId": sid, "seq": seq, "before": 50, "after": 50}
-            )
+            return request(client, seq)
 
-        return measure_interleaved(
-            [lambda: read(sqlite), lambda: read(pg)], self.n(200), budget=60 * self.iters
-        )
+        return measure_interleaved([lambda: at(sqlite), lambda: at(pg)], n, budget=budget)
 
     def _pg_long(self, sqlite: WireClient, pg: WireClient) -> None:
         """§8 "also reported": listEvents and traceEvent on the long probe, in turn with sqlite."""
@@ -215,16 +228,15 @@ class PostgresSection(BenchBase):
             )
         )
         seqs = [self.rng.randrange(self.long_len) for _ in range(100)]
-        turn = [0]
-
-        def trace(client: WireClient) -> Any:
-            seq = seqs[turn[0] % len(seqs)]
-            if client is pg:
-                turn[0] += 1
-            return client.request("sessionQuery/traceEvent", {"sessionId": PROBE_LONG, "seq": seq})
-
-        base, traced = measure_interleaved(
-            [lambda: trace(sqlite), lambda: trace(pg)], self.n(10), budget=90 * self.iters
+        base, traced = self._at_seqs(
+            sqlite,
+            pg,
+            seqs,
+            lambda client, seq: client.request(
+                "sessionQuery/traceEvent", {"sessionId": PROBE_LONG, "seq": seq}
+            ),
+            self.n(10),
+            90 * self.iters,
         )
         self.add(
             Row(
