@@ -114,8 +114,8 @@ def limits(events: int, grouped: bool) -> Iterator[None]:
         sync_module._Sync._append = packing  # type: ignore[method-assign]
 
 
-def _plain_append(self: Any, session_id: str, events: list[Event]) -> None:
-    """The path without groups or packing ahead: ``append`` per batch."""
+def _plain_append(self: Any, session_id: str, events: list[Event], kept: object = None) -> None:
+    """The path without groups, packing ahead or kept rows: ``append`` per batch."""
     for batch in sync_group.batches(events):
         self.target.append(session_id, batch)
         self.progress.appended(len(batch))

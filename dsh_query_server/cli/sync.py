@@ -28,6 +28,7 @@ from ..persistence.jsonl import JsonlBackend
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import AppendInDoubtError, SessionAppendConflictError
+from ..persistence.postgres.rows import Kept
 from ..persistence.uri import absolute_uri, open_backend
 from .sync_group import (
     MAX_BATCH_BYTES,
@@ -115,18 +116,19 @@ class _Sync:
         self.strict = False
         self.group_failed = False
 
-    def _append(self, session_id: str, events: list[Event]) -> None:
-        """Commits in batches (§6), so an interrupted run leaves a valid prefix. A long log's
-        batches are packed by a helper thread ahead of the one committing, so packing overlaps
-        the commits' waits (they are sequential: each starts where the last ended)."""
+    def _append(self, session_id: str, events: list[Event], kept: Kept) -> None:
+        """Commits in batches (§6), so an interrupted run leaves a valid prefix; each stores
+        the source's kept rows that lie wholly in it as they are. A long log's batches are
+        packed by a helper thread ahead of the one committing, so packing overlaps the commits'
+        waits (they are sequential: each starts where the last ended)."""
         parts = batches(events)
         if len(parts) < 2:
             for batch in parts:
-                self.target.append(session_id, batch)
+                self.target.append_group([packed_batch(session_id, batch, kept)])
                 self.progress.appended(len(batch))
             return
         with ThreadPoolExecutor(1, thread_name_prefix="dsh-query-sync-pack") as packer:
-            packed = [packer.submit(packed_batch, session_id, part) for part in parts]
+            packed = [packer.submit(packed_batch, session_id, part, kept) for part in parts]
             try:
                 for part, write in zip(parts, packed, strict=True):
                     self.target.append_group([write.result()])
@@ -150,11 +152,13 @@ class _Sync:
         known = (
             entry is not None and target_revision is not None and entry.target == (target_revision)
         )
-        header, events = read_source(source, session_id, token)
+        header, events, kept = read_source(source, session_id, token)
         absent = target_revision is None  # the cycle's listing had no such session
         # Not one this run created empty: its first append takes that header (see _decide).
         if absent and not self.dry_run and session_id not in self.created:
-            grouped = member(report, snapshot, header, events, MAX_BATCH_EVENTS, MAX_BATCH_BYTES)
+            grouped = member(
+                report, snapshot, header, events, kept, MAX_BATCH_EVENTS, MAX_BATCH_BYTES
+            )
             if grouped is not None:
                 full = self.pending.add(grouped)
                 if full is not None:
@@ -169,8 +173,8 @@ class _Sync:
             and len(events) >= entry.count
             and prefix_digest(events[: entry.count]) == entry.sha256
         ):
-            outcome = self._extend(session_id, events, entry.count)
-        self._resolve(report, snapshot, header, events, absent, outcome)
+            outcome = self._extend(session_id, events, kept, entry.count)
+        self._resolve(report, snapshot, header, events, kept, absent, outcome)
 
     @staticmethod
     def _unchanged(snapshot: Snapshot, state: SyncState, revisions: dict[str, str]) -> bool:
@@ -189,6 +193,7 @@ class _Sync:
         snapshot: Snapshot,
         header: Header,
         events: list[Event],
+        kept: Kept,
         absent: bool,
         outcome: str | None,
     ) -> None:
@@ -198,7 +203,7 @@ class _Sync:
             if outcome is not None:
                 break
             try:
-                outcome = self._decide(report, header, events, absent)
+                outcome = self._decide(report, header, events, kept, absent)
             except SessionAppendConflictError:
                 absent = False  # another writer moved the target: read it, decide again
         if outcome is None:
@@ -238,7 +243,9 @@ class _Sync:
             for item in group:
                 self._local.pair = (item.snapshot.revision, "")
                 try:
-                    self._resolve(item.report, item.snapshot, item.header, item.events, True, None)
+                    self._resolve(
+                        item.report, item.snapshot, item.header, item.events, item.kept, True, None
+                    )
                 except Exception as exc:  # noqa: BLE001 - reported per session
                     self.fail(item.report, item.write.session_id, target_message(exc))
                     self.group_failed = True
@@ -265,19 +272,21 @@ class _Sync:
                 state.put(session_id, Entry(source_revision, revision, count, digest))
         self.settled.clear()
 
-    def _extend(self, session_id: str, events: list[Event], synced: int) -> str | None:
+    def _extend(self, session_id: str, events: list[Event], kept: Kept, synced: int) -> str | None:
         """Only the source moved since the last sync: its digest proves the target's prefix,
         so the new events are appended without reading the target (None: decide by reading)."""
         if len(events) == synced:
             return "unchanged"
         if not self.dry_run:
             try:
-                self._append(session_id, events[synced:])
+                self._append(session_id, events[synced:], kept)
             except SessionAppendConflictError:
                 return None
         return "grown"
 
-    def _decide(self, report: _Report, header: Header, events: list[Event], absent: bool) -> str:
+    def _decide(
+        self, report: _Report, header: Header, events: list[Event], kept: Kept, absent: bool
+    ) -> str:
         session_id = str(header.id)
         # Absent from the cycle's listing: create straight away (create checks the row itself,
         # and a writer that got there since makes the first append conflict: then we read).
@@ -294,7 +303,7 @@ class _Sync:
                             f'session "{session_id}" appeared in the target', session_id, 0, 0
                         ) from None
                     self.created.add(session_id)
-                self._append(session_id, events)
+                self._append(session_id, events, kept)
             return "created"
         stored = self.target.read_stored(session_id)
         if not headers_compatible(header, stored.header):
@@ -308,7 +317,7 @@ class _Sync:
             if m == n:
                 return "unchanged"
             if not self.dry_run:
-                self._append(session_id, events[n:])
+                self._append(session_id, events[n:], kept)
             return "grown"
         if difference is None:
             return "behind"

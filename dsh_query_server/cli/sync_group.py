@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 from ..cancel import CancelToken
 from ..model.event import Event, Header
 from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
+from ..persistence.jsonl import JsonlBackend
 from ..persistence.postgres import rows
 from ..persistence.postgres.writes import Write
 from ..values import is_nonneg_safe_integer
@@ -59,14 +60,18 @@ class _StoredReader(Protocol):
 
 def read_source(
     source: PersistenceBackend, session_id: str, token: CancelToken
-) -> tuple[Header, list[Event]]:
+) -> tuple[Header, list[Event], rows.Kept]:
     """What sync copies (§6): the stored valid prefix, or ``inspect`` for an importer without
-    ``read_stored`` (which must not synthesize events)."""
+    ``read_stored`` (which must not synthesize events); and of a ``jsonl:`` source, its packed
+    lines that the batches may store as they are (rows.encode_batch)."""
+    if isinstance(source, JsonlBackend):
+        log, lines = source.read_stored_kept(session_id, token)
+        return log.header, log.events, rows.kept_rows(log.events, lines)
     if isinstance(source, _StoredReader):
         log = source.read_stored(session_id, token)
-        return log.header, log.events
+        return log.header, log.events, {}
     inspected = source.inspect(session_id, token)
-    return inspected.meta, inspected.events
+    return inspected.meta, inspected.events, {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +82,7 @@ class Member:
     snapshot: Snapshot
     header: Header
     events: list[Event]
+    kept: rows.Kept
     write: Write
     size: int  # bytes of its events
     digest: str  # prefix_digest of its events
@@ -87,7 +93,7 @@ class Member:
 
 
 def group_write(
-    header: Header, events: list[Event], max_events: int, max_bytes: int
+    header: Header, events: list[Event], kept: rows.Kept, max_events: int, max_bytes: int
 ) -> tuple[Write, int] | None:
     """The session's one batch for a group, with its size in bytes, or None when it takes the
     one-by-one path: empty (nothing to write), larger than one batch, or anything
@@ -106,18 +112,19 @@ def group_write(
     try:
         if rows.batch_start(session_id, events) != 0:
             return None
-        records = rows.encode_batch(events)
+        records = rows.encode_batch(events, kept)
         text = rows.header_text(header)
     except (ValueError, TypeError):
         return None
     return Write(session_id, 0, len(events), records, text), size
 
 
-def packed_batch(session_id: str, events: list[Event]) -> Write:
-    """One batch of a session packed as ``append`` packs it (its errors too), without a header:
-    the session is stored or was created through the backend."""
+def packed_batch(session_id: str, events: list[Event], kept: rows.Kept) -> Write:
+    """One batch of a session packed as ``append`` packs it (its errors too), but with the
+    source's kept rows, without a header: the session is stored or was created through the
+    backend."""
     first = rows.batch_start(session_id, events)
-    return Write(session_id, first, first + len(events), rows.encode_batch(events), None)
+    return Write(session_id, first, first + len(events), rows.encode_batch(events, kept), None)
 
 
 def member(
@@ -125,15 +132,16 @@ def member(
     snapshot: Snapshot,
     header: Header,
     events: list[Event],
+    kept: rows.Kept,
     max_events: int,
     max_bytes: int,
 ) -> Member | None:
     """The session as a group member, or None (see ``group_write``)."""
-    grouped = group_write(header, events, max_events, max_bytes)
+    grouped = group_write(header, events, kept, max_events, max_bytes)
     if grouped is None:
         return None
     write, size = grouped
-    return Member(report, snapshot, header, events, write, size, prefix_digest(events))
+    return Member(report, snapshot, header, events, kept, write, size, prefix_digest(events))
 
 
 class Pending:

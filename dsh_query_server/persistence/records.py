@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any, ClassVar, Literal, overload
+from typing import Any, ClassVar, Literal, NamedTuple, overload
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -459,20 +459,75 @@ def packed_members(
     return None if data is None or times is None else _typed_members(tag, seq0, times, data)
 
 
+def _typed_line(line: bytes, tag: str) -> tuple[_TextRow | _ToolRow, list[int]] | None:
+    """The typed decode of a whole row's JSON text and its member times, when well-formed."""
+    decoder = _ROW_DECODERS.get(tag)
+    if decoder is None:
+        return None
+    try:
+        row = decoder.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if row.type != tag:
+        return None
+    times = _typed_times(row.data, row.seq0, row.time0, False)
+    return None if times is None else (row, times)
+
+
 def unpack_line(line: bytes, tag: str) -> list[Event]:
     """``unpack_row(loads(line))`` for the JSON text of a whole row whose ``type`` is ``tag``:
     one typed decode for a well-formed row, the exact checks of ``unpack_row`` otherwise."""
-    decoder = _ROW_DECODERS.get(tag)
-    if decoder is not None:
-        try:
-            row = decoder.decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            row = None
-        if row is not None and row.type == tag:
-            times = _typed_times(row.data, row.seq0, row.time0, False)
-            if times is not None:
-                return _typed_members(tag, row.seq0, times, row.data)
+    typed = _typed_line(line, tag)
+    if typed is not None:
+        row, times = typed
+        return _typed_members(tag, row.seq0, times, row.data)
     return unpack_row(jsoncodec.loads(line))
+
+
+def unpack_line_kept(line: bytes, tag: str) -> tuple[list[Event], int | None]:
+    """``unpack_line``, and the length of the row's ``data`` JSON when ``line`` is exactly the
+    compact JSON that ``PackedRow.to_json`` gives for the row's values (None otherwise): such a
+    line may be stored as its row (``sync``'s pass-through, postgres.md §6), since reading it
+    back gives the same members as reading the line did."""
+    typed = _typed_line(line, tag)
+    if typed is None:
+        return unpack_row(jsoncodec.loads(line)), None
+    row, times = typed
+    members = _typed_members(tag, row.seq0, times, row.data)
+    data = _canonical_data(row.data)
+    canonical = b'{"type":"%b","seq0":%d,"time0":%d,"data":%b}' % (
+        tag.encode(),
+        row.seq0,
+        row.time0,
+        data,
+    )
+    return members, len(data) if canonical == line else None
+
+
+class KeptLine(NamedTuple):
+    """A packed line of a log read in its canonical form (``unpack_line_kept``)."""
+
+    start: int  # index of its first member in the log's events
+    members: int
+    line: bytes  # the row's exact compact JSON
+    data_bytes: int  # length of its ``data`` JSON
+
+
+def _canonical_data(data: _RowData) -> bytes:
+    """``data`` as ``_row`` orders it (typed-decoded strings hold no lone surrogates)."""
+    if isinstance(data, _ToolRowData) and data.name is not UNSET:
+        return msgspec.json.encode(
+            {
+                "turn": data.turn,
+                "step": data.step,
+                "index": data.index,
+                "dt": data.dt,
+                "id": data.id,
+                "name": data.name,
+                "args": data.args,
+            }
+        )
+    return msgspec.json.encode(data)  # fields in the spec's order; UNSET name omitted
 
 
 def _typed_members(tag: str, seq0: int, times: list[int], data: _RowData) -> list[Event]:

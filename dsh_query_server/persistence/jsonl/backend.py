@@ -35,7 +35,7 @@ from ..base import (
 )
 from ..legacy import render_json
 from ..memo import VerificationMemo
-from ..records import pack
+from ..records import KeptLine, pack
 from ..windows import Verified, read_window
 from .decode import Decoded, decode_raw, decode_zstd
 from .durable import (
@@ -394,12 +394,16 @@ class JsonlBackend:
         return self._load_located(session_id, located, token)[0], located
 
     def _load_located(
-        self, session_id: str, located: Located, token: CancelToken
+        self,
+        session_id: str,
+        located: Located,
+        token: CancelToken,
+        kept: list[KeptLine] | None = None,
     ) -> tuple[StoredLog, Decoded]:
-        """§4.9 steps 3–5 for a found transcript."""
+        """§4.9 steps 3–5 for a found transcript (``kept``: see ``read_stored_kept``)."""
         content, revision = self._stable_read(located.path, token)
         decode = decode_zstd if located.encoding == "zstd" else decode_raw
-        decoded = decode(content, located.path)
+        decoded = decode(content, located.path, None, kept)
         self._check_identity(session_id, decoded.header, located)
         return StoredLog(decoded.header, decoded.events, decoded.torn, revision), decoded
 
@@ -410,6 +414,20 @@ class JsonlBackend:
         if loaded is None:
             raise not_found(session_id)
         return loaded[0]
+
+    def read_stored_kept(
+        self, session_id: str, token: CancelToken = NULL_TOKEN
+    ) -> tuple[StoredLog, list[KeptLine]]:
+        """``read_stored``, with the stored prefix's packed lines that are in canonical form
+        (records.KeptLine): ``sync`` may store them as they are (postgres.md §6). Only sync's
+        process reads this way; the lines are never kept with a loaded log."""
+        kept: list[KeptLine] = []
+        with self._session_lock(session_id):
+            located = self._locate(session_id, token)
+            if located is None:
+                raise not_found(session_id)
+            stored = self._load_located(session_id, located, token, kept)[0]
+        return stored, kept
 
     def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         stored = self.read_stored(session_id, token)

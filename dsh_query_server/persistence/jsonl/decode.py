@@ -9,6 +9,7 @@ import zstandard
 
 from ...model.event import Event, Header
 from ..logical import StreamedLog
+from ..records import KeptLine
 from .errors import corrupt
 from .frames import decode_frame, decode_torn_frame, header_frame_line, scan_frames
 from .header import stored_header
@@ -31,14 +32,19 @@ class Decoded:
     marks: tuple[tuple[int, int], ...] = ()
 
 
-def decode_raw(content: bytes, path: str, sink: StreamedLog | None = None) -> Decoded:
+def decode_raw(
+    content: bytes,
+    path: str,
+    sink: StreamedLog | None = None,
+    kept: list[KeptLine] | None = None,
+) -> Decoded:
     """Decode a whole ``session.jsonl`` (§4.5); with ``sink``, the accepted events go there and
-    ``events`` stays empty."""
+    ``events`` stays empty; with ``kept``, the accepted canonical packed lines go there."""
     newline = content.find(b"\n")
     if newline < 0:
         raise corrupt("empty or header-less session log")
     header = stored_header(content[:newline], path)
-    scanner = LineScanner(MARK_EVERY, sink)
+    scanner = LineScanner(MARK_EVERY, sink, kept)
     scanner.feed(content, newline + 1)
     scanner.raise_if_confirmed()
     body = newline + 1
@@ -51,9 +57,14 @@ def decode_raw(content: bytes, path: str, sink: StreamedLog | None = None) -> De
     )
 
 
-def decode_zstd(content: bytes, path: str, sink: StreamedLog | None = None) -> Decoded:
+def decode_zstd(
+    content: bytes,
+    path: str,
+    sink: StreamedLog | None = None,
+    kept: list[KeptLine] | None = None,
+) -> Decoded:
     """Decode a whole ``session.jsonl.zstd`` (§4.6); with ``sink``, the accepted events go there
-    and ``events`` stays empty.
+    and ``events`` stays empty; with ``kept``, the accepted canonical packed lines go there.
 
     Frames are decoded and scanned one at a time, so the plaintext is never all in memory; the
     errors keep the order of §4.6: a frame that fails to decode is met in frame order, and the
@@ -65,7 +76,7 @@ def decode_zstd(content: bytes, path: str, sink: StreamedLog | None = None) -> D
     if not frames:
         raise corrupt("empty or header-less Zstandard session log")
     decompressor = zstandard.ZstdDecompressor()
-    scanner = LineScanner(0, sink)
+    scanner = LineScanner(0, sink, kept)
     marks: list[tuple[int, int]] = []
     marked_at = -MARK_EVERY
     head = b""

@@ -11,7 +11,7 @@ from ... import jsoncodec
 from ...model.event import Event, is_valid_seq_at
 from ..legacy import StaleShape, render_json
 from ..logical import StreamedLog
-from ..records import PACKED_TAGS, MalformedRow, unpack_line
+from ..records import PACKED_TAGS, KeptLine, MalformedRow, unpack_line, unpack_line_kept
 from .errors import corrupt
 
 
@@ -36,6 +36,12 @@ def _valid_utf8(line: bytes) -> bytes:
 
 def record_events(line: bytes) -> list[Event] | None:
     """The events one record line stands for; None when it is JSON but not an object."""
+    return _record(line, False)[0]
+
+
+def _record(line: bytes, keep: bool) -> tuple[list[Event] | None, KeptLine | None]:
+    """``record_events``; with ``keep``, also a packed line in its canonical form as a KeptLine
+    (its ``start`` left 0 for the scanner to set)."""
     line = _valid_utf8(line)
     try:
         event = Event.from_json(line)
@@ -44,13 +50,18 @@ def record_events(line: bytes) -> list[Event] | None:
             jsoncodec.loads(line)
         except jsoncodec.JSONDecodeError:
             raise Unparsable from None
-        return None
+        return None, None
     if isinstance(event.type, str) and event.type in PACKED_TAGS:
         try:
-            return unpack_line(line, event.type)
+            if not keep:
+                return unpack_line(line, event.type), None
+            members, data_bytes = unpack_line_kept(line, event.type)
         except MalformedRow:
             raise Unparsable from None
-    return [event]
+        if data_bytes is None:
+            return members, None
+        return members, KeptLine(0, len(members), line, data_bytes)
+    return [event], None
 
 
 def _yields_turn_end(line: bytes) -> bool:
@@ -74,8 +85,15 @@ class LineScanner:
     Events are accepted up to the first defect; after it, the scanner only looks for a
     ``turn/end`` that proves the defect was committed."""
 
-    def __init__(self, mark_every: int = 0, sink: StreamedLog | None = None) -> None:
+    def __init__(
+        self,
+        mark_every: int = 0,
+        sink: StreamedLog | None = None,
+        kept: list[KeptLine] | None = None,
+    ) -> None:
         self.events: list[Event] = []
+        # sync's record-keeping read: the accepted canonical packed lines (KeptLine)
+        self.kept = kept
         # Accepted events go to ``events``, or to ``sink`` (a streamed verification keeps none).
         self.count = 0
         self._extend: Callable[[list[Event]], None] = (
@@ -122,12 +140,12 @@ class LineScanner:
         if self.defect is not None:
             self.confirmed = _yields_turn_end(line)
             return
+        expected = self.count
         try:
-            events = record_events(line)
+            events, packed = _record(line, self.kept is not None)
         except Unparsable:
             self.defect = f"corrupt session log: unparsable committed event at line {self.line_no}"
             return
-        expected = self.count
         if events is None or not is_valid_seq_at(events[0].seq, expected):
             self.defect = (
                 f"corrupt session log: seq gap in committed region at line "
@@ -139,6 +157,8 @@ class LineScanner:
             self.marks.append((end - len(line) - 1, expected))
         self.count = expected + len(events)
         self._extend(events)
+        if packed is not None and self.kept is not None:
+            self.kept.append(packed._replace(start=expected))
         self.accepted_end = end
 
 

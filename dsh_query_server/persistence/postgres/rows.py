@@ -7,7 +7,9 @@ validates the header, the continuity of the rows and every record, and any defec
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from msgspec import UNSET
@@ -116,16 +118,84 @@ def _encode(events: list[Event], scalar: set[int]) -> tuple[list[Record], set[in
     return out, unrestored
 
 
-def encode_batch(events: list[Event]) -> list[Record]:
-    """One contiguous batch as rows: chunk runs packed (§5.5 bounds), the rest scalar. A member
-    that its packed row would not restore byte for byte stays scalar and splits its run; whether
-    it is restored does not depend on its row, so one more pass settles it."""
+def _repacked(events: list[Event]) -> list[Record]:
+    """Chunk runs packed (§5.5 bounds), the rest scalar. A member that its packed row would not
+    restore byte for byte stays scalar and splits its run; whether it is restored does not
+    depend on its row, so one more pass settles it."""
     scalar: set[int] = set()
     while True:
         out, unrestored = _encode(events, scalar)
         if not unrestored:
             return out
         scalar |= unrestored
+
+
+@dataclass(frozen=True, slots=True)
+class KeptRow:
+    """A source's packed line that a batch may store as its row (``sync``, postgres.md §6):
+    ``members`` are the very events that reading ``line`` gave."""
+
+    members: list[Event]
+    line: bytes
+    data_bytes: int
+
+
+# id(first member) -> its row; the row holds its members, so no id is reused while it lives.
+Kept = dict[int, KeptRow]
+
+
+def kept_rows(events: list[Event], lines: Iterable[records.KeptLine]) -> Kept:
+    """The kept rows of a log read with its canonical packed lines (``read_stored_kept``)."""
+    kept: Kept = {}
+    for start, count, line, data_bytes in lines:
+        members = events[start : start + count]
+        if len(members) == count:
+            kept[id(members[0])] = KeptRow(members, line, data_bytes)
+    return kept
+
+
+def _passed(row: KeptRow, events: list[Event], at: int) -> Record | None:
+    """``row`` as the record of ``events[at:]``, when it lies wholly there, is within the
+    bounds of §2.1 and its members are the batch's events themselves; else None."""
+    count = len(row.members)
+    if not (
+        records.MIN_RUN <= count <= MAX_MEMBERS
+        and row.data_bytes <= MAX_DATA_BYTES
+        and at + count <= len(events)
+        and all(map(operator.is_, row.members, events[at : at + count]))
+    ):
+        return None
+    try:
+        text = _text(row.line, "a kept row")
+    except ValueError:
+        return None
+    seq = int(events[at].seq)
+    return seq, seq + count - 1, text
+
+
+def encode_batch(events: list[Event], kept: Kept | None = None) -> list[Record]:
+    """One contiguous batch as rows: chunk runs packed (§5.5 bounds), the rest scalar. With
+    ``kept``, a source's packed line whose members lie wholly in the batch is stored as it is
+    (it reads back as exactly those members, ``records.unpack_line_kept``); the events around
+    such rows are packed as without."""
+    if not kept:
+        return _repacked(events)
+    out: list[Record] = []
+    get = kept.get
+    start = at = 0
+    while at < len(events):
+        row = get(id(events[at]))
+        record = None if row is None else _passed(row, events, at)
+        if record is None:
+            at += 1
+            continue
+        if start < at:
+            out.extend(_repacked(events[start:at]))
+        out.append(record)
+        at = start = at + record[1] - record[0] + 1
+    if start < len(events):
+        out.extend(_repacked(events[start:]))
+    return out
 
 
 def batch_start(session_id: str, events: list[Event]) -> int:
