@@ -2,7 +2,7 @@
 
 Property on a real PostgreSQL 15: syncing a JSONL root whose packed lines come in every form
 (canonical, spaced, ASCII-escaped, split into short rows, over the row bounds, with a torn tail;
-raw or Zstandard)
+raw or Zstandard; events with tabs and carriage returns)
 leaves what the repack path leaves (reports, exit code, sessions, change count), every session
 reads back through the postgres backend as exactly the source's stored events, every row is
 within the bounds of §2.1, and each canonical line inside one batch is stored as it is.
@@ -36,7 +36,7 @@ from .pg_server import PgDatabase
 
 _SLOW = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 IDS = ["a", "b", "c", "d"]
-FORMS = ["canonical", "spaced", "ascii", "split", "torn"]
+FORMS = ["canonical", "spaced", "ascii", "split", "torn", "whitespace"]
 
 
 @pytest.fixture(autouse=True)
@@ -118,7 +118,9 @@ def reform(path: Path, forms: list[str]) -> None:
     for line in lines[1:]:
         value = json.loads(line)
         if value["type"] not in ("text-chunks", "reasoning-chunks", "tool-call-chunks"):
-            out.append(line)
+            # JSON whitespace that COPY's text format must escape, in the event's exact bytes
+            whitespace = "whitespace" in forms and value["seq"] % 2 == 0
+            out.append(line.replace(b',"time":', b',\t"time":\r') if whitespace else line)
             continue
         form = forms[k] if k < len(forms) else "canonical"
         k += 1

@@ -28,6 +28,9 @@ MAX_ID_BYTES = 1024
 # (seq, last_seq, record text) of one events row.
 Record = tuple[int, int, str]
 
+_CHUNK = "assistant/chunk"  # the only packable type (records._member)
+_INT_ONLY = {int}
+
 
 # ---------------------------------------------------------------------------------------------
 # Writing
@@ -122,6 +125,8 @@ def _repacked(events: list[Event]) -> list[Record]:
     """Chunk runs packed (§5.5 bounds), the rest scalar. A member that its packed row would not
     restore byte for byte stays scalar and splits its run; whether it is restored does not
     depend on its row, so one more pass settles it."""
+    if _CHUNK not in [event.type for event in events]:
+        return [_scalar(event) for event in events]  # nothing to pack: what pack would leave
     scalar: set[int] = set()
     while True:
         out, unrestored = _encode(events, scalar)
@@ -207,6 +212,12 @@ def batch_start(session_id: str, events: list[Event]) -> int:
             f" expected a non-negative safe integer seq, got {first!r}"
         )
     first = int(first)
+    seqs = [event.seq for event in events]
+    end = first + len(events)
+    if set(map(type, seqs)) == _INT_ONLY and seqs == list(range(first, end)):
+        if end - 1 > MAX_SAFE_INTEGER:
+            raise ValueError(f'session "{session_id}" append batch ends beyond the safe integers')
+        return first  # the usual batch, checked in C; the loop below finds the first fault
     for index, event in enumerate(events):
         if type(event.seq) not in (int, float) or event.seq != first + index:
             raise ValueError(
