@@ -238,6 +238,13 @@ def test_kept_rows_read_back_as_the_repack_path_and_the_source(
         for h in source.list():
             log, lines = source.read_stored_kept(str(h.id))
             expected[str(h.id)] = [e.raw for e in log.events]
+            plain = source.read_stored(str(h.id))  # the keeping read reads the same log
+            assert expected[str(h.id)] == [e.raw for e in plain.events]
+            assert (log.header.raw, log.torn, log.revision) == (
+                plain.header.raw,
+                plain.torn,
+                plain.revision,
+            )
             kept[str(h.id)] = [tuple(line) for line in lines]  # type: ignore[misc]
     finally:
         source.close()

@@ -9,6 +9,7 @@ from msgspec import UNSET
 
 from ... import jsoncodec
 from ...model.event import Event, is_valid_seq_at
+from ...values import MAX_SAFE_INTEGER
 from ..legacy import StaleShape, render_json
 from ..logical import StreamedLog
 from ..records import PACKED_TAGS, KeptLine, MalformedRow, unpack_line, unpack_line_kept
@@ -39,10 +40,11 @@ def record_events(line: bytes) -> list[Event] | None:
     return _record(line, False)[0]
 
 
-def _record(line: bytes, keep: bool) -> tuple[list[Event] | None, KeptLine | None]:
-    """``record_events``; with ``keep``, also a packed line in its canonical form as a KeptLine
-    (its ``start`` left 0 for the scanner to set)."""
-    line = _valid_utf8(line)
+def _record(line: bytes, keep: bool) -> tuple[list[Event] | None, bytes, int | None]:
+    """``record_events``, the line as decoded (valid UTF-8), and with ``keep``, the length of a
+    packed line's ``data`` when the line is in its canonical form (``unpack_line_kept``)."""
+    if not line.isascii():
+        line = _valid_utf8(line)
     try:
         event = Event.from_json(line)
     except ValueError:
@@ -50,18 +52,17 @@ def _record(line: bytes, keep: bool) -> tuple[list[Event] | None, KeptLine | Non
             jsoncodec.loads(line)
         except jsoncodec.JSONDecodeError:
             raise Unparsable from None
-        return None, None
-    if isinstance(event.type, str) and event.type in PACKED_TAGS:
+        return None, line, None
+    kind = event.type
+    if type(kind) is str and kind in PACKED_TAGS:
         try:
             if not keep:
-                return unpack_line(line, event.type), None
-            members, data_bytes = unpack_line_kept(line, event.type)
+                return unpack_line(line, kind), line, None
+            members, data_bytes = unpack_line_kept(line, kind)
         except MalformedRow:
             raise Unparsable from None
-        if data_bytes is None:
-            return members, None
-        return members, KeptLine(0, len(members), line, data_bytes)
-    return [event], None
+        return members, line, data_bytes
+    return [event], line, None
 
 
 def _yields_turn_end(line: bytes) -> bool:
@@ -141,12 +142,17 @@ class LineScanner:
             self.confirmed = _yields_turn_end(line)
             return
         expected = self.count
+        kept = self.kept
         try:
-            events, packed = _record(line, self.kept is not None)
+            events, decoded, data_bytes = _record(line, kept is not None)
         except Unparsable:
             self.defect = f"corrupt session log: unparsable committed event at line {self.line_no}"
             return
-        if events is None or not is_valid_seq_at(events[0].seq, expected):
+        # The usual seq (an int where expected) is checked inline; is_valid_seq_at decides the rest.
+        if events is None or not (
+            (type(first := events[0].seq) is int and first == expected <= MAX_SAFE_INTEGER)
+            or is_valid_seq_at(first, expected)
+        ):
             self.defect = (
                 f"corrupt session log: seq gap in committed region at line "
                 f"{self.line_no} (expected {expected}, got {_render_seq(events)})"
@@ -157,8 +163,8 @@ class LineScanner:
             self.marks.append((end - len(line) - 1, expected))
         self.count = expected + len(events)
         self._extend(events)
-        if packed is not None and self.kept is not None:
-            self.kept.append(packed._replace(start=expected))
+        if data_bytes is not None and kept is not None:
+            kept.append(KeptLine(expected, len(events), decoded, data_bytes))
         self.accepted_end = end
 
 
