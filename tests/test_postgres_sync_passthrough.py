@@ -5,7 +5,8 @@ Property on a real PostgreSQL 15: syncing a JSONL root whose packed lines come i
 raw or Zstandard; events with tabs and carriage returns)
 leaves what the repack path leaves (reports, exit code, sessions, change count), every session
 reads back through the postgres backend as exactly the source's stored events, every row is
-within the bounds of §2.1, and each canonical line inside one batch is stored as it is.
+within the bounds of §2.1, and each canonical line inside one batch is stored as it is. And the
+order in which several jobs start a jsonl: source's sessions: long transcripts first.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dsh_query_server.cli import sync as sync_module
 from dsh_query_server.cli import sync_group
 from dsh_query_server.cli.sync import run
 from dsh_query_server.model.event import Event, Header, make_event
+from dsh_query_server.persistence.base import Snapshot
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.postgres import open_postgres, rows
 
@@ -262,3 +264,28 @@ def test_kept_rows_read_back_as_the_repack_path_and_the_source(
             inside = start // case["batch"] == (start + count - 1) // case["batch"]
             if inside and 3 <= count <= case["members"] and data_bytes <= case["data"]:
                 assert rows_of[(session_id, start)] == (start + count - 1, line.decode())
+
+
+@given(
+    sizes=st.lists(
+        st.one_of(st.integers(0, 3 << 20), st.sampled_from(["x", "1:2", "a:b:c:d:e"])),
+        max_size=12,
+    )
+)
+def test_long_transcripts_start_first_and_each_kind_keeps_its_order(
+    sizes: list[int | str],
+) -> None:
+    snapshots = [
+        Snapshot(
+            Header.build(version=0, id=f"s{k}", createdAt=k),
+            size if isinstance(size, str) else f"1:{k}:{size}:5:6",
+        )
+        for k, size in enumerate(sizes)
+    ]
+    ordered = sync_group.long_first(snapshots)
+    long = [
+        s
+        for s, size in zip(snapshots, sizes, strict=True)
+        if isinstance(size, int) and size >= 1 << 20
+    ]
+    assert ordered == long + [s for s in snapshots if not any(s is x for x in long)]

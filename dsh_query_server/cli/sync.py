@@ -36,6 +36,7 @@ from .sync_group import (
     Member,
     Pending,
     batches,
+    long_first,
     member,
     packed_batch,
     read_source,
@@ -390,6 +391,8 @@ class _Sync:
 
         ok, running = True, set[Future[bool]]()
         self.strict, self.group_failed = jobs == 1, False
+        if jobs > 1 and isinstance(source, JsonlBackend):
+            ordered = long_first(ordered)
         chunk: list[Snapshot] = []
         with ThreadPoolExecutor(jobs, thread_name_prefix="dsh-query-sync") as pool:
             # A job is a few consecutive sessions: a job per session cost as much in thread

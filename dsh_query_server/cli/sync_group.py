@@ -22,6 +22,7 @@ from .sync_state import prefix_digest
 
 MAX_BATCH_EVENTS = 1000
 MAX_BATCH_BYTES = 8 * 1024 * 1024
+LONG_BYTES = 1 << 20  # a transcript this long holds several batches (see long_first)
 
 
 def batches(events: list[Event]) -> list[list[Event]]:
@@ -173,3 +174,20 @@ class Pending:
             members = self._members
             self._members, self._events, self._bytes = [], 0, 0
             return members
+
+
+def long_first(ordered: list[Snapshot]) -> list[Snapshot]:
+    """The sessions whose ``jsonl:`` transcripts are long start first, each kind in createdAt
+    order: a long log's batches commit one after another, so started last it trails the run
+    alone while the other jobs idle (§6: with more than one job, commits are unordered)."""
+    long = [s for s in ordered if _transcript_bytes(s.revision) >= LONG_BYTES]
+    if not long:
+        return ordered
+    return long + [s for s in ordered if _transcript_bytes(s.revision) < LONG_BYTES]
+
+
+def _transcript_bytes(revision: str) -> int:
+    """The size in a ``jsonl:`` revision (``<dev>:<ino>:<size>:<mtime_ns>:<ctime_ns>``,
+    persistence.md §4.10); 0 for one of another form."""
+    fields = revision.split(":")
+    return int(fields[2]) if len(fields) == 5 and fields[2].isdigit() else 0
