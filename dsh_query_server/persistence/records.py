@@ -492,7 +492,23 @@ def unpack_line_kept(line: bytes, tag: str) -> tuple[list[Event], int | None]:
     typed = _typed_line(line, tag)
     if typed is None:
         return unpack_row(jsoncodec.loads(line)), None
-    row, times = typed
+    members, data_bytes = _typed_kept(line, tag, *typed)
+    return members, data_bytes
+
+
+def unpack_canonical(line: bytes, tag: str) -> tuple[list[Event], int] | None:
+    """``unpack_line_kept(line, tag)`` when ``line`` is a row's canonical compact JSON, else
+    None. Such a line has one ``type`` key, first: it is the record of a ``tag`` row."""
+    typed = _typed_line(line, tag)
+    if typed is None:
+        return None
+    members, data_bytes = _typed_kept(line, tag, *typed)
+    return None if data_bytes is None else (members, data_bytes)
+
+
+def _typed_kept(
+    line: bytes, tag: str, row: _TextRow | _ToolRow, times: list[int]
+) -> tuple[list[Event], int | None]:
     members = _typed_members(tag, row.seq0, times, row.data)
     data = _canonical_data(row.data)
     canonical = b'{"type":"%b","seq0":%d,"time0":%d,"data":%b}' % (

@@ -12,8 +12,17 @@ from ...model.event import Event, is_valid_seq_at
 from ...values import MAX_SAFE_INTEGER
 from ..legacy import StaleShape, render_json
 from ..logical import StreamedLog
-from ..records import PACKED_TAGS, KeptLine, MalformedRow, unpack_line, unpack_line_kept
+from ..records import (
+    PACKED_TAGS,
+    KeptLine,
+    MalformedRow,
+    unpack_canonical,
+    unpack_line,
+    unpack_line_kept,
+)
 from .errors import corrupt
+
+_PACKED_TAG_BYTES = {tag.encode(): tag for tag in PACKED_TAGS}
 
 
 class Unparsable(Exception):
@@ -45,6 +54,11 @@ def _record(line: bytes, keep: bool) -> tuple[list[Event] | None, bytes, int | N
     packed line's ``data`` when the line is in its canonical form (``unpack_line_kept``)."""
     if not line.isascii():
         line = _valid_utf8(line)
+    if keep and line.startswith(b'{"type":"'):  # a canonical packed line: one decode, not two
+        tag = _PACKED_TAG_BYTES.get(line[9 : line.find(b'"', 9)])
+        canonical = None if tag is None else unpack_canonical(line, tag)
+        if canonical is not None:
+            return canonical[0], line, canonical[1]
     try:
         event = Event.from_json(line)
     except ValueError:
