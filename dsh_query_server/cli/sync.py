@@ -24,7 +24,6 @@ from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header, headers_compatible
 from ..persistence.base import PersistenceBackend, Snapshot
-from ..persistence.jsonl import JsonlBackend
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import AppendInDoubtError, SessionAppendConflictError
@@ -42,7 +41,14 @@ from .sync_group import (
 from .sync_group import Report as _Report
 from .sync_output import Skip, parser, write_report
 from .sync_progress import SyncProgress
-from .sync_state import Entry, SyncState, prefix_digest
+from .sync_state import (
+    Entry,
+    SyncState,
+    TargetListing,
+    collection_paused,
+    listed_source,
+    prefix_digest,
+)
 
 _RETRIES = 3
 _CHUNK = 8  # consecutive sessions per job
@@ -251,19 +257,21 @@ class _Sync:
         """The state entries of what this source's pass left in sync, from one listing of the
         target instead of a read per session. An entry is kept only where the target still holds
         exactly the events synced (another writer may have appended since): a revision names its
-        event count (postgres.md §3.2)."""
+        event count (postgres.md §3.2). That listing's stamp then proves the entries (§6)."""
         if not self.settled:
             return
         try:
-            listed = {str(s.header.id): s.revision for s in self.target.list_snapshots()}
+            snapshots, stamp = self.target.stamped_listing()
         except Exception:  # noqa: BLE001 - the state is a shortcut: without it, the next run reads
             self.settled.clear()
             return
+        listed = {str(s.header.id): s.revision for s in snapshots}
         for session_id, (source_revision, count, digest) in self.settled.items():
             revision = listed.get(session_id)
             if revision is not None and f":events:{count}:revision:" in revision:
                 state.put(session_id, Entry(source_revision, revision, count, digest))
         self.settled.clear()
+        state.prove_target(stamp, listed)
 
     def _extend(self, session_id: str, events: list[Event], synced: int) -> str | None:
         """Only the source moved since the last sync: its digest proves the target's prefix,
@@ -507,10 +515,11 @@ def _run(
     reports: list[_Report] = []
     failure = False
     try:  # reachable and not refused, before any source is read
-        revisions = {str(s.header.id): s.revision for s in target.list_snapshots()}
+        stamp = target.listing_stamp()
     except Exception as exc:  # noqa: BLE001 - every target failure is exit code 1
         print(f"sync: target {target.uri} failed: {target_message(exc)}", file=err)
         return 1
+    listing = TargetListing(target)
     wanted = set(args.session)
     for shown, uri in sources:
         report = _Report(_shown(shown))
@@ -523,23 +532,27 @@ def _run(
             continue
         try:
             token = CancelToken()  # this source's pass (see run_source)
-            state = SyncState(target.uri, report.source)
-            if isinstance(source, JsonlBackend):
+            with collection_paused():
+                state = SyncState(target.uri, report.source)
                 try:
-                    source.seed_listing(state.listing)
-                except ValueError:
-                    pass  # a damaged kept listing: the listing reads every header
-            try:
-                snapshots = source.list_snapshots(token)
-            except Exception as exc:  # noqa: BLE001 - a source that cannot list fails the run
-                print(f"sync: source {report.source} cannot be listed: {exc}", file=err)
-                failure = True
-                continue
-            ordered = [
-                s for s in sorted(snapshots, key=_order) if not wanted or str(s.header.id) in wanted
-            ]
-            if isinstance(source, JsonlBackend):
-                state.keep_listing(source.export_listing())
+                    snapshots = listed_source(source, state, token)
+                except Exception as exc:  # noqa: BLE001 - a source that cannot list fails the run
+                    print(f"sync: source {report.source} cannot be listed: {exc}", file=err)
+                    failure = True
+                    continue
+                ordered = [
+                    s
+                    for s in sorted(snapshots, key=_order)
+                    if not wanted or str(s.header.id) in wanted
+                ]
+                # The target as the state's proof names it: no listing needed (§6).
+                revisions = state.proven_revisions(stamp, [str(s.header.id) for s in ordered])
+                if revisions is None:
+                    try:
+                        revisions = listing.revisions(state)
+                    except Exception as exc:  # noqa: BLE001 - every target failure is exit code 1
+                        print(f"sync: target {target.uri} failed: {target_message(exc)}", file=err)
+                        return 1
             sync.progress.start(report.source, len(ordered))
             done = sync.run_source(
                 report, source, ordered, state, revisions, args.jobs, stop, token

@@ -56,7 +56,7 @@ from .errors import (
 from .frames import zstd_frame
 from .header import header_line, listed_header, read_raw_header, read_zstd_header
 from .paths import COMPRESSIONS, OPPOSITE, TRANSCRIPT, escape_segment, project_dir, transcript_path
-from .proofs import RootSurveyor
+from .proofs import KeptProofs, RootSurveyor
 from .raw import FILENAME, raw_content
 from .survey import (
     Listed,
@@ -277,8 +277,8 @@ class JsonlBackend:
             # proves the header only when the transcript's mtime was safely older than its read.
             key = session.keys[0]
             known = known_headers.get(session.path)
-            if known is not None and known.key is key and known.exact and known.safe:
-                entry = known  # the very stat it was proven by (proofs.py returns it unchanged)
+            if known is not None and known.key == key and known.exact and known.safe:
+                entry = known  # the stat it was proven by (a seeded one's too: sync's state)
             else:
                 path = session.transcript(encoding)
                 if known is not None and known.key == key and known.safe:
@@ -343,6 +343,16 @@ class JsonlBackend:
             )
         with self._lock:
             self._headers = {**seeded, **self._headers}
+
+    def export_proofs(self) -> KeptProofs:
+        """The directory proofs of the last survey (proofs.py), for ``seed_proofs`` in a later
+        process (sync's state), as ``export_listing`` keeps the headers."""
+        return self._surveyor.export()
+
+    def seed_proofs(self, kept: KeptProofs) -> None:
+        """Directory proofs an earlier process kept (``export_proofs``): the first survey reads
+        only the directories whose stat moved since, and stats the rest (proofs.py)."""
+        self._surveyor.seed(kept)
 
     # -- lookup and reading (§4.9) -------------------------------------------------------------
 
