@@ -46,6 +46,7 @@ from .sync_state import (
     SyncState,
     TargetListing,
     collection_paused,
+    cycle_thawed,
     listed_source,
     prefix_digest,
 )
@@ -461,7 +462,8 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     pairs = list(zip(sources, source_uris, strict=True))
     try:
         if args.watch is None:
-            return _run(args, target, pairs, out, err, set(), threading.Event()) or 0
+            with cycle_thawed():
+                return _run(args, target, pairs, out, err, set(), threading.Event()) or 0
         return _watch(args, target, pairs, out, err)
     finally:
         target.close()
@@ -489,7 +491,8 @@ def _watch(
     last: int | None = None
     try:
         while True:
-            code = _run(args, target, sources, out, err, reported, stop)
+            with cycle_thawed():
+                code = _run(args, target, sources, out, err, reported, stop)
             if code is None:  # interrupted mid-cycle
                 break
             last = code
