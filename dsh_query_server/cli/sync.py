@@ -462,8 +462,7 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     pairs = list(zip(sources, source_uris, strict=True))
     try:
         if args.watch is None:
-            with cycle_thawed():
-                return _run(args, target, pairs, out, err, set(), threading.Event()) or 0
+            return _run(args, target, pairs, out, err, set(), threading.Event()) or 0
         return _watch(args, target, pairs, out, err)
     finally:
         target.close()
