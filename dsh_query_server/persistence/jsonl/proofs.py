@@ -109,10 +109,24 @@ _RELATIVE = os.stat in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
 _OPEN_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
+def _fits(path: str, session: SessionDir | None) -> bool:
+    """Whether a session proof kept for ``path`` is one a survey of it makes (a kept state file
+    may be damaged: a proof that does not fit is not used, so the directory is read)."""
+    return session is None or (
+        session.path == path
+        and session.kinds in _KINDS
+        and len(session.keys) == len(session.kinds)
+        and path.rpartition(os.sep)[2] == session.name
+    )
+
+
 def _check(candidate: _Candidate, proof: _Kinds | None, prefix: str) -> _Check:
     name = prefix + candidate.name
     last = None if proof is None else proof.session
-    if proof is None or (last is not None and len(last.kinds) != 1):
+    if proof is None or (
+        last is not None
+        and (len(last.kinds) != 1 or last.path != candidate.path or not _fits(last.path, last))
+    ):
         return (candidate, name, -1, -1, -1, -1, None, *_NO_KEY, None)
     if last is None:
         return (candidate, name, *proof.key, None, *_NO_KEY, None)
@@ -250,7 +264,7 @@ class RootSurveyor:
         """Proofs an earlier process kept (``export``), for a surveyor that has not surveyed
         yet: its first survey then reads only what changed since. They are checked exactly as
         this process's own: a directory whose key moved is read again. Records that do not fit
-        where they are kept (a damaged state file) are left out, so read again."""
+        where they are kept (a damaged state file) are not used: what they name is read again."""
         if self._root is not None or self._state is not _EMPTY:
             return  # this process's own proofs are at least as recent
         sep = os.sep
@@ -260,17 +274,7 @@ class RootSurveyor:
             if [c.path for c in proof.candidates]
             == [project + sep + c.name for c in proof.candidates]
         }
-        sessions = {
-            path: proof
-            for path, proof in kept.sessions.items()
-            if (s := proof.session) is None
-            or (
-                s.path == path
-                and s.kinds in _KINDS
-                and len(s.keys) == len(s.kinds)
-                and path.rpartition(sep)[2] == s.name
-            )
-        }
+        sessions = kept.sessions  # each checked where it is used (_check, _session: _fits)
         self._root = kept.root
         self._state = _State(projects, sessions, _checks(projects, sessions), None)
 
@@ -365,7 +369,7 @@ class RootSurveyor:
             return None
         key = _dir_key(st)
         known = known_sessions.get(path)
-        if known is None or known.key != key:
+        if known is None or known.key != key or not _fits(path, known.session):
             return self._probe(candidate, key, safe_before, kept)
         kept[path] = known
         session = known.session
