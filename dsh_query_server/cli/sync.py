@@ -427,7 +427,9 @@ def _sources(args: argparse.Namespace) -> list[str]:
     return sources
 
 
-def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
+def run(argv: Sequence[str], out: TextIO, err: TextIO, *, thaw: bool = True) -> int:
+    """``thaw``: unfreeze what the run's listings froze (collection_paused) when it ends;
+    ``main`` does not, as the process ends with the run."""
     try:
         args = parser().parse_args(list(argv))
     except SystemExit as exc:
@@ -462,7 +464,8 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     pairs = list(zip(sources, source_uris, strict=True))
     try:
         if args.watch is None:
-            return _run(args, target, pairs, out, err, set(), threading.Event()) or 0
+            with cycle_thawed(thaw):
+                return _run(args, target, pairs, out, err, set(), threading.Event()) or 0
         return _watch(args, target, pairs, out, err)
     finally:
         target.close()
@@ -586,4 +589,4 @@ def target_message(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``dsh-query sync``: the CLI wires this as a subcommand."""
-    return run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr)
+    return run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr, thaw=False)

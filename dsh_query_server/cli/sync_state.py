@@ -49,8 +49,7 @@ def collection_paused() -> Iterator[None]:
     then frozen (``gc.freeze``): the listings and the state are a few long-lived, acyclic
     objects per session (headers, stat keys, entries), and every collection rescans all of them
     made so far (a third of a no-change run's time at 10,000 sessions). Frozen objects are
-    still freed when their last reference goes; a run ends with its process, whose final
-    collection then skips them too (0.1 s), and each ``--watch`` cycle unfreezes them."""
+    still freed when their last reference goes; cycle_thawed unfreezes them."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -62,13 +61,15 @@ def collection_paused() -> Iterator[None]:
 
 
 @contextmanager
-def cycle_thawed() -> Iterator[None]:
-    """A ``--watch`` cycle, then what its listings left frozen (collection_paused) back to the
-    collector, so a long watch keeps nothing past its cycle."""
+def cycle_thawed(thaw: bool = True) -> Iterator[None]:
+    """A sync cycle, then (``thaw``) what its listings left frozen (collection_paused) back to
+    the collector: a ``--watch`` cycle or a run in a longer process keeps nothing past its end.
+    A run that ends its process keeps them frozen, so its final collection skips them (0.1 s)."""
     try:
         yield
     finally:
-        gc.unfreeze()
+        if thaw:
+            gc.unfreeze()
 
 
 def listed_source(
