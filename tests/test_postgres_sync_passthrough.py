@@ -282,7 +282,11 @@ def test_long_transcripts_start_first_and_each_kind_keeps_its_order(
         )
         for k, size in enumerate(sizes)
     ]
-    ordered = sync_group.long_first(snapshots)
+    source = JsonlBackend(tempfile.mkdtemp(prefix="sync-order-"))
+    try:
+        ordered = sync_group.long_first(source, snapshots)
+    finally:
+        source.close()
     long = [
         s
         for s, size in zip(snapshots, sizes, strict=True)

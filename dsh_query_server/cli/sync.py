@@ -20,12 +20,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from types import FrameType
 from typing import TextIO
 
-from .. import jsoncodec
 from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header, headers_compatible
 from ..persistence.base import PersistenceBackend, Snapshot
-from ..persistence.jsonl import JsonlBackend
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import AppendInDoubtError, SessionAppendConflictError
@@ -37,6 +35,7 @@ from .sync_group import (
     Member,
     Pending,
     batches,
+    first_difference,
     long_first,
     member,
     packed_batch,
@@ -45,7 +44,15 @@ from .sync_group import (
 from .sync_group import Report as _Report
 from .sync_output import Skip, parser, write_report
 from .sync_progress import SyncProgress
-from .sync_state import Entry, SyncState, prefix_digest
+from .sync_state import (
+    Entry,
+    SyncState,
+    TargetListing,
+    collection_paused,
+    cycle_thawed,
+    listed_source,
+    prefix_digest,
+)
 
 _RETRIES = 3
 _CHUNK = 8  # consecutive sessions per job
@@ -73,22 +80,6 @@ def _shown(uri: str) -> str:
         except QueryError:
             return "postgres URI (invalid)"
     return uri
-
-
-def _same_event(a: Event, b: Event) -> bool:
-    if a.raw == b.raw:
-        return True
-    try:
-        return jsoncodec.dumps(a.to_value()) == jsoncodec.dumps(b.to_value())
-    except (ValueError, TypeError):
-        return False
-
-
-def _first_difference(source: list[Event], stored: list[Event]) -> int | None:
-    for index, (a, b) in enumerate(zip(source, stored, strict=False)):
-        if not _same_event(a, b):
-            return index
-    return None
 
 
 class _Sync:
@@ -260,19 +251,21 @@ class _Sync:
         """The state entries of what this source's pass left in sync, from one listing of the
         target instead of a read per session. An entry is kept only where the target still holds
         exactly the events synced (another writer may have appended since): a revision names its
-        event count (postgres.md §3.2)."""
+        event count (postgres.md §3.2). That listing's stamp then proves the entries (§6)."""
         if not self.settled:
             return
         try:
-            listed = {str(s.header.id): s.revision for s in self.target.list_snapshots()}
+            snapshots, stamp = self.target.stamped_listing()
         except Exception:  # noqa: BLE001 - the state is a shortcut: without it, the next run reads
             self.settled.clear()
             return
+        listed = {str(s.header.id): s.revision for s in snapshots}
         for session_id, (source_revision, count, digest) in self.settled.items():
             revision = listed.get(session_id)
             if revision is not None and f":events:{count}:revision:" in revision:
                 state.put(session_id, Entry(source_revision, revision, count, digest))
         self.settled.clear()
+        state.prove_target(stamp, listed)
 
     def _extend(self, session_id: str, events: list[Event], kept: Kept, synced: int) -> str | None:
         """Only the source moved since the last sync: its digest proves the target's prefix,
@@ -314,7 +307,7 @@ class _Sync:
             )
             return "conflict"
         m, n = len(events), len(stored.events)
-        difference = _first_difference(events, stored.events)
+        difference = first_difference(events, stored.events)
         if difference is None and m >= n:
             if m == n:
                 return "unchanged"
@@ -392,8 +385,8 @@ class _Sync:
 
         ok, running = True, set[Future[bool]]()
         self.strict, self.group_failed = jobs == 1, False
-        if jobs > 1 and isinstance(source, JsonlBackend):
-            ordered = long_first(ordered)
+        if jobs > 1:
+            ordered = long_first(source, ordered)
         chunk: list[Snapshot] = []
         with ThreadPoolExecutor(jobs, thread_name_prefix="dsh-query-sync") as pool:
             # A job is a few consecutive sessions: a job per session cost as much in thread
@@ -431,7 +424,9 @@ def _sources(args: argparse.Namespace) -> list[str]:
     return sources
 
 
-def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
+def run(argv: Sequence[str], out: TextIO, err: TextIO, *, thaw: bool = True) -> int:
+    """``thaw``: unfreeze what the run's listings froze (collection_paused) when it ends;
+    ``main`` does not, as the process ends with the run."""
     try:
         args = parser().parse_args(list(argv))
     except SystemExit as exc:
@@ -466,7 +461,8 @@ def run(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     pairs = list(zip(sources, source_uris, strict=True))
     try:
         if args.watch is None:
-            return _run(args, target, pairs, out, err, set(), threading.Event()) or 0
+            with cycle_thawed(thaw):
+                return _run(args, target, pairs, out, err, set(), threading.Event()) or 0
         return _watch(args, target, pairs, out, err)
     finally:
         target.close()
@@ -494,7 +490,8 @@ def _watch(
     last: int | None = None
     try:
         while True:
-            code = _run(args, target, sources, out, err, reported, stop)
+            with cycle_thawed():
+                code = _run(args, target, sources, out, err, reported, stop)
             if code is None:  # interrupted mid-cycle
                 break
             last = code
@@ -520,10 +517,11 @@ def _run(
     reports: list[_Report] = []
     failure = False
     try:  # reachable and not refused, before any source is read
-        revisions = {str(s.header.id): s.revision for s in target.list_snapshots()}
+        stamp = target.listing_stamp()
     except Exception as exc:  # noqa: BLE001 - every target failure is exit code 1
         print(f"sync: target {target.uri} failed: {target_message(exc)}", file=err)
         return 1
+    listing = TargetListing(target)
     wanted = set(args.session)
     for shown, uri in sources:
         report = _Report(_shown(shown))
@@ -536,23 +534,27 @@ def _run(
             continue
         try:
             token = CancelToken()  # this source's pass (see run_source)
-            state = SyncState(target.uri, report.source)
-            if isinstance(source, JsonlBackend):
+            with collection_paused():
+                state = SyncState(target.uri, report.source)
                 try:
-                    source.seed_listing(state.listing)
-                except ValueError:
-                    pass  # a damaged kept listing: the listing reads every header
-            try:
-                snapshots = source.list_snapshots(token)
-            except Exception as exc:  # noqa: BLE001 - a source that cannot list fails the run
-                print(f"sync: source {report.source} cannot be listed: {exc}", file=err)
-                failure = True
-                continue
-            ordered = [
-                s for s in sorted(snapshots, key=_order) if not wanted or str(s.header.id) in wanted
-            ]
-            if isinstance(source, JsonlBackend):
-                state.keep_listing(source.export_listing())
+                    snapshots = listed_source(source, state, token)
+                except Exception as exc:  # noqa: BLE001 - a source that cannot list fails the run
+                    print(f"sync: source {report.source} cannot be listed: {exc}", file=err)
+                    failure = True
+                    continue
+                ordered = [
+                    s
+                    for s in sorted(snapshots, key=_order)
+                    if not wanted or str(s.header.id) in wanted
+                ]
+                # The target as the state's proof names it: no listing needed (§6).
+                revisions = state.proven_revisions(stamp, [str(s.header.id) for s in ordered])
+                if revisions is None:
+                    try:
+                        revisions = listing.revisions(state)
+                    except Exception as exc:  # noqa: BLE001 - every target failure is exit code 1
+                        print(f"sync: target {target.uri} failed: {target_message(exc)}", file=err)
+                        return 1
             sync.progress.start(report.source, len(ordered))
             done = sync.run_source(
                 report, source, ordered, state, revisions, args.jobs, stop, token
@@ -585,9 +587,8 @@ def target_message(exc: BaseException) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """``dsh-query sync``: the CLI wires this as a subcommand."""
     # A sync process allocates a session's events, which live until its batch commits: the
-    # collector's default young threshold (700) scanned and promoted them over and over, and
-    # each full collection rescanned every import-time object (together ~10% of the CPU of a
-    # first sync). Import-time objects never die: frozen, no collection scans them.
-    gc.freeze()
+    # collector's default young threshold (700) scanned and promoted them over and over (with
+    # the full collections, ~10% of the CPU of a first sync); the listings' objects are frozen
+    # (collection_paused), so a young collection every 10,000 allocations is all it needs.
     gc.set_threshold(10_000, 10, 10)
-    return run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr)
+    return run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr, thaw=False)

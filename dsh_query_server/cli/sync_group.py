@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from .. import jsoncodec
 from ..cancel import CancelToken
 from ..model.event import Event, Header
 from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
@@ -176,10 +177,12 @@ class Pending:
             return members
 
 
-def long_first(ordered: list[Snapshot]) -> list[Snapshot]:
-    """The sessions whose ``jsonl:`` transcripts are long start first, each kind in createdAt
-    order: a long log's batches commit one after another, so started last it trails the run
-    alone while the other jobs idle (§6: with more than one job, commits are unordered)."""
+def long_first(source: PersistenceBackend, ordered: list[Snapshot]) -> list[Snapshot]:
+    """A ``jsonl:`` source's sessions whose transcripts are long start first, each kind in
+    createdAt order: a long log's batches commit one after another, so started last it trails
+    the run alone while the other jobs idle (§6: with more than one job, commits are unordered)."""
+    if not isinstance(source, JsonlBackend):
+        return ordered
     long = [s for s in ordered if _transcript_bytes(s.revision) >= LONG_BYTES]
     if not long:
         return ordered
@@ -191,3 +194,19 @@ def _transcript_bytes(revision: str) -> int:
     persistence.md §4.10); 0 for one of another form."""
     fields = revision.split(":")
     return int(fields[2]) if len(fields) == 5 and fields[2].isdigit() else 0
+
+
+def _same_event(a: Event, b: Event) -> bool:
+    if a.raw == b.raw:
+        return True
+    try:
+        return jsoncodec.dumps(a.to_value()) == jsoncodec.dumps(b.to_value())
+    except (ValueError, TypeError):
+        return False
+
+
+def first_difference(source: list[Event], stored: list[Event]) -> int | None:
+    for index, (a, b) in enumerate(zip(source, stored, strict=False)):
+        if not _same_event(a, b):
+            return index
+    return None

@@ -37,7 +37,7 @@ from ..legacy import render_json
 from ..memo import VerificationMemo
 from ..records import KeptLine, pack
 from ..windows import Verified, read_window
-from .decode import Decoded, decode_raw, decode_zstd
+from .decode import Decoded, KeptRead, decode_raw, decode_zstd
 from .durable import (
     append_durably,
     check_serializable,
@@ -56,7 +56,7 @@ from .errors import (
 from .frames import zstd_frame
 from .header import header_line, listed_header, read_raw_header, read_zstd_header
 from .paths import COMPRESSIONS, OPPOSITE, TRANSCRIPT, escape_segment, project_dir, transcript_path
-from .proofs import RootSurveyor
+from .proofs import KeptProofs, RootSurveyor
 from .raw import FILENAME, raw_content
 from .survey import (
     Listed,
@@ -277,8 +277,8 @@ class JsonlBackend:
             # proves the header only when the transcript's mtime was safely older than its read.
             key = session.keys[0]
             known = known_headers.get(session.path)
-            if known is not None and known.key is key and known.exact and known.safe:
-                entry = known  # the very stat it was proven by (proofs.py returns it unchanged)
+            if known is not None and known.key == key and known.exact and known.safe:
+                entry = known  # the stat it was proven by (a seeded one's too: sync's state)
             else:
                 path = session.transcript(encoding)
                 if known is not None and known.key == key and known.safe:
@@ -344,6 +344,16 @@ class JsonlBackend:
         with self._lock:
             self._headers = {**seeded, **self._headers}
 
+    def export_proofs(self) -> KeptProofs:
+        """The directory proofs of the last survey (proofs.py), for ``seed_proofs`` in a later
+        process (sync's state), as ``export_listing`` keeps the headers."""
+        return self._surveyor.export()
+
+    def seed_proofs(self, kept: KeptProofs) -> None:
+        """Directory proofs an earlier process kept (``export_proofs``): the first survey reads
+        only the directories whose stat moved since, and stats the rest (proofs.py)."""
+        self._surveyor.seed(kept)
+
     # -- lookup and reading (§4.9) -------------------------------------------------------------
 
     def _session_lock(self, session_id: str) -> threading.Lock:
@@ -391,14 +401,10 @@ class JsonlBackend:
         located = self._locate(session_id, token)
         if located is None:
             return None
-        return self._load_located(session_id, located, token)[0], located
+        return self._load_located(session_id, located, token, None)[0], located
 
     def _load_located(
-        self,
-        session_id: str,
-        located: Located,
-        token: CancelToken,
-        kept: list[KeptLine] | None = None,
+        self, session_id: str, located: Located, token: CancelToken, kept: list[KeptLine] | None
     ) -> tuple[StoredLog, Decoded]:
         """§4.9 steps 3–5 for a found transcript (``kept``: see ``read_stored_kept``)."""
         content, revision = self._stable_read(located.path, token)
@@ -415,19 +421,15 @@ class JsonlBackend:
             raise not_found(session_id)
         return loaded[0]
 
-    def read_stored_kept(
-        self, session_id: str, token: CancelToken = NULL_TOKEN
-    ) -> tuple[StoredLog, list[KeptLine]]:
-        """``read_stored``, with the stored prefix's packed lines that are in canonical form
-        (records.KeptLine): ``sync`` may store them as they are (postgres.md §6). Only sync's
-        process reads this way; the lines are never kept with a loaded log."""
+    def read_stored_kept(self, session_id: str, token: CancelToken = NULL_TOKEN) -> KeptRead:
+        """``read_stored`` and its prefix's canonical packed lines (records.KeptLine), which sync
+        may store as they are (postgres.md §6); no loaded log keeps them."""
         kept: list[KeptLine] = []
         with self._session_lock(session_id):
             located = self._locate(session_id, token)
             if located is None:
                 raise not_found(session_id)
-            stored = self._load_located(session_id, located, token, kept)[0]
-        return stored, kept
+            return self._load_located(session_id, located, token, kept)[0], kept
 
     def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         stored = self.read_stored(session_id, token)

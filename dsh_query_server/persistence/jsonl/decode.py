@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import zstandard
 
 from ...model.event import Event, Header
+from ..base import StoredLog
 from ..logical import StreamedLog
 from ..records import KeptLine
 from .errors import corrupt
@@ -18,6 +19,10 @@ from .lines import LineScanner
 # Lines between seek hints: a window read parses at most this many lines before its first event
 # (Zstandard: this many, plus the rest of the frame the next hint would have started at).
 MARK_EVERY = 64
+
+
+# A stored log with its canonical packed lines (JsonlBackend.read_stored_kept).
+KeptRead = tuple[StoredLog, list[KeptLine]]
 
 
 @dataclass(frozen=True, slots=True)

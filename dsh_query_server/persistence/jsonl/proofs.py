@@ -38,6 +38,9 @@ SAFE_AGE_NS = 2_000_000_000
 
 DirKey = tuple[int, int, int, int]
 _TRANSCRIPTS = tuple(TRANSCRIPT.items())
+# The kinds a survey can find: one transcript, or both in TRANSCRIPT's order (a kept proof's are
+# checked against them).
+_KINDS = frozenset({*((kind,) for kind in TRANSCRIPT), tuple(TRANSCRIPT)})
 
 
 def _dir_key(st: os.stat_result) -> DirKey:
@@ -84,7 +87,19 @@ class _State(NamedTuple):
     projects: dict[str, _Candidates]
     sessions: dict[str, _Kinds]
     checks: dict[str, tuple[_Check, ...]]  # per kept project, from the two above
-    found: list[SessionDir]  # its result: returned again, the same list, while every proof holds
+    # Its result: returned again, the same list, while every proof holds (None: proofs seeded
+    # from another process, no survey's result yet).
+    found: list[SessionDir] | None
+
+
+class KeptProofs(NamedTuple):
+    """The proofs a survey kept, for another process (``RootSurveyor.export``; sync's state
+    file, postgres.md §6): the root's, and the project and session directories' by path. They
+    are the surveyor's own immutable records, so a JSON decoder builds them as they are."""
+
+    root: _Projects | None
+    projects: dict[str, _Candidates]
+    sessions: dict[str, _Kinds]
 
 
 _EMPTY = _State({}, {}, {}, [])
@@ -94,15 +109,42 @@ _RELATIVE = os.stat in os.supports_dir_fd and hasattr(os, "O_DIRECTORY")
 _OPEN_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
+def _fits(path: str, session: SessionDir | None) -> bool:
+    """Whether a session proof kept for ``path`` is one a survey of it makes (a kept state file
+    may be damaged: a proof that does not fit is not used, so the directory is read)."""
+    return session is None or (
+        session.path == path
+        and session.kinds in _KINDS
+        and len(session.keys) == len(session.kinds)
+        and path.rpartition(os.sep)[2] == session.name
+    )
+
+
 def _check(candidate: _Candidate, proof: _Kinds | None, prefix: str) -> _Check:
     name = prefix + candidate.name
     last = None if proof is None else proof.session
-    if proof is None or (last is not None and len(last.kinds) != 1):
+    if proof is None or (
+        last is not None
+        and (len(last.kinds) != 1 or last.path != candidate.path or not _fits(last.path, last))
+    ):
         return (candidate, name, -1, -1, -1, -1, None, *_NO_KEY, None)
     if last is None:
         return (candidate, name, *proof.key, None, *_NO_KEY, None)
     transcript = name + os.sep + TRANSCRIPT[last.kinds[0]]
     return (candidate, name, *proof.key, transcript, *last.keys[0], last)
+
+
+def _checks(
+    projects: dict[str, _Candidates], sessions: dict[str, _Kinds]
+) -> dict[str, tuple[_Check, ...]]:
+    sep = os.sep
+    return {
+        project: tuple(
+            _check(c, sessions.get(c.path), "" if _RELATIVE else project + sep)
+            for c in kept.candidates
+        )
+        for project, kept in projects.items()
+    }
 
 
 class RootSurveyor:
@@ -134,7 +176,6 @@ class RootSurveyor:
         found: list[SessionDir] = []
         paths, changed = self._project_paths(token, safe_before)
         probe = os.stat
-        sep = os.sep
         for project in paths:
             token.raise_if_cancelled()
             proven = self._proven(project, state.projects)
@@ -198,7 +239,11 @@ class RootSurveyor:
                     os.close(fd)
         token.raise_if_cancelled()
         if not changed and state.projects.keys() == projects.keys():
-            return state.found  # every proof held: the same sessions, the same records
+            if state.found is not None:
+                return state.found  # every proof held: the same sessions, the same records
+            # Seeded proofs that all held: the same proofs, now with their survey's result.
+            self._state = state._replace(found=found)
+            return found
         sessions: dict[str, _Kinds] = {}
         for candidates in listed.values():
             for candidate in candidates:
@@ -206,15 +251,32 @@ class RootSurveyor:
                 proof = updates[path] if path in updates else known_sessions.get(path)
                 if proof is not None:
                     sessions[path] = proof
-        checks = {
-            project: tuple(
-                _check(c, sessions.get(c.path), "" if _RELATIVE else project + sep)
-                for c in kept.candidates
-            )
-            for project, kept in projects.items()
-        }
-        self._state = _State(projects, sessions, checks, found)
+        self._state = _State(projects, sessions, _checks(projects, sessions), found)
         return found
+
+    def export(self) -> KeptProofs:
+        """The proofs the last survey kept (each made by a read safely after the directory's
+        last change, so as good in another process as in this one)."""
+        state = self._state
+        return KeptProofs(self._root, state.projects, state.sessions)
+
+    def seed(self, kept: KeptProofs) -> None:
+        """Proofs an earlier process kept (``export``), for a surveyor that has not surveyed
+        yet: its first survey then reads only what changed since. They are checked exactly as
+        this process's own: a directory whose key moved is read again. Records that do not fit
+        where they are kept (a damaged state file) are not used: what they name is read again."""
+        if self._root is not None or self._state is not _EMPTY:
+            return  # this process's own proofs are at least as recent
+        sep = os.sep
+        projects = {
+            project: proof
+            for project, proof in kept.projects.items()
+            if [c.path for c in proof.candidates]
+            == [project + sep + c.name for c in proof.candidates]
+        }
+        sessions = kept.sessions  # each checked where it is used (_check, _session: _fits)
+        self._root = kept.root
+        self._state = _State(projects, sessions, _checks(projects, sessions), None)
 
     def _project_paths(self, token: CancelToken, safe_before: int) -> tuple[tuple[str, ...], bool]:
         """The project directories, and whether the root was read (not proven)."""
@@ -307,7 +369,7 @@ class RootSurveyor:
             return None
         key = _dir_key(st)
         known = known_sessions.get(path)
-        if known is None or known.key != key:
+        if known is None or known.key != key or not _fits(path, known.session):
             return self._probe(candidate, key, safe_before, kept)
         kept[path] = known
         session = known.session

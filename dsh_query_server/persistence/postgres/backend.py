@@ -39,7 +39,7 @@ from .connection import Conn, Pool
 from .conninfo import PgMount, parse_postgres_uri
 from .errors import PostgresUnavailableError
 from .listener import ListenerSlot
-from .listing import Listings, revision_of
+from .listing import Listings, Stamp, revision_of
 from .schema import StoreIdentity, StoreRefused
 
 log = logging.getLogger(__name__)
@@ -433,6 +433,18 @@ class PostgresBackend:
         listing = self._listings.current(self._identity is not None, token)
         found = None if listing is None else listing.snapshots.get(session_id)
         return None if found is None else found.header
+
+    def listing_stamp(self, token: CancelToken = NULL_TOKEN) -> Stamp | None:
+        """What names the current listing (listing.py ``Stamp``), read without it: sync keeps
+        one as the proof that the target is as it last listed it (§6)."""
+        return self._listings.stamp(token)
+
+    def stamped_listing(
+        self, token: CancelToken = NULL_TOKEN
+    ) -> tuple[tuple[Snapshot, ...], Stamp | None]:
+        """``list_snapshots`` with the stamp of that very listing."""
+        listing = self._listings.current(self._identity is not None, token)
+        return ((), None) if listing is None else (listing.ordered, listing.stamp)
 
     # -- writing -----------------------------------------------------------------------
 

@@ -22,6 +22,10 @@ _SELECT: LiteralString = (
 )
 
 Key = tuple[str, str, int]  # (epoch, store_id, deletions)
+# What names one listing (§3.2): the store's identity (its revisions' prefix), the epoch, store_id,
+# deletions and change_count. Equal stamps, equal listings: the memo's proof, which sync's state
+# keeps between processes (§6).
+Stamp = tuple[str, str, str, int, int]
 
 
 def revision_of(identity: StoreIdentity, count: int, revision: str) -> str:
@@ -34,6 +38,11 @@ class Listing:
     change_count: int
     snapshots: dict[str, Snapshot]
     ordered: tuple[Snapshot, ...]
+    prefix: str = ""  # the store identity's (StoreIdentity.prefix)
+
+    @property
+    def stamp(self) -> Stamp:
+        return (self.prefix, *self.key, self.change_count)
 
 
 class Listings:
@@ -74,6 +83,25 @@ class Listings:
                 return old
         return self._pool.read(lambda conn: self._read(conn, token), token)
 
+    def stamp(self, token: CancelToken) -> Stamp | None:
+        """The current listing's stamp without the listing: the store opened (and refused) as
+        for a listing, then the token, in one transaction; None for a store that lists
+        nothing."""
+
+        def work(conn: Conn) -> Stamp | None:
+            identity = self._open(conn)
+            found = None if identity is None else self._token(conn)
+            if identity is None or found is None:
+                return None
+            key, change, store_id = found
+            if store_id != identity.store_id:
+                raise PostgresUnavailableError(
+                    f'postgres schema "{self._schema}" changed under this mount; remount it'
+                )
+            return (identity.prefix, *key, change)
+
+        return self._pool.read(work, token)
+
     def _read(self, conn: Conn, token: CancelToken) -> Listing | None:
         identity = self._open(conn)
         if identity is None:
@@ -101,7 +129,7 @@ class Listings:
                 snapshot = _snapshot(identity, item)
                 found[snapshot.header.id] = snapshot
         ordered = tuple(found[k] for k in sorted(found))
-        listing = Listing(key, change, found, ordered)
+        listing = Listing(key, change, found, ordered, identity.prefix)
         self._memo = listing
         return listing
 

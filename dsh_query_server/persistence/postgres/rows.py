@@ -8,7 +8,7 @@ validates the header, the continuity of the rows and every record, and any defec
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -255,17 +255,38 @@ def _require_format_v0(header: Header) -> None:
     )
 
 
-def _optional(header: Header, wire: str, rule: Callable[[object], bool]) -> bool:
-    value = header.get(wire)
-    return value is UNSET or rule(value)
+def _str_or_unset(value: object) -> bool:
+    return value is UNSET or isinstance(value, str)
 
 
-def _is_str(value: object) -> bool:
-    return isinstance(value, str)
+def _count_or_unset(value: object) -> bool:
+    if type(value) is int:  # the common case, without the calls
+        return 0 <= value <= MAX_SAFE_INTEGER
+    return value is UNSET or is_nonneg_safe_integer(value)
 
 
-def _is_subagent(value: object) -> bool:
-    return value == "subagent"
+def _problem(header: Header, session_id: str, created_at: object | None) -> str | None:
+    """The first check of §3.3 step 1 that ``header`` fails, in the order they are reported;
+    None when it passes them all. Plain tests in a row: a listing runs them on every session."""
+    if header.id != session_id:
+        return "header id does not match the row's id"
+    if not is_nonneg_safe_integer(header.created_at):
+        return "createdAt must be a non-negative safe integer"
+    if created_at is not None and created_at != header.created_at:
+        return "created_at does not match"
+    if not _str_or_unset(header.cwd):
+        return "cwd must be a string"
+    if not _str_or_unset(header.parent_session):
+        return "parentSession must be a string"
+    if not _str_or_unset(header.agent_preset):
+        return "agentPreset must be a string"
+    if not _count_or_unset(header.seed_length):
+        return "seedLength must be a non-negative safe integer"
+    if not _count_or_unset(header.delegation_depth):
+        return "delegationDepth must be a non-negative safe integer"
+    if header.origin is not UNSET and header.origin != "subagent":
+        return 'origin must be "subagent"'
+    return None
 
 
 def decode_header(session_id: str, text: str, created_at: object | None = None) -> Header:
@@ -278,29 +299,9 @@ def decode_header(session_id: str, text: str, created_at: object | None = None) 
     except (ValueError, UnicodeEncodeError):
         header = _not_a_header(session_id, text)
     _require_format_v0(header)
-    checks = (
-        (header.id == session_id, "header id does not match the row's id"),
-        (
-            is_nonneg_safe_integer(header.created_at),
-            "createdAt must be a non-negative safe integer",
-        ),
-        (created_at is None or created_at == header.created_at, "created_at does not match"),
-        (_optional(header, "cwd", _is_str), "cwd must be a string"),
-        (_optional(header, "parentSession", _is_str), "parentSession must be a string"),
-        (_optional(header, "agentPreset", _is_str), "agentPreset must be a string"),
-        (
-            _optional(header, "seedLength", is_nonneg_safe_integer),
-            "seedLength must be a non-negative safe integer",
-        ),
-        (
-            _optional(header, "delegationDepth", is_nonneg_safe_integer),
-            "delegationDepth must be a non-negative safe integer",
-        ),
-        (_optional(header, "origin", _is_subagent), 'origin must be "subagent"'),
-    )
-    for ok, reason in checks:
-        if not ok:
-            raise _corrupt_row(session_id, reason)
+    problem = _problem(header, session_id, created_at)
+    if problem is not None:
+        raise _corrupt_row(session_id, problem)
     return header
 
 
