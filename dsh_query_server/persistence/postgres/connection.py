@@ -20,7 +20,8 @@ from typing import TypeVar
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ConnStatus, DiagnosticField, ExecStatus, TransactionStatus
+from psycopg.pq.abc import PGresult
 
 from ...cancel import NULL_TOKEN, CancelToken, SessionQueryCancelled
 from .conninfo import PgMount
@@ -35,6 +36,9 @@ _CANCEL_POLL_SECONDS = 0.05
 _REPEATABLE_READ = psycopg.IsolationLevel.REPEATABLE_READ
 _READ_COMMITTED = psycopg.IsolationLevel.READ_COMMITTED
 _RETRIABLE_SQLSTATES = ("57P01", "57P02", "57P03")
+_NO_SUCH_STATEMENT = b"26000"  # invalid_sql_statement_name: not prepared on this connection
+
+Row = tuple[bytes | None, ...]
 
 
 def _retriable(exc: BaseException) -> bool:
@@ -153,14 +157,30 @@ class Pool:
         round trips), retried once on a broken connection and cancelled like ``read``."""
         return self._retried(work, token)
 
-    def _retried(self, work: Callable[[Conn], T], token: CancelToken) -> T:
-        """``work`` on a pooled connection, watched for ``token``; once more on a fresh one when
-        the connection broke under it (a restart), unless the token fired."""
+    def probe(self, name: bytes, text: bytes, token: CancelToken) -> Row | None:
+        """The first row (text-format values) of ``text``, one SELECT prepared as ``name`` on
+        each connection, run like ``statement`` (autocommit, retried once, cancelled through the
+        server) but through libpq itself: no cursor, and no watcher registration, because it
+        waits in the caller's thread and looks at ``token`` while it waits."""
+        return self._retried(lambda conn: _probe(conn, name, text, token), token, watched=False)
+
+    def _retried(self, work: Callable[[Conn], T], token: CancelToken, watched: bool = True) -> T:
+        """``work`` on a pooled connection, watched for ``token`` unless ``work`` watches it
+        itself; once more on a fresh one when the connection broke under it (a restart), unless
+        the token fired."""
         for attempt in (0, 1):
             token.raise_if_cancelled()
             try:
-                with self.connection() as conn, self._watcher.watching(conn, token):
-                    result = work(conn)
+                conn = self._pool.getconn()  # not pool.connection(): no commit at the end
+                try:
+                    if watched:
+                        with self._watcher.watching(conn, token):
+                            result = work(conn)
+                    else:
+                        result = work(conn)
+                finally:
+                    self._pool.putconn(conn)
+                self.reachable = True
                 token.raise_if_cancelled()
                 return result
             except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
@@ -184,6 +204,71 @@ class Pool:
             if finished and in_doubt is not None and _retriable(exc):
                 raise AppendInDoubtError(self.scrub(f"{in_doubt}: {str(exc).strip()}")) from None
             raise self.failure(exc, NULL_TOKEN) from None
+
+
+def _probe(conn: Conn, name: bytes, text: bytes, token: CancelToken) -> Row | None:
+    """``Pool.probe`` on one connection: the prepared statement, prepared first when this
+    connection does not hold it (a new connection, or one whose statements were deallocated)."""
+    pgconn = conn.pgconn
+    with conn.lock:
+        pgconn.send_query_prepared(name, None)
+        result = _result(conn, token)
+        if (
+            result.status == ExecStatus.FATAL_ERROR
+            and result.error_field(DiagnosticField.SQLSTATE) == _NO_SUCH_STATEMENT
+        ):
+            pgconn.send_prepare(name, text)
+            prepared = _result(conn, token)
+            if prepared.status != ExecStatus.COMMAND_OK:
+                raise _error(conn, prepared)
+            pgconn.send_query_prepared(name, None)
+            result = _result(conn, token)
+    if result.status != ExecStatus.TUPLES_OK:
+        raise _error(conn, result)
+    if result.ntuples == 0:
+        return None
+    return tuple([result.get_value(0, column) for column in range(result.nfields)])
+
+
+def _error(conn: Conn, result: PGresult) -> psycopg.Error:
+    """The error psycopg raises for ``result``; on a connection that broke, an OperationalError
+    even without a SQLSTATE (so that it is retried, as a broken psycopg read is)."""
+    error = pg_errors.error_from_result(result, conn.info.encoding)
+    if conn.pgconn.status == ConnStatus.BAD and not isinstance(error, psycopg.OperationalError):
+        return psycopg.OperationalError(str(error))
+    return error
+
+
+def _result(conn: Conn, token: CancelToken) -> PGresult:
+    """The one result of the query just sent, read as psycopg reads it (flush, then consume
+    input until libpq is not busy), waiting on the socket at most _CANCEL_POLL_SECONDS at a
+    time: when ``token`` has fired, the statement is cancelled through the server (once) and its
+    answer, the cancellation's error, is still read, so the connection stays usable."""
+    pgconn = conn.pgconn
+    sock = pgconn.socket
+    while pgconn.flush():
+        readable, _, _ = select.select([sock], [sock], [], _CANCEL_POLL_SECONDS)
+        if readable:
+            pgconn.consume_input()
+    results: list[PGresult] = []
+    cancelled = False
+    while True:
+        while pgconn.is_busy():  # PQisBusy parses what consume_input read
+            if not cancelled and token.cancelled:
+                cancelled = True
+                try:
+                    conn.cancel_safe(timeout=5)
+                except psycopg.Error as exc:
+                    log.debug("cancel failed: %s", type(exc).__name__)
+            select.select([sock], [], [], _CANCEL_POLL_SECONDS)
+            pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:
+            break
+        results.append(result)
+    if len(results) != 1:
+        raise psycopg.OperationalError(f"expected one result, got {len(results)}")
+    return results[0]
 
 
 def _check_idle(conn: Conn) -> None:
