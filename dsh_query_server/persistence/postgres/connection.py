@@ -36,6 +36,7 @@ _CANCEL_POLL_SECONDS = 0.05
 _REPEATABLE_READ = psycopg.IsolationLevel.REPEATABLE_READ
 _READ_COMMITTED = psycopg.IsolationLevel.READ_COMMITTED
 _RETRIABLE_SQLSTATES = ("57P01", "57P02", "57P03")
+_PARK_SECONDS = 30.0  # a parked connection goes back through the pool at least this often
 _NO_SUCH_STATEMENT = b"26000"  # invalid_sql_statement_name: not prepared on this connection
 
 Row = tuple[bytes | None, ...]
@@ -57,7 +58,7 @@ class Pool:
         self.reachable = False
         self.last_error: str | None = None
         self._fsync_warned = False
-        self._pool = psycopg_pool.ConnectionPool(
+        self._pool: psycopg_pool.ConnectionPool[Conn] = psycopg_pool.ConnectionPool(
             mount.conninfo(),
             min_size=1,
             max_size=mount.pool_size,
@@ -69,6 +70,15 @@ class Pool:
             name="dsh-query-postgres",
         )
         self._watcher = CancelWatcher()
+        # One connection parked between probes (the listing's token statement, run twice per
+        # search), so that they skip the pool's checkout and return. It is handed back to the
+        # pool whenever anyone else asks the pool for a connection (``_demand`` counts those
+        # waiting), after _PARK_SECONDS, and at close: parking never keeps a connection from
+        # another caller.
+        self._park_lock = threading.Lock()
+        self._parked: tuple[Conn, float] | None = None
+        self._demand = 0
+        self._closed = False
         self._pool.open(wait=False)
 
     def _configure(self, conn: Conn) -> None:
@@ -92,6 +102,11 @@ class Pool:
             )
 
     def close(self) -> None:
+        with self._park_lock:
+            self._closed = True
+            parked, self._parked = self._parked, None
+        if parked is not None:
+            self._pool.putconn(parked[0])
         self._pool.close()
         self._watcher.close()
 
@@ -136,9 +151,42 @@ class Pool:
 
     @contextmanager
     def connection(self) -> Generator[Conn, None, None]:
-        with self._pool.connection() as conn:
-            yield conn
+        conn = self._checkout(probe=False)
+        try:
+            with conn:  # as pool.connection(): commit, or roll back on an error
+                yield conn
+        finally:
+            self._checkin(conn, probe=False)
         self.reachable = True
+
+    def _checkout(self, probe: bool) -> Conn:
+        """A connection: for a probe the parked one when it is still idle and quiet (as the
+        pool's check, _check_idle, would find it), else one from the pool; any other caller
+        first hands the parked one back to the pool."""
+        with self._park_lock:
+            parked, self._parked = self._parked, None
+            self._demand += 1
+        try:
+            if parked is not None:
+                conn, since = parked
+                if probe and time.monotonic() - since < _PARK_SECONDS and _quiet(conn):
+                    return conn
+                self._pool.putconn(conn)
+            return self._pool.getconn()
+        finally:
+            with self._park_lock:
+                self._demand -= 1
+
+    def _checkin(self, conn: Conn, probe: bool) -> None:
+        """A probe parks its idle connection unless one is parked, anyone waits for the pool,
+        or the pool is closing; every other connection goes back to the pool."""
+        if probe and not conn.closed:
+            idle = conn.pgconn.transaction_status == TransactionStatus.IDLE
+            with self._park_lock:
+                if idle and self._parked is None and self._demand == 0 and not self._closed:
+                    self._parked = (conn, time.monotonic())
+                    return
+        self._pool.putconn(conn)
 
     def read(self, work: Callable[[Conn], T], token: CancelToken = NULL_TOKEN) -> T:
         """``work`` in one REPEATABLE READ READ ONLY transaction, retried once on a broken
@@ -162,24 +210,24 @@ class Pool:
         each connection, run like ``statement`` (autocommit, retried once, cancelled through the
         server) but through libpq itself: no cursor, and no watcher registration, because it
         waits in the caller's thread and looks at ``token`` while it waits."""
-        return self._retried(lambda conn: _probe(conn, name, text, token), token, watched=False)
+        return self._retried(lambda conn: _probe(conn, name, text, token), token, probe=True)
 
-    def _retried(self, work: Callable[[Conn], T], token: CancelToken, watched: bool = True) -> T:
-        """``work`` on a pooled connection, watched for ``token`` unless ``work`` watches it
-        itself; once more on a fresh one when the connection broke under it (a restart), unless
-        the token fired."""
+    def _retried(self, work: Callable[[Conn], T], token: CancelToken, probe: bool = False) -> T:
+        """``work`` on a pooled connection, watched for ``token`` unless it is a probe (which
+        watches it itself); once more on a fresh one when the connection broke under it (a
+        restart), unless the token fired."""
         for attempt in (0, 1):
             token.raise_if_cancelled()
             try:
-                conn = self._pool.getconn()  # not pool.connection(): no commit at the end
+                conn = self._checkout(probe)  # not pool.connection(): no commit at the end
                 try:
-                    if watched:
+                    if probe:
+                        result = work(conn)
+                    else:
                         with self._watcher.watching(conn, token):
                             result = work(conn)
-                    else:
-                        result = work(conn)
                 finally:
-                    self._pool.putconn(conn)
+                    self._checkin(conn, probe)
                 self.reachable = True
                 token.raise_if_cancelled()
                 return result
@@ -271,16 +319,21 @@ def _result(conn: Conn, token: CancelToken) -> PGresult:
     return results[0]
 
 
+def _quiet(conn: Conn) -> bool:
+    """An idle pooled connection receives nothing (it never LISTENs), so a socket with input
+    pending holds a server's termination notice or EOF (a restart)."""
+    if conn.closed or conn.pgconn.transaction_status != TransactionStatus.IDLE:
+        return False
+    readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    return not readable
+
+
 def _check_idle(conn: Conn) -> None:
-    """The pool's checkout check without a round trip: an idle pooled connection receives
-    nothing (it never LISTENs), so a socket with input pending holds a server's termination
-    notice or EOF (a restart); only then, or in an unexpected state, is it checked by a round
-    trip, which raises for a broken connection so that the pool replaces it."""
-    if not conn.closed and conn.pgconn.transaction_status == TransactionStatus.IDLE:
-        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
-        if not readable:
-            return
-    psycopg_pool.ConnectionPool.check_connection(conn)
+    """The pool's checkout check without a round trip for a quiet connection (``_quiet``); any
+    other is checked by a round trip, which raises for a broken connection so that the pool
+    replaces it."""
+    if not _quiet(conn):
+        psycopg_pool.ConnectionPool.check_connection(conn)
 
 
 class _Watched:
