@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -276,5 +277,49 @@ def test_a_probe_parks_its_connection_only_while_nobody_waits(pg_database: PgDat
         waiter.join(10)
         assert answers == [(1,)]
         assert pool._parked is None  # pyright: ignore[reportPrivateUsage]
+    finally:
+        backend.close()
+
+
+def _failure(call: Callable[[], object]) -> str:
+    try:
+        call()
+    except PostgresUnavailableError as exc:
+        return str(exc)
+    raise AssertionError("no failure")
+
+
+@pytest.mark.parametrize("change", ["drop schema", "revoke"])
+def test_the_token_statement_fails_as_the_psycopg_statement_did(
+    pg_database: PgDatabase, change: str
+) -> None:
+    """The store changed under a mount that keeps its memo: the libpq token statement fails
+    with the very message psycopg's statement gave (an error about the statement's text is
+    reported by psycopg itself, as libpq words a prepared statement's position apart)."""
+    role = f"r_{uuid.uuid4().hex[:8]}"
+    sql(pg_database, f"CREATE ROLE {role} LOGIN")
+    owner = open_postgres(pg_database.socket_uri(listen="false"))
+    owner.create(header("s"))
+    owner.append("s", [turn_start(0)])
+    owner.close()
+    sql(pg_database, f"GRANT USAGE ON SCHEMA dsh_query TO {role}")
+    sql(pg_database, f"GRANT SELECT ON ALL TABLES IN SCHEMA dsh_query TO {role}")
+    backend = open_postgres(
+        pg_database.socket_uri(user=role, poolSize="1", readOnly="true", listen="false")
+    )
+    try:
+        for _ in range(2):  # the second is answered by the token statement, now prepared
+            assert [s.header.id for s in backend.list_snapshots(CancelToken())] == ["s"]
+        if change == "drop schema":
+            sql(pg_database, "DROP SCHEMA dsh_query CASCADE")
+        else:
+            sql(pg_database, f"REVOKE SELECT ON dsh_query.store FROM {role}")
+        listings, pool = backend._listings, backend._pool  # pyright: ignore[reportPrivateUsage]
+        probed = _failure(lambda: backend.list_snapshots(CancelToken()))
+        old = _failure(
+            lambda: pool.statement(listings._token, CancelToken())  # pyright: ignore[reportPrivateUsage]
+        )
+        assert probed == old
+        assert ("does not exist" if change == "drop schema" else "lacks a privilege") in probed
     finally:
         backend.close()

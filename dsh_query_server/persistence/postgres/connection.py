@@ -271,11 +271,25 @@ def _probe(conn: Conn, name: bytes, text: bytes, token: CancelToken) -> Row | No
                 raise _error(conn, prepared)
             pgconn.send_query_prepared(name, None)
             result = _result(conn, token)
+    if (
+        result.status == ExecStatus.FATAL_ERROR
+        and result.error_field(DiagnosticField.STATEMENT_POSITION) is not None
+    ):
+        # An error about the statement's text: psycopg runs it (outside its lock), so that the
+        # message reads as psycopg's statement reported it (libpq words a prepared one's
+        # position apart).
+        row = conn.execute(text).fetchone()
+        return None if row is None else tuple(_text(value) for value in row)
     if result.status != ExecStatus.TUPLES_OK:
         raise _error(conn, result)
     if result.ntuples == 0:
         return None
     return tuple([result.get_value(0, column) for column in range(result.nfields)])
+
+
+def _text(value: object) -> bytes | None:
+    """A value psycopg loaded, in the text format libpq gives it (text and integers only)."""
+    return None if value is None else str(value).encode()
 
 
 def _error(conn: Conn, result: PGresult) -> psycopg.Error:
