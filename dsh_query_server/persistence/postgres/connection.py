@@ -20,7 +20,8 @@ from typing import TypeVar
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
-from psycopg.pq import TransactionStatus
+from psycopg.pq import ConnStatus, DiagnosticField, ExecStatus, TransactionStatus
+from psycopg.pq.abc import PGresult
 
 from ...cancel import NULL_TOKEN, CancelToken, SessionQueryCancelled
 from .conninfo import PgMount
@@ -35,6 +36,10 @@ _CANCEL_POLL_SECONDS = 0.05
 _REPEATABLE_READ = psycopg.IsolationLevel.REPEATABLE_READ
 _READ_COMMITTED = psycopg.IsolationLevel.READ_COMMITTED
 _RETRIABLE_SQLSTATES = ("57P01", "57P02", "57P03")
+_PARK_SECONDS = 30.0  # a parked connection goes back through the pool at least this often
+_NO_SUCH_STATEMENT = b"26000"  # invalid_sql_statement_name: not prepared on this connection
+
+Row = tuple[bytes | None, ...]
 
 
 def _retriable(exc: BaseException) -> bool:
@@ -53,7 +58,7 @@ class Pool:
         self.reachable = False
         self.last_error: str | None = None
         self._fsync_warned = False
-        self._pool = psycopg_pool.ConnectionPool(
+        self._pool: psycopg_pool.ConnectionPool[Conn] = psycopg_pool.ConnectionPool(
             mount.conninfo(),
             min_size=1,
             max_size=mount.pool_size,
@@ -65,6 +70,15 @@ class Pool:
             name="dsh-query-postgres",
         )
         self._watcher = CancelWatcher()
+        # One connection parked between probes (the listing's token statement, run twice per
+        # search), so that they skip the pool's checkout and return. It is handed back to the
+        # pool whenever anyone else asks the pool for a connection (``_demand`` counts those
+        # waiting), after _PARK_SECONDS, and at close: parking never keeps a connection from
+        # another caller.
+        self._park_lock = threading.Lock()
+        self._parked: tuple[Conn, float] | None = None
+        self._demand = 0
+        self._closed = False
         self._pool.open(wait=False)
 
     def _configure(self, conn: Conn) -> None:
@@ -88,6 +102,11 @@ class Pool:
             )
 
     def close(self) -> None:
+        with self._park_lock:
+            self._closed = True
+            parked, self._parked = self._parked, None
+        if parked is not None:
+            self._pool.putconn(parked[0])
         self._pool.close()
         self._watcher.close()
 
@@ -132,9 +151,42 @@ class Pool:
 
     @contextmanager
     def connection(self) -> Generator[Conn, None, None]:
-        with self._pool.connection() as conn:
-            yield conn
+        conn = self._checkout(probe=False)
+        try:
+            with conn:  # as pool.connection(): commit, or roll back on an error
+                yield conn
+        finally:
+            self._checkin(conn, probe=False)
         self.reachable = True
+
+    def _checkout(self, probe: bool) -> Conn:
+        """A connection: for a probe the parked one when it is still idle and quiet (as the
+        pool's check, _check_idle, would find it), else one from the pool; any other caller
+        first hands the parked one back to the pool."""
+        with self._park_lock:
+            parked, self._parked = self._parked, None
+            self._demand += 1
+        try:
+            if parked is not None:
+                conn, since = parked
+                if probe and time.monotonic() - since < _PARK_SECONDS and _quiet(conn):
+                    return conn
+                self._pool.putconn(conn)
+            return self._pool.getconn()
+        finally:
+            with self._park_lock:
+                self._demand -= 1
+
+    def _checkin(self, conn: Conn, probe: bool) -> None:
+        """A probe parks its idle connection unless one is parked, anyone waits for the pool,
+        or the pool is closing; every other connection goes back to the pool."""
+        if probe and not conn.closed:
+            idle = conn.pgconn.transaction_status == TransactionStatus.IDLE
+            with self._park_lock:
+                if idle and self._parked is None and self._demand == 0 and not self._closed:
+                    self._parked = (conn, time.monotonic())
+                    return
+        self._pool.putconn(conn)
 
     def read(self, work: Callable[[Conn], T], token: CancelToken = NULL_TOKEN) -> T:
         """``work`` in one REPEATABLE READ READ ONLY transaction, retried once on a broken
@@ -153,14 +205,30 @@ class Pool:
         round trips), retried once on a broken connection and cancelled like ``read``."""
         return self._retried(work, token)
 
-    def _retried(self, work: Callable[[Conn], T], token: CancelToken) -> T:
-        """``work`` on a pooled connection, watched for ``token``; once more on a fresh one when
-        the connection broke under it (a restart), unless the token fired."""
+    def probe(self, name: bytes, text: bytes, token: CancelToken) -> Row | None:
+        """The first row (text-format values) of ``text``, one SELECT prepared as ``name`` on
+        each connection, run like ``statement`` (autocommit, retried once, cancelled through the
+        server) but through libpq itself: no cursor, and no watcher registration, because it
+        waits in the caller's thread and looks at ``token`` while it waits."""
+        return self._retried(lambda conn: _probe(conn, name, text, token), token, probe=True)
+
+    def _retried(self, work: Callable[[Conn], T], token: CancelToken, probe: bool = False) -> T:
+        """``work`` on a pooled connection, watched for ``token`` unless it is a probe (which
+        watches it itself); once more on a fresh one when the connection broke under it (a
+        restart), unless the token fired."""
         for attempt in (0, 1):
             token.raise_if_cancelled()
             try:
-                with self.connection() as conn, self._watcher.watching(conn, token):
-                    result = work(conn)
+                conn = self._checkout(probe)  # not pool.connection(): no commit at the end
+                try:
+                    if probe:
+                        result = work(conn)
+                    else:
+                        with self._watcher.watching(conn, token):
+                            result = work(conn)
+                finally:
+                    self._checkin(conn, probe)
+                self.reachable = True
                 token.raise_if_cancelled()
                 return result
             except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
@@ -186,16 +254,100 @@ class Pool:
             raise self.failure(exc, NULL_TOKEN) from None
 
 
+def _probe(conn: Conn, name: bytes, text: bytes, token: CancelToken) -> Row | None:
+    """``Pool.probe`` on one connection: the prepared statement, prepared first when this
+    connection does not hold it (a new connection, or one whose statements were deallocated)."""
+    pgconn = conn.pgconn
+    with conn.lock:
+        pgconn.send_query_prepared(name, None)
+        result = _result(conn, token)
+        if (
+            result.status == ExecStatus.FATAL_ERROR
+            and result.error_field(DiagnosticField.SQLSTATE) == _NO_SUCH_STATEMENT
+        ):
+            pgconn.send_prepare(name, text)
+            prepared = _result(conn, token)
+            if prepared.status != ExecStatus.COMMAND_OK:
+                raise _error(conn, prepared)
+            pgconn.send_query_prepared(name, None)
+            result = _result(conn, token)
+    if (
+        result.status == ExecStatus.FATAL_ERROR
+        and result.error_field(DiagnosticField.STATEMENT_POSITION) is not None
+    ):
+        # An error about the statement's text: psycopg runs it (outside its lock), so that the
+        # message reads as psycopg's statement reported it (libpq words a prepared one's
+        # position apart).
+        row = conn.execute(text).fetchone()
+        return None if row is None else tuple(_text(value) for value in row)
+    if result.status != ExecStatus.TUPLES_OK:
+        raise _error(conn, result)
+    if result.ntuples == 0:
+        return None
+    return tuple([result.get_value(0, column) for column in range(result.nfields)])
+
+
+def _text(value: object) -> bytes | None:
+    """A value psycopg loaded, in the text format libpq gives it (text and integers only)."""
+    return None if value is None else str(value).encode()
+
+
+def _error(conn: Conn, result: PGresult) -> psycopg.Error:
+    """The error psycopg raises for ``result``; on a connection that broke, an OperationalError
+    even without a SQLSTATE (so that it is retried, as a broken psycopg read is)."""
+    error = pg_errors.error_from_result(result, conn.info.encoding)
+    if conn.pgconn.status == ConnStatus.BAD and not isinstance(error, psycopg.OperationalError):
+        return psycopg.OperationalError(str(error))
+    return error
+
+
+def _result(conn: Conn, token: CancelToken) -> PGresult:
+    """The one result of the query just sent, read as psycopg reads it (flush, then consume
+    input until libpq is not busy), waiting on the socket at most _CANCEL_POLL_SECONDS at a
+    time: when ``token`` has fired, the statement is cancelled through the server (once) and its
+    answer, the cancellation's error, is still read, so the connection stays usable."""
+    pgconn = conn.pgconn
+    sock = pgconn.socket
+    while pgconn.flush():
+        readable, _, _ = select.select([sock], [sock], [], _CANCEL_POLL_SECONDS)
+        if readable:
+            pgconn.consume_input()
+    results: list[PGresult] = []
+    cancelled = False
+    while True:
+        while pgconn.is_busy():  # PQisBusy parses what consume_input read
+            if not cancelled and token.cancelled:
+                cancelled = True
+                try:
+                    conn.cancel_safe(timeout=5)
+                except psycopg.Error as exc:
+                    log.debug("cancel failed: %s", type(exc).__name__)
+            select.select([sock], [], [], _CANCEL_POLL_SECONDS)
+            pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:
+            break
+        results.append(result)
+    if len(results) != 1:
+        raise psycopg.OperationalError(f"expected one result, got {len(results)}")
+    return results[0]
+
+
+def _quiet(conn: Conn) -> bool:
+    """An idle pooled connection receives nothing (it never LISTENs), so a socket with input
+    pending holds a server's termination notice or EOF (a restart)."""
+    if conn.closed or conn.pgconn.transaction_status != TransactionStatus.IDLE:
+        return False
+    readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    return not readable
+
+
 def _check_idle(conn: Conn) -> None:
-    """The pool's checkout check without a round trip: an idle pooled connection receives
-    nothing (it never LISTENs), so a socket with input pending holds a server's termination
-    notice or EOF (a restart); only then, or in an unexpected state, is it checked by a round
-    trip, which raises for a broken connection so that the pool replaces it."""
-    if not conn.closed and conn.pgconn.transaction_status == TransactionStatus.IDLE:
-        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
-        if not readable:
-            return
-    psycopg_pool.ConnectionPool.check_connection(conn)
+    """The pool's checkout check without a round trip for a quiet connection (``_quiet``); any
+    other is checked by a round trip, which raises for a broken connection so that the pool
+    replaces it."""
+    if not _quiet(conn):
+        psycopg_pool.ConnectionPool.check_connection(conn)
 
 
 class _Watched:

@@ -17,6 +17,11 @@ from .errors import PostgresUnavailableError
 from .schema import StoreIdentity
 
 _FETCH = 1000
+_TOKEN: LiteralString = (
+    "SELECT store_id::text, change_count, deletions,"
+    " pg_catalog.pg_postmaster_start_time()::text FROM {s}.store"
+)
+_TOKEN_NAME = b"dsh_query_listing_token"  # prepared on each connection by Pool.probe
 _SELECT: LiteralString = (
     "SELECT id, header, created_at, event_count, revision::text FROM {s}.sessions"
 )
@@ -55,21 +60,30 @@ class Listings:
         self._schema = schema
         self._open = open_store
         self._memo: Listing | None = None
+        self._token_sql = self._q(_TOKEN)
+        self._token_text = self._token_sql.as_bytes(None)
 
     def _q(self, text: LiteralString) -> sql.Composed:
         return sql.SQL(text).format(s=sql.Identifier(self._schema))
 
     def _token(self, conn: Conn) -> tuple[Key, int, str] | None:
         """The listing token: ((epoch, store_id, deletions), change_count, store_id)."""
-        row = conn.execute(
-            self._q(
-                "SELECT store_id::text, change_count, deletions,"
-                " pg_catalog.pg_postmaster_start_time()::text FROM {s}.store"
-            )
-        ).fetchone()
+        row = conn.execute(self._token_sql).fetchone()
         if row is None:
             return None
         return (str(row[3]), str(row[0]), int(str(row[2]))), int(str(row[1])), str(row[0])
+
+    def probed_token(self, token: CancelToken) -> tuple[Key, int] | None:
+        """``_token``'s (key, change_count) read by ``Pool.probe`` (one prepared statement in
+        autocommit, libpq's text values parsed as psycopg's loaders parse them); None for no
+        row, or a value that is NULL (the transaction's ``_token`` then decides)."""
+        row = self._pool.probe(_TOKEN_NAME, self._token_text, token)
+        if row is None:
+            return None
+        store_id, change, deletions, epoch = row
+        if store_id is None or change is None or deletions is None or epoch is None:
+            return None
+        return (epoch.decode(), store_id.decode(), int(deletions)), int(change)
 
     def current(self, opened: bool, token: CancelToken) -> Listing | None:
         """The listing at one snapshot; None for a store that lists nothing. While the memo is
@@ -78,8 +92,7 @@ class Listings:
         memo. Any other answer reads in a REPEATABLE READ transaction."""
         old = self._memo
         if old is not None and opened:
-            found = self._pool.statement(self._token, token)
-            if found is not None and (found[0], found[1]) == (old.key, old.change_count):
+            if self.probed_token(token) == (old.key, old.change_count):
                 return old
         return self._pool.read(lambda conn: self._read(conn, token), token)
 
