@@ -248,3 +248,23 @@ def test_a_recreated_store_is_listed_again(tmp_path: Path, pg_database: PgDataba
         assert [e.raw for e in reader.read_stored("a").events] == [ev(0).raw, ev(1).raw]
     finally:
         reader.close()
+
+
+def test_a_source_that_kept_its_prefix_under_a_conflicting_header_is_skipped(
+    tmp_path: Path, pg_database: PgDatabase
+) -> None:
+    """The state's digest stands in for reading the target only for the header it was made
+    with: the same events re-created under another cwd (and grown) conflict with the stored
+    header, as a cold run reports."""
+    root, home = tmp_path / "root", tmp_path / "state"
+    target, source = pg_database.socket_uri(), f"jsonl:{root}"
+    world = World(root, target)
+    world.create("a", CWDS[0], 2)
+    age(root)
+    assert sync(home, "--to", target, source)[0] == 0
+    shutil.rmtree(world.session_dir("a"))
+    world.create("a", CWDS[1], 3)
+    cold = sync(tmp_path / "cold", "--to", target, source, "--dry-run")
+    code, report, err = sync(home, "--to", target, source)
+    assert (code, report) == cold[:2]
+    assert code == 3 and [s["reason"] for s in report["skipped"]] == ["conflict"], err

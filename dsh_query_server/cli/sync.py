@@ -164,7 +164,7 @@ class _Sync:
             known
             and entry is not None
             and len(events) >= entry.count
-            and prefix_digest(events[: entry.count]) == entry.sha256
+            and prefix_digest(header, events[: entry.count]) == entry.sha256
         ):
             outcome = self._extend(session_id, events, kept, entry.count)
         self._resolve(report, snapshot, header, events, kept, absent, outcome)
@@ -201,21 +201,22 @@ class _Sync:
                 absent = False  # another writer moved the target: read it, decide again
         if outcome is None:
             raise RuntimeError(f'session "{session_id}" kept changing under sync')
-        self._settled(report, snapshot, outcome, events)
+        self._settled(report, snapshot, outcome, header, events)
 
     def _settled(
         self,
         report: _Report,
         snapshot: Snapshot,
         outcome: str,
+        header: Header,
         events: list[Event],
         digest: str | None = None,
     ) -> None:
         """Counts the outcome and keeps what the state file records: the events' count and
-        digest (``digest`` when already known)."""
+        the digest of the header and events (``digest`` when already known)."""
         self._count(report, outcome)
         if outcome in ("created", "grown", "unchanged") and not self.dry_run:
-            entry = (snapshot.revision, len(events), digest or prefix_digest(events))
+            entry = (snapshot.revision, len(events), digest or prefix_digest(header, events))
             with self._lock:
                 self.settled[str(snapshot.header.id)] = entry
 
@@ -245,7 +246,9 @@ class _Sync:
             return
         for item in group:
             self.progress.appended(item.count)
-            self._settled(item.report, item.snapshot, "created", item.events, item.digest)
+            self._settled(
+                item.report, item.snapshot, "created", item.header, item.events, item.digest
+            )
 
     def settle(self, state: SyncState) -> None:
         """The state entries of what this source's pass left in sync, from one listing of the

@@ -87,7 +87,7 @@ class Member:
     kept: rows.Kept
     write: Write
     size: int  # bytes of its events
-    digest: str  # prefix_digest of its events
+    digest: str  # prefix_digest of its header and events
 
     @property
     def count(self) -> int:
@@ -143,7 +143,9 @@ def member(
     if grouped is None:
         return None
     write, size = grouped
-    return Member(report, snapshot, header, events, kept, write, size, prefix_digest(events))
+    return Member(
+        report, snapshot, header, events, kept, write, size, prefix_digest(header, events)
+    )
 
 
 class Pending:

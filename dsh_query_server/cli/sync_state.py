@@ -21,7 +21,7 @@ import msgspec
 from .. import jsoncodec
 from ..cancel import CancelToken
 from ..files import make_private_dirs
-from ..model.event import Event
+from ..model.event import Event, Header
 from ..persistence.base import PersistenceBackend, Snapshot
 from ..persistence.jsonl import JsonlBackend
 from ..persistence.jsonl.proofs import KeptProofs
@@ -35,8 +35,12 @@ def state_dir() -> str:
     )
 
 
-def prefix_digest(events: list[Event]) -> str:
-    digest = hashlib.sha256()  # of each event's bytes and a newline
+def prefix_digest(header: Header, events: list[Event]) -> str:
+    """A SHA-256 of the header's compact JSON and a newline, then each event's bytes and a
+    newline. The header is in it because a matching digest stands in for reading the target
+    (§6): the source's header as last synced was compatible with the stored one, which never
+    changes while the target revision holds; a different header must be compared again."""
+    digest = hashlib.sha256(jsoncodec.dumps(header.to_value()) + b"\n")
     if events:
         digest.update(b"\n".join([event.raw for event in events]))
         digest.update(b"\n")
