@@ -2,8 +2,9 @@
 dispatch.py, transport.py), over the wire.
 
 stdin is read by a thread that answers some requests itself (methods.INLINE while nothing is in
-flight, params that are not an object) and hands everything else to the event loop in order;
-other requests run in worker threads. These tests pin what that must not change: answers in
+flight, params that are not an object), hands other requests for our methods to a worker thread
+while the event loop has caught up, and everything else to the loop in order; requests run in
+worker threads. These tests pin what that must not change: answers in
 order for inline requests, -32700 and framing recovery around them, cancellation of requests
 waiting in a worker, the state a pipelined request sees (initialize, shutdown), and stdin that is
 a regular file.

@@ -5,7 +5,8 @@ frames.
 On stdio a thread reads stdin with blocking reads (stdio.py) and hands messages to the event
 loop in order. Each request runs in a worker thread with its own cancellation token; the few that
 need no worker (methods.INLINE while nothing is in flight, params that are not an object) are
-answered by the thread that read them. ``$/cancelRequest`` fires the token, so a backend call that
+answered by the thread that read them, which also hands a request for our methods straight to its
+worker while the loop has caught up with everything read before it. ``$/cancelRequest`` fires the token, so a backend call that
 has started is awaited and the answer is the coded -32800.
 """
 
