@@ -5,9 +5,9 @@ frames.
 On stdio a thread reads stdin with blocking reads (stdio.py) and hands messages to the event
 loop in order. Each request runs in a worker thread with its own cancellation token; the few that
 need no worker (methods.INLINE while nothing is in flight, params that are not an object) are
-answered by the thread that read them, which also hands a request for our methods straight to its
-worker while the loop has caught up with everything read before it. ``$/cancelRequest`` fires the token, so a backend call that
-has started is awaited and the answer is the coded -32800.
+answered by the thread that read them, which also hands a request for our methods straight to
+its worker while the loop has caught up with everything read before it. ``$/cancelRequest`` fires
+the token, so a backend call that has started is awaited and the answer is the coded -32800.
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ class QueryProtocol(LanguageServerProtocol):
         has handled everything read before it (so it sees that state: initialized, shut down,
         requests in flight), is answered right here (_inline) or handed straight to a worker;
         anything else goes to the loop, in order. Passing a request through the loop on its way
-        to a worker cost a wake-up of the loop thread per request: about a tenth of a no-change
-        search over stdio."""
+        to a worker cost a wake-up of the loop thread per request: 3-5% of a no-change search
+        over stdio at 10,000 sessions, more on a busy machine."""
         try:
             message = _decode(body)
         except Exception:  # noqa: BLE001 - json.loads decides on the loop (receive)
