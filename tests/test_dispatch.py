@@ -2,8 +2,9 @@
 dispatch.py, transport.py), over the wire.
 
 stdin is read by a thread that answers some requests itself (methods.INLINE while nothing is in
-flight, params that are not an object) and hands everything else to the event loop in order;
-other requests run in worker threads. These tests pin what that must not change: answers in
+flight, params that are not an object), hands other requests for our methods to a worker thread
+while the event loop has caught up, and everything else to the loop in order; requests run in
+worker threads. These tests pin what that must not change: answers in
 order for inline requests, -32700 and framing recovery around them, cancellation of requests
 waiting in a worker, the state a pipelined request sees (initialize, shutdown), and stdin that is
 a regular file.
@@ -17,9 +18,12 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
+import uuid
 
 import msgspec
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.wire import ServerGone, WireClient, wait_until
@@ -320,6 +324,81 @@ def test_notifications_for_our_methods_run_through_the_dispatcher_unanswered():
         assert client.orphans[before:] == []
     finally:
         client.close()
+
+
+# A message pygls handles on the event loop (unknown $/ notification) and a body that is not JSON
+# (-32700 from the loop): either makes the stdin thread post what follows instead of taking it.
+LOOP_NOTIFICATION = frame(b'{"jsonrpc":"2.0","method":"$/unknownNotification","params":{}}')
+NOT_JSON = frame(b"{not json")
+GATED = {
+    "list": ("sessionQuery/listSessions", {}),
+    "read": ("sessionQuery/readEvent", {"sessionId": "persisted-a", "seq": 0}),
+}
+
+
+@pytest.fixture(scope="module")
+def shared_client():
+    client = start()
+    yield client
+    client.close()
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    plan=st.lists(
+        st.tuples(
+            st.sampled_from(["list", "read", "status", "bad-params"]),
+            st.booleans(),
+            st.sampled_from([b"", LOOP_NOTIFICATION, NOT_JSON]),
+        ),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_requests_taken_by_the_stdin_thread_or_posted_to_the_loop_answer_alike(shared_client, plan):
+    """Requests for a worker are handed to it by the stdin thread while the loop has handled
+    everything read before them, and through the loop otherwise (a message pygls handles, a
+    body that is not JSON, ahead of them in the same write). Either way: every request is
+    answered exactly once, a $/cancelRequest right behind a request whose backend call is
+    running always reaches it (-32800 once the call settles), validation beats cancellation,
+    and status answers without waiting for the gated calls."""
+    client = shared_client
+    gate = pathlib.Path(tempfile.mkdtemp())
+    client.request("sessionPersistence/mount", {"uri": f"test:gate:{gate}"})
+    run = uuid.uuid4().hex
+    data, expected = b"", {}
+    for i, (kind, cancelled, junk) in enumerate(plan):
+        msg_id = f"{run}-{i}"
+        if kind in GATED:
+            data += request(msg_id, *GATED[kind]) + (cancel(msg_id) if cancelled else b"")
+            expected[msg_id] = ABORTED if cancelled else "gated"
+        elif kind == "status":
+            data += request(msg_id)
+            expected[msg_id] = "result"
+        else:
+            data += request(msg_id, "sessionQuery/readEvent", [1]) + cancel(msg_id)
+            expected[msg_id] = "SESSION_QUERY_INVALID_REQUEST"
+        data += junk
+    futures = {msg_id: client.expect(msg_id) for msg_id in expected}
+    client.send_raw(data)
+    # Answered once every message before it was handled (cancellations included), while the
+    # gated calls still wait.
+    assert client.request(STATUS, timeout=10)["uri"] == f"test:gate:{gate}"
+    for (kind, _, _), msg_id in zip(plan, expected, strict=True):
+        if kind in ("status", "bad-params"):  # answered while the gated calls still wait
+            assert futures[msg_id].result(10)
+    # A cancelled one may be answered at once (cancelled before its backend call started).
+    assert not any(futures[m].done() for m, want in expected.items() if want == "gated")
+    (gate / "release").write_text("")
+    for msg_id, want in expected.items():
+        response = futures[msg_id].result(20)
+        if want in ("result", "gated"):
+            assert "result" in response, response
+        else:
+            assert response["error"]["data"]["code"] == want, response
+    assert all(client.order.count(msg_id) == 1 for msg_id in expected)
 
 
 # -- transport.py: the one framing implementation -------------------------------------------------

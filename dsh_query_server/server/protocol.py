@@ -5,8 +5,9 @@ frames.
 On stdio a thread reads stdin with blocking reads (stdio.py) and hands messages to the event
 loop in order. Each request runs in a worker thread with its own cancellation token; the few that
 need no worker (methods.INLINE while nothing is in flight, params that are not an object) are
-answered by the thread that read them. ``$/cancelRequest`` fires the token, so a backend call that
-has started is awaited and the answer is the coded -32800.
+answered by the thread that read them, which also hands a request for our methods straight to
+its worker while the loop has caught up with everything read before it. ``$/cancelRequest`` fires
+the token, so a backend call that has started is awaited and the answer is the coded -32800.
 """
 
 from __future__ import annotations
@@ -82,9 +83,12 @@ class QueryProtocol(LanguageServerProtocol):
         return data
 
     def take(self, body: bytearray, loop: asyncio.AbstractEventLoop) -> None:
-        """The stdin thread's side of a frame: answer it right here when _inline accepts it and
-        the loop has handled everything read before it (so it sees that state: initialized, shut
-        down, requests in flight); otherwise hand it to the loop, in order."""
+        """The stdin thread's side of a frame. A request for our methods, read while the loop
+        has handled everything read before it (so it sees that state: initialized, shut down,
+        requests in flight), is answered right here (_inline) or handed straight to a worker;
+        anything else goes to the loop, in order. Passing a request through the loop on its way
+        to a worker cost a wake-up of the loop thread per request: 3-5% of a no-change search
+        over stdio at 10,000 sessions, more on a busy machine."""
         try:
             message = _decode(body)
         except Exception:  # noqa: BLE001 - json.loads decides on the loop (receive)
@@ -93,7 +97,7 @@ class QueryProtocol(LanguageServerProtocol):
         request = own_request(message)
         if request is not None and self._posted == self._handled:
             try:
-                if self._inline(*request):
+                if self._inline(*request) or self._submit(loop, *request):
                     return
             except Exception:  # e.g. a broken stdout
                 log.exception("could not handle an incoming message")
@@ -215,14 +219,24 @@ class QueryProtocol(LanguageServerProtocol):
         if runtime is None:
             self._reject(msg_id, SERVER_NOT_INITIALIZED, "server not initialized")
             return
-        if self._inline(msg_id, method, call, params):
-            return
+        if not self._inline(msg_id, method, call, params):
+            self._submit(asyncio.get_running_loop(), msg_id, method, call, params)
+
+    def _submit(
+        self, loop: asyncio.AbstractEventLoop, msg_id: Any, method: str, call: Call, params: Any
+    ) -> bool:
+        """Run the request in a worker thread, its token registered before the next message is
+        read (so a $/cancelRequest behind it finds it); False, doing nothing, when the request
+        is not for a worker: before initialize or after shutdown (the loop answers those)."""
+        runtime = self._server.runtime
+        if runtime is None or self._shutdown:
+            return False
         with self._count_lock:
             self._inflight += 1
-        loop = asyncio.get_running_loop()
         self._server.dispatcher.submit(
             msg_id, call, runtime, params, lambda frame: self._answered(loop, frame)
         )
+        return True
 
     def _inline(self, msg_id: Any, method: str, call: Call, params: Any) -> bool:
         """Answer now, on this thread, a request that needs no worker: an INLINE method while
