@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dsh_query_server.client import RpcError, StdioClient
 
@@ -107,6 +109,37 @@ def test_one_uri_answers_one_member_and_unmount_none(server, homes):
         "pendingEvents": 0,
         "members": [],
     }
+
+
+# Mounts a status may follow: by index into homes' keys; None unmounts.
+MOUNTS = [["sqlite", "claude", "codex"], ["claude"], ["codex", "claude"], ["sqlite"], None]
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(st.lists(st.sampled_from(range(len(MOUNTS))), min_size=1, max_size=6))
+def test_status_answers_the_members_of_the_current_mount(server, homes, picks):
+    """status classifies a mount's members once (runtime.Runtime._members): after any sequence
+    of mounts, remounts of the same value and unmounts, it answers the current mount's."""
+    writable = {"sqlite": True, "claude": False, "codex": False}
+    for pick in picks:
+        names = MOUNTS[pick]
+        if names is None:
+            server.request("sessionPersistence/unmount")
+            expected: dict[str, Any] = {"uri": None, "writable": False, "members": []}
+        else:
+            uris = [homes[n] for n in names]
+            uri: Any = uris if len(uris) > 1 else uris[0]
+            members = [{"uri": homes[n], "writable": writable[n]} for n in names]
+            expected = {"uri": uri, "writable": any(writable[n] for n in names)}
+            expected["members"] = members
+            mounted = server.request("sessionPersistence/mount", {"uri": uri})
+            assert mounted == expected
+        for _ in range(2):  # the second status answers from what the first classified
+            assert server.request("sessionPersistence/status") == {**expected, "pendingEvents": 0}
 
 
 @pytest.mark.parametrize(
