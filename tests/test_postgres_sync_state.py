@@ -232,13 +232,20 @@ def test_a_no_change_run_neither_lists_the_target_nor_reads_the_root(
     assert report["sources"][0]["behind"] == 1 and report["sources"][0]["unchanged"] == 4
 
 
-def test_a_recreated_store_is_listed_again(tmp_path: Path, pg_database: PgDatabase) -> None:
+def synced_one(tmp_path: Path, db: PgDatabase) -> tuple[World, Path, str, str]:
+    """A root with one aged two-event session "a", synced once: (world, state home, target,
+    source)."""
     root, home = tmp_path / "root", tmp_path / "state"
-    target, source = pg_database.socket_uri(), f"jsonl:{root}"
+    target, source = db.socket_uri(), f"jsonl:{root}"
     world = World(root, target)
     world.create("a", CWDS[0], 2)
     age(root)
     assert sync(home, "--to", target, source)[0] == 0
+    return world, home, target, source
+
+
+def test_a_recreated_store_is_listed_again(tmp_path: Path, pg_database: PgDatabase) -> None:
+    _, home, target, source = synced_one(tmp_path, pg_database)
     with pg_database.connect() as conn:
         conn.execute("DROP SCHEMA dsh_query CASCADE")
     code, report, err = sync(home, "--to", target, source)
@@ -256,12 +263,7 @@ def test_a_source_that_kept_its_prefix_under_a_conflicting_header_is_skipped(
     """The state's digest stands in for reading the target only for the header it was made
     with: the same events re-created under another cwd (and grown) conflict with the stored
     header, as a cold run reports."""
-    root, home = tmp_path / "root", tmp_path / "state"
-    target, source = pg_database.socket_uri(), f"jsonl:{root}"
-    world = World(root, target)
-    world.create("a", CWDS[0], 2)
-    age(root)
-    assert sync(home, "--to", target, source)[0] == 0
+    world, home, target, source = synced_one(tmp_path, pg_database)
     shutil.rmtree(world.session_dir("a"))
     world.create("a", CWDS[1], 3)
     cold = sync(tmp_path / "cold", "--to", target, source, "--dry-run")
