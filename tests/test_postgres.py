@@ -85,6 +85,41 @@ def sql(db: PgDatabase, statement: str, *params: Any) -> list[tuple[Any, ...]]:
         return cursor.fetchall() if cursor.description else []
 
 
+def store_step(
+    db: PgDatabase, writer: PostgresBackend, action: str, sid: str, counts: dict[str, int]
+) -> None:
+    """One step of other writers and an administrator for the listing property tests: create
+    (through a new backend: one remembers its creates, so an id deleted and created again needs
+    another), append one event, or delete the row. ``counts`` tracks the stored lengths."""
+    if action == "create" and sid not in counts:
+        maker = open_postgres(db.socket_uri(listen="false"))
+        try:
+            maker.create(header(sid))
+            maker.append(sid, [turn_start(0)])
+        finally:
+            maker.close()
+        counts[sid] = 1
+    elif action == "append" and sid in counts:
+        writer.append(sid, [user(counts[sid])])
+        counts[sid] += 1
+    elif action == "delete" and sid in counts:
+        sql(db, "DELETE FROM dsh_query.sessions WHERE id = %s", sid)
+        del counts[sid]
+
+
+def assert_lists_as_fresh(db: PgDatabase, reader: PostgresBackend) -> None:
+    """``reader``'s listing (through its memo) equals a new backend's full read."""
+    fresh = open_postgres(db.socket_uri(listen="false"))
+    try:
+        expected = fresh.list_snapshots()
+    finally:
+        fresh.close()
+    got = reader.list_snapshots(CancelToken())
+    assert [(s.header.raw, s.revision) for s in got] == [
+        (s.header.raw, s.revision) for s in expected
+    ]
+
+
 # ---------------------------------------------------------------------------------------------
 # mounting
 

@@ -19,7 +19,17 @@ from dsh_query_server.model.event import Event, make_event
 from dsh_query_server.persistence.postgres import PostgresBackend, open_postgres
 
 from .pg_server import PgDatabase, hold_table_lock
-from .test_postgres import chunk, header, raws, sql, turn_end, turn_start, user
+from .test_postgres import (
+    assert_lists_as_fresh,
+    chunk,
+    header,
+    raws,
+    sql,
+    store_step,
+    turn_end,
+    turn_start,
+    user,
+)
 
 _SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
 
@@ -129,35 +139,11 @@ def test_the_token_statement_listing_equals_a_full_read(
     prefix = f"l-{uuid.uuid4()}-"
     reader, writer = (open_postgres(pg_database.socket_uri()) for _ in range(2))
     counts: dict[str, int] = {}
-    created: set[str] = set()
     try:
         for action, index in steps:
-            sid = f"{prefix}{index}"
-            if action == "create" and sid not in counts:
-                # A backend remembers its creates: an id deleted and created again gets another.
-                maker = writer if sid not in created else open_postgres(pg_database.socket_uri())
-                created.add(sid)
-                maker.create(header(sid))
-                maker.append(sid, [turn_start(0)])
-                if maker is not writer:
-                    maker.close()
-                counts[sid] = 1
-            elif action == "append" and sid in counts:
-                writer.append(sid, [user(counts[sid])])
-                counts[sid] += 1
-            elif action == "delete" and sid in counts:
-                sql(pg_database, "DELETE FROM dsh_query.sessions WHERE id = %s", sid)
-                del counts[sid]
+            store_step(pg_database, writer, action, f"{prefix}{index}", counts)
             for _ in range(2):  # the second read is answered by the token statement alone
-                fresh = open_postgres(pg_database.socket_uri())
-                try:
-                    expected = fresh.list_snapshots()
-                finally:
-                    fresh.close()
-                got = reader.list_snapshots(CancelToken())
-                assert [(s.header.raw, s.revision) for s in got] == [
-                    (s.header.raw, s.revision) for s in expected
-                ]
+                assert_lists_as_fresh(pg_database, reader)
             listed = {h.id: h.raw for h in reader.list()}
             for probe in probes:
                 one = reader.list_one(f"{prefix}{probe}", CancelToken())

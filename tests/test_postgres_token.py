@@ -27,7 +27,7 @@ from dsh_query_server.persistence.postgres.listing import (
 )
 
 from .pg_server import PgDatabase, hold_table_lock
-from .test_postgres import header, sql, turn_start, user
+from .test_postgres import assert_lists_as_fresh, header, sql, store_step, turn_start, user
 
 _SLOW = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
 
@@ -81,35 +81,15 @@ def test_the_libpq_token_equals_the_psycopg_statement(
         writer.append(f"{prefix}seed", [turn_start(0)])  # the first append initializes the store
         reader.list_snapshots(CancelToken())  # the memo is kept from here on
         for action, index in steps:
-            sid = f"{prefix}{index}"
-            if action == "create" and sid not in counts:
-                maker = open_postgres(pg_database.socket_uri(listen="false"))
-                maker.create(header(sid))
-                maker.append(sid, [turn_start(0)])
-                maker.close()
-                counts[sid] = 1
-            elif action == "append" and sid in counts:
-                writer.append(sid, [user(counts[sid])])
-                counts[sid] += 1
-            elif action == "delete" and sid in counts:
-                sql(pg_database, "DELETE FROM dsh_query.sessions WHERE id = %s", sid)
-                del counts[sid]
-            elif action == "deallocate":
+            store_step(pg_database, writer, action, f"{prefix}{index}", counts)
+            if action == "deallocate":
                 reader._pool.statement(_deallocate_token)  # pyright: ignore[reportPrivateUsage]
             elif action == "terminate":
                 _terminate(pg_database, application)
                 time.sleep(0.05)
             probed, expected = _tokens(reader)
             assert probed == expected and probed is not None
-            fresh = open_postgres(pg_database.socket_uri(listen="false"))
-            try:
-                full = fresh.list_snapshots()
-            finally:
-                fresh.close()
-            got = reader.list_snapshots(CancelToken())
-            assert [(s.header.raw, s.revision) for s in got] == [
-                (s.header.raw, s.revision) for s in full
-            ]
+            assert_lists_as_fresh(pg_database, reader)
     finally:
         reader.close()
         writer.close()
