@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, LiteralString
@@ -27,7 +27,8 @@ from dsh_query_server.cli import sync_group
 from dsh_query_server.cli.sync import run
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.jsonl import JsonlBackend
-from dsh_query_server.persistence.postgres import open_postgres
+from dsh_query_server.persistence.postgres import open_postgres, rows
+from dsh_query_server.persistence.records import Piece
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
 from .pg_server import PgDatabase
@@ -114,11 +115,12 @@ def limits(events: int, grouped: bool) -> Iterator[None]:
         sync_module._Sync._append = packing  # type: ignore[method-assign]
 
 
-def _plain_append(self: Any, session_id: str, events: list[Event], kept: object = None) -> None:
-    """The path without groups, packing ahead or kept rows: ``append`` per batch."""
-    for batch in sync_group.batches(events):
-        self.target.append(session_id, batch)
-        self.progress.appended(len(batch))
+def _plain_append(self: Any, session_id: str, pieces: Sequence[Piece]) -> None:
+    """The path without groups, packing ahead or kept lines: ``append`` per batch."""
+    for batch in sync_group.batches(pieces):
+        events = rows.events_of(batch)
+        self.target.append(session_id, events)
+        self.progress.appended(len(events))
 
 
 def q(schema: str, text: LiteralString) -> sql.Composed:

@@ -26,13 +26,16 @@ from hypothesis import strategies as st
 from psycopg import sql
 
 from dsh_query_server import jsoncodec
+from dsh_query_server.cancel import CancelToken
 from dsh_query_server.cli import sync as sync_module
 from dsh_query_server.cli import sync_group
 from dsh_query_server.cli.sync import run
+from dsh_query_server.cli.sync_log import SourceLog
 from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence.base import Snapshot
+from dsh_query_server.persistence.base import PersistenceBackend, Snapshot
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.postgres import open_postgres, rows
+from dsh_query_server.persistence.records import KeptLine
 
 from .pg_server import PgDatabase
 
@@ -139,21 +142,27 @@ def reform(path: Path, forms: list[str]) -> None:
     path.write_bytes(text)
 
 
+def _all_events(source: PersistenceBackend, session_id: str, token: CancelToken) -> SourceLog:
+    """The path before the pass-through: every kept line's members built and repacked."""
+    log = sync_group.read_source(source, session_id, token)
+    return SourceLog(log.header, log.events(), log.count)
+
+
 @contextmanager
 def bounds(case: dict[str, Any], repack: bool) -> Iterator[None]:
     """Smaller batches and row bounds to make cuts and oversized rows happen in small logs;
-    ``repack`` keeps no source row (the path before the pass-through)."""
+    ``repack`` keeps no source line as it is (the path before the pass-through)."""
     saved = (
         sync_module.MAX_BATCH_EVENTS,
         sync_group.MAX_BATCH_EVENTS,
         rows.MAX_MEMBERS,
         rows.MAX_DATA_BYTES,
-        rows.kept_rows,
+        sync_module.read_source,
     )
     sync_module.MAX_BATCH_EVENTS = sync_group.MAX_BATCH_EVENTS = case["batch"]
     rows.MAX_MEMBERS, rows.MAX_DATA_BYTES = case["members"], case["data"]
     if repack:
-        rows.kept_rows = lambda events, lines: {}  # type: ignore[assignment]
+        sync_module.read_source = _all_events
     try:
         yield
     finally:
@@ -162,7 +171,7 @@ def bounds(case: dict[str, Any], repack: bool) -> Iterator[None]:
             sync_group.MAX_BATCH_EVENTS,
             rows.MAX_MEMBERS,
             rows.MAX_DATA_BYTES,
-            rows.kept_rows,
+            sync_module.read_source,
         ) = saved
 
 
@@ -238,16 +247,16 @@ def test_kept_rows_read_back_as_the_repack_path_and_the_source(
         expected = {}
         kept: dict[str, list[tuple[int, int, bytes, int]]] = {}
         for h in source.list():
-            log, lines = source.read_stored_kept(str(h.id))
-            expected[str(h.id)] = [e.raw for e in log.events]
+            header, pieces = source.read_stored_pieces(str(h.id))
+            expected[str(h.id)] = [e.raw for e in rows.events_of(pieces)]
             plain = source.read_stored(str(h.id))  # the keeping read reads the same log
             assert expected[str(h.id)] == [e.raw for e in plain.events]
-            assert (log.header.raw, log.torn, log.revision) == (
-                plain.header.raw,
-                plain.torn,
-                plain.revision,
-            )
-            kept[str(h.id)] = [tuple(line) for line in lines]  # type: ignore[misc]
+            assert header.raw == plain.header.raw
+            kept[str(h.id)] = [
+                (p.start, p.members, p.line, p.data_bytes)
+                for p in pieces
+                if isinstance(p, KeptLine)
+            ]
     finally:
         source.close()
     assert passed["stored"] == {i: raws for i, raws in expected.items() if raws}

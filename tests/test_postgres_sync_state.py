@@ -36,7 +36,10 @@ CWDS = ("/w/one", "/w/two", "/w/three")
 
 
 def ev(seq: int, text: str = "x") -> Event:
-    return make_event("x/note", seq, seq, {"text": text})
+    """A text chunk: three or more in one append are one packed line, which sync keeps whole
+    and its digest covers as a line (cli/sync_log.py)."""
+    chunk = {"type": "text-delta", "index": 0, "text": text}
+    return make_event("assistant/chunk", seq, seq, {"turn": 1, "step": 1, "chunk": chunk})
 
 
 @contextmanager
@@ -100,14 +103,14 @@ class World:
             if kind == "append":
                 writer = JsonlBackend(str(self.root), compression="none")
                 count = self.lengths[session_id]
-                writer.append(session_id, [ev(count), ev(count + 1)])
+                writer.append(session_id, [ev(count + k) for k in range(3)])
                 writer.close()
-                self.lengths[session_id] = count + 2
+                self.lengths[session_id] = count + 3
                 return
             shutil.rmtree(self.session_dir(session_id))
             del self.lengths[session_id]
             if kind == "rewrite":  # the same id and path, other events: the target diverges
-                self.create(session_id, self.cwd[session_id], 2, "rewritten")
+                self.create(session_id, self.cwd[session_id], 3, "rewritten")
         elif kind == "rmproject":
             project = self.root / project_dir(cwd)
             if project.exists():

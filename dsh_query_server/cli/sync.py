@@ -22,12 +22,12 @@ from typing import TextIO
 
 from ..cancel import CancelToken
 from ..errors import QueryError
-from ..model.event import Event, Header, headers_compatible
+from ..model.event import headers_compatible
 from ..persistence.base import PersistenceBackend, Snapshot
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import AppendInDoubtError, SessionAppendConflictError
-from ..persistence.postgres.rows import Kept
+from ..persistence.records import Piece
 from ..persistence.uri import absolute_uri, open_backend
 from .sync_group import (
     MAX_BATCH_BYTES,
@@ -42,6 +42,7 @@ from .sync_group import (
     read_source,
 )
 from .sync_group import Report as _Report
+from .sync_log import SourceLog, count_of
 from .sync_output import Skip, parser, write_report
 from .sync_progress import SyncProgress
 from .sync_state import (
@@ -51,7 +52,6 @@ from .sync_state import (
     collection_paused,
     cycle_thawed,
     listed_source,
-    prefix_digest,
 )
 
 _RETRIES = 3
@@ -109,23 +109,23 @@ class _Sync:
         self.strict = False
         self.group_failed = False
 
-    def _append(self, session_id: str, events: list[Event], kept: Kept) -> None:
+    def _append(self, session_id: str, pieces: Sequence[Piece]) -> None:
         """Commits in batches (§6), so an interrupted run leaves a valid prefix; each stores
-        the source's kept rows that lie wholly in it as they are. A long log's batches are
-        packed by a helper thread ahead of the one committing, so packing overlaps the commits'
-        waits (they are sequential: each starts where the last ended)."""
-        parts = batches(events)
+        the source's kept lines in it as they are. A long log's batches are packed by a helper
+        thread ahead of the one committing, so packing overlaps the commits' waits (they are
+        sequential: each starts where the last ended)."""
+        parts = batches(pieces)
         if len(parts) < 2:
             for batch in parts:
-                self.target.append_group([packed_batch(session_id, batch, kept)])
-                self.progress.appended(len(batch))
+                self.target.append_group([packed_batch(session_id, batch)])
+                self.progress.appended(count_of(batch))
             return
         with ThreadPoolExecutor(1, thread_name_prefix="dsh-query-sync-pack") as packer:
-            packed = [packer.submit(packed_batch, session_id, part, kept) for part in parts]
+            packed = [packer.submit(packed_batch, session_id, part) for part in parts]
             try:
                 for part, write in zip(parts, packed, strict=True):
                     self.target.append_group([write.result()])
-                    self.progress.appended(len(part))
+                    self.progress.appended(count_of(part))
             finally:
                 for write in packed:
                     write.cancel()
@@ -145,13 +145,11 @@ class _Sync:
         known = (
             entry is not None and target_revision is not None and entry.target == (target_revision)
         )
-        header, events, kept = read_source(source, session_id, token)
+        log = read_source(source, session_id, token)
         absent = target_revision is None  # the cycle's listing had no such session
         # Not one this run created empty: its first append takes that header (see _decide).
         if absent and not self.dry_run and session_id not in self.created:
-            grouped = member(
-                report, snapshot, header, events, kept, MAX_BATCH_EVENTS, MAX_BATCH_BYTES
-            )
+            grouped = member(report, snapshot, log, MAX_BATCH_EVENTS, MAX_BATCH_BYTES)
             if grouped is not None:
                 full = self.pending.add(grouped)
                 if full is not None:
@@ -163,11 +161,11 @@ class _Sync:
         if (
             known
             and entry is not None
-            and len(events) >= entry.count
-            and prefix_digest(header, events[: entry.count]) == entry.sha256
+            and log.count >= entry.count
+            and log.digest(entry.count) == entry.sha256
         ):
-            outcome = self._extend(session_id, events, kept, entry.count)
-        self._resolve(report, snapshot, header, events, kept, absent, outcome)
+            outcome = self._extend(session_id, log, entry.count)
+        self._resolve(report, snapshot, log, absent, outcome)
 
     @staticmethod
     def _unchanged(snapshot: Snapshot, state: SyncState, revisions: dict[str, str]) -> bool:
@@ -184,9 +182,7 @@ class _Sync:
         self,
         report: _Report,
         snapshot: Snapshot,
-        header: Header,
-        events: list[Event],
-        kept: Kept,
+        log: SourceLog,
         absent: bool,
         outcome: str | None,
     ) -> None:
@@ -196,27 +192,26 @@ class _Sync:
             if outcome is not None:
                 break
             try:
-                outcome = self._decide(report, header, events, kept, absent)
+                outcome = self._decide(report, log, absent)
             except SessionAppendConflictError:
                 absent = False  # another writer moved the target: read it, decide again
         if outcome is None:
             raise RuntimeError(f'session "{session_id}" kept changing under sync')
-        self._settled(report, snapshot, outcome, header, events)
+        self._settled(report, snapshot, outcome, log)
 
     def _settled(
         self,
         report: _Report,
         snapshot: Snapshot,
         outcome: str,
-        header: Header,
-        events: list[Event],
+        log: SourceLog,
         digest: str | None = None,
     ) -> None:
         """Counts the outcome and keeps what the state file records: the events' count and
-        the digest of the header and events (``digest`` when already known)."""
+        the log's digest (``digest`` when already known)."""
         self._count(report, outcome)
         if outcome in ("created", "grown", "unchanged") and not self.dry_run:
-            entry = (snapshot.revision, len(events), digest or prefix_digest(header, events))
+            entry = (snapshot.revision, log.count, digest or log.digest())
             with self._lock:
                 self.settled[str(snapshot.header.id)] = entry
 
@@ -237,18 +232,14 @@ class _Sync:
             for item in group:
                 self._local.pair = (item.snapshot.revision, "")
                 try:
-                    self._resolve(
-                        item.report, item.snapshot, item.header, item.events, item.kept, True, None
-                    )
+                    self._resolve(item.report, item.snapshot, item.log, True, None)
                 except Exception as exc:  # noqa: BLE001 - reported per session
                     self.fail(item.report, item.write.session_id, target_message(exc))
                     self.group_failed = True
             return
         for item in group:
             self.progress.appended(item.count)
-            self._settled(
-                item.report, item.snapshot, "created", item.header, item.events, item.digest
-            )
+            self._settled(item.report, item.snapshot, "created", item.log, item.digest)
 
     def settle(self, state: SyncState) -> None:
         """The state entries of what this source's pass left in sync, from one listing of the
@@ -270,21 +261,20 @@ class _Sync:
         self.settled.clear()
         state.prove_target(stamp, listed)
 
-    def _extend(self, session_id: str, events: list[Event], kept: Kept, synced: int) -> str | None:
+    def _extend(self, session_id: str, log: SourceLog, synced: int) -> str | None:
         """Only the source moved since the last sync: its digest proves the target's prefix,
         so the new events are appended without reading the target (None: decide by reading)."""
-        if len(events) == synced:
+        if log.count == synced:
             return "unchanged"
         if not self.dry_run:
             try:
-                self._append(session_id, events[synced:], kept)
+                self._append(session_id, log.tail(synced))
             except SessionAppendConflictError:
                 return None
         return "grown"
 
-    def _decide(
-        self, report: _Report, header: Header, events: list[Event], kept: Kept, absent: bool
-    ) -> str:
+    def _decide(self, report: _Report, log: SourceLog, absent: bool) -> str:
+        header = log.header
         session_id = str(header.id)
         # Absent from the cycle's listing: create straight away (create checks the row itself,
         # and a writer that got there since makes the first append conflict: then we read).
@@ -301,7 +291,7 @@ class _Sync:
                             f'session "{session_id}" appeared in the target', session_id, 0, 0
                         ) from None
                     self.created.add(session_id)
-                self._append(session_id, events, kept)
+                self._append(session_id, log.pieces)
             return "created"
         stored = self.target.read_stored(session_id)
         if not headers_compatible(header, stored.header):
@@ -309,13 +299,13 @@ class _Sync:
                 report, session_id, "conflict", None, "its header conflicts with the stored header"
             )
             return "conflict"
-        m, n = len(events), len(stored.events)
-        difference = first_difference(events, stored.events)
+        m, n = log.count, len(stored.events)
+        difference = first_difference(log.events(), stored.events)
         if difference is None and m >= n:
             if m == n:
                 return "unchanged"
             if not self.dry_run:
-                self._append(session_id, events[n:], kept)
+                self._append(session_id, log.tail(n))
             return "grown"
         if difference is None:
             return "behind"

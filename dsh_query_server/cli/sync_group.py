@@ -8,36 +8,49 @@ which gives every report and conflict rule of the one-by-one path."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from .. import jsoncodec
 from ..cancel import CancelToken
-from ..model.event import Event, Header
+from ..model.event import Event
 from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
 from ..persistence.jsonl import JsonlBackend
 from ..persistence.postgres import rows
 from ..persistence.postgres.writes import Write
+from ..persistence.records import KeptLine, Piece
 from ..values import is_nonneg_safe_integer
-from .sync_state import prefix_digest
+from .sync_log import SourceLog, count_of, size_of
 
 MAX_BATCH_EVENTS = 1000
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 LONG_BYTES = 1 << 20  # a transcript this long holds several batches (see long_first)
 
 
-def batches(events: list[Event]) -> list[list[Event]]:
-    """One session's events in batches of at most 1,000 events or 8 MiB (§6)."""
-    out: list[list[Event]] = []
-    current: list[Event] = []
-    size = 0
-    for event in events:
-        full = len(current) >= MAX_BATCH_EVENTS or size + len(event.raw) > MAX_BATCH_BYTES
-        if current and full:
+def batches(pieces: Sequence[Piece]) -> list[list[Piece]]:
+    """One session's pieces in batches of at most 1,000 events or 8 MiB of records (§6), cut
+    where the events alone would be cut: a kept line across a cut (or too large for a batch)
+    goes as its members."""
+    out: list[list[Piece]] = []
+    current: list[Piece] = []
+    events = size = 0
+    stack = list(reversed(pieces))
+    while stack:
+        piece = stack.pop()
+        n = 1 if isinstance(piece, Event) else piece.members
+        bytes_ = size_of(piece)
+        if current and (events >= MAX_BATCH_EVENTS or size + bytes_ > MAX_BATCH_BYTES):
             out.append(current)
-            current, size = [], 0
-        current.append(event)
-        size += len(event.raw)
+            current, events, size = [], 0, 0
+        if isinstance(piece, KeptLine) and (
+            events + n > MAX_BATCH_EVENTS or bytes_ > MAX_BATCH_BYTES
+        ):
+            stack.extend(reversed(piece.events()))
+            continue
+        current.append(piece)
+        events += n
+        size += bytes_
     if current:
         out.append(current)
     return out
@@ -60,20 +73,17 @@ class _StoredReader(Protocol):
     def read_stored(self, session_id: str, token: CancelToken | None = None) -> StoredLog: ...
 
 
-def read_source(
-    source: PersistenceBackend, session_id: str, token: CancelToken
-) -> tuple[Header, list[Event], rows.Kept]:
+def read_source(source: PersistenceBackend, session_id: str, token: CancelToken) -> SourceLog:
     """What sync copies (§6): the stored valid prefix, or ``inspect`` for an importer without
-    ``read_stored`` (which must not synthesize events); and of a ``jsonl:`` source, its packed
-    lines that the batches may store as they are (rows.encode_batch)."""
+    ``read_stored`` (which must not synthesize events); of a ``jsonl:`` source, with its
+    canonical packed lines kept whole (sync_log.py)."""
     if isinstance(source, JsonlBackend):
-        log, lines = source.read_stored_kept(session_id, token)
-        return log.header, log.events, rows.kept_rows(log.events, lines)
+        return SourceLog.of(*source.read_stored_pieces(session_id, token))
     if isinstance(source, _StoredReader):
         log = source.read_stored(session_id, token)
-        return log.header, log.events, {}
+        return SourceLog(log.header, log.events, len(log.events))
     inspected = source.inspect(session_id, token)
-    return inspected.meta, inspected.events, {}
+    return SourceLog(inspected.meta, inspected.events, len(inspected.events))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,27 +92,24 @@ class Member:
 
     report: Report
     snapshot: Snapshot
-    header: Header
-    events: list[Event]
-    kept: rows.Kept
+    log: SourceLog
     write: Write
-    size: int  # bytes of its events
-    digest: str  # prefix_digest of its header and events
+    size: int  # bytes of its records
+    digest: str  # its log's digest
 
     @property
     def count(self) -> int:
-        return len(self.events)
+        return self.log.count
 
 
-def group_write(
-    header: Header, events: list[Event], kept: rows.Kept, max_events: int, max_bytes: int
-) -> tuple[Write, int] | None:
+def group_write(log: SourceLog, max_events: int, max_bytes: int) -> tuple[Write, int] | None:
     """The session's one batch for a group, with its size in bytes, or None when it takes the
     one-by-one path: empty (nothing to write), larger than one batch, or anything
     ``create``/``append`` would refuse (then the one-by-one path gives the exact error)."""
-    if not events or len(events) > max_events:
+    header = log.header
+    if not log.count or log.count > max_events:
         return None
-    size = sum(len(event.raw) for event in events)
+    size = log.size
     session_id = header.id
     if (
         size > max_bytes
@@ -112,40 +119,32 @@ def group_write(
     ):
         return None
     try:
-        if rows.batch_start(session_id, events) != 0:
+        if rows.batch_start(session_id, log.pieces) != 0:
             return None
-        records = rows.encode_batch(events, kept)
+        records = rows.encode_batch(log.pieces)
         text = rows.header_text(header)
     except (ValueError, TypeError):
         return None
-    return Write(session_id, 0, len(events), records, text), size
+    return Write(session_id, 0, log.count, records, text), size
 
 
-def packed_batch(session_id: str, events: list[Event], kept: rows.Kept) -> Write:
-    """One batch of a session packed as ``append`` packs it (its errors too), but with the
-    source's kept rows, without a header: the session is stored or was created through the
+def packed_batch(session_id: str, batch: Sequence[Piece]) -> Write:
+    """One batch of a session packed as ``append`` packs it (its errors too), its kept lines
+    stored as they are, without a header: the session is stored or was created through the
     backend."""
-    first = rows.batch_start(session_id, events)
-    return Write(session_id, first, first + len(events), rows.encode_batch(events, kept), None)
+    first = rows.batch_start(session_id, batch)
+    return Write(session_id, first, first + count_of(batch), rows.encode_batch(batch), None)
 
 
 def member(
-    report: Report,
-    snapshot: Snapshot,
-    header: Header,
-    events: list[Event],
-    kept: rows.Kept,
-    max_events: int,
-    max_bytes: int,
+    report: Report, snapshot: Snapshot, log: SourceLog, max_events: int, max_bytes: int
 ) -> Member | None:
     """The session as a group member, or None (see ``group_write``)."""
-    grouped = group_write(header, events, kept, max_events, max_bytes)
+    grouped = group_write(log, max_events, max_bytes)
     if grouped is None:
         return None
     write, size = grouped
-    return Member(
-        report, snapshot, header, events, kept, write, size, prefix_digest(header, events)
-    )
+    return Member(report, snapshot, log, write, size, log.digest())
 
 
 class Pending:

@@ -27,6 +27,7 @@ from ..persistence.jsonl import JsonlBackend
 from ..persistence.jsonl.proofs import KeptProofs
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.listing import Stamp
+from ..persistence.records import Piece
 
 
 def state_dir() -> str:
@@ -35,14 +36,22 @@ def state_dir() -> str:
     )
 
 
-def prefix_digest(header: Header, events: list[Event]) -> str:
+def prefix_digest(header: Header, pieces: Sequence[Piece]) -> str:
     """A SHA-256 of the header's compact JSON and a newline, then each event's bytes and a
-    newline. The header is in it because a matching digest stands in for reading the target
-    (§6): the source's header as last synced was compatible with the stored one, which never
-    changes while the target revision holds; a different header must be compared again."""
+    newline, where a kept line (records.KeptLine) stands for its members as ``#``, a newline,
+    its bytes and a newline (no event's bytes are ``#``): equal digests mean equal events. The
+    header is in it because a matching digest stands in for reading the target (§6): the
+    source's header as last synced was compatible with the stored one, which never changes while
+    the target revision holds; a different header must be compared again."""
     digest = hashlib.sha256(jsoncodec.dumps(header.to_value()) + b"\n")
-    if events:
-        digest.update(b"\n".join([event.raw for event in events]))
+    if pieces:
+        parts: list[bytes] = []
+        for piece in pieces:
+            if isinstance(piece, Event):
+                parts.append(piece.raw)
+            else:
+                parts += (b"#", piece.line)
+        digest.update(b"\n".join(parts))
         digest.update(b"\n")
     return digest.hexdigest()
 

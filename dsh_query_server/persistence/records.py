@@ -484,32 +484,33 @@ def unpack_line(line: bytes, tag: str) -> list[Event]:
     return unpack_row(jsoncodec.loads(line))
 
 
-def unpack_line_kept(line: bytes, tag: str) -> tuple[list[Event], int | None]:
-    """``unpack_line``, and the length of the row's ``data`` JSON when ``line`` is exactly the
-    compact JSON that ``PackedRow.to_json`` gives for the row's values (None otherwise): such a
-    line may be stored as its row (``sync``'s pass-through, postgres.md §6), since reading it
-    back gives the same members as reading the line did."""
-    typed = _typed_line(line, tag)
-    if typed is None:
-        return unpack_row(jsoncodec.loads(line)), None
-    members, data_bytes = _typed_kept(line, tag, *typed)
-    return members, data_bytes
+class KeptLine(NamedTuple):
+    """A packed line of a log read in its canonical form (``kept_line``): the exact compact
+    JSON that ``PackedRow.to_json`` gives for the row's values, so it may be stored as its row
+    (``sync``'s pass-through, postgres.md §6): reading it back gives the same members."""
+
+    start: int  # its first member's seq (``seq0``)
+    members: int
+    line: bytes  # the row's exact compact JSON
+    data_bytes: int  # length of its ``data`` JSON
+
+    def events(self) -> list[Event]:
+        """Its members, as reading the line gives them."""
+        return unpack_line(self.line, self.line[9 : self.line.index(b'"', 9)].decode())
 
 
-def unpack_canonical(line: bytes, tag: str) -> tuple[list[Event], int] | None:
-    """``unpack_line_kept(line, tag)`` when ``line`` is a row's canonical compact JSON, else
-    None. Such a line has one ``type`` key, first: it is the record of a ``tag`` row."""
+# What a log read with its kept lines holds (the jsonl backend's ``read_stored_pieces``): its
+# events in order, where each canonical packed line stands for its members.
+Piece = Event | KeptLine
+
+
+def kept_line(line: bytes, tag: str) -> KeptLine | None:
+    """``line`` as a KeptLine when it is a ``tag`` row's canonical compact JSON, else None
+    (one typed decode, and no member events built). Such a line has one ``type`` key, first."""
     typed = _typed_line(line, tag)
     if typed is None:
         return None
-    members, data_bytes = _typed_kept(line, tag, *typed)
-    return None if data_bytes is None else (members, data_bytes)
-
-
-def _typed_kept(
-    line: bytes, tag: str, row: _TextRow | _ToolRow, times: list[int]
-) -> tuple[list[Event], int | None]:
-    members = _typed_members(tag, row.seq0, times, row.data)
+    row, times = typed
     data = _canonical_data(row.data)
     canonical = b'{"type":"%b","seq0":%d,"time0":%d,"data":%b}' % (
         tag.encode(),
@@ -517,16 +518,7 @@ def _typed_kept(
         row.time0,
         data,
     )
-    return members, len(data) if canonical == line else None
-
-
-class KeptLine(NamedTuple):
-    """A packed line of a log read in its canonical form (``unpack_line_kept``)."""
-
-    start: int  # index of its first member in the log's events
-    members: int
-    line: bytes  # the row's exact compact JSON
-    data_bytes: int  # length of its ``data`` JSON
+    return KeptLine(row.seq0, len(times), line, len(data)) if canonical == line else None
 
 
 def _canonical_data(data: _RowData) -> bytes:

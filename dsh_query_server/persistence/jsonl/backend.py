@@ -35,9 +35,9 @@ from ..base import (
 )
 from ..legacy import render_json
 from ..memo import VerificationMemo
-from ..records import KeptLine, pack
+from ..records import Piece, pack
 from ..windows import Verified, read_window
-from .decode import Decoded, KeptRead, decode_raw, decode_zstd
+from .decode import Decoded, StoredPieces, decode_raw, decode_zstd
 from .durable import (
     append_durably,
     check_serializable,
@@ -404,12 +404,12 @@ class JsonlBackend:
         return self._load_located(session_id, located, token, None)[0], located
 
     def _load_located(
-        self, session_id: str, located: Located, token: CancelToken, kept: list[KeptLine] | None
+        self, session_id: str, located: Located, token: CancelToken, pieces: list[Piece] | None
     ) -> tuple[StoredLog, Decoded]:
-        """§4.9 steps 3–5 for a found transcript (``kept``: see ``read_stored_kept``)."""
+        """§4.9 steps 3–5 for a found transcript (``pieces``: see ``read_stored_pieces``)."""
         content, revision = self._stable_read(located.path, token)
         decode = decode_zstd if located.encoding == "zstd" else decode_raw
-        decoded = decode(content, located.path, None, kept)
+        decoded = decode(content, located.path, None, pieces)
         self._check_identity(session_id, decoded.header, located)
         return StoredLog(decoded.header, decoded.events, decoded.torn, revision), decoded
 
@@ -421,15 +421,16 @@ class JsonlBackend:
             raise not_found(session_id)
         return loaded[0]
 
-    def read_stored_kept(self, session_id: str, token: CancelToken = NULL_TOKEN) -> KeptRead:
-        """``read_stored`` and its prefix's canonical packed lines (records.KeptLine), which sync
-        may store as they are (postgres.md §6); no loaded log keeps them."""
-        kept: list[KeptLine] = []
+    def read_stored_pieces(self, session_id: str, token: CancelToken = NULL_TOKEN) -> StoredPieces:
+        """``read_stored``'s header and events, where each canonical packed line of the prefix
+        stands for its members as its records.KeptLine, which sync may store as it is
+        (postgres.md §6) without building the members."""
+        pieces: list[Piece] = []
         with self._session_lock(session_id):
             located = self._locate(session_id, token)
             if located is None:
                 raise not_found(session_id)
-            return self._load_located(session_id, located, token, kept)[0], kept
+            return self._load_located(session_id, located, token, pieces)[0].header, pieces
 
     def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         stored = self.read_stored(session_id, token)

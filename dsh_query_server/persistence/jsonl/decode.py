@@ -8,9 +8,8 @@ from dataclasses import dataclass
 import zstandard
 
 from ...model.event import Event, Header
-from ..base import StoredLog
 from ..logical import StreamedLog
-from ..records import KeptLine
+from ..records import Piece
 from .errors import corrupt
 from .frames import decode_frame, decode_torn_frame, header_frame_line, scan_frames
 from .header import stored_header
@@ -21,8 +20,8 @@ from .lines import LineScanner
 MARK_EVERY = 64
 
 
-# A stored log with its canonical packed lines (JsonlBackend.read_stored_kept).
-KeptRead = tuple[StoredLog, list[KeptLine]]
+# A stored log's header and its events as pieces (JsonlBackend.read_stored_pieces).
+StoredPieces = tuple[Header, list[Piece]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,15 +40,15 @@ def decode_raw(
     content: bytes,
     path: str,
     sink: StreamedLog | None = None,
-    kept: list[KeptLine] | None = None,
+    pieces: list[Piece] | None = None,
 ) -> Decoded:
-    """Decode a whole ``session.jsonl`` (§4.5); with ``sink``, the accepted events go there and
-    ``events`` stays empty; with ``kept``, the accepted canonical packed lines go there."""
+    """Decode a whole ``session.jsonl`` (§4.5); with ``sink`` or ``pieces``, the accepted events
+    go there and ``events`` stays empty (``pieces``: a canonical packed line as its KeptLine)."""
     newline = content.find(b"\n")
     if newline < 0:
         raise corrupt("empty or header-less session log")
     header = stored_header(content[:newline], path)
-    scanner = LineScanner(MARK_EVERY, sink, kept)
+    scanner = LineScanner(MARK_EVERY, sink, pieces)
     scanner.feed(content, newline + 1)
     scanner.raise_if_confirmed()
     body = newline + 1
@@ -66,10 +65,10 @@ def decode_zstd(
     content: bytes,
     path: str,
     sink: StreamedLog | None = None,
-    kept: list[KeptLine] | None = None,
+    pieces: list[Piece] | None = None,
 ) -> Decoded:
-    """Decode a whole ``session.jsonl.zstd`` (§4.6); with ``sink``, the accepted events go there
-    and ``events`` stays empty; with ``kept``, the accepted canonical packed lines go there.
+    """Decode a whole ``session.jsonl.zstd`` (§4.6); with ``sink`` or ``pieces``, the accepted
+    events go there and ``events`` stays empty (see ``decode_raw``).
 
     Frames are decoded and scanned one at a time, so the plaintext is never all in memory; the
     errors keep the order of §4.6: a frame that fails to decode is met in frame order, and the
@@ -81,7 +80,7 @@ def decode_zstd(
     if not frames:
         raise corrupt("empty or header-less Zstandard session log")
     decompressor = zstandard.ZstdDecompressor()
-    scanner = LineScanner(0, sink, kept)
+    scanner = LineScanner(0, sink, pieces)
     marks: list[tuple[int, int]] = []
     marked_at = -MARK_EVERY
     head = b""

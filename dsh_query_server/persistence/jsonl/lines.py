@@ -12,14 +12,7 @@ from ...model.event import Event, is_valid_seq_at
 from ...values import MAX_SAFE_INTEGER
 from ..legacy import StaleShape, render_json
 from ..logical import StreamedLog
-from ..records import (
-    PACKED_TAGS,
-    KeptLine,
-    MalformedRow,
-    unpack_canonical,
-    unpack_line,
-    unpack_line_kept,
-)
+from ..records import PACKED_TAGS, KeptLine, MalformedRow, Piece, kept_line, unpack_line
 from .errors import corrupt
 
 _PACKED_TAG_BYTES = {tag.encode(): tag for tag in PACKED_TAGS}
@@ -46,19 +39,11 @@ def _valid_utf8(line: bytes) -> bytes:
 
 def record_events(line: bytes) -> list[Event] | None:
     """The events one record line stands for; None when it is JSON but not an object."""
-    return _record(line, False)[0]
+    return _events(line if line.isascii() else _valid_utf8(line))
 
 
-def _record(line: bytes, keep: bool) -> tuple[list[Event] | None, bytes, int | None]:
-    """``record_events``, the line as decoded (valid UTF-8), and with ``keep``, the length of a
-    packed line's ``data`` when the line is in its canonical form (``unpack_line_kept``)."""
-    if not line.isascii():
-        line = _valid_utf8(line)
-    if keep and line.startswith(b'{"type":"'):  # a canonical packed line: one decode, not two
-        tag = _PACKED_TAG_BYTES.get(line[9 : line.find(b'"', 9)])
-        canonical = None if tag is None else unpack_canonical(line, tag)
-        if canonical is not None:
-            return canonical[0], line, canonical[1]
+def _events(line: bytes) -> list[Event] | None:
+    """``record_events`` of a line that is valid UTF-8."""
     try:
         event = Event.from_json(line)
     except ValueError:
@@ -66,17 +51,23 @@ def _record(line: bytes, keep: bool) -> tuple[list[Event] | None, bytes, int | N
             jsoncodec.loads(line)
         except jsoncodec.JSONDecodeError:
             raise Unparsable from None
-        return None, line, None
+        return None
     kind = event.type
     if type(kind) is str and kind in PACKED_TAGS:
         try:
-            if not keep:
-                return unpack_line(line, kind), line, None
-            members, data_bytes = unpack_line_kept(line, kind)
+            return unpack_line(line, kind)
         except MalformedRow:
             raise Unparsable from None
-        return members, line, data_bytes
-    return [event], line, None
+    return [event]
+
+
+def _kept(line: bytes) -> KeptLine | None:
+    """A line that is valid UTF-8 as a KeptLine, when it is a packed row's canonical compact
+    JSON (one typed decode, no member events built)."""
+    if not line.startswith(b'{"type":"'):
+        return None
+    tag = _PACKED_TAG_BYTES.get(line[9 : line.find(b'"', 9)])
+    return None if tag is None else kept_line(line, tag)
 
 
 def _yields_turn_end(line: bytes) -> bool:
@@ -104,15 +95,19 @@ class LineScanner:
         self,
         mark_every: int = 0,
         sink: StreamedLog | None = None,
-        kept: list[KeptLine] | None = None,
+        pieces: list[Piece] | None = None,
     ) -> None:
         self.events: list[Event] = []
-        # sync's record-keeping read: the accepted canonical packed lines (KeptLine)
-        self.kept = kept
-        # Accepted events go to ``events``, or to ``sink`` (a streamed verification keeps none).
+        # Accepted events go to ``events``, or to ``sink`` (a streamed verification keeps none),
+        # or to ``pieces``, sync's read: there a canonical packed line goes as its KeptLine.
+        self.pieces = pieces
         self.count = 0
         self._extend: Callable[[list[Event]], None] = (
-            self.events.extend if sink is None else sink.extend
+            pieces.extend
+            if pieces is not None
+            else self.events.extend
+            if sink is None
+            else sink.extend
         )
         # Seek hints for window reads of raw transcripts: (stream offset of a line's start, seq
         # of its first event) for every ``mark_every``-th accepted line (none when 0).
@@ -156,9 +151,20 @@ class LineScanner:
             self.confirmed = _yields_turn_end(line)
             return
         expected = self.count
-        kept = self.kept
+        text = line if line.isascii() else _valid_utf8(line)
+        pieces = self.pieces
+        if pieces is not None and (kept := _kept(text)) is not None:
+            if kept.start != expected:  # a canonical row's seqs are safe integers
+                self.defect = (
+                    f"corrupt session log: seq gap in committed region at line "
+                    f"{self.line_no} (expected {expected}, got {kept.start})"
+                )
+                return
+            self._accepted(line, end, expected, kept.members)
+            pieces.append(kept)
+            return
         try:
-            events, decoded, data_bytes = _record(line, kept is not None)
+            events = _events(text)
         except Unparsable:
             self.defect = f"corrupt session log: unparsable committed event at line {self.line_no}"
             return
@@ -173,12 +179,13 @@ class LineScanner:
             )
             self.confirmed = events is not None and any(e.type == "turn/end" for e in events)
             return
+        self._accepted(line, end, expected, len(events))
+        self._extend(events)
+
+    def _accepted(self, line: bytes, end: int, expected: int, count: int) -> None:
         if self.mark_every and (self.line_no - 1) % self.mark_every == 0:
             self.marks.append((end - len(line) - 1, expected))
-        self.count = expected + len(events)
-        self._extend(events)
-        if data_bytes is not None and kept is not None:
-            kept.append(KeptLine(expected, len(events), decoded, data_bytes))
+        self.count = expected + count
         self.accepted_end = end
 
 

@@ -7,9 +7,7 @@ validates the header, the continuity of the rows and every record, and any defec
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, cast
 
 from msgspec import UNSET
@@ -135,96 +133,80 @@ def _repacked(events: list[Event]) -> list[Record]:
         scalar |= unrestored
 
 
-@dataclass(frozen=True, slots=True)
-class KeptRow:
-    """A source's packed line that a batch may store as its row (``sync``, postgres.md §6):
-    ``members`` are the very events that reading ``line`` gave."""
-
-    members: list[Event]
-    line: bytes
-    data_bytes: int
-
-
-# id(first member) -> its row; the row holds its members, so no id is reused while it lives.
-Kept = dict[int, KeptRow]
-
-
-def kept_rows(events: list[Event], lines: Iterable[records.KeptLine]) -> Kept:
-    """The kept rows of a log read with its canonical packed lines (``read_stored_kept``)."""
-    kept: Kept = {}
-    for start, count, line, data_bytes in lines:
-        members = events[start : start + count]
-        if len(members) == count:
-            kept[id(members[0])] = KeptRow(members, line, data_bytes)
-    return kept
-
-
-def _passed(row: KeptRow, events: list[Event], at: int) -> Record | None:
-    """``row`` as the record of ``events[at:]``, when it lies wholly there, is within the
-    bounds of §2.1 and its members are the batch's events themselves; else None."""
-    count = len(row.members)
-    if not (
-        records.MIN_RUN <= count <= MAX_MEMBERS
-        and row.data_bytes <= MAX_DATA_BYTES
-        and at + count <= len(events)
-        and all(map(operator.is_, row.members, events[at : at + count]))
-    ):
+def _passed(line: records.KeptLine) -> Record | None:
+    """A source's canonical packed line as its row, when it is within the bounds of §2.1."""
+    if not (records.MIN_RUN <= line.members <= MAX_MEMBERS and line.data_bytes <= MAX_DATA_BYTES):
         return None
     try:
-        text = _text(row.line, "a kept row")
+        text = _text(line.line, "a kept row")
     except ValueError:
         return None
-    seq = int(events[at].seq)
-    return seq, seq + count - 1, text
+    return line.start, line.start + line.members - 1, text
 
 
-def encode_batch(events: list[Event], kept: Kept | None = None) -> list[Record]:
-    """One contiguous batch as rows: chunk runs packed (§5.5 bounds), the rest scalar. With
-    ``kept``, a source's packed line whose members lie wholly in the batch is stored as it is
-    (it reads back as exactly those members, ``records.unpack_line_kept``); the events around
-    such rows are packed as without."""
-    if not kept:
-        return _repacked(events)
+def encode_batch(batch: Sequence[records.Piece]) -> list[Record]:
+    """One contiguous batch as rows: chunk runs packed (§5.5 bounds), the rest scalar. A
+    source's canonical packed line (records.KeptLine, ``sync``'s pass-through, postgres.md §6)
+    within the bounds is stored as it is: it reads back as exactly its members. The events
+    around such rows, and the members of a line out of bounds, are packed as without."""
     out: list[Record] = []
-    get = kept.get
-    start = at = 0
-    while at < len(events):
-        row = get(id(events[at]))
-        record = None if row is None else _passed(row, events, at)
-        if record is None:
-            at += 1
+    run: list[Event] = []
+    for piece in batch:
+        if isinstance(piece, Event):
+            run.append(piece)
             continue
-        if start < at:
-            out.extend(_repacked(events[start:at]))
+        record = _passed(piece)
+        if record is None:
+            run.extend(piece.events())
+            continue
+        if run:
+            out.extend(_repacked(run))
+            run = []
         out.append(record)
-        at = start = at + record[1] - record[0] + 1
-    if start < len(events):
-        out.extend(_repacked(events[start:]))
+    if run:
+        out.extend(_repacked(run))
     return out
 
 
-def batch_start(session_id: str, events: list[Event]) -> int:
-    """The first seq of a non-empty batch, after checking that it is contiguous (§3.6)."""
-    first = events[0].seq
+def events_of(batch: Sequence[records.Piece]) -> list[Event]:
+    """The events of a batch, a kept line's members built."""
+    out: list[Event] = []
+    for piece in batch:
+        if isinstance(piece, Event):
+            out.append(piece)
+        else:
+            out.extend(piece.events())
+    return out
+
+
+def batch_start(session_id: str, batch: Sequence[records.Piece]) -> int:
+    """The first seq of a non-empty batch, after checking that it is contiguous (§3.6); a kept
+    line's members have the seqs from its ``seq0`` on."""
+    seqs: list[Any] = []
+    for piece in batch:
+        if isinstance(piece, Event):
+            seqs.append(piece.seq)
+        else:
+            seqs.extend(range(piece.start, piece.start + piece.members))
+    first = seqs[0]
     if not is_nonneg_safe_integer(first):
         raise ValueError(
             f'session "{session_id}" append batch is not contiguous at index 0:'
             f" expected a non-negative safe integer seq, got {first!r}"
         )
     first = int(first)
-    seqs = [event.seq for event in events]
-    end = first + len(events)
+    end = first + len(seqs)
     if set(map(type, seqs)) == _INT_ONLY and seqs == list(range(first, end)):
         if end - 1 > MAX_SAFE_INTEGER:
             raise ValueError(f'session "{session_id}" append batch ends beyond the safe integers')
         return first  # the usual batch, checked in C; the loop below finds the first fault
-    for index, event in enumerate(events):
-        if type(event.seq) not in (int, float) or event.seq != first + index:
+    for index, seq in enumerate(seqs):
+        if type(seq) not in (int, float) or seq != first + index:
             raise ValueError(
                 f'session "{session_id}" append batch is not contiguous at index {index}:'
-                f" expected seq {first + index}, got {jsoncodec.dumps(event.seq).decode()}"
+                f" expected seq {first + index}, got {jsoncodec.dumps(seq).decode()}"
             )
-    if first + len(events) - 1 > MAX_SAFE_INTEGER:
+    if end - 1 > MAX_SAFE_INTEGER:
         raise ValueError(f'session "{session_id}" append batch ends beyond the safe integers')
     return first
 

@@ -1,0 +1,126 @@
+"""What ``dsh-query sync`` copies of a session (cli/sync_log.py): a ``jsonl:`` source's stored
+prefix as pieces, where each canonical packed line stands for its members (postgres.md §6).
+
+Properties against the events that ``read_stored`` gives for the same transcript: the pieces,
+any head and tail of them, and the batches hold exactly those events in order; batches are cut
+where the events alone would be cut, and keep whole every line that no cut crosses; the digest of
+a head is the digest of that head as a log of its own, and tells apart logs whose events differ.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_query_server.cli import sync_group
+from dsh_query_server.cli.sync_log import SourceLog, count_of
+from dsh_query_server.model.event import Event, Header, make_event
+from dsh_query_server.persistence.jsonl import JsonlBackend
+from dsh_query_server.persistence.postgres import rows
+from dsh_query_server.persistence.records import KeptLine, Piece
+
+
+def chunk(seq: int, kind: str, text: str) -> Event:
+    data = {"turn": 1, "step": 1, "chunk": {"type": f"{kind}-delta", "index": 0, "text": text}}
+    return make_event("assistant/chunk", seq, 10 * seq, data)
+
+
+@st.composite
+def logs(draw: st.DrawFn) -> list[Event]:
+    """Runs of chunks (packed by the JSONL writer when 3 or more) between notes."""
+    events: list[Event] = []
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["text", "reasoning", "note"]))
+        for _ in range(draw(st.integers(1, 12))):
+            seq = len(events)
+            text = draw(st.sampled_from(["x", "é", '"q"', "long " * 5]))
+            if kind == "note":
+                events.append(make_event("x/note", seq, seq, {"text": text}))
+            else:
+                events.append(chunk(seq, kind, text))
+    return events
+
+
+def stored(events: list[Event], compression: str) -> tuple[SourceLog, list[bytes]]:
+    """The session written by the JSONL backend, read as pieces and as events."""
+    root = Path(tempfile.mkdtemp(prefix="sync-log-")) / "root"
+    jsonl = JsonlBackend(str(root), compression=compression)
+    try:
+        jsonl.create(Header.build(version=0, id="s", createdAt=1, cwd="/p"))
+        jsonl.append("s", events)  # materializes the session (logs are never empty)
+        log = SourceLog.of(*jsonl.read_stored_pieces("s"))
+        raws = [e.raw for e in jsonl.read_stored("s").events]
+    finally:
+        jsonl.close()
+    return log, raws
+
+
+def _kind(event: Event) -> str:
+    return str(event.data()["chunk"]["type"]) if event.type == "assistant/chunk" else ""
+
+
+def raws_of(pieces: Sequence[Piece]) -> list[bytes]:
+    return [e.raw for e in rows.events_of(pieces)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(events=logs(), compression=st.sampled_from(["none", "zstd"]), data=st.data())
+def test_pieces_heads_and_tails_hold_the_stored_events(
+    events: list[Event], compression: str, data: st.DataObject
+) -> None:
+    log, raws = stored(events, compression)
+    assert raws == [e.raw for e in events]
+    assert raws_of(list(log.pieces)) == raws and log.count == len(raws)
+    # the writer packs a run of 3 or more chunks of one kind, and each such line is kept whole
+    packable = any(
+        len({e.type, f.type, g.type} | {_kind(e), _kind(f), _kind(g)}) == 2
+        and e.type == "assistant/chunk"
+        for e, f, g in zip(events, events[1:], events[2:], strict=False)
+    )
+    assert packable == any(isinstance(p, KeptLine) for p in log.pieces)
+    at = data.draw(st.integers(0, len(raws) + 2))
+    assert raws_of(log.head(at)) == raws[:at]
+    assert raws_of(log.tail(at)) == raws[at:]
+    assert count_of(log.head(at)) == min(at, len(raws))
+    # the digest of a head is that head's own digest, whatever pieces the rest is in
+    assert log.digest(at) == SourceLog.of(log.header, log.head(at)).digest()
+    plain = SourceLog(log.header, rows.events_of(log.pieces), log.count)
+    if not any(isinstance(p, KeptLine) for p in log.head(at)):
+        assert log.digest(at) == plain.digest(at)
+
+
+@settings(max_examples=60, deadline=None)
+@given(events=logs(), limit=st.integers(1, 14))
+def test_batches_cut_where_the_events_are_cut_and_keep_uncut_lines_whole(
+    events: list[Event], limit: int
+) -> None:
+    log, raws = stored(events, "none")
+    saved = sync_group.MAX_BATCH_EVENTS
+    sync_group.MAX_BATCH_EVENTS = limit
+    try:
+        cut = sync_group.batches(log.pieces)
+        plain = sync_group.batches(rows.events_of(log.pieces))
+    finally:
+        sync_group.MAX_BATCH_EVENTS = saved
+    assert [raws_of(batch) for batch in cut] == [[e.raw for e in b] for b in plain]
+    whole = {id(p) for batch in cut for p in batch if isinstance(p, KeptLine)}
+    for piece in log.pieces:
+        if isinstance(piece, KeptLine):
+            first, last = piece.start, piece.start + piece.members - 1
+            uncut = first // limit == last // limit
+            assert (id(piece) in whole) == uncut
+    for batch in cut:  # each batch is contiguous and its records read back as its events
+        first = rows.batch_start("s", batch)
+        assert first == (batch[0].start if isinstance(batch[0], KeptLine) else batch[0].seq)
+
+
+@settings(max_examples=40, deadline=None)
+@given(events=logs(), other=logs())
+def test_digests_differ_where_the_events_differ(events: list[Event], other: list[Event]) -> None:
+    a, raws_a = stored(events, "none")
+    b, raws_b = stored(other, "none")
+    assert (a.digest() == b.digest()) == (raws_a == raws_b)
