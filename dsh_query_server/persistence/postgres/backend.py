@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import LiteralString
 
 from psycopg import errors as pg_errors
-from psycopg import sql
 
 from ... import jsoncodec
 from ...cancel import NULL_TOKEN, CancelToken
@@ -111,8 +110,8 @@ class PostgresBackend:
 
     # -- the store ---------------------------------------------------------------------
 
-    def _q(self, text: LiteralString) -> sql.Composed:
-        return sql.SQL(text).format(s=sql.Identifier(self._mount.schema))
+    def _q(self, text: LiteralString) -> bytes:
+        return schema.qualified(self._mount.schema, text)
 
     def _refused(self, exc: StoreRefused) -> PostgresUnavailableError:
         message = self._pool.scrub(str(exc))

@@ -19,12 +19,10 @@ from itertools import groupby
 from operator import itemgetter
 from typing import LiteralString, cast
 
-from psycopg import sql
-
 from ...cancel import NULL_TOKEN, CancelToken
 from .. import logical
 from ..base import BulkResult, Inspection
-from . import rows
+from . import rows, schema
 from .connection import Conn, Pool
 from .schema import StoreIdentity
 
@@ -42,8 +40,8 @@ class Source:
     schema: str
     open: Callable[[Conn], StoreIdentity | None]
 
-    def q(self, text: LiteralString) -> sql.Composed:
-        return sql.SQL(text).format(s=sql.Identifier(self.schema))
+    def q(self, text: LiteralString) -> bytes:
+        return schema.qualified(self.schema, text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
 
+from . import schema
 from .conninfo import PgMount
 from .schema import NOTIFY_CHANNEL
 
@@ -106,8 +107,8 @@ class ChangeListener:
         finally:
             self.state = OFF
 
-    def _q(self, text: LiteralString) -> sql.Composed:
-        return sql.SQL(text).format(s=sql.Identifier(self._mount.schema))
+    def _q(self, text: LiteralString) -> bytes:
+        return schema.qualified(self._mount.schema, text)
 
     def _read_store_id(self, conn: Conn) -> str | None:
         row = conn.execute(

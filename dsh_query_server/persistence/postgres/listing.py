@@ -7,14 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import LiteralString
 
-from psycopg import sql
-
 from ...cancel import CancelToken
 from ..base import Snapshot
 from . import rows
 from .connection import Conn, Pool
 from .errors import PostgresUnavailableError
-from .schema import StoreIdentity
+from .schema import StoreIdentity, qualified
 
 _FETCH = 1000
 _TOKEN: LiteralString = (
@@ -60,15 +58,11 @@ class Listings:
         self._schema = schema
         self._open = open_store
         self._memo: Listing | None = None
-        self._token_sql = self._q(_TOKEN)
-        self._token_text = self._token_sql.as_bytes(None)
-
-    def _q(self, text: LiteralString) -> sql.Composed:
-        return sql.SQL(text).format(s=sql.Identifier(self._schema))
+        self._token_text = qualified(self._schema, _TOKEN)
 
     def _token(self, conn: Conn) -> tuple[Key, int, str] | None:
         """The listing token: ((epoch, store_id, deletions), change_count, store_id)."""
-        row = conn.execute(self._token_sql).fetchone()
+        row = conn.execute(self._token_text).fetchone()
         if row is None:
             return None
         return (str(row[3]), str(row[0]), int(str(row[2]))), int(str(row[1])), str(row[0])
@@ -132,10 +126,12 @@ class Listings:
             return old
         if old is not None and old.key == key and old.change_count < change:
             found = dict(old.snapshots)
-            cursor = conn.execute(self._q(_SELECT + " WHERE change > %s"), (old.change_count,))
+            cursor = conn.execute(
+                qualified(self._schema, _SELECT + " WHERE change > %s"), (old.change_count,)
+            )
         else:
             found = {}
-            cursor = conn.execute(self._q(_SELECT))
+            cursor = conn.execute(qualified(self._schema, _SELECT))
         while batch := cursor.fetchmany(_FETCH):
             token.raise_if_cancelled()
             for item in batch:

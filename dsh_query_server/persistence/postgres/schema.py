@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import LiteralString
 
 import psycopg
@@ -18,6 +19,14 @@ APPLICATION = "dsh-query-server"
 SCHEMA_VERSION = 1
 NOTIFY_CHANNEL = "dsh_query_changes"
 ADVISORY_CLASS = 1146308688
+
+
+@lru_cache(maxsize=256)
+def qualified(schema: str, text: LiteralString) -> bytes:
+    """``text`` with ``{s}`` as the quoted schema name, rendered once: psycopg renders a
+    ``sql.Composed`` again on every execute (connections are UTF8, conninfo.py)."""
+    return sql.SQL(text).format(s=sql.Identifier(schema)).as_bytes(None)
+
 
 DDL = """
 CREATE SCHEMA IF NOT EXISTS {s};

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import LiteralString
 
 from psycopg import errors as pg_errors
-from psycopg import sql
 
 from ... import jsoncodec
 from ...model.event import Header
@@ -28,7 +27,7 @@ MAX_NOTIFY_BYTES = 7999
 class BatchContext:
     """What an append needs from its backend."""
 
-    q: Callable[[LiteralString], sql.Composed]  # qualifies {s} with the schema
+    q: Callable[[LiteralString], bytes]  # qualifies {s} with the schema (schema.qualified)
     schema: str
     identity: StoreIdentity
     instance: str  # the writer's instance uuid
