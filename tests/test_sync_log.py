@@ -4,15 +4,18 @@ prefix as pieces, where each canonical packed line stands for its members (postg
 Properties against the events that ``read_stored`` gives for the same transcript: the pieces,
 any head and tail of them, and the batches hold exactly those events in order; batches are cut
 where the events alone would be cut, and keep whole every line that no cut crosses; the digest of
-a head is the digest of that head as a log of its own, and tells apart logs whose events differ.
+a head is the digest of that head as a log of its own, and tells apart logs whose events differ. And on hand-written transcripts (a
+kept line after a gap, proven or not, a torn tail), reading by pieces accepts and refuses exactly
+what ``read_stored`` does.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -124,3 +127,45 @@ def test_digests_differ_where_the_events_differ(events: list[Event], other: list
     a, raws_a = stored(events, "none")
     b, raws_b = stored(other, "none")
     assert (a.digest() == b.digest()) == (raws_a == raws_b)
+
+
+ROW = b'{"type":"text-chunks","seq0":%d,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}}'
+NOTE = b'{"type":"x/note","seq":%d,"time":0,"data":{}}'
+TURN_END = b'{"type":"turn/end","seq":%d,"time":0,"data":{"turn":1}}'
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [NOTE % 0, ROW % 1, NOTE % 4],  # a kept line where it belongs
+        [NOTE % 0, ROW % 5, NOTE % 8],  # a kept line after a gap: the prefix ends before it
+        [NOTE % 0, ROW % 5, TURN_END % 8],  # ... and a committed turn/end proves the defect
+        [ROW % 0, ROW % 3, NOTE % 9, TURN_END % 7],  # a scalar line after a gap
+        [ROW % 0, b"{not json", TURN_END % 4],
+        [ROW % 0, ROW % 3, b'{"type":"x/note","seq":6'],  # a torn tail
+    ],
+)
+def test_a_read_by_pieces_accepts_and_refuses_what_read_stored_does(
+    tmp_path: Path, lines: list[bytes]
+) -> None:
+    root = tmp_path / "root"
+    jsonl = JsonlBackend(str(root), compression="none")
+    jsonl.create(Header.build(version=0, id="s", createdAt=1, cwd="/p"))
+    jsonl.append("s", [make_event("x/note", 0, 0, {})])  # materializes the transcript
+    jsonl.close()
+    path = next(root.glob("*/s/session.jsonl"))
+    head = path.read_bytes().split(b"\n")[0]
+    path.write_bytes(b"\n".join([head, *lines]) + (b"" if lines[-1].endswith(b"6") else b"\n"))
+
+    def outcome(read: Callable[[JsonlBackend], list[bytes]]) -> tuple[str, object]:
+        reader = JsonlBackend(str(root))
+        try:
+            return "events", read(reader)
+        except Exception as exc:  # noqa: BLE001 - the refusal is what is compared
+            return type(exc).__name__, str(exc)
+        finally:
+            reader.close()
+
+    by_events = outcome(lambda b: [e.raw for e in b.read_stored("s").events])
+    by_pieces = outcome(lambda b: raws_of(b.read_stored_pieces("s")[1]))
+    assert by_pieces == by_events
