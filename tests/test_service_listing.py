@@ -5,6 +5,7 @@ and the frame of a large Raw result against the encoded response."""
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any, cast
 
 import msgspec
@@ -18,6 +19,7 @@ from dsh_query_server.cancel import CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header
 from dsh_query_server.persistence.binding import PersistenceBinding
+from dsh_query_server.persistence.sqlite import SqliteBackend
 from dsh_query_server.query.loading import newest_first
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.server.dispatch import Dispatcher, encode_frame
@@ -25,7 +27,7 @@ from dsh_query_server.server.transport import JOIN_BELOW
 from dsh_query_server.session.store import SessionStore
 from dsh_query_server.values import is_number
 
-from .builders import hdr
+from .builders import ev, hdr
 from .fakes import MemoryBackend
 
 
@@ -131,3 +133,70 @@ def test_a_large_raw_result_is_framed_as_the_encoded_response(
         encodable = False
     if len(raw) >= JOIN_BELOW and encodable:
         assert any(type(part) is memoryview for part in frame)  # not copied
+
+
+_STEPS = st.sampled_from(
+    [
+        "live_new",
+        "live_append",
+        "live_remove",
+        "stored_new",
+        "stored_append",
+        "stored_swap",
+        "remount",
+        "none",
+    ]
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(steps=st.lists(_STEPS, max_size=12), picks=st.lists(st.integers(0, 3), min_size=12))
+def test_a_repeated_listing_is_the_listing_of_a_fresh_service(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[str], picks: list[int]
+) -> None:
+    """``observe`` hands back its last observation while the backend lists the very same
+    headers, under the same binding, with no live commit since: after every change (live
+    commits, another writer's commits to the SQLite file, a remount), one service asked again
+    and again answers what a service with no memory of earlier requests answers; and asked
+    twice with nothing changed in between, it answers with the same bytes object."""
+    path = str(tmp_path_factory.mktemp("listing") / "store.db")
+    store, binding = SessionStore(), PersistenceBinding()
+    service = SessionQueryService(store, binding)
+    binding.mount(SqliteBackend(path))
+    other = SqliteBackend(path)  # another writer
+    try:
+        for index, (step, pick) in enumerate(zip(steps, picks, strict=False)):
+            sid = f"s{pick}"
+            if step == "live_new" and not store.is_live(sid):
+                store.create(hdr(sid, pick))
+            elif step == "live_append" and store.is_live(sid):
+                store.append(sid, [{"type": "x/note", "data": {}}])
+            elif step == "live_remove":
+                store.remove(sid)
+            elif step == "stored_new" and other.stored_count(f"p{pick}") is None:
+                other.create(Header.from_value(hdr(f"p{pick}", 10 + pick)))
+                other.append(f"p{pick}", [ev("x/note", 0)])
+            elif step == "stored_append" and other.stored_count(f"p{pick}") is not None:
+                other.append(f"p{pick}", [ev("x/note", other.stored_count(f"p{pick}") or 0)])
+            elif step == "stored_swap" and other.stored_count(f"p{pick}") is not None:
+                # as many sessions as before, another one among them (an outside delete)
+                with sqlite3.connect(path) as conn:
+                    conn.execute("PRAGMA foreign_keys = ON")
+                    conn.execute("DELETE FROM sessions WHERE id = ?", (f"p{pick}",))
+                other.create(Header.from_value(hdr(f"q{index}", 30)))
+                other.append(f"q{index}", [ev("x/note", 0)])
+            elif step == "remount":
+                binding.mount(SqliteBackend(path))
+            fresh = SessionQueryService(store, binding)
+            try:
+                first = service.list_sessions_json()
+            except QueryError as exc:  # a live header that conflicts with the stored one
+                with pytest.raises(QueryError) as info:
+                    fresh.list_sessions_json()
+                assert (info.value.code, info.value.message) == (exc.code, exc.message)
+                continue
+            assert bytes(first) == bytes(fresh.list_sessions_json())
+            assert service.list_sessions_json() is first  # nothing changed: the same answer
+            assert [r.to_wire() for r in service.corpus()] == [r.to_wire() for r in fresh.corpus()]
+    finally:
+        other.close()

@@ -4,6 +4,7 @@ every call, with every backend failure mapped to the query error the spec names.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -28,6 +29,9 @@ class Loader:
     def __init__(self, store: SessionStore, binding: PersistenceBinding) -> None:
         self.store = store
         self.binding = binding
+        # The last observation and what proves it still holds (``observe``): the binding, the
+        # live store's generation and the very header objects the backend listed.
+        self._last: tuple[Binding | None, int, list[Header], list[Entry]] | None = None
 
     def list_persisted(self, binding: Binding, token: CancelToken) -> list[Header]:
         """Call ``list`` and wrap its failure (§3.0.4 step 2)."""
@@ -52,11 +56,29 @@ class Loader:
 
     def observe(self, token: CancelToken = NULL_TOKEN) -> list[Entry]:
         """``corpus`` as (header, live, persisted) tuples: a listing of 10,000 sessions makes
-        no Record (listSessions encodes these directly)."""
+        no Record (listSessions encodes these directly). The backend is listed on every call;
+        when it lists the very header objects it listed last time (a backend's memo proved its
+        listing unchanged), under the same binding, and no live commit happened since, the
+        result is the previous one, the same list: callers must not change it."""
         check_cancelled(token)
+        generation = self.store.generation  # read first: a commit after it misses the memo
         binding = self.binding.current()
         listed = [] if binding is None else self.list_persisted(binding, token)
         check_cancelled(token)
+        last = self._last
+        if (
+            last is not None
+            and last[0] is binding
+            and last[1] == generation
+            and len(last[2]) == len(listed)
+            and all(map(operator.is_, last[2], listed))
+        ):
+            return last[3]
+        observed = self._merged(listed)
+        self._last = (binding, generation, listed, observed)
+        return observed
+
+    def _merged(self, listed: list[Header]) -> list[Entry]:
         # By id: a repeated id keeps its first position and its last header.
         entries: dict[Any, Entry] = {h.id: (h, False, True) for h in listed}
         live = self.store.headers()

@@ -41,7 +41,7 @@ from .loaded import (
     target_in,
     target_index,
 )
-from .loading import Loader
+from .loading import Entry, Loader
 from .text import documents
 from .titles import Titles
 from .workers import WorkerPool
@@ -56,6 +56,7 @@ _FLAGS = {
 }
 _NEXT = {key: flags + b',{"header":' for key, flags in _FLAGS.items()}
 _LAST = {key: flags + b"]" for key, flags in _FLAGS.items()}
+_NO_SESSIONS = Raw(b"[]")
 
 
 class SessionQueryService:
@@ -76,6 +77,8 @@ class SessionQueryService:
         # The one pool for reads that fan out over sessions (titles, sidebar labels).
         self.pool = WorkerPool(inspect_concurrency)
         self.titles = Titles(self.loader, self.pool, inspect_concurrency)
+        # listSessions' JSON of the last observation (list_sessions_json)
+        self._listed_json: tuple[list[Entry], Raw] | None = None
 
     # -- observations (§3.0.4, §3.0.5), shared with the tree views ----------------------------
 
@@ -102,14 +105,19 @@ class SessionQueryService:
         raw bytes in one copy: no Record, SessionRecord or Raw per session (listSessions on
         the wire). Each raw header is followed by its flags and the next record's opening."""
         entries = self.loader.observe(token)
+        last = self._listed_json
+        if last is not None and last[0] is entries:  # the same observation (Loader.observe)
+            return last[1]
         if not entries:
-            return Raw(b"[]")
+            return _NO_SESSIONS
         pieces = [b'[{"header":'] * (2 * len(entries) + 1)
         pieces[1::2] = [h.raw for h, _, _ in entries]
         pieces[2::2] = [_NEXT[live, persisted] for _, live, persisted in entries]
         _, live, persisted = entries[-1]
         pieces[-1] = _LAST[live, persisted]
-        return Raw(b"".join(pieces))
+        listed = Raw(b"".join(pieces))
+        self._listed_json = (entries, listed)
+        return listed
 
     def filter_sessions(
         self, filters: Any, token: CancelToken = NULL_TOKEN
