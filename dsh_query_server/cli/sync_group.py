@@ -21,7 +21,7 @@ from ..persistence.postgres import rows
 from ..persistence.postgres.writes import Write
 from ..persistence.records import KeptLine, Piece
 from ..values import is_nonneg_safe_integer
-from .sync_log import SourceLog, count_of, size_of
+from .sync_log import SourceLog, count_of, size_of, width
 
 MAX_BATCH_EVENTS = 1000
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -38,7 +38,7 @@ def batches(pieces: Sequence[Piece]) -> list[list[Piece]]:
     stack = list(reversed(pieces))
     while stack:
         piece = stack.pop()
-        n = 1 if isinstance(piece, Event) else piece.members
+        n = width(piece)
         bytes_ = size_of(piece)
         if current and (events >= MAX_BATCH_EVENTS or size + bytes_ > MAX_BATCH_BYTES):
             out.append(current)

@@ -15,9 +15,14 @@ from ..persistence.records import KeptLine, Piece
 from .sync_state import prefix_digest
 
 
+def width(piece: Piece) -> int:
+    """The events a piece stands for."""
+    return 1 if isinstance(piece, Event) else piece.members
+
+
 def count_of(pieces: Sequence[Piece]) -> int:
     """The events that ``pieces`` stand for."""
-    return sum(1 if isinstance(piece, Event) else piece.members for piece in pieces)
+    return sum(map(width, pieces))
 
 
 def size_of(piece: Piece) -> int:
@@ -55,7 +60,7 @@ class SourceLog:
     def _split(self, at: int) -> tuple[list[Piece], list[Piece]]:
         seen = 0
         for index, piece in enumerate(self.pieces):
-            n = 1 if isinstance(piece, Event) else piece.members
+            n = width(piece)
             if seen + n > at:
                 before, after = list(self.pieces[:index]), list(self.pieces[index + 1 :])
                 if seen == at:
