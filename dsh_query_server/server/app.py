@@ -1,7 +1,12 @@
-"""The JSON-RPC server (protocol.md): pygls for the LSP lifecycle and ``workspace/executeCommand``;
-our own framing (transport.py, stdio.py), envelope checks and routing (protocol.py) and one
-dispatch path for the method table (dispatch.py, methods.py); ``sessionQuery/didChange`` from
-notifier.py. Results are encoded with msgspec.
+"""The JSON-RPC server (protocol.md): one ``QueryServer`` per connection, pygls for the LSP
+lifecycle and ``workspace/executeCommand``; our own framing (transport.py, stdio.py,
+sockets.py), envelope checks and routing (protocol.py) and one dispatch path for the method table
+(dispatch.py, methods.py); ``sessionQuery/didChange`` from notifier.py. Results are encoded with
+msgspec.
+
+What a connection serves comes from its ``Service``: ``serve`` builds a private runtime when its
+one connection initializes (``PrivateService``); the hub shares one runtime among all its
+connections (hub/service.py).
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -36,71 +42,63 @@ log = logging.getLogger("dsh_query_server")
 Preload = Callable[[Runtime], None]
 
 
+class Service(Protocol):
+    """What a connection serves: the runtime its initialize attaches to, and what shutdown and
+    the connection's end mean for it."""
+
+    def attach(self, server: QueryServer, init_options: Any) -> Runtime:
+        """initialize: the runtime for this connection; QueryError refuses the initialize."""
+        ...
+
+    def shutdown(self, server: QueryServer) -> None:
+        """shutdown's answer waits for this (after the connection's requests are answered)."""
+        ...
+
+    def ended(self, server: QueryServer, code: int) -> None:
+        """exit was handled, or the connection closed (code 1 unless shut down)."""
+        ...
+
+
 class QueryServer(LanguageServer):
+    """The LSP endpoint of one connection."""
+
     protocol: QueryProtocol
 
-    def __init__(
-        self, options: dict[str, Any] | None = None, *, preload: Preload | None = None
-    ) -> None:
+    def __init__(self, service: Service, executor: ThreadPoolExecutor | None = None) -> None:
         super().__init__("dsh-query-server", __version__, protocol_cls=QueryProtocol)
-        self.flag_options = options or {}
-        self.preload = preload
+        self.service = service
         self.runtime: Runtime | None = None
-        self.dispatcher = Dispatcher()
-        self.notifier = ChangeNotifier(lambda method, params: self.protocol.notify(method, params))
+        self.dispatcher = Dispatcher(executor)
         self._register()
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        # pygls' read loop reports a body json.loads refused with source JsonRpcException (every
-        # other failure is caught in QueryProtocol.handle_message): answer it -32700.
-        if source is JsonRpcException and isinstance(
-            error, (ValueError, RecursionError, MemoryError)
-        ):
-            self.protocol.send_parse_error()
-            return
         # Coded failures are answers, not server errors; everything else was logged already.
+        # (pygls' default would also send window/showMessage, which is not in protocol.md.)
         if not isinstance(error, JsonRpcException):
             log.error("server error: %s", error)
+
+    def ended(self, code: int) -> None:
+        self.service.ended(self, code)
 
     def _register(self) -> None:
         @self.feature(types.INITIALIZE)
         def on_initialize(ls: QueryServer, params: types.InitializeParams) -> None:
-            ls.activate(params.initialization_options)
+            try:
+                ls.runtime = ls.service.attach(ls, params.initialization_options)
+            except QueryError as exc:
+                raise to_rpc_error(exc) from None
 
         @self.feature(types.SHUTDOWN)
         async def on_shutdown(ls: QueryServer, *args: Any) -> None:
             # Requests in flight are answered before the shutdown result; pygls only cancels its
             # own futures, which our requests do not use.
             await ls.protocol.drain()
-            if ls.runtime is not None:
-                ls.runtime.close()
-
-        @self.feature(types.EXIT)
-        async def on_exit(ls: QueryServer, *args: Any) -> None:
-            await ls.protocol.drain()  # exit without shutdown, or sent right behind it
-            await ls.protocol.shutdown_answered()
+            ls.service.shutdown(ls)
 
         # The method table is dispatched by QueryProtocol and never registered with pygls;
         # commands are registered (executeCommandProvider lists them) and run by the dispatcher.
         for command, call in COMMANDS.items():
             self.command(command)(self._command_handler(call))
-
-    def activate(self, init_options: Any) -> None:
-        """Build the runtime from flags + initializationOptions; a bad value fails initialize."""
-        try:
-            config = build_config(merge(self.flag_options, init_options))
-            runtime = Runtime(config, self.notifier.mark)
-            runtime.start()
-            if self.preload is not None:
-                self.preload(runtime)
-        except QueryError as exc:
-            raise to_rpc_error(exc) from None
-        self.notifier.loop = asyncio.get_running_loop()  # initialize runs on the event loop
-        self.runtime = runtime
-        # Everything alive now (modules, the runtime) lives as long as the server: move it out of
-        # the collector's sight, so the full collections a large result triggers stay short.
-        gc.collect()
-        gc.freeze()
 
     def _command_handler(self, call: Call) -> Callable[..., Any]:
         async def handler(ls: QueryServer, *args: Any) -> Any:
@@ -116,30 +114,76 @@ class QueryServer(LanguageServer):
         return await self.dispatcher.run(self.protocol.msg_id, call, runtime, params)
 
 
+class PrivateService:
+    """``serve``: the runtime is built from the flags and the connection's
+    initializationOptions when it initializes; shutdown closes it, the end of the connection ends
+    the process."""
+
+    def __init__(self, options: dict[str, Any], preload: Preload | None = None) -> None:
+        self.options = options
+        self.preload = preload
+        self.runtime: Runtime | None = None
+        self.server: QueryServer | None = None
+        self.notifier = ChangeNotifier(self._notify)
+        self.exit_code = 0
+        self.stopped: asyncio.Future[None] | None = None  # the transport waits for this
+
+    def _notify(self, method: str, params: dict[str, Any]) -> None:
+        if self.server is not None:
+            self.server.protocol.send_notification(method, params)
+
+    def attach(self, server: QueryServer, init_options: Any) -> Runtime:
+        """Build the runtime from flags + initializationOptions; a bad value fails initialize."""
+        config = build_config(merge(self.options, init_options))
+        runtime = Runtime(config, self.notifier.mark)
+        runtime.start()
+        if self.preload is not None:
+            self.preload(runtime)
+        self.notifier.loop = asyncio.get_running_loop()  # initialize runs on the event loop
+        self.runtime, self.server = runtime, server
+        # Everything alive now (modules, the runtime) lives as long as the server: move it out of
+        # the collector's sight, so the full collections a large result triggers stay short.
+        gc.collect()
+        gc.freeze()
+        return runtime
+
+    def shutdown(self, server: QueryServer) -> None:
+        if server.runtime is not None:
+            server.runtime.close()
+
+    def ended(self, server: QueryServer, code: int) -> None:
+        self.exit_code = code
+        if self.stopped is not None and not self.stopped.done():
+            self.stopped.set_result(None)
+
+    def close(self) -> None:
+        if self.runtime is not None:
+            self.runtime.close()
+
+
 def serve(
     config_options: dict[str, Any],
     tcp: tuple[str, int] | None = None,
     preload: Preload | None = None,
 ) -> None:
     tune_malloc()
-    server = QueryServer(config_options, preload=preload)
-    code: Any = 0
+    service = PrivateService(config_options, preload=preload)
+    server = QueryServer(service)
     try:
         if tcp is not None:
-            server.start_tcp(*tcp)
+            from .sockets import serve_tcp_once
+
+            serve_tcp_once(server, service, *tcp)
         else:
-            serve_stdio(server)
-    except SystemExit as exc:  # pygls ends the loop this way on `exit`
-        code = exc.code
+            serve_stdio(server, service)
     finally:
         # The client went away (exit or end of input): flush what is pending, then leave without
         # waiting for worker threads that may still sit in a hung backend call.
-        if server.runtime is not None:
-            server.runtime.close()
+        service.close()
         for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):  # pygls may have closed stdout already
+            with contextlib.suppress(Exception):
                 stream.flush()
-        os._exit(code if isinstance(code, int) else 1)
+        os._exit(service.exit_code)
 
 
-__all__ = ["QueryServer", "serve", "ServerConfig"]
+__all__ = ["PrivateService", "QueryServer", "Service", "ServerConfig", "serve"]

@@ -112,14 +112,19 @@ def raw_result_frame(msg_id: Any, result: Raw) -> Frame | None:
     return header(len(prefix) + len(result) + 1) + prefix, memoryview(result), b"}"
 
 
+def worker_pool() -> ThreadPoolExecutor:
+    """Threads are made on demand and reused; the ceiling is high because a backend call that
+    ignores its token must be awaited, and such calls must never starve live reads."""
+    return ThreadPoolExecutor(max_workers=1024, thread_name_prefix="query")
+
+
 class Dispatcher:
     """Runs calls of the method table with a token each and answers them."""
 
-    def __init__(self) -> None:
+    def __init__(self, executor: ThreadPoolExecutor | None = None) -> None:
+        """``executor``: shared by every connection of a hub; a private one by default."""
         self.tokens = Tokens()
-        # Threads are made on demand and reused; the ceiling is high because a backend call that
-        # ignores its token must be awaited, and such calls must never starve live reads.
-        self.executor = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="query")
+        self.executor = executor or worker_pool()
 
     def answer(
         self, msg_id: Any, call: Call, runtime: Runtime, params: Any, token: CancelToken

@@ -1,13 +1,19 @@
-"""The LSP/JSON-RPC protocol of the server (protocol.md): envelope checks, the routing of our
+"""The LSP/JSON-RPC protocol of one connection (protocol.md): envelope checks, the routing of our
 methods to the dispatcher (dispatch.py) and of the LSP lifecycle to pygls, and the writes of
 frames.
 
-On stdio a thread reads stdin with blocking reads (stdio.py) and hands messages to the event
-loop in order. Each request runs in a worker thread with its own cancellation token; the few that
-need no worker (methods.INLINE while nothing is in flight, params that are not an object) are
-answered by the thread that read them, which also hands a request for our methods straight to
-its worker while the loop has caught up with everything read before it. ``$/cancelRequest`` fires
-the token, so a backend call that has started is awaited and the answer is the coded -32800.
+Every transport hands this class whole frame bodies: stdio's reader thread through ``take``,
+the socket transports (sockets.py) through ``receive`` on the event loop. Each request for our
+methods runs in a worker thread with its own cancellation token; the few that need no worker
+(methods.INLINE while nothing is in flight, params that are not an object) are answered by the
+thread that read them, and stdio's thread hands a request for our methods straight to its worker
+while the loop has caught up with everything read before it. ``$/cancelRequest`` fires the
+token, so a backend call that has started is awaited and the answer is the coded -32800.
+
+pygls handles the LSP methods (initialize, shutdown, ``workspace/executeCommand``, unknown
+methods) through its public ``handle_message``; ``exit`` is ours, because pygls' own exit ends
+the process and on a hub it must end only the connection. Where this still relies on how pygls
+behaves: pygls_seam.py.
 """
 
 from __future__ import annotations
@@ -20,21 +26,15 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, cast
 
-import attrs
 import msgspec
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
-from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, LanguageServerProtocol
-from pygls.protocol.json_rpc import JsonRPCResponseMessage
-from pygls.protocol.language_server import lsp_method
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 
-from .. import errors
 from .dispatch import Dispatcher, Frame, encode_frame
 from .envelope import OWN_PREFIXES, own_notification, own_request, refused_message, valid_id
 from .methods import INLINE, Call
+from .pygls_seam import CapabilitiesProtocol, PyglsOutbound
 from .rpcerrors import (
-    INTERNAL,
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     JSONRPC_INVALID_REQUEST,
     JSONRPC_METHOD_NOT_FOUND,
@@ -48,10 +48,18 @@ class Host(Protocol):
     """What the protocol uses of the server that owns it (app.QueryServer), named here so the
     two modules do not import each other."""
 
-    runtime: Runtime | None
+    runtime: Runtime | None  # set once this connection's initialize succeeded
     dispatcher: Dispatcher
 
-    def report_server_error(self, error: Exception, source: Any) -> None: ...
+    def ended(self, code: int) -> None:
+        """exit was handled (0 after a shutdown, else 1), requests in flight answered."""
+        ...
+
+
+class Sink(Protocol):
+    """Where frames go: stdout (pygls' StdoutWriter) or an asyncio transport."""
+
+    def write(self, data: Any, /) -> Any: ...
 
 
 log = logging.getLogger("dsh_query_server")
@@ -60,35 +68,51 @@ DRAIN_SECONDS = 5.0  # how long shutdown and exit wait for requests in flight to
 _decode = msgspec.json.decode
 
 
-class QueryProtocol(LanguageServerProtocol):
-    _server: Host  # pygls types it as its LanguageServer
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+class QueryProtocol(CapabilitiesProtocol):
+    def __init__(self, server: Any, converter: Any) -> None:
+        super().__init__(server, converter)
+        self.host: Host = server
+        self.converter = converter
+        self.sink: Sink | None = None
         self._inflight = 0  # our requests handed to a worker, not yet written (under _count_lock)
         self._count_lock = threading.Lock()
         # stdio's writer blocks and is safe from any thread under _write_lock, so workers write
-        # their own answers; other transports (tcp) write on the event loop only.
+        # their own answers; asyncio transports are written on the event loop only.
         self.direct_writes = False
+        self.closed = False  # the connection is gone: nothing more is written
+        # A shutdown request was read: from then on only exit is handled (pygls' own flag is set
+        # only once shutdown's handler has run, after the requests in flight are answered).
+        self.shutting_down = False
         self._shutdown_answered: asyncio.Event | None = None  # set once shutdown's answer is out
         self._shutdown_id: Any = None
         self._posted = 0  # messages the stdin thread handed to the loop (stdin thread only)
         self._handled = 0  # ... and the loop has handled (loop only)
-        self._write_lock = threading.Lock()  # the stdin thread writes too
+        self._write_lock = threading.Lock()  # the stdin thread and workers write too
 
-    def structure_message(self, data: dict[str, Any]) -> Any:
-        # pygls calls this as json.loads' object_hook, for nested objects too: a params value
-        # holding a "jsonrpc" key would be turned into a message, or fail the whole message
-        # unanswered. Messages are structured in handle_message, where the top level is known.
-        return data
+    def set_writer(self, writer: Any, include_headers: bool = True) -> None:
+        """Frames go to ``writer``; pygls' own messages reach it through the seam."""
+        self.sink = writer
+        super().set_writer(PyglsOutbound(self._send_pygls), include_headers=False)
+
+    def experimental_capabilities(self) -> dict[str, Any]:
+        runtime = self.host.runtime
+        return {
+            "sessionQuery": {
+                "version": 1,
+                "search": runtime is not None and runtime.config.search.open_at != "never",
+                "producer": True,
+                "treeViews": ["sessions", "lineage", "events", "eventTrace"],
+            }
+        }
+
+    # -- reading ----------------------------------------------------------------------------------
 
     def take(self, body: bytearray, loop: asyncio.AbstractEventLoop) -> None:
         """The stdin thread's side of a frame. A request for our methods, read while the loop
         has handled everything read before it (so it sees that state: initialized, shut down,
         requests in flight), is answered right here (_inline) or handed straight to a worker;
         anything else goes to the loop, in order. Passing a request through the loop on its way
-        to a worker cost a wake-up of the loop thread per request: 3-5% of a no-change search
-        over stdio at 10,000 sessions, more on a busy machine."""
+        to a worker cost a wake-up of the loop thread per request."""
         try:
             message = _decode(body)
         except Exception:  # noqa: BLE001 - json.loads decides on the loop (receive)
@@ -117,8 +141,8 @@ class QueryProtocol(LanguageServerProtocol):
             self._handled += 1
 
     def receive(self, body: bytes | bytearray) -> None:
-        """One frame's body. msgspec first; what it refuses goes to json.loads, the parser pygls
-        used, so NaN, lone surrogates and UTF-16 bodies are accepted exactly as before."""
+        """One frame's body, on the event loop. msgspec first; what it refuses goes to
+        json.loads, so NaN, lone surrogates and UTF-16 bodies are accepted as well."""
         try:
             try:
                 message = _decode(body)
@@ -128,7 +152,7 @@ class QueryProtocol(LanguageServerProtocol):
             message = refused_message(body)
             if message is None:
                 log.warning("unparseable message body: %s", str(exc)[:200])
-                self._server.report_server_error(exc, JsonRpcException)
+                self._reject(None, JSONRPC_PARSE_ERROR, PARSE_ERROR_MESSAGE)
                 return
         self.handle_message(message)
 
@@ -146,9 +170,9 @@ class QueryProtocol(LanguageServerProtocol):
             return
         notification = own_notification(message)
         if notification is not None:  # run like a request, never answered
-            runtime = self._server.runtime
-            if runtime is not None and not self._shutdown:
-                self._server.dispatcher.notify(notification[0], runtime, notification[1])
+            runtime = self.host.runtime
+            if runtime is not None and not self.shutting_down:
+                self.host.dispatcher.notify(notification[0], runtime, notification[1])
             return
         try:
             structured = self._structure(message)
@@ -158,9 +182,38 @@ class QueryProtocol(LanguageServerProtocol):
         if structured is None:
             return
         try:
-            super().handle_message(structured)
+            self._lsp(message, structured)
         except Exception:  # e.g. a cancel notification naming an odd id
             log.exception("could not handle an incoming message")
+
+    def _lsp(self, message: dict[str, Any], structured: Any) -> None:
+        """A structured message for pygls, after the rules pygls does not apply itself."""
+        method = message.get("method")
+        is_request = "id" in message and "method" in message
+        if method == types.EXIT:
+            asyncio.ensure_future(self._exit())
+            return
+        if self.shutting_down:  # the LSP rule: after shutdown only exit is handled
+            log.warning("%s after shutdown ignored", method or "a response")
+            return
+        if is_request and method != types.INITIALIZE and self.host.runtime is None:
+            self._reject(message["id"], SERVER_NOT_INITIALIZED, "server not initialized")
+            return
+        if is_request and method == types.SHUTDOWN:
+            # At once, not when the shutdown handler runs: nothing read after shutdown may
+            # start while shutdown waits for the requests in flight.
+            self.shutting_down = True
+            self._shutdown_id, self._shutdown_answered = message["id"], asyncio.Event()
+        if type(structured) is types.CancelNotification and self._cancel(structured.params.id):
+            return
+        super().handle_message(cast(Any, structured))
+
+    def _cancel(self, msg_id: Any) -> bool:
+        """True when the cancellation is settled here: it names one of our requests in flight,
+        or no request at all (null, an array, an object); else pygls looks at its own."""
+        if not valid_id(msg_id) or msg_id is None:
+            return True
+        return self.host.dispatcher.tokens.cancel(msg_id)
 
     def _structure(self, data: Any) -> Any:
         if isinstance(data, list):
@@ -198,24 +251,28 @@ class QueryProtocol(LanguageServerProtocol):
                 return JsonRPCRequestMessage(id=msg_id, method=method, jsonrpc="2.0", params=params)
             return JsonRPCNotification(method=method, jsonrpc="2.0", params=data.get("params"))
         try:
-            return super().structure_message(data)
+            return self.structure_message(data)
         except Exception:  # noqa: BLE001 - LSP params that do not fit their type
             if has_id and not is_response:
-                try:
-                    self._get_handler(method)
-                except JsonRpcException:
-                    self._reject(msg_id, JSONRPC_METHOD_NOT_FOUND, f"method not found: {method}")
-                else:
+                if self._known(method):
                     self._reject(msg_id, INVALID_PARAMS, f"invalid params for {method}")
+                else:
+                    self._reject(msg_id, JSONRPC_METHOD_NOT_FOUND, f"method not found: {method}")
             else:
                 log.warning("dropped a malformed %s", "response" if is_response else "notification")
             return None
 
+    def _known(self, method: str) -> bool:
+        """A method pygls has a handler for (a builtin LSP feature or one we registered)."""
+        return method in self.fm.builtin_features or method in self.fm.features
+
+    # -- our methods --------------------------------------------------------------------------------
+
     def _request(self, msg_id: Any, method: str, call: Call, params: Any) -> None:
-        if self._shutdown:  # pygls' rule: after shutdown only exit is handled
+        if self.shutting_down:  # the LSP rule: after shutdown only exit is handled
             log.warning("request %r after shutdown ignored", method)
             return
-        runtime = self._server.runtime
+        runtime = self.host.runtime
         if runtime is None:
             self._reject(msg_id, SERVER_NOT_INITIALIZED, "server not initialized")
             return
@@ -228,12 +285,12 @@ class QueryProtocol(LanguageServerProtocol):
         """Run the request in a worker thread, its token registered before the next message is
         read (so a $/cancelRequest behind it finds it); False, doing nothing, when the request
         is not for a worker: before initialize or after shutdown (the loop answers those)."""
-        runtime = self._server.runtime
-        if runtime is None or self._shutdown:
+        runtime = self.host.runtime
+        if runtime is None or self.shutting_down:
             return False
         with self._count_lock:
             self._inflight += 1
-        self._server.dispatcher.submit(
+        self.host.dispatcher.submit(
             msg_id, call, runtime, params, lambda frame: self._answered(loop, frame)
         )
         return True
@@ -243,12 +300,12 @@ class QueryProtocol(LanguageServerProtocol):
         no request is in flight, or params that are not an object. It is answered before the
         next message is read, so no cancel can reach it (§3.0.6: it is past its last
         checkpoint); a params type failure is validation, which beats cancellation anyway."""
-        runtime = self._server.runtime
-        if runtime is None or self._shutdown:
+        runtime = self.host.runtime
+        if runtime is None or self.shutting_down:
             return False
         if type(params) is dict and (self._inflight or method not in INLINE):
             return False
-        self._write(self._server.dispatcher.answer_inline(msg_id, call, runtime, params))
+        self.write_frame(self.host.dispatcher.answer_inline(msg_id, call, runtime, params))
         return True
 
     def _answered(self, loop: asyncio.AbstractEventLoop, frame: Frame) -> None:
@@ -258,101 +315,32 @@ class QueryProtocol(LanguageServerProtocol):
         if self.direct_writes:
             self._deliver(frame)
             return
-        with contextlib.suppress(RuntimeError):  # the loop has closed: the client went away
+        try:
             loop.call_soon_threadsafe(self._deliver, frame)
+        except RuntimeError:  # the loop has closed: the client went away
+            with self._count_lock:
+                self._inflight -= 1
 
     def _deliver(self, frame: Frame) -> None:
         try:
-            self._write(frame)
+            self.write_frame(frame)
         except Exception:  # e.g. a closed stdout: the client went away
             log.exception("could not write an answer")
         finally:
             with self._count_lock:  # after the write: status is answered inline only once it is 0
                 self._inflight -= 1
 
+    # -- lifecycle --------------------------------------------------------------------------------
+
     async def drain(self) -> None:
-        """Shutdown and exit: cancel the requests in flight and wait until they are answered
-        (coded -32800 once their backend call settles, §3.0.6), so none is left unanswered; a
-        backend that ignores its token is waited for DRAIN_SECONDS at most."""
-        self._server.dispatcher.tokens.cancel_all()
+        """Shutdown, exit and a closed connection: cancel the requests in flight and wait until
+        they are answered (coded -32800 once their backend call settles, §3.0.6), so none is
+        left unanswered; a backend that ignores its token is waited for DRAIN_SECONDS at most."""
+        self.host.dispatcher.tokens.cancel_all()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + DRAIN_SECONDS
         while self._inflight and loop.time() < deadline:
             await asyncio.sleep(0.01)
-
-    def _write(self, frame: Frame) -> None:
-        writer = self.writer
-        if not frame or writer is None:
-            return
-        with self._write_lock:
-            for part in frame:
-                # A memoryview part (a large Raw result, dispatch.raw_result_frame) is written as
-                # is: stdout's BufferedWriter and asyncio's transports take any buffer.
-                result = writer.write(cast(bytes, part))
-                if result is not None:  # an async writer (websocket)
-                    asyncio.ensure_future(result)
-
-    def _reject(self, msg_id: Any, code: int, message: str) -> None:
-        self._send_response(
-            msg_id, error=JsonRpcException(message=message, code=code).to_response_error()
-        )
-
-    def send_parse_error(self) -> None:
-        """JSON-RPC 2.0: a body that is not JSON is answered -32700 with a null id."""
-        self._reject(None, JSONRPC_PARSE_ERROR, "parse error: the message body is not valid JSON")
-
-    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
-        if method_name != types.INITIALIZE and self._server.runtime is None:
-            error = JsonRpcException(message="server not initialized", code=SERVER_NOT_INITIALIZED)
-            self._send_response(msg_id, error=error.to_response_error())
-            return
-        if method_name == types.SHUTDOWN:
-            # At once, not when on_shutdown runs: nothing read after shutdown may start while
-            # shutdown waits for the requests in flight (or be answered by the stdin thread).
-            self._shutdown = True
-            self._shutdown_id, self._shutdown_answered = msg_id, asyncio.Event()
-        super()._handle_request(msg_id, method_name, params)
-
-    def _handle_cancel_notification(self, msg_id: Any) -> None:
-        if not valid_id(msg_id) or msg_id is None:
-            return  # names no request (null, an array, an object): nothing to cancel
-        if not self._server.dispatcher.tokens.cancel(msg_id):
-            super()._handle_cancel_notification(msg_id)
-
-    @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams):
-        result = yield from super().lsp_initialize(params)
-        runtime = self._server.runtime
-        search = runtime is not None and runtime.config.search.open_at != "never"
-        result.capabilities.experimental = {
-            "sessionQuery": {
-                "version": 1,
-                "search": search,
-                "producer": True,
-                "treeViews": ["sessions", "lineage", "events", "eventTrace"],
-            }
-        }
-        return result
-
-    def _send_data(self, data: Any) -> None:
-        """pygls' way out (LSP lifecycle, notifications, rejections)."""
-        if not data or self.writer is None:
-            return
-        msg_id = getattr(data, "id", None)
-        try:
-            payload = self._payload(data)
-        except Exception:  # an unencodable result is a server bug, not a crash
-            log.exception("could not encode an outgoing message")
-            if msg_id is None:
-                return
-            payload = {"jsonrpc": "2.0", "id": msg_id, "error": INTERNAL}
-        self._write(encode_frame(payload, msg_id, answer=msg_id is not None))
-        if (
-            self._shutdown_answered is not None
-            and msg_id == self._shutdown_id
-            and type(data) is JsonRPCResponseMessage
-        ):
-            self._shutdown_answered.set()
 
     async def shutdown_answered(self) -> None:
         """Exit sent right behind shutdown: wait until shutdown's answer is written (it waits
@@ -361,27 +349,42 @@ class QueryProtocol(LanguageServerProtocol):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._shutdown_answered.wait(), DRAIN_SECONDS)
 
-    def _payload(self, data: Any) -> Any:
-        if type(data) is JsonRPCResponseMessage:
-            result = data.result
-            if attrs.has(type(result)):  # LSP results (initialize) use lsprotocol's camelCase
-                result = self._converter.unstructure(result)
-            return {"jsonrpc": "2.0", "id": data.id, "result": result}
-        if attrs.has(type(data)):
-            data = self._converter.unstructure(data)
-            if isinstance(data, dict) and "error" in data:
-                data["id"] = data.get("id")  # an unknown id is sent as null, never omitted
-                error = data["error"]
-                if (
-                    isinstance(error, dict)
-                    and isinstance(error.get("data"), dict)
-                    and "traceback" in error["data"]
-                ):
-                    # pygls' own internal errors carry a traceback; none may reach the wire.
-                    log.error("internal error answered: %s", error.get("message"))
-                    data["error"] = {
-                        "code": INTERNAL_ERROR,
-                        "message": "internal server error",
-                        "data": {"code": errors.INTERNAL},
-                    }
-        return data
+    async def _exit(self) -> None:
+        await self.drain()  # exit without shutdown, or sent right behind it
+        await self.shutdown_answered()
+        self.host.ended(0 if self.shutting_down else 1)
+
+    # -- writing ------------------------------------------------------------------------------------
+
+    def write_frame(self, frame: Frame) -> None:
+        sink = self.sink
+        if not frame or sink is None or self.closed:
+            return
+        with self._write_lock:
+            for part in frame:
+                # A memoryview part (a large Raw result, dispatch.raw_result_frame) is written as
+                # is: stdout's BufferedWriter and asyncio's transports take any buffer.
+                sink.write(cast(bytes, part))
+
+    def send_notification(self, method: str, params: Any) -> None:
+        message = {"method": method, "jsonrpc": "2.0", "params": params}
+        self.write_frame(encode_frame(message, None, answer=False))
+
+    def _send_pygls(self, message: Any) -> None:
+        """A message pygls made (pygls_seam.PyglsOutbound), framed like ours."""
+        msg_id = message.get("id") if type(message) is dict else None
+        self.write_frame(encode_frame(message, msg_id, answer=msg_id is not None))
+        if (
+            self._shutdown_answered is not None
+            and type(message) is dict
+            and "result" in message
+            and msg_id == self._shutdown_id
+        ):
+            self._shutdown_answered.set()
+
+    def _reject(self, msg_id: Any, code: int, message: str) -> None:
+        error = {"error": {"code": code, "message": message}, "jsonrpc": "2.0", "id": msg_id}
+        self.write_frame(encode_frame(error, msg_id))
+
+
+PARSE_ERROR_MESSAGE = "parse error: the message body is not valid JSON"

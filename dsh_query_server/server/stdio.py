@@ -50,10 +50,10 @@ def _widen_pipe(stream: Any) -> None:
         pass
 
 
-def serve_stdio(server: Any) -> None:
-    """Serve stdio. stdin is read by a thread with blocking reads, like a bare echo loop: waking
-    the event loop's selector for every message cost more than the rest of a trivial request.
-    pygls, the dispatch and the writes of worker answers stay on the event loop."""
+def serve_stdio(server: Any, service: Any) -> None:
+    """Serve stdio until exit or the end of input. stdin is read by a thread with blocking
+    reads, like a bare echo loop: waking the event loop's selector for every message cost more
+    than the rest of a trivial request. pygls and the dispatch stay on the event loop."""
     server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
     server.protocol.direct_writes = True
     _widen_pipe(sys.stdout)
@@ -61,6 +61,7 @@ def serve_stdio(server: Any) -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
+        service.stopped = done  # exit sets it too
         threading.Thread(
             target=_read_stdin, args=(server.protocol, loop, done), name="stdin", daemon=True
         ).start()
@@ -70,13 +71,10 @@ def serve_stdio(server: Any) -> None:
         await server.protocol.drain()
         await server.protocol.shutdown_answered()
 
-    server._stop_event = threading.Event()
     try:
         asyncio.run(main())
     except (BrokenPipeError, ConnectionResetError):
         log.error("the client closed the connection")
-    finally:
-        server.shutdown()
 
 
 def tune_malloc() -> None:
