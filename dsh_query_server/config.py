@@ -3,17 +3,25 @@ defaults are the only ones: the server's loader (server/config.py), the search s
 command line and the README's configuration table (``readme_table``, checked by
 tests/test_config.py) all read them from here.
 
-A base module: it imports nothing from the rest of the package.
+A base module: it imports only resolve.py, the plain defaults a client reads without msgspec.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from typing import Any
 
 import msgspec
+
+from . import resolve
+from .resolve import (
+    PERSISTENCE_DEFAULT,
+    cache_dir,
+    default_index,
+    embedded_store,
+    persistence_text,
+    state_dir,
+)
 
 OPEN_AT = ("startup", "first-search", "never")
 JOURNAL_MODES = ("wal", "delete", "truncate", "persist")
@@ -25,11 +33,11 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """The ``search`` group; ``path`` is the top-level ``index`` key."""
 
     path: str = ":memory:"
-    open_at: str = "startup"
-    journal_mode: str = "wal"
-    default_limit: int = 20
-    max_limit: int = 100
-    snippet_chars: int = 240
+    open_at: str = resolve.OPEN_AT
+    journal_mode: str = resolve.JOURNAL_MODE
+    default_limit: int = resolve.DEFAULT_LIMIT
+    max_limit: int = resolve.MAX_LIMIT
+    snippet_chars: int = resolve.SNIPPET_CHARS
 
 
 class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -38,55 +46,21 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     persistence: str | list[str] | None = None
     search: SearchConfig = msgspec.field(default_factory=SearchConfig)
-    read_window_max: int = 50
-    persisted_inspect_concurrency: int = 4
-    checkpoint_mode: str = "auto"
-    checkpoint_interval_ms: int = 200
+    read_window_max: int = resolve.READ_WINDOW_MAX
+    persisted_inspect_concurrency: int = resolve.PERSISTED_INSPECT_CONCURRENCY
+    checkpoint_mode: str = resolve.CHECKPOINT_MODE
+    checkpoint_interval_ms: int = resolve.CHECKPOINT_INTERVAL_MS
     raw: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 DEFAULTS = ServerConfig()
 
-# Where the defaults of ``persistence`` and ``index`` live: they depend on the environment.
-PERSISTENCE_DEFAULT = "auto"  # importers.md §4.2
+# The defaults of ``persistence`` and ``index`` depend on the environment (resolve.py).
 INDEX_DEFAULT_TEXT = "<cache dir>/dsh-query/index-<hash>.sqlite"
-
-
-def state_dir() -> str:
-    return os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-
-
-def cache_dir() -> str:
-    return os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-
-
-def embedded_store() -> str:
-    """The embedded SQLite store: the first, writable member of ``auto``."""
-    return "sqlite:" + os.path.join(state_dir(), "dsh-query", "sessions.db").replace("%", "%25")
 
 
 def default_persistence() -> str:
     return PERSISTENCE_DEFAULT
-
-
-def persistence_text(persistence: str | list[str] | None) -> str:
-    """What the default index hashes (importers.md §4.3): the string, or the array's compact
-    JSON; ``none`` when nothing is mounted."""
-    if persistence is None:
-        return "none"
-    if isinstance(persistence, str):
-        return persistence
-    return json.dumps(persistence, separators=(",", ":"), ensure_ascii=False)
-
-
-def default_index(persistence: str | list[str] | None, prefix: str = "index") -> str:
-    """The index file of a persistence value: one per value, so two stores never share one. The
-    command line uses its own ``prefix``: an index is never shared with a running server."""
-    text = persistence_text(persistence)
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return os.path.join(cache_dir(), "dsh-query", f"{prefix}-{digest}.sqlite")
 
 
 _MEANINGS = {

@@ -15,10 +15,10 @@ from dsh_query_server.persistence.base import SessionPersistenceReadOnlyError
 from dsh_query_server.persistence.composite import (
     CompositeBackend,
     CompositeError,
-    auto_uris,
     open_composite,
 )
 from dsh_query_server.persistence.uri import open_backend
+from dsh_query_server.resolve import auto_uris
 
 from .import_helpers import SPEC, jl, write_home
 

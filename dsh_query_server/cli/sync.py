@@ -28,7 +28,8 @@ from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import AppendInDoubtError, SessionAppendConflictError
 from ..persistence.records import Piece
-from ..persistence.uri import absolute_uri, open_backend
+from ..persistence.uri import open_backend
+from ..resolve import absolute_uri
 from .sync_group import (
     MAX_BATCH_BYTES,
     MAX_BATCH_EVENTS,

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 LAYERS = ("model", "session", "persistence", "query", "search", "server", "mcp", "cli")
-BASE = frozenset({"cancel", "config", "errors", "values", "jsoncodec", "files", "__init__"})
+BASE = frozenset(
+    {"cancel", "config", "errors", "values", "jsoncodec", "files", "resolve", "__init__"}
+)
 TOP = frozenset({"devtools"})
 # Top-level modules that belong to a layer although they are not in its folder.
 PLACED = {"client": "server", "demo": "cli", "__main__": "cli", "schema": "cli"}

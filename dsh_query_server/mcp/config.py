@@ -4,7 +4,6 @@ MCP keys, and the private index slot guarded by ``flock``."""
 from __future__ import annotations
 
 import argparse
-import fcntl
 import hashlib
 import json
 import os
@@ -14,12 +13,12 @@ from typing import Any, NoReturn
 
 from ..config import persistence_text
 from ..errors import QueryError
+from ..search import ownership
 from ..server.config import ServerConfig, build_config, cache_dir, default_persistence, merge
 from ..values import MAX_SAFE_INTEGER
 from .args import is_json_integer
 
 MAX_TIMEOUT_MS = 2_147_483_647
-SLOTS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +28,7 @@ class McpConfig:
     search_timeout_ms: int
     workspace: tuple[str, ...]
     caller: str | None
-    index_lock: int | None = None  # the claimed slot's locked fd, open for the process's life
+    index_claim: ownership.Claim | None = None  # the slot this process holds for its life
 
 
 def parser() -> argparse.ArgumentParser:
@@ -61,7 +60,7 @@ def _int_flag(text: str | None) -> Any:
 
 def load(argv: list[str]) -> McpConfig:
     """Flags over ``--config``; a bad value stops start-up with status 2."""
-    from ..persistence.uri import absolute_uri
+    from ..resolve import absolute_uri
 
     ns = parser().parse_args(argv)
     options: dict[str, Any] = {}
@@ -110,16 +109,16 @@ def load(argv: list[str]) -> McpConfig:
         _stop("tool-session-query: callerSession must be a string")
     if "persistence" not in options:
         options["persistence"] = default_persistence()
-    lock = None
+    claim = None
     if options.get("index") is None:
-        options["index"], lock = claim_index(options["persistence"])
+        options["index"], claim = claim_index(options["persistence"])
     try:
         server = build_config(options)
     except QueryError as exc:
         _stop(exc.message)
     paths: list[str] = list(workspace)
     return McpConfig(
-        server, int(max_results), int(timeout), tuple(paths), caller_value or None, lock
+        server, int(max_results), int(timeout), tuple(paths), caller_value or None, claim
     )
 
 
@@ -129,20 +128,12 @@ def index_base(persistence: str | list[str] | None) -> str:
     return os.path.join(cache_dir(), "dsh-query", f"mcp-index-{digest[:16]}")
 
 
-def claim_index(persistence: str | list[str] | None) -> tuple[str, int | None]:
-    """The first of the eight slots whose lock we get, with the locked fd kept open for the
-    process's life; ``:memory:`` when all are taken (an index is never shared, semantics §6.1)."""
-    base = index_base(persistence)
-    os.makedirs(os.path.dirname(base), mode=0o700, exist_ok=True)
-    for slot in range(SLOTS):
-        path = base + (f"-{slot}" if slot else "") + ".sqlite"
-        fd = os.open(path + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            continue
-        sys.stderr.write(f"dsh-query mcp: search index {path}\n")
-        return path, fd
-    sys.stderr.write("dsh-query mcp: every index slot is taken; using an in-memory index\n")
-    return ":memory:", None
+def claim_index(persistence: str | list[str] | None) -> tuple[str, ownership.Claim]:
+    """The first of the eight slots this process can hold (search/ownership.py), held for the
+    process's life; the search service opens that same file."""
+    claim = ownership.claim(index_base(persistence) + ".sqlite")
+    if claim.path == ownership.MEMORY:
+        sys.stderr.write("dsh-query mcp: every index slot is taken; using an in-memory index\n")
+    else:
+        sys.stderr.write(f"dsh-query mcp: search index {claim.path}\n")
+    return claim.path, claim

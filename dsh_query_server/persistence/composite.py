@@ -4,7 +4,6 @@ this module only composes backends."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
@@ -13,6 +12,7 @@ from .. import errors, jsoncodec
 from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
+from ..resolve import auto_uris
 from .base import (
     BulkResult,
     Capabilities,
@@ -215,42 +215,6 @@ def open_composite(
         for backend in opened:
             backend.close()
         raise
-
-
-def _home(env: Mapping[str, str], variable: str | None, default: str) -> str:
-    value = env.get(variable, "") if variable else ""
-    if not value:
-        value = os.path.join(env.get("HOME", ""), default)
-    return os.path.abspath(value)
-
-
-def _uri_path(path: str) -> str:
-    return path.replace("%", "%25").replace("?", "%3F")
-
-
-def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
-    """§4.2: the embedded store, then whichever dsh, Claude Code and Codex homes exist now, each
-    once (a member whose realpath repeats an earlier one is left out)."""
-    candidates: list[tuple[str, str | None]] = [(embedded, None)]
-    dsh = os.path.join(_home(env, "DSH_HOME", ".dsh"), "sessions")
-    if os.path.isdir(dsh):
-        candidates.append((f"jsonl:{_uri_path(dsh)}?readOnly=true", dsh))
-    for home in (_home(env, "CLAUDE_CONFIG_DIR", ".claude"), _home(env, None, ".claude-vscode")):
-        if os.path.isdir(os.path.join(home, "projects")):
-            candidates.append((f"claude:{_uri_path(home)}", home))
-    codex = _home(env, "CODEX_HOME", ".codex")
-    if any(os.path.isdir(os.path.join(codex, d)) for d in ("sessions", "archived_sessions")):
-        candidates.append((f"codex:{_uri_path(codex)}", codex))
-    out: list[str] = []
-    seen: set[str] = set()
-    for uri, location in candidates:
-        real = os.path.realpath(location) if location is not None else None
-        if real is not None and real in seen:
-            continue
-        if real is not None:
-            seen.add(real)
-        out.append(uri)
-    return out
 
 
 def _invalid(detail: str) -> QueryError:

@@ -18,6 +18,7 @@ from urllib.parse import unquote_to_bytes
 
 from .. import errors
 from ..errors import QueryError, inner_message
+from ..resolve import HOME_SCHEMES, PATH_SCHEMES
 from .base import PersistenceBackend
 
 _OPTIONS = {
@@ -36,6 +37,7 @@ _OPTIONS = {
     "codex": {"readOnly": ("true",), "includeArchived": ("true", "false")},
 }
 _HOME_DEFAULTS = {"claude": ("CLAUDE_CONFIG_DIR", "~/.claude"), "codex": ("CODEX_HOME", "~/.codex")}
+assert tuple(_OPTIONS) == PATH_SCHEMES and tuple(_HOME_DEFAULTS) == HOME_SCHEMES
 
 
 def _importer_home(scheme: str, location: str) -> str:
@@ -126,23 +128,6 @@ def display_uri(uri: object) -> str:
     if isinstance(uri, list):
         return "[" + ", ".join(display_uri(u) for u in uri) + "]"  # type: ignore[misc]
     return str(uri)
-
-
-def absolute_uri(uri: str) -> str:
-    """Resolve a relative location against the working directory (command-line convenience)."""
-    scheme, sep, rest = uri.partition(":")
-    if scheme in _HOME_DEFAULTS and (rest.startswith(("~", "?")) or not rest):
-        return uri
-    if (
-        sep
-        and scheme in _OPTIONS
-        and rest
-        and not rest.startswith("/")
-        and not rest.startswith(":memory:")
-    ):
-        location, q, query = rest.partition("?")
-        return f"{scheme}:{os.path.abspath(location).replace('%', '%25')}{q}{query}"
-    return uri
 
 
 TEST_FACTORY_ENV = "DSH_QUERY_TEST_BACKEND_FACTORY"

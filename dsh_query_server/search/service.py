@@ -8,6 +8,7 @@ never shared. Backend calls are made in the searching thread, so a started call 
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections import deque
@@ -23,6 +24,7 @@ from ..cancel import (
 from ..errors import QueryError, cancelled
 from ..persistence.binding import PersistenceBinding
 from ..session.store import SessionStore
+from . import ownership
 from .config import SearchConfig
 from .cursor import EVENTS, SESSIONS, decode_cursor, encode_cursor
 from .query import Match, compile_filters, select_events, select_sessions
@@ -37,6 +39,8 @@ from .wire import (
     SessionSearchPage,
     header_raw,
 )
+
+log = logging.getLogger("dsh_query_server")
 
 # CancelToken offers no callback, so a queued search looks at its token this often.
 CANCEL_POLL_SECONDS = 0.02
@@ -65,6 +69,7 @@ class SearchService:
         self._running = False
         self._closing: threading.Event | None = None  # set once close() has finished
         self._index: SearchIndex | None = None
+        self._claim: ownership.Claim | None = None  # the index file this process holds
         self._open_error: QueryError | None = None
         self._scope = ScopeReader()
         # Held while reconciling, so our own checkpointer does not move revisions under the
@@ -116,6 +121,9 @@ class SearchService:
                 self._index.close()
                 self._index = None
         finally:
+            if self._claim is not None:
+                ownership.release(self._claim)
+                self._claim = None
             done.set()
 
     # -- searches ------------------------------------------------------------------------------
@@ -246,14 +254,26 @@ class SearchService:
         if self._open_error is not None:
             failure = self._open_error
             raise QueryError(failure.code, failure.message, cause=failure.cause)
+        claim = ownership.claim(self.config.path)
+        moved = ownership.describe(claim, "dsh-query")
+        if moved is not None:
+            log.warning("%s", moved)
         try:
             self._index = SearchIndex.open(
-                self.config.path, self.config.journal_mode, self.store, self.binding
+                claim.path, self.config.journal_mode, self.store, self.binding
             )
         except QueryError as exc:
+            ownership.release(claim)
             self._open_error = exc
             raise
+        self._claim = claim
         return self._index
+
+    @property
+    def index_path(self) -> str | None:
+        """The file this process holds the index in (a slot when the configured one was taken),
+        or None while the index is not open."""
+        return None if self._claim is None else self._claim.path
 
     def _ready(self, token: CancelToken | None) -> SearchIndex:
         check(token)  # leaving the queue
