@@ -5,6 +5,7 @@ private temporary directory, never in the user's ~/.local/state or ~/.cache, and
 home: the default persistence is ``auto`` (importers.md §4.2), which mounts whatever dsh, Claude
 Code and Codex histories lie under HOME, DSH_HOME, CLAUDE_CONFIG_DIR and CODEX_HOME, so each points
 into the temporary directory too (the machine that runs the tests may have histories of its own).
+Hubs (hub.md) keep their sockets in a private XDG_RUNTIME_DIR.
 This runs at import, before any test module copies os.environ for a server it starts."""
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ os.environ.setdefault("DSH_QUERY_E2E_CACHE", os.path.join(_real_home, ".cache", 
 os.environ.setdefault("npm_config_cache", os.path.join(_real_home, ".npm"))
 os.environ["XDG_STATE_HOME"] = os.path.join(_home, "state")
 os.environ["XDG_CACHE_HOME"] = os.path.join(_home, "cache")
+# Hub sockets, locks and TCP tokens (hub.md §1): a private runtime directory, never the user's.
+os.environ["XDG_RUNTIME_DIR"] = os.path.join(_home, "run")
+os.makedirs(os.environ["XDG_RUNTIME_DIR"], mode=0o700)
 # Empty homes: they exist (HOME) or not (the agents'), so `auto` finds the embedded store alone.
 os.environ["HOME"] = os.path.join(_home, "home")
 os.makedirs(os.environ["HOME"], mode=0o700)

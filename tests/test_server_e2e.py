@@ -575,10 +575,13 @@ async def test_search_disabled(no_search_client):
     assert await call(no_search_client, "sessionQuery/listSessions") == []
 
 
-def test_serves_over_loopback_tcp(unused_tcp_port):
+def test_serves_over_loopback_tcp(unused_tcp_port, tmp_path):
     import socket
     import time as _time
 
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token\n")
+    token_file.chmod(0o600)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -589,6 +592,8 @@ def test_serves_over_loopback_tcp(unused_tcp_port):
             "none",
             "--tcp",
             f"127.0.0.1:{unused_tcp_port}",
+            "--tcp-token-file",
+            str(token_file),
         ]
     )
     try:
@@ -616,7 +621,10 @@ def test_serves_over_loopback_tcp(unused_tcp_port):
                 "jsonrpc": "2.0",
                 "id": 1,
                 "method": "initialize",
-                "params": {"capabilities": {}, "initializationOptions": {"index": ":memory:"}},
+                "params": {
+                    "capabilities": {},
+                    "initializationOptions": {"index": ":memory:", "token": "s3cret-token"},
+                },
             }
         )
         assert init["result"]["capabilities"]["experimental"]["sessionQuery"]["version"] == 1

@@ -45,7 +45,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         if host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
             sys.exit("dsh-query serve --tcp only listens on a loopback address")
         tcp = (host.strip("[]"), int(port))
-    serve(options, tcp=tcp, preload=preload)
+    serve(options, tcp=tcp, preload=preload, tcp_token_file=args.tcp_token_file)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -54,6 +54,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     serve.add_argument(
         "--tcp", metavar="HOST:PORT", help="listen on a loopback TCP port instead of stdio"
+    )
+    serve.add_argument(
+        "--tcp-token-file",
+        metavar="FILE",
+        help="the token TCP clients must present (a 0600 file of yours); default: a new random "
+        "one, its file named on stderr",
     )
     serve.add_argument("--index", metavar="PATH", help="full-text index path, or :memory:")
     serve.add_argument(

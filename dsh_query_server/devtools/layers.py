@@ -24,7 +24,7 @@ from pathlib import Path
 
 LAYERS = ("model", "session", "persistence", "query", "search", "server", "mcp", "cli")
 BASE = frozenset(
-    {"cancel", "config", "errors", "values", "jsoncodec", "files", "resolve", "__init__"}
+    {"cancel", "config", "errors", "values", "jsoncodec", "files", "resolve", "rundir", "__init__"}
 )
 TOP = frozenset({"devtools"})
 # Top-level modules that belong to a layer although they are not in its folder.

@@ -17,7 +17,7 @@ import gc
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -25,11 +25,11 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
-from .. import __version__, jsoncodec
+from .. import __version__, errors, jsoncodec
 from ..errors import QueryError
 from .config import ServerConfig, build_config, merge
 from .dispatch import Dispatcher
-from .methods import COMMANDS, Call
+from .methods import COMMANDS, INLINE, METHODS, Call
 from .notifier import ChangeNotifier
 from .protocol import QueryProtocol
 from .rpcerrors import SERVER_NOT_INITIALIZED, to_rpc_error
@@ -64,9 +64,20 @@ class QueryServer(LanguageServer):
 
     protocol: QueryProtocol
 
-    def __init__(self, service: Service, executor: ThreadPoolExecutor | None = None) -> None:
+    def __init__(
+        self,
+        service: Service,
+        *,
+        methods: Mapping[str, Call] = METHODS,
+        inline: frozenset[str] = INLINE,
+        executor: ThreadPoolExecutor | None = None,
+    ) -> None:
+        """``methods``: the method table this connection answers (a hub adds its own);
+        ``executor``: the worker pool, shared by a hub's connections."""
         super().__init__("dsh-query-server", __version__, protocol_cls=QueryProtocol)
         self.service = service
+        self.methods = methods
+        self.inline = inline
         self.runtime: Runtime | None = None
         self.dispatcher = Dispatcher(executor)
         self._register()
@@ -134,6 +145,8 @@ class PrivateService:
 
     def attach(self, server: QueryServer, init_options: Any) -> Runtime:
         """Build the runtime from flags + initializationOptions; a bad value fails initialize."""
+        if self.server is not None and server is not self.server:  # serve --tcp: one client
+            raise QueryError(errors.INVALID_REQUEST, "this server already serves another client")
         config = build_config(merge(self.options, init_options))
         runtime = Runtime(config, self.notifier.mark)
         runtime.start()
@@ -165,17 +178,19 @@ def serve(
     config_options: dict[str, Any],
     tcp: tuple[str, int] | None = None,
     preload: Preload | None = None,
+    tcp_token_file: str | None = None,
 ) -> None:
     tune_malloc()
     service = PrivateService(config_options, preload=preload)
-    server = QueryServer(service)
     try:
         if tcp is not None:
             from .sockets import serve_tcp_once
 
-            serve_tcp_once(server, service, *tcp)
+            serve_tcp_once(lambda: QueryServer(service), service, *tcp, tcp_token_file)
         else:
-            serve_stdio(server, service)
+            serve_stdio(QueryServer(service), service)
+    except SystemExit as exc:  # a refused --tcp-token-file or run directory (said on stderr)
+        service.exit_code = exc.code if isinstance(exc.code, int) else 2
     finally:
         # The client went away (exit or end of input): flush what is pending, then leave without
         # waiting for worker threads that may still sit in a hung backend call.

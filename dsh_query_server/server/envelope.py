@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
-from .methods import METHODS, Call
+from .methods import Call
 
 OWN_PREFIXES = ("sessionQuery/", "sessionStore/", "sessionPersistence/")
 
@@ -142,12 +143,12 @@ def _decode(text: str) -> Any:
         return UNDECODABLE
 
 
-def own_request(message: Any) -> tuple[Any, str, Call, Any] | None:
-    """(id, method, call, params) of a well-formed request for one of our methods, else None
-    (the protocol's envelope checks and pygls deal with everything else)."""
+def own_request(message: Any, methods: Mapping[str, Call]) -> tuple[Any, str, Call, Any] | None:
+    """(id, method, call, params) of a well-formed request for a method of ``methods``, else
+    None (the protocol's envelope checks and pygls deal with everything else)."""
     if type(message) is dict and message.get("jsonrpc") == "2.0" and "id" in message:
         method = message.get("method")
-        call = METHODS.get(method) if isinstance(method, str) else None
+        call = methods.get(method) if isinstance(method, str) else None
         msg_id = message["id"]
         if call is not None and isinstance(method, str) and valid_id(msg_id):
             params = message.get("params")
@@ -155,11 +156,11 @@ def own_request(message: Any) -> tuple[Any, str, Call, Any] | None:
     return None
 
 
-def own_notification(message: Any) -> tuple[Call, Any] | None:
-    """(call, params) of a well-formed notification for one of our methods, else None."""
+def own_notification(message: Any, methods: Mapping[str, Call]) -> tuple[Call, Any] | None:
+    """(call, params) of a well-formed notification for a method of ``methods``, else None."""
     if type(message) is dict and message.get("jsonrpc") == "2.0" and "id" not in message:
         method = message.get("method")
-        call = METHODS.get(method) if type(method) is str else None
+        call = methods.get(method) if type(method) is str else None
         if call is not None:
             return call, message.get("params")
     return None

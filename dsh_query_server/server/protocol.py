@@ -5,7 +5,7 @@ frames.
 Every transport hands this class whole frame bodies: stdio's reader thread through ``take``,
 the socket transports (sockets.py) through ``receive`` on the event loop. Each request for our
 methods runs in a worker thread with its own cancellation token; the few that need no worker
-(methods.INLINE while nothing is in flight, params that are not an object) are answered by the
+(the host's ``inline`` methods while nothing is in flight, params that are not an object) are answered by the
 thread that read them, and stdio's thread hands a request for our methods straight to its worker
 while the loop has caught up with everything read before it. ``$/cancelRequest`` fires the
 token, so a backend call that has started is awaited and the answer is the coded -32800.
@@ -23,7 +23,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast
 
 import msgspec
@@ -32,7 +32,7 @@ from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 
 from .dispatch import Dispatcher, Frame, encode_frame
 from .envelope import OWN_PREFIXES, own_notification, own_request, refused_message, valid_id
-from .methods import INLINE, Call
+from .methods import Call
 from .pygls_seam import CapabilitiesProtocol, PyglsOutbound
 from .rpcerrors import (
     INVALID_PARAMS,
@@ -50,6 +50,8 @@ class Host(Protocol):
 
     runtime: Runtime | None  # set once this connection's initialize succeeded
     dispatcher: Dispatcher
+    methods: Mapping[str, Call]  # our methods (the method table, and the hub's own)
+    inline: frozenset[str]  # those answered without a worker while nothing is in flight
 
     def ended(self, code: int) -> None:
         """exit was handled (0 after a shutdown, else 1), requests in flight answered."""
@@ -118,7 +120,7 @@ class QueryProtocol(CapabilitiesProtocol):
         except Exception:  # noqa: BLE001 - json.loads decides on the loop (receive)
             self._post(loop, self.receive, body)
             return
-        request = own_request(message)
+        request = own_request(message, self.host.methods)
         if request is not None and self._posted == self._handled:
             try:
                 if self._inline(*request) or self._submit(loop, *request):
@@ -161,14 +163,14 @@ class QueryProtocol(CapabilitiesProtocol):
         requests get -32600, unknown methods -32601, unstructurable LSP params -32602."""
         # Well-formed requests and notifications for our methods skip pygls entirely: the
         # dispatcher is the only path to the method table.
-        request = own_request(message)
+        request = own_request(message, self.host.methods)
         if request is not None:
             try:
                 self._request(*request)
             except Exception:  # e.g. a broken stdout
                 log.exception("could not handle an incoming message")
             return
-        notification = own_notification(message)
+        notification = own_notification(message, self.host.methods)
         if notification is not None:  # run like a request, never answered
             runtime = self.host.runtime
             if runtime is not None and not self.shutting_down:
@@ -244,7 +246,9 @@ class QueryProtocol(CapabilitiesProtocol):
         if "method" not in data and not is_response:
             self._reject(reply_id, JSONRPC_INVALID_REQUEST, "a request needs a method")
             return None
-        if isinstance(method, str) and method.startswith(OWN_PREFIXES):
+        if isinstance(method, str) and (
+            method.startswith(OWN_PREFIXES) or method in self.host.methods
+        ):
             # Our methods keep their params as plain JSON values; the service validates them.
             if has_id:
                 params = data.get("params")
@@ -303,7 +307,7 @@ class QueryProtocol(CapabilitiesProtocol):
         runtime = self.host.runtime
         if runtime is None or self.shutting_down:
             return False
-        if type(params) is dict and (self._inflight or method not in INLINE):
+        if type(params) is dict and (self._inflight or method not in self.host.inline):
             return False
         self.write_frame(self.host.dispatcher.answer_inline(msg_id, call, runtime, params))
         return True

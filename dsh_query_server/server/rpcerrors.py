@@ -1,6 +1,6 @@
 """JSON-RPC error numbers and the mapping from coded failures (errors.py) to them
-(protocol.md §2): validation codes are -32602, cancellation -32800, a bug -32603, every other
-coded failure -32803."""
+(protocol.md §2): validation codes are -32602, cancellation -32800, a bug -32603, a TCP
+connection without its token -32600, every other coded failure -32803."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ INTERNAL = {"code": INTERNAL_ERROR, "message": "internal error", "data": {"code"
 
 
 def rpc_number(exc: QueryError) -> int:
+    if exc.code == errors.UNAUTHORIZED:
+        return JSONRPC_INVALID_REQUEST
     if exc.code == errors.ABORTED:
         return REQUEST_CANCELLED
     if exc.code == errors.INTERNAL:

@@ -10,12 +10,15 @@ protocol.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from .dispatch import Dispatcher
 from .protocol import QueryProtocol
+from .tcpauth import TokenGate, token_for
 from .transport import Frames
 
 log = logging.getLogger("dsh_query_server")
@@ -36,9 +39,12 @@ class Connection(asyncio.Protocol):
         self,
         open: Callable[[asyncio.Transport], Endpoint | None],
         closed: Callable[[Endpoint], None],
+        gate: TokenGate | None = None,
     ) -> None:
+        """``gate``: a TCP listener's token check, before the first successful initialize."""
         self._open = open
         self._closed = closed
+        self._gate = gate
         self.server: Endpoint | None = None
         self.transport: asyncio.Transport | None = None
         self._frames = Frames(self._body)
@@ -54,8 +60,19 @@ class Connection(asyncio.Protocol):
         self.server = server
 
     def _body(self, body: bytearray) -> None:
+        server = self.server
+        if server is None or server.protocol.closed:
+            return
+        if self._gate is not None and not self._gate.admit(server.protocol, body, self.close):
+            return
+        server.protocol.receive(body)
+
+    def close(self) -> None:
+        """End the connection from our side (after what was written is sent)."""
         if self.server is not None:
-            self.server.protocol.receive(body)
+            self.server.protocol.closed = True  # nothing more is read or written
+        if self.transport is not None:
+            self.transport.close()
 
     def data_received(self, data: bytes) -> None:
         if self.server is not None:
@@ -76,37 +93,61 @@ class Connection(asyncio.Protocol):
         server, self.server = self.server, None
         if server is None:
             return
-        server.protocol.closed = True
+        server.protocol.closed = True  # also written when we closed it: that is fine
         server.dispatcher.tokens.cancel_all()  # a connection that closes mid-request
         self._closed(server)
 
 
-def serve_tcp_once(server: Endpoint, service: Any, host: str, port: int) -> None:
-    """``serve --tcp``: one client at a time on a loopback port (others are closed unanswered);
-    the end of that client's connection, by exit or by closing it, ends the server."""
+class PrivateTcp(Protocol):
+    """What serve_tcp_once needs of app.PrivateService."""
+
+    stopped: asyncio.Future[None] | None
+
+    @property
+    def server(self) -> Endpoint | None:
+        """The connection that initialized, once one has."""
+        ...
+
+
+def serve_tcp_once(
+    make_server: Callable[[], Endpoint],
+    service: PrivateTcp,
+    host: str,
+    port: int,
+    token_file: str | None,
+) -> None:
+    """``serve --tcp`` on a loopback port: connections must present the token; the first that
+    initializes is the server's one client (later ones are closed unanswered), and the end of
+    its connection, by exit or by closing it, ends the server. A connection refused for its
+    token ends nothing."""
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         service.stopped = done
-        busy = False
 
         def open_(transport: asyncio.Transport) -> Endpoint | None:
-            nonlocal busy
-            if busy:
-                return None
-            busy = True
-            return server
+            return make_server() if service.server is None else None
 
-        def closed(_server: Endpoint) -> None:
-            if not done.done():
+        def closed(server: Endpoint) -> None:
+            if server is service.server and not done.done():
                 done.set_result(None)
 
-        listener = await loop.create_server(lambda: Connection(open_, closed), host, port)
-        async with listener:
-            await done
-        await server.protocol.drain()
-        await server.protocol.shutdown_answered()
+        gate: TokenGate | None = None
+        listener = await loop.create_server(lambda: Connection(open_, closed, gate), host, port)
+        bound = listener.sockets[0].getsockname()[1]
+        token, path, made = token_for(bound, token_file)
+        gate = TokenGate(token)
+        try:
+            async with listener:
+                await done
+        finally:
+            if made:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        if service.server is not None:
+            await service.server.protocol.drain()
+            await service.server.protocol.shutdown_answered()
 
     asyncio.run(main())
 
