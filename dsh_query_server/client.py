@@ -1,20 +1,30 @@
-"""A small synchronous JSON-RPC client that starts the server over stdio.
+"""A small synchronous JSON-RPC client that starts the server over stdio, and what every client
+of the command line offers (``Client``; the hub's is hub/client.py).
 
 Used by the command line, the demo and the benchmarks. Notifications from the server are kept in
-``notifications``; responses are matched by id.
+``notifications``; responses are matched by id. Light to import (the codec is loaded when a
+server is started): the command line's path to a hub imports this module.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
-import subprocess
 import sys
 import threading
-from typing import Any
+from typing import Any, Protocol
 
-from . import jsoncodec
 from .server.transport import frame, read_frame
+
+
+class Client(Protocol):
+    """A connection to an initialized server: a private one (StdioClient) or a hub's."""
+
+    notifications: list[dict[str, Any]]
+
+    def request(self, method: str, params: Any = None) -> Any: ...
+
+    def close(self) -> None: ...
 
 
 class RpcError(Exception):
@@ -28,6 +38,8 @@ class RpcError(Exception):
 
 
 class StdioClient:
+    process: Any  # subprocess.Popen[bytes]
+
     def __init__(
         self,
         args: list[str] | None = None,
@@ -35,6 +47,11 @@ class StdioClient:
         initialization_options: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
     ) -> None:
+        import subprocess
+
+        from . import jsoncodec
+
+        self._dumps, self._loads = jsoncodec.dumps, jsoncodec.loads
         command = [sys.executable, "-m", "dsh_query_server", *(args or [])]
         self.process = subprocess.Popen(
             command,
@@ -58,7 +75,7 @@ class StdioClient:
 
     def _write(self, message: dict[str, Any]) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write(frame(jsoncodec.dumps(message)))
+        self.process.stdin.write(frame(self._dumps(message)))
         self.process.stdin.flush()
 
     def _read(self) -> dict[str, Any]:
@@ -66,7 +83,7 @@ class StdioClient:
         body = read_frame(self.process.stdout)
         if body is None:
             raise ConnectionError("the server closed its output")
-        return jsoncodec.loads(body)
+        return self._loads(body)
 
     def notify(self, method: str, params: Any) -> None:
         with self._lock:

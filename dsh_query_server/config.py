@@ -15,6 +15,7 @@ import msgspec
 
 from . import resolve
 from .resolve import (
+    CHECKPOINT_MODES,
     PERSISTENCE_DEFAULT,
     cache_dir,
     default_index,
@@ -25,7 +26,6 @@ from .resolve import (
 
 OPEN_AT = ("startup", "first-search", "never")
 JOURNAL_MODES = ("wal", "delete", "truncate", "persist")
-CHECKPOINT_MODES = ("auto", "manual")
 MAX_CHECKPOINT_INTERVAL_MS = 3_600_000
 
 

@@ -18,6 +18,7 @@ PERSISTENCE_DEFAULT = "auto"  # importers.md §4.2
 READ_WINDOW_MAX = 50
 PERSISTED_INSPECT_CONCURRENCY = 4
 CHECKPOINT_MODE = "auto"
+CHECKPOINT_MODES = ("auto", "manual")
 CHECKPOINT_INTERVAL_MS = 200
 # The ``search`` group's defaults (the index path is the top-level ``index`` key).
 OPEN_AT = "startup"

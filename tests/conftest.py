@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import tempfile
 
+import pytest
+
 # The real PostgreSQL server for the postgres: tests: one per run, shared by their modules.
 pytest_plugins = ["tests.pg_server"]
 
@@ -40,3 +42,20 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "e2e: end to end in a real VS Code (code-server + headless Chromium)"
     )
+
+
+@pytest.fixture(autouse=True)
+def _stop_the_hubs_a_test_started():
+    """Every hub a test started (through the CLI, an MCP server or directly) is stopped after
+    it, unless a longer-lived client holds its directory (hub_helpers.using_hubs)."""
+    yield
+    from .hub_helpers import stop_idle_dirs
+
+    stop_idle_dirs(os.environ["XDG_RUNTIME_DIR"])
+
+
+def pytest_sessionfinish(session, exitstatus):
+    from .hub_helpers import cleanup_made, stop_hubs
+
+    cleanup_made()
+    stop_hubs(os.environ["XDG_RUNTIME_DIR"])

@@ -16,6 +16,7 @@ from mcp.client.stdio import stdio_client
 
 from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.uri import open_backend
+from tests.hub_helpers import short_run_dir, using_hubs
 
 T0 = 1700000000000
 
@@ -146,6 +147,7 @@ def private_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "DSH_"))}
     env.update(
         HOME=str(home),
+        XDG_RUNTIME_DIR=short_run_dir(),  # the hub's socket (hub.md §1), stopped after the test
         XDG_CACHE_HOME=str(home / ".cache"),
         XDG_STATE_HOME=str(home / ".state"),
         XDG_CONFIG_HOME=str(home / ".config"),
@@ -174,10 +176,11 @@ async def mcp_session(
     )
     errlog = open(tmp / "mcp-stderr.log", "a")  # closed below
     try:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write, list_roots_callback=roots) as session:
-                await session.initialize()
-                yield session
+        with using_hubs((params.env or {}).get("XDG_RUNTIME_DIR", "")):
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write, list_roots_callback=roots) as session:
+                    await session.initialize()
+                    yield session
     finally:
         errlog.close()
 

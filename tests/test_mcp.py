@@ -15,6 +15,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 from pydantic import FileUrl
 
+from tests.hub_helpers import hub_pids
 from tests.mcp_helpers import T0, mcp_session, private_env, text_of, write_corpus
 
 pytestmark = pytest.mark.anyio
@@ -614,8 +615,26 @@ async def test_cancelled_search_and_config_file(tmp_path: Path, corpus: str) -> 
     )
 
 
-async def test_index_slots_are_never_shared(tmp_path: Path, corpus: str) -> None:
+async def test_two_agents_share_one_hub_and_its_index(tmp_path: Path, corpus: str) -> None:
+    """hub.md §3: every dsh-query mcp of one configuration answers from the same hub."""
     args = ["--persistence", corpus, "--workspace", "/w/app"]
+    env = private_env(tmp_path)
+    async with mcp_session(tmp_path, args, env=env) as first:
+        async with mcp_session(tmp_path, args, env=env) as second:
+            a = await call(first, "session_search", {"query": "retry"})
+            b = await call(second, "session_search", {"query": "retry"})
+            hubs = hub_pids(env["XDG_RUNTIME_DIR"])
+    assert text_of(a) == text_of(b) == E1
+    assert len(hubs) == 1
+    cache = Path(env["XDG_CACHE_HOME"]) / "dsh-query"
+    assert [p.name for p in cache.glob("*.sqlite")] == [
+        p.name for p in cache.glob("index-*.sqlite")
+    ]
+    assert len(list(cache.glob("*.sqlite"))) == 1
+
+
+async def test_index_slots_are_never_shared_without_a_hub(tmp_path: Path, corpus: str) -> None:
+    args = ["--persistence", corpus, "--workspace", "/w/app", "--no-hub"]
     env = private_env(tmp_path)
     async with mcp_session(tmp_path, args, env=env) as first:
         async with mcp_session(tmp_path, args, env=env) as second:

@@ -1,5 +1,6 @@
-"""The ``dsh-query`` command line: ``serve``, ``demo``, and client commands that script a server
-over stdio. Output is a table or tree by default and JSON with ``--json``.
+"""The ``dsh-query`` command line: ``serve``, ``hub``, ``demo``, and client commands that ask the
+hub of their configuration (or, with ``--no-hub``, a server of their own over stdio). Output is a
+table or tree by default and JSON with ``--json``.
 
 Each module that owns subcommands has ``register(sub, common)``, which adds its parsers to the
 ``sub`` subparsers (``common`` holds ``--persistence`` and ``--json``) and sets ``func`` on each;
@@ -15,12 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import __version__
-from . import commands, demo, passthrough, serve
+from . import commands, demo, hub, passthrough, serve
 from .connect import fail
 
 # In help order.
 SUBCOMMANDS: list[Callable[[Any, argparse.ArgumentParser], None]] = [
     serve.register,
+    hub.register,
     demo.register,
     commands.register,
     passthrough.register,
@@ -32,7 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dsh-query", description="Exact inspection of agent session histories."
     )
     parser.add_argument("--version", action="version", version=f"dsh-query {__version__}")
+    # Before or after the subcommand; SUPPRESS, so the subcommand's parser does not reset it.
+    no_hub = "use a private server for this command instead of the shared hub"
+    parser.add_argument("--no-hub", action="store_true", default=argparse.SUPPRESS, help=no_hub)
     common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--no-hub", action="store_true", default=argparse.SUPPRESS, help=no_hub)
     common.add_argument(
         "--persistence",
         metavar="URI",

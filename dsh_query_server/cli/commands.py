@@ -1,5 +1,5 @@
-"""The client commands: each starts a server over stdio (connect.py), asks it, and prints what it
-answered (render.py)."""
+"""The client commands: each asks the hub of its configuration, or with ``--no-hub`` a server of
+its own over stdio (connect.py), and prints what it answered (render.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import argparse
 import json
 from typing import Any
 
-from ..client import StdioClient
-from ..config import DEFAULTS, default_index
-from .connect import connect, persistence_option
+from ..client import Client
+from ..resolve import DEFAULT_LIMIT, default_index
+from .connect import connect, persistence_option, uses_hub
 from .filters import session_filter, since_ms
 from .ids import resolve_id, short_ids
 from .render import (
@@ -25,13 +25,13 @@ from .render import (
 
 
 def cli_index(persistence: str | list[str] | None) -> str:
-    """The command line's own search index for a store (``--persistence`` as given, once or
-    repeated): an index is never shared with a running server, which uses the ``index`` prefix."""
+    """A private server's search index for a store (``--persistence`` as given, once or
+    repeated); through the hub, a command searches the hub's index."""
     values = [persistence] if isinstance(persistence, str) else persistence
     return default_index(persistence_option(values), prefix="cli-index")
 
 
-def session_arg(client: StdioClient, text: str) -> str:
+def session_arg(client: Client, text: str) -> str:
     """An id or its unique prefix (ids.py) as the id the server knows."""
     listed = client.request("sessionQuery/listSessions")
     return resolve_id(text, (r["header"]["id"] for r in listed))
@@ -107,7 +107,8 @@ def cmd_trace(args: argparse.Namespace) -> None:
 def cmd_mount(args: argparse.Namespace) -> None:
     args.persistence = ["none"]
     uris = [_absolute(u) for u in args.uri]
-    with connect(args) as client:
+    # A private server: mounting on a hub would change what every client of it sees.
+    with connect(args, private=True) as client:
         mounted = client.request(
             "sessionPersistence/mount", {"uri": uris[0] if len(uris) == 1 else uris}
         )
@@ -137,7 +138,8 @@ def cmd_search(args: argparse.Namespace) -> None:
     params: dict[str, Any] = {"query": args.query, "limit": args.limit}
     if args.cursor:
         params["cursor"] = args.cursor
-    with connect(args, index=cli_index(args.persistence)) as client:
+    init: dict[str, Any] = {} if uses_hub(args) else {"index": cli_index(args.persistence)}
+    with connect(args, **init) as client:
         listed = [r["header"]["id"] for r in client.request("sessionQuery/listSessions")]
         # The index is brought up to date before every search; the first one over a large store
         # builds it (about 6 s per million events), so say what is happening (on stderr).
@@ -225,6 +227,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     search.add_argument(
         "--session", metavar="ID", help="search within one session (an id or its prefix)"
     )
-    search.add_argument("--limit", type=int, default=DEFAULTS.search.default_limit)
+    search.add_argument("--limit", type=int, default=DEFAULT_LIMIT)
     search.add_argument("--cursor", help="continue from a previous page")
     search.set_defaults(func=cmd_search)

@@ -1,4 +1,9 @@
-"""A server over stdio for one client command, and how a failed request is reported."""
+"""The server a client command talks to, and how a failed request is reported.
+
+By default a command talks to the hub of its configuration (hub.md §3), started when none runs;
+``--no-hub`` (or a command that must not share state) starts a private server over stdio as
+before. This module and what it imports on the hub path stay light: no msgspec, no server.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,13 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from ..client import RpcError, StdioClient
+from ..client import Client, RpcError
+from ..resolve import absolute_uri
 
 
 def persistence_option(values: list[str] | None) -> str | list[str] | None:
     """``--persistence`` given 0..n times as the ``persistence`` option (importers.md §4.3):
     absent is ``"auto"``, ``none`` is null, one URI is itself and several are an array."""
-    from ..resolve import absolute_uri
-
     if not values:
         return "auto"
     if values == ["none"]:
@@ -29,43 +33,70 @@ def persistence_option(values: list[str] | None) -> str | list[str] | None:
 
 def persistence_flags(values: list[str] | None) -> list[str]:
     """The server's flags for the same ``--persistence`` values (repeated as given)."""
-    from ..resolve import absolute_uri
-
     flags: list[str] = []
     for value in values or []:
         flags += ["--persistence", value if value in ("auto", "none") else absolute_uri(value)]
     return flags
 
 
+def hub_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The configuration a command's hub is keyed by: its ``--persistence``, defaults else."""
+    return {"persistence": persistence_option(args.persistence)}
+
+
+def uses_hub(args: argparse.Namespace) -> bool:
+    return not getattr(args, "no_hub", False)
+
+
 @contextlib.contextmanager
 def connect(
-    args: argparse.Namespace, env: dict[str, str] | None = None, **init: Any
-) -> Iterator[StdioClient]:
-    """Commands that do not search open no index; search uses its own index file, because an
-    index must never be shared with a running server."""
+    args: argparse.Namespace,
+    env: dict[str, str] | None = None,
+    *,
+    private: bool = False,
+    **init: Any,
+) -> Iterator[Client]:
+    """The hub of the command's configuration, or with ``--no-hub`` (or ``private``) a server of
+    its own over stdio, with ``init`` as its initializationOptions. A private server's commands
+    that do not search open no index."""
+    if uses_hub(args) and not private:
+        from ..hub.start import connect as connect_hub
+
+        client = connect_hub(hub_options(args))
+        assert client is not None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
     from rich.console import Console
+
+    from ..client import StdioClient
 
     if "index" not in init and "search" not in init:
         init["search"] = {"openAt": "never"}
-
     flags = persistence_flags(args.persistence)
     console = Console(stderr=True)
     with console.status("starting dsh-query server…", spinner="dots"):
-        client = StdioClient(flags, initialization_options=init, env=env)
+        private_client = StdioClient(flags, initialization_options=init, env=env)
     try:
-        yield client
+        yield private_client
     finally:
-        client.close()
+        private_client.close()
 
 
 def fail(exc: Exception) -> None:
-    """A coded error prints one line and exits 2; anything else is a bug and propagates."""
+    """A coded error, or a hub that cannot be reached, prints one line and exits 2; anything
+    else is a bug and propagates."""
+    from ..hub.client import HubGone
+    from ..hub.start import HubStartError
+    from ..rundir import RunDirError
     from .ids import AmbiguousId
 
     if isinstance(exc, RpcError):
         sys.stderr.write(f"error {exc.data_code or exc.code}: {exc.message}\n")
         sys.exit(2)
-    if isinstance(exc, AmbiguousId):
+    if isinstance(exc, (AmbiguousId, HubStartError, RunDirError, HubGone)):
         sys.stderr.write(f"error: {exc}\n")
         sys.exit(2)
     raise exc

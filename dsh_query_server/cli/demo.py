@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
-import tempfile
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..client import StdioClient
+from ..client import Client
 from .connect import connect
 from .render import safe, show_event_trace, show_events, show_lineage, show_sessions
 
@@ -332,6 +331,8 @@ def serve_demo(config_options: dict[str, Any]) -> Callable[[Runtime], None]:
     """``dsh-query serve --demo``: the demo's persisted side lives in a private temporary store
     (without a named store that is also the store the server keeps mounted); returns the preload
     that fills it once the runtime is up."""
+    import tempfile
+
     demo_store = "sqlite:" + os.path.join(tempfile.mkdtemp(prefix="dsh-query-demo-"), "sessions.db")
     config_options.setdefault("persistence", demo_store)
     config_options.setdefault("index", ":memory:")
@@ -373,7 +374,7 @@ class RuntimeProducer:
 class RpcProducer:
     """The demo's producer over JSON-RPC."""
 
-    def __init__(self, client: StdioClient) -> None:
+    def __init__(self, client: Client) -> None:
         self.client = client
 
     def create(self, header: dict[str, Any], seed: list[dict[str, Any]] | None = None) -> None:
@@ -397,6 +398,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
     from rich.console import Console
 
     console = Console()
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="dsh-query-demo-") as home:
         env = {
             **os.environ,
@@ -405,7 +408,9 @@ def cmd_demo(args: argparse.Namespace) -> None:
         }
         # The embedded store alone, inside the temporary state dir: never a user's sessions.
         args.persistence = ["sqlite:" + os.path.join(home, "state", "dsh-query", "sessions.db")]
-        with connect(args, env=env, checkpoint={"mode": "manual"}, index=":memory:") as client:
+        with connect(
+            args, env=env, private=True, checkpoint={"mode": "manual"}, index=":memory:"
+        ) as client:
             with console.status("building the demo corpus through sessionStore/*…"):
                 ids = populate(RpcProducer(client))
             status = client.request("sessionPersistence/status")

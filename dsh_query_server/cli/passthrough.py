@@ -28,7 +28,7 @@ def _mcp(argv: list[str]) -> int | None:
     # unless given (a client's MCP roots still replace it).
     from .demo import DEMO_WORKSPACE, serve_demo
 
-    argv = [a for a in argv if a != "--demo"]
+    argv = [a for a in argv if a != "--demo"] + ["--no-hub"]  # the demo corpus is private
     options: dict[str, Any] = {}
     preload = serve_demo(options)
     defaults = {

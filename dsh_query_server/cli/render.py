@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from ..client import StdioClient
+from ..client import Client
 
 
 def print_json(value: Any) -> None:
@@ -49,22 +49,22 @@ def agent_of(header: dict[str, Any]) -> str:
 
 
 def show_sessions(
-    client: StdioClient,
+    client: Client,
     as_json: bool,
     keep: Callable[[dict[str, Any]], bool] | None = None,
     limit: int | None = None,
     page: bool = True,
 ) -> None:
     """One line per session, cut to the terminal; ids as their shortest unique prefix."""
-    from .ids import short_ids
-    from .lines import Column, emit, render, terminal_width
-
     listed = client.request("sessionQuery/listSessions")
     sessions = [r for r in listed if keep is None or keep(r["header"])]
     more = len(sessions) - limit if limit is not None and len(sessions) > limit else 0
     sessions = sessions[:limit] if more else sessions
     if as_json:
         return print_json(sessions)
+    from .ids import short_ids
+    from .lines import Column, emit, render, terminal_width
+
     ids = [s["header"]["id"] for s in sessions]
     titles = client.request("sessionQuery/readTitles", {"sessionIds": ids}) if ids else []
     title_of = {
@@ -108,7 +108,7 @@ def show_sessions(
 
 
 def show_events(
-    client: StdioClient, session_id: str, as_json: bool, limit: int | None = None, page: bool = True
+    client: Client, session_id: str, as_json: bool, limit: int | None = None, page: bool = True
 ) -> None:
     """One line per event, cut to the terminal, through $PAGER on a terminal."""
     from .lines import Column, emit, render, terminal_width
@@ -147,7 +147,7 @@ def show_events(
     emit(lines, page)
 
 
-def show_lineage(client: StdioClient, session_id: str, as_json: bool) -> None:
+def show_lineage(client: Client, session_id: str, as_json: bool) -> None:
     from rich.tree import Tree
 
     trace = client.request("sessionQuery/traceSession", {"sessionId": session_id})
@@ -188,7 +188,7 @@ def show_lineage(client: StdioClient, session_id: str, as_json: bool) -> None:
     console().print(top)
 
 
-def show_event_trace(client: StdioClient, session_id: str, seq: int, as_json: bool) -> None:
+def show_event_trace(client: Client, session_id: str, seq: int, as_json: bool) -> None:
     from rich.table import Table
 
     trace = client.request("sessionQuery/traceEvent", {"sessionId": session_id, "seq": seq})

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from typing import Any
 
-from ..config import CHECKPOINT_MODES
+from ..resolve import CHECKPOINT_MODES
 
 
 def serve_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -24,13 +23,20 @@ def serve_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
+def quiet_pygls() -> None:
+    """pygls logs every coded error it answers; they are answers, not server errors."""
+    import logging
+
+    logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
+
+
 def cmd_serve(args: argparse.Namespace) -> None:
+    import logging
+
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-    logging.getLogger("pygls.protocol.json_rpc").setLevel(
-        logging.CRITICAL
-    )  # coded errors are answers
+    quiet_pygls()
     from ..server.app import serve
 
     options = serve_options(args)

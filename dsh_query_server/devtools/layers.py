@@ -4,7 +4,7 @@
 offence:
 
 - an import that runs up a layer (model -> session -> persistence -> query -> search -> server ->
-  mcp -> cli; the base utilities are usable by every layer and import only each other; devtools
+  hub -> mcp -> cli; the base utilities are usable by every layer and import only each other; devtools
   sits above everything; schema.py is in the cli layer, the highest, so ``dsh-query schema`` can
   run it);
 - an import circle between modules (imports under ``if TYPE_CHECKING:`` count too: a circle
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-LAYERS = ("model", "session", "persistence", "query", "search", "server", "mcp", "cli")
+LAYERS = ("model", "session", "persistence", "query", "search", "server", "hub", "mcp", "cli")
 BASE = frozenset(
     {"cancel", "config", "errors", "values", "jsoncodec", "files", "resolve", "rundir", "__init__"}
 )

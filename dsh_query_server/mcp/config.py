@@ -1,5 +1,5 @@
 """``dsh-query mcp`` flags and keys (tools.md §1.1): the serve flags and ``--config``, plus the
-MCP keys, and the private index slot guarded by ``flock``."""
+MCP keys; the hub's options, or with ``--no-hub`` the private index slot guarded by ``flock``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 
 from ..config import persistence_text
 from ..errors import QueryError
+from ..hub.key import CONFIG_KEYS
 from ..search import ownership
 from ..server.config import ServerConfig, build_config, cache_dir, default_persistence, merge
 from ..values import MAX_SAFE_INTEGER
@@ -28,7 +29,10 @@ class McpConfig:
     search_timeout_ms: int
     workspace: tuple[str, ...]
     caller: str | None
-    index_claim: ownership.Claim | None = None  # the slot this process holds for its life
+    # The protocol.md §1 keys for the hub (hub.md §3); None with --no-hub, which serves the
+    # tools in this process from ``server``.
+    hub_options: dict[str, Any] | None = None
+    index_claim: ownership.Claim | None = None  # --no-hub: the slot this process holds
 
 
 def parser() -> argparse.ArgumentParser:
@@ -41,6 +45,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--search-timeout-ms", metavar="N")
     p.add_argument("--workspace", metavar="DIR", action="append")
     p.add_argument("--caller-session", metavar="ID")
+    p.add_argument(
+        "--no-hub",
+        action="store_true",
+        help="serve the tools from a query service in this process instead of the shared hub",
+    )
     return p
 
 
@@ -109,8 +118,9 @@ def load(argv: list[str]) -> McpConfig:
         _stop("tool-session-query: callerSession must be a string")
     if "persistence" not in options:
         options["persistence"] = default_persistence()
+    hub_options = None if ns.no_hub else {k: options[k] for k in CONFIG_KEYS if k in options}
     claim = None
-    if options.get("index") is None:
+    if hub_options is None and options.get("index") is None:
         options["index"], claim = claim_index(options["persistence"])
     try:
         server = build_config(options)
@@ -118,7 +128,13 @@ def load(argv: list[str]) -> McpConfig:
         _stop(exc.message)
     paths: list[str] = list(workspace)
     return McpConfig(
-        server, int(max_results), int(timeout), tuple(paths), caller_value or None, claim
+        server,
+        int(max_results),
+        int(timeout),
+        tuple(paths),
+        caller_value or None,
+        hub_options,
+        claim,
     )
 
 

@@ -1,5 +1,6 @@
 """``dsh-query mcp``: the five history tools over MCP stdio (tools.md §1), on the SDK's low-level
-server, with the query service in this process.
+server, answered from the hub's shared service (hub.md §3) or, with ``--no-hub``, from a query
+service in this process (runners.py).
 
 Each tool call: schema check, a place in the FIFO scheduler (searches exclusive), the deadline,
 the scope step (roots/list, cached until roots/list_changed), then the tool in a worker thread
@@ -31,9 +32,9 @@ from ..query.workspace import Workspace
 from ..server.runtime import Runtime
 from . import config as mcp_config
 from .args import TOOL_BY_NAME, TOOLS, ToolError, check_schema
+from .runners import ToolRunner
 from .scope import roots_from_uris, working_directory
-from .search_tool import RUN
-from .tools import TOOL_FAILED, TOOL_TIMEOUT, Call, Interrupted, pre_scope
+from .tools import TOOL_FAILED, TOOL_TIMEOUT, Interrupted, pre_scope
 
 log = logging.getLogger("dsh_query_server.mcp")
 
@@ -94,9 +95,9 @@ class Scheduler:
 
 
 class McpApp:
-    def __init__(self, cfg: mcp_config.McpConfig, runtime: Runtime) -> None:
+    def __init__(self, cfg: mcp_config.McpConfig, tools: ToolRunner) -> None:
         self.cfg = cfg
-        self.runtime = runtime
+        self.tools = tools
         self.base = working_directory()
         self.scheduler = Scheduler()
         self.executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dsh-mcp")
@@ -188,10 +189,13 @@ class McpApp:
                     workspace = await self.workspace(ctx)
                 except ToolError as exc:
                     return _error(exc.code, exc.message, structured)
-                call = Call(
-                    self.runtime, token, workspace, self.cfg.caller, self.cfg.max_search_results
+                cfg = self.cfg
+                outcome = await self._in_thread(
+                    lambda: self.tools.run(
+                        spec.name, arguments, workspace, cfg.caller, cfg.max_search_results, token
+                    ),
+                    token,
                 )
-                outcome = await self._in_thread(lambda: _run(spec.name, call, arguments), token)
             finally:
                 if handle is not None:
                     handle.cancel()
@@ -221,18 +225,6 @@ class McpApp:
                 with contextlib.suppress(BaseException):
                     await future
             raise
-
-
-def _run(name: str, call: Call, arguments: dict[str, Any]) -> Any:
-    """The tool's outcome: (text, structured), a ToolError, or Interrupted. Never raises."""
-    try:
-        result = RUN[name](call, arguments)
-        return result.text, result.structured
-    except (ToolError, Interrupted) as exc:
-        return exc
-    except BaseException:  # a bug: logged, answered as a tool failure
-        log.exception("tool %s failed unexpectedly", name)
-        return ToolError(TOOL_FAILED, "session query operation failed")
 
 
 def _wire_text(text: str) -> str:
@@ -280,17 +272,36 @@ def _error(code: str, message: str, structured: bool) -> types.CallToolResult:
     )
 
 
+def _runner(cfg: mcp_config.McpConfig, preload: Callable[[Runtime], None] | None) -> ToolRunner:
+    """The hub's (started when none runs), or with --no-hub a runtime of this process; a hub
+    that cannot be reached stops start-up with status 2 and the reason on stderr."""
+    from .runners import HubTools, LocalTools
+
+    if cfg.hub_options is not None:
+        from ..hub.start import HubStartError
+        from ..rundir import RunDirError
+
+        try:
+            return HubTools(cfg.hub_options)
+        except (HubStartError, RunDirError, OSError) as exc:
+            sys.stderr.write(f"dsh-query mcp: {exc}\n")
+            sys.stdout.flush()
+            os._exit(2)
+    runtime = Runtime(cfg.server, None)  # MCP has no change notifications to send
+    runtime.start()
+    if preload is not None:
+        preload(runtime)
+    return LocalTools(runtime)
+
+
 def main(argv: list[str] | None = None, preload: Callable[[Runtime], None] | None = None) -> None:
     """``preload`` fills the runtime once it is up (``dsh-query mcp --demo``)."""
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     cfg = mcp_config.load(list(sys.argv[1:] if argv is None else argv))
-    runtime = Runtime(cfg.server, None)  # MCP has no change notifications to send
-    runtime.start()
-    if preload is not None:
-        preload(runtime)
-    app = McpApp(cfg, runtime)
+    tools = _runner(cfg, preload)
+    app = McpApp(cfg, tools)
 
     async def serve() -> None:
         async with stdio_server() as (read, write):
@@ -302,7 +313,7 @@ def main(argv: list[str] | None = None, preload: Callable[[Runtime], None] | Non
     except KeyboardInterrupt:
         code = 130
     finally:
-        runtime.close()
+        tools.close()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()

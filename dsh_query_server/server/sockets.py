@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from .dispatch import Dispatcher
 from .protocol import QueryProtocol
@@ -25,34 +25,37 @@ log = logging.getLogger("dsh_query_server")
 
 
 class Endpoint(Protocol):
-    """What a connection feeds: app.Endpoint."""
+    """What a connection feeds: app.QueryServer."""
 
     protocol: QueryProtocol
     dispatcher: Dispatcher
 
 
-class Connection(asyncio.Protocol):
-    """One stream. ``open`` gives the server for a new transport (None closes it without a
+E = TypeVar("E", bound=Endpoint)
+
+
+class Connection(asyncio.Protocol, Generic[E]):
+    """One stream. ``open`` gives the server for a new connection (None closes it without a
     byte); ``closed`` is told when the stream is gone, after its requests were cancelled."""
 
     def __init__(
         self,
-        open: Callable[[asyncio.Transport], Endpoint | None],
-        closed: Callable[[Endpoint], None],
+        open: Callable[[Connection[E]], E | None],
+        closed: Callable[[E], None],
         gate: TokenGate | None = None,
     ) -> None:
         """``gate``: a TCP listener's token check, before the first successful initialize."""
         self._open = open
         self._closed = closed
         self._gate = gate
-        self.server: Endpoint | None = None
+        self.server: E | None = None
         self.transport: asyncio.Transport | None = None
         self._frames = Frames(self._body)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        server = self._open(transport)
+        server = self._open(self)
         if server is None:
             transport.abort()
             return
@@ -126,7 +129,7 @@ def serve_tcp_once(
         done: asyncio.Future[None] = loop.create_future()
         service.stopped = done
 
-        def open_(transport: asyncio.Transport) -> Endpoint | None:
+        def open_(connection: Connection[Endpoint]) -> Endpoint | None:
             return make_server() if service.server is None else None
 
         def closed(server: Endpoint) -> None:

@@ -1,0 +1,171 @@
+"""A synchronous client of one hub connection (hub.md §2): LSP framing over the Unix socket,
+``initialize`` with the options the hub's key was computed from, requests matched by id,
+server notifications kept. Standard library only (json, socket): a command against a warm hub
+loads neither msgspec nor the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import socket
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+from ..client import RpcError
+from ..server.transport import frame, read_frame
+
+
+class HubGone(ConnectionError):
+    """The hub closed the connection (it stopped, or was killed) before answering."""
+
+
+class HubClient:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._reader = sock.makefile("rb")
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()  # one request at a time (request())
+        self._write_lock = threading.Lock()  # whole frames
+        self.notifications: list[dict[str, Any]] = []
+        self.capabilities: dict[str, Any] = {}
+
+    @classmethod
+    def connect(cls, path: str, timeout: float | None = None) -> HubClient:
+        """Connected, not yet initialized; OSError (FileNotFoundError, ConnectionRefusedError)
+        when nothing listens at ``path``."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(path)
+        except BaseException:
+            sock.close()
+            raise
+        return cls(sock)
+
+    def initialize(self, options: dict[str, Any] | None) -> HubClient:
+        params = {
+            "processId": os.getpid(),
+            "capabilities": {},
+            "initializationOptions": options or {},
+        }
+        self.capabilities = self.request("initialize", params)["capabilities"]
+        self.notify("initialized", {})
+        return self
+
+    def _write(self, message: dict[str, Any]) -> None:
+        try:
+            self.sock.sendall(frame(json.dumps(message).encode("ascii")))
+        except OSError as exc:
+            raise HubGone(f"the hub closed the connection ({exc.strerror})") from None
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            body = read_frame(self._reader)
+        except OSError as exc:
+            raise HubGone(f"the hub closed the connection ({exc})") from None
+        if body is None:
+            raise HubGone("the hub closed the connection")
+        return json.loads(body)
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one message (under the write lock, never waiting for an answer)."""
+        with self._write_lock:
+            self._write(message)
+
+    def request(self, method: str, params: Any = None) -> Any:
+        with self._lock:
+            msg_id = next(self._ids)
+            self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}})
+            while True:
+                message = self._read()
+                if message.get("id") == msg_id and "method" not in message:
+                    if "error" in message:
+                        raise RpcError(message["error"])
+                    return message.get("result")
+                if "method" in message:
+                    self.notifications.append(message)
+
+    def shutdown(self) -> None:
+        """The LSP goodbye; the hub keeps running."""
+        self.request("shutdown")
+        self.notify("exit", None)
+
+    def close(self) -> None:
+        """Closing is enough: the hub cancels what this connection still had in flight."""
+        with contextlib.suppress(OSError):
+            self._reader.close()
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def __enter__(self) -> HubClient:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class HubChannel:
+    """Many requests in flight on one initialized connection: a reader thread matches answers
+    to requests by id (the MCP server's concurrent tool calls); notifications are dropped."""
+
+    def __init__(self, client: HubClient) -> None:
+        self.client = client
+        self._pending: dict[int, Future[Any]] = {}
+        self._lock = threading.Lock()
+        self._gone: HubGone | None = None
+        self._reader = threading.Thread(target=self._read_all, name="hub-reader", daemon=True)
+        self._reader.start()
+
+    def _read_all(self) -> None:
+        try:
+            while True:
+                message = self.client._read()  # noqa: SLF001 - this class owns the reading
+                msg_id = message.get("id")
+                if "method" in message or not isinstance(msg_id, int):
+                    continue
+                with self._lock:
+                    future = self._pending.pop(msg_id, None)
+                if future is None:
+                    continue
+                if "error" in message:
+                    future.set_exception(RpcError(message["error"]))
+                else:
+                    future.set_result(message.get("result"))
+        except (HubGone, ValueError) as exc:
+            gone = exc if isinstance(exc, HubGone) else HubGone(f"the hub sent {exc}")
+            with self._lock:
+                self._gone = gone
+                pending, self._pending = list(self._pending.values()), {}
+            for future in pending:
+                future.set_exception(gone)
+
+    def submit(self, method: str, params: Any) -> tuple[int, Future[Any]]:
+        future: Future[Any] = Future()
+        with self._lock:
+            if self._gone is not None:
+                raise self._gone
+            msg_id = next(self.client._ids)  # noqa: SLF001
+            self._pending[msg_id] = future
+        self.client.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        return msg_id, future
+
+    def cancel(self, msg_id: int) -> None:
+        with contextlib.suppress(HubGone):
+            self.client.notify("$/cancelRequest", {"id": msg_id})
+
+    @property
+    def gone(self) -> bool:
+        return self._gone is not None
+
+    def close(self) -> None:
+        self.client.close()
+
+
+__all__ = ["HubChannel", "HubClient", "HubGone"]
