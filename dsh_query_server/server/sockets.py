@@ -3,8 +3,8 @@ gets its own ``Endpoint``, fed whole frames on the event loop; answers are writt
 asyncio transport on the loop.
 
 A connection whose peer stops reading stops being read (asyncio's flow control), so one slow
-client holds at most its own answers in memory; a frame it garbles only ever reaches its own
-protocol.
+client holds at most its own answers in memory; framing is strict, and a connection that breaks
+it is closed, alone (a body that is not JSON is answered -32700, as on stdio).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Generic, Protocol, TypeVar
 from .dispatch import Dispatcher
 from .protocol import QueryProtocol
 from .tcpauth import TokenGate, token_for
-from .transport import Frames
+from .transport import Frames, FramingError
 
 log = logging.getLogger("dsh_query_server")
 
@@ -50,7 +50,7 @@ class Connection(asyncio.Protocol, Generic[E]):
         self._gate = gate
         self.server: E | None = None
         self.transport: asyncio.Transport | None = None
-        self._frames = Frames(self._body)
+        self._frames = Frames(self._body, strict=True)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -78,8 +78,13 @@ class Connection(asyncio.Protocol, Generic[E]):
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
-        if self.server is not None:
+        if self.server is None:
+            return
+        try:
             self._frames.feed(data)
+        except FramingError as exc:  # this connection only (hub.md §2)
+            log.warning("closing a connection that sent %s", exc)
+            self.close()
 
     def eof_received(self) -> bool:
         return False  # close the transport: a half-closed client is gone

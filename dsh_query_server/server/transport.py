@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 CONTENT_LENGTH = re.compile(rb"Content-Length: (\d+)\r\n")
+HEADER_LINE = re.compile(rb"[!-9;-~]+: [^\r\n]*\r\n")  # token ": " value CRLF
 LINE_LIMIT = 1 << 20  # no header line is this long: longer lines are skipped unread
 JOIN_BELOW = 1 << 16  # bodies below this are sent in one write with their header
 
@@ -43,12 +44,19 @@ def header_length(line: bytes | bytearray) -> int:
     return int(match.group(1)) if match else 0
 
 
+class FramingError(ValueError):
+    """A strict stream (a socket connection) sent bytes that are not LSP framing."""
+
+
 class Frames:
     """Frame bodies out of a byte stream fed in chunks. Bytes without a usable header are skipped
-    up to the next one, and a huge N only holds the bytes that actually arrive."""
+    up to the next one, and a huge N only holds the bytes that actually arrive. ``strict``
+    (a hub or TCP connection, hub.md §2) raises FramingError instead of skipping: a header line
+    that is not ``Name: value``, an over-long line, or a blank line before ``Content-Length``."""
 
-    def __init__(self, on_body: Callable[[bytearray], None]) -> None:
+    def __init__(self, on_body: Callable[[bytearray], None], strict: bool = False) -> None:
         self._on_body = on_body
+        self._strict = strict
         self._buf = bytearray()
         self._length = 0  # Content-Length of the frame being read; 0 while none was seen
         self._in_body = False
@@ -72,6 +80,8 @@ class Frames:
                 newline = buf.find(b"\n", pos)
                 if newline < 0:
                     if len(buf) - pos > LINE_LIMIT:
+                        if self._strict:
+                            raise FramingError("a header line longer than any header")
                         pos, self._skipping = len(buf), True
                     return
                 line = buf[pos : newline + 1]
@@ -80,8 +90,12 @@ class Frames:
                     self._skipping = False
                 elif not self._length:
                     self._length = header_length(line)
+                    if self._strict and not self._length and not HEADER_LINE.fullmatch(line):
+                        raise FramingError("not an LSP header line")
                 elif not line.strip():
                     self._in_body = True
+                elif self._strict and not HEADER_LINE.fullmatch(line):
+                    raise FramingError("not an LSP header line")
         finally:
             del buf[:pos]
 
@@ -120,4 +134,12 @@ def read_frame(stream: ByteReader) -> bytes | None:
     return b"".join(pieces)
 
 
-__all__ = ["Frames", "frame", "frame_parts", "header", "header_length", "read_frame"]
+__all__ = [
+    "Frames",
+    "FramingError",
+    "frame",
+    "frame_parts",
+    "header",
+    "header_length",
+    "read_frame",
+]
