@@ -4,13 +4,13 @@ code-server (pinned, on the pinned Node 24 from the npm registry, installed by m
 cache folder) gets the freshly built .vsix in a fresh --user-data-dir/--extensions-dir, and a
 settings.json that points the extension at this repository's server: `dshQuery.interpreter` = this
 Python, `dshQuery.persistence` = a JSONL root prepared here (persisted sessions: a parent with a
-compaction and its sub-agent), and `dshQuery.serverArgs` = ["--demo"], which preloads the server's
-demo corpus so that live sessions exist inside the server the extension starts (live sessions
-only ever live in that process). Headless Debian Chromium, driven by Playwright (no browser
+compaction and its sub-agent). The extension connects to the hub of that configuration (hub.md,
+`dshQuery.hub` on by default), and this test is a producer on the same hub: the live session it
+creates there is live for every window. Headless Debian Chromium, driven by Playwright (no browser
 download), then checks what a person would:
 
-1. the Session Query container shows the Sessions view with the prepared session ids (and live
-   demo sessions next to the persisted ones);
+1. the Session Query container shows the Sessions view with the prepared session ids (and the
+   producer's live session next to the persisted ones);
 2. expanding a session shows its Events group with each event's surface status;
 3. selecting a session fills the Events view, and the Trace view shows its lineage with the
    sub-agent;
@@ -19,9 +19,11 @@ download), then checks what a person would:
    opens the hit's event window;
 6. Mount Persistence… from the palette mounts a second root; the server's didChange refreshes the
    Sessions view by itself;
-7. changing a server setting restarts the server: an interpreter that cannot start the server
+7. a second window on the same hub sees a session the producer creates, as the first does;
+8. changing a server setting restarts the server: an interpreter that cannot start the server
    gives a notification that says why with "Show Output", and the Sessions view's welcome
-   content; setting it back brings the sessions back.
+   content; setting it back reconnects to the same hub (the live session is still there);
+9. a hub killed with SIGKILL: the window reconnects (starting a new hub) and refreshes its views.
 
 Screenshots go to artifacts/vscode-e2e/. code-server runs in its own process group and is stopped
 through the PID this test started. With DSH_QUERY_E2E_UPDATE_SCREENSHOT=1 the README screenshot
@@ -33,6 +35,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -42,6 +46,7 @@ from typing import Any
 import pytest
 
 from dsh_query_server.client import StdioClient
+from dsh_query_server.hub.client import HubClient
 
 from .vscode_e2e_helpers import Workbench, open_workbench, require_e2e_tools, running_code_server
 from .vscode_helpers import ROOT
@@ -57,6 +62,10 @@ LATER = "e2e-mounted-later"
 PARENT_LABEL = "Plan the quokka migration for the ledger service."
 SUBAGENT_LABEL = "Survey the ledger schema before the quokka migration."
 LATER_LABEL = "A session that only the second root holds."
+LIVE = "e2e-live-from-a-producer"
+LIVE_LABEL = "A live session a producer feeds through the hub."
+SECOND = "e2e-made-while-two-windows-watch"
+SECOND_LABEL = "A session both windows see as soon as it is made."
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -175,8 +184,6 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             ),
         ],
     )
-    # `--demo` checkpoints its own sessions into the mounted root at every start; a restart needs a
-    # root without them (see test_a_server_that_cannot_start_says_why_and_recovers).
     shutil.copytree(first, base / "root-one-pristine")
     _persist(
         second,
@@ -199,7 +206,6 @@ def code_server(
 ) -> Iterator[dict[str, Any]]:
     settings: dict[str, object] = {
         "dshQuery.interpreter": [sys.executable],
-        "dshQuery.serverArgs": ["--demo"],
         "dshQuery.persistence": f"jsonl:{corpus['first']}",
         "dshQuery.index": ":memory:",
         "dshQuery.search.limit": 1,
@@ -208,13 +214,60 @@ def code_server(
     }
     home = tmp_path_factory.mktemp("vscode-e2e-home")
     with running_code_server(home, settings, ARTIFACTS) as server:
-        yield {
-            "url": server.url,
-            "log": server.log,
-            "home": server.home,
-            "corpus": corpus,
-            "workspace": server.workspace,
+        # The options the extension derives from these settings (settings.ts readSettings).
+        options = {
+            "readWindowMax": 50,
+            "persistence": f"jsonl:{corpus['first']}",
+            "index": ":memory:",
         }
+        producer = _producer(server.run_dir, options)
+        try:
+            producer.request(
+                "sessionStore/create",
+                {
+                    "header": {
+                        "version": 0,
+                        "id": LIVE,
+                        "createdAt": T0 + 90_000,
+                        "cwd": "/srv/live",
+                    }
+                },
+            )
+            producer.request(
+                "sessionStore/append", {"sessionId": LIVE, "events": [_user(0, LIVE_LABEL)]}
+            )
+            yield {
+                "url": server.url,
+                "log": server.log,
+                "home": server.home,
+                "corpus": corpus,
+                "workspace": server.workspace,
+                "run_dir": server.run_dir,
+                "options": options,
+                "producer": producer,
+            }
+        finally:
+            producer.close()
+
+
+def _producer(run_dir: Path, options: dict[str, Any]) -> HubClient:
+    """A producer on the hub the extension will use: started here through the CLI (the same
+    `hub ensure` the extension runs), then fed over its socket."""
+    env = {
+        **os.environ,
+        "XDG_RUNTIME_DIR": str(run_dir),
+        "DSH_QUERY_HUB_OPTIONS": json.dumps(options),
+    }
+    ensured = subprocess.run(
+        [sys.executable, "-m", "dsh_query_server.cli", "hub", "ensure"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert ensured.returncode == 0, ensured.stderr
+    client = HubClient.connect(json.loads(ensured.stdout)["socket"])
+    return client.initialize(options)
 
 
 @pytest.fixture(scope="module")
@@ -237,8 +290,8 @@ def test_sessions_view_lists_the_corpus(workbench: Workbench) -> None:
     # each row's accessible label carries the server's tooltip: the session id and its state
     assert any(f"id: {PARENT}" in label and "state: persisted" in label for label in labels), labels
     assert any(f"id: {SUBAGENT}" in label for label in labels), labels
-    assert any("state: live" in label for label in labels), (
-        "the demo's live sessions are listed too"
+    assert any(f"id: {LIVE}" in label and "state: live" in label for label in labels), (
+        "the producer's live session is listed too"
     )
     assert not wb.pane("Sessions").locator(".welcome-view-content").is_visible()
 
@@ -421,6 +474,32 @@ def test_readme_screenshot(workbench: Workbench, code_server: dict[str, Any]) ->
         shutil.copy(path, ROOT / "vscode-extension" / "media" / "screenshot.png")
 
 
+def test_a_second_window_sees_a_session_the_producer_creates(
+    workbench: Workbench, code_server: dict[str, Any]
+) -> None:
+    """hub.md §2: one service for every window; didChange reaches each of them."""
+    wb = workbench
+    wb.palette("View: Close All Editors")
+    second = wb.new_window()
+    try:
+        second.page.locator('.activitybar [aria-label^="Session Query"]').first.click()
+        second.wait_row("Sessions", PARENT_LABEL, timeout=90_000)
+        second.wait_row("Sessions", LIVE_LABEL)  # the producer's session, made before it opened
+        producer: HubClient = code_server["producer"]
+        header = {"version": 0, "id": SECOND, "createdAt": T0 + 100_000, "cwd": "/srv/live"}
+        producer.request("sessionStore/create", {"header": header})
+        producer.request(
+            "sessionStore/append", {"sessionId": SECOND, "events": [_user(0, SECOND_LABEL)]}
+        )
+        # no Refresh in either window: didChange from the hub refreshes both
+        second.wait_row("Sessions", SECOND_LABEL)
+        wb.wait_row("Sessions", SECOND_LABEL)
+        second.shot("second-window")
+        wb.shot("first-window-sees-it-too")
+    finally:
+        second.page.close()
+
+
 def test_a_server_that_cannot_start_says_why_and_recovers(
     workbench: Workbench, code_server: dict[str, Any]
 ) -> None:
@@ -463,10 +542,34 @@ def test_a_server_that_cannot_start_says_why_and_recovers(
         "the output channel",
     )
     wb.shot("server-output")
-    # back to a working interpreter; with a root the demo has not written to yet, because the demo
-    # cannot populate a root that already holds its sessions (reported to the server's owner)
-    path.write_text(
-        json.dumps({"dshQuery.persistence": f"jsonl:{code_server['corpus']['pristine']}"})
-    )
+    # back to a working interpreter: the window connects to the same hub again, whose live
+    # session outlived the window's restart
+    path.write_text("{}")
     wb.wait_row("Sessions", PARENT_LABEL, timeout=45_000)
+    wb.wait_row("Sessions", LIVE_LABEL)
     assert not welcome.is_visible()
+
+
+def test_a_killed_hub_is_replaced_and_the_views_refresh(
+    workbench: Workbench, code_server: dict[str, Any]
+) -> None:
+    wb = workbench
+    infos = list((code_server["run_dir"] / "dsh-query").glob("hub-*.json"))
+    assert len(infos) == 1, infos
+    killed = json.loads(infos[0].read_text())["pid"]
+    wb.palette("Notifications: Clear All Notifications")
+    os.kill(killed, signal.SIGKILL)
+    # the window reconnects (its `hub ensure` starts a new hub) and lists the persisted sessions;
+    # the live ones went with the killed hub, as with a killed `serve`
+    wb.wait_for(
+        lambda: any(
+            json.loads(p.read_text()).get("pid") not in (None, killed)
+            for p in (code_server["run_dir"] / "dsh-query").glob("hub-*.json")
+        ),
+        "a new hub",
+        timeout=90,
+    )
+    wb.wait_row("Sessions", PARENT_LABEL, timeout=90_000)
+    wb.wait_for(lambda: not wb.row("Sessions", LIVE_LABEL).is_visible(), "the live session gone")
+    assert "failed" not in wb.page.locator(".notifications-toasts").inner_text()
+    wb.shot("reconnected")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .hub_helpers import short_run_dir, using_hubs
 from .vscode_helpers import build_vsix, code_server_dir, node24_bin, node_env
 
 if TYPE_CHECKING:
@@ -116,14 +117,16 @@ class CodeServer:
     home: Path
     log: Path
     workspace: Path
+    run_dir: Path  # XDG_RUNTIME_DIR: the hub the extension uses keeps its socket here
 
 
 @contextmanager
 def running_code_server(
     home: Path, settings: dict[str, object], artifacts: Path
 ) -> Iterator[CodeServer]:
-    """code-server in `home` (HOME and the XDG folders inside it), the fresh .vsix installed,
-    `settings` as the user's settings.json; logs copied to `artifacts` when it stops."""
+    """code-server in `home` (HOME and the XDG folders inside it, and a short private
+    XDG_RUNTIME_DIR for the hub the extension starts), the fresh .vsix installed, `settings` as
+    the user's settings.json; logs copied to `artifacts` when it stops, hubs stopped with it."""
     vsix = build_vsix()
     user, extensions, workspace = home / "user", home / "extensions", home / "workspace"
     (user / "User").mkdir(parents=True)
@@ -133,8 +136,10 @@ def running_code_server(
     merged = {**QUIET_SETTINGS, **settings}
     (user / "User" / "settings.json").write_text(json.dumps(merged, indent=2))
     binary = str(code_server_dir() / "node_modules" / ".bin" / "code-server")
+    run_dir = short_run_dir()
     env = node_env(
         HOME=str(home),
+        XDG_RUNTIME_DIR=run_dir,
         XDG_STATE_HOME=str(home / "state"),
         XDG_CACHE_HOME=str(home / "cache"),
         XDG_CONFIG_HOME=str(home / "config"),
@@ -183,10 +188,14 @@ def running_code_server(
             start_new_session=True,
         )
     try:
-        _wait_healthy(port, proc, log, timeout=120)
-        yield CodeServer(f"http://127.0.0.1:{port}/?folder={workspace}", home, log, workspace)
+        with using_hubs(run_dir):  # its hubs are stopped after code-server (never restarted)
+            try:
+                _wait_healthy(port, proc, log, timeout=120)
+                url = f"http://127.0.0.1:{port}/?folder={workspace}"
+                yield CodeServer(url, home, log, workspace, Path(run_dir))
+            finally:
+                _stop(proc)
     finally:
-        _stop(proc)
         artifacts.mkdir(parents=True, exist_ok=True)
         shutil.copy(log, artifacts / "code-server.log")
         logs = user / "logs"
@@ -207,6 +216,16 @@ class Workbench:
         self.artifacts = artifacts
         self.shots: list[Path] = []
         self._seen: set[str] = set()  # row texts the last wait_row scrolled past
+
+    def new_window(self) -> Workbench:
+        """A second VS Code window on the same code-server (its own extension host)."""
+        browser = self.page.context.browser
+        assert browser is not None
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        page.set_default_timeout(45_000)
+        page.goto(self.page.url)
+        page.wait_for_selector(".monaco-workbench", timeout=120_000)
+        return Workbench(page, self.artifacts / "second-window")
 
     def shot(self, name: str) -> Path:
         self.artifacts.mkdir(parents=True, exist_ok=True)

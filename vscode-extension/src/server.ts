@@ -1,5 +1,7 @@
-// The server process and its vscode-languageclient connection: start from settings, restart on
-// server-setting changes, one Output channel, failures reported once with the reason.
+// The server and its vscode-languageclient connection: by default the user's shared hub over its
+// Unix socket (hub.md §3: found or started through `dsh-query hub ensure`, reconnected with
+// back-off after a drop), else a private server process over stdio. Restart on server-setting
+// changes, one Output channel, failures reported once with the reason.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import * as os from "node:os";
@@ -14,10 +16,20 @@ import {
   type ErrorHandlerResult,
   type LanguageClientOptions,
   type ServerOptions,
+  type StreamInfo,
 } from "vscode-languageclient/node";
 import { StderrTail, formatError } from "./errors";
 import { Methods, type DidChangeParams, type Rpc } from "./protocol";
-import { readSettings, serverLaunch, type Launch, type Settings } from "./settings";
+import { connectSocket, ensureHub, type HubStatus } from "./hub";
+import {
+  RECONNECT_DELAYS_MS,
+  hubLaunch,
+  readSettings,
+  serverLaunch,
+  usesHub,
+  type Launch,
+  type Settings,
+} from "./settings";
 
 export type ServerState = "stopped" | "starting" | "running" | "failed";
 
@@ -92,6 +104,12 @@ export class ServerManager implements vscode.Disposable {
   private generation = 0;
   private restarts: number[] = [];
   private _state: ServerState = "stopped";
+  /** This connection goes to the hub (else a private server process). */
+  private hubMode = false;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  /** The hub could not be used: this window runs a private server until restarted. */
+  private privateFallback = false;
+  hub: HubStatus | undefined;
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   private readonly changeEmitter = new vscode.EventEmitter<DidChangeParams>();
   readonly onDidChangeState = this.stateEmitter.event;
@@ -171,10 +189,25 @@ export class ServerManager implements vscode.Disposable {
       });
   }
 
+  private connectHub(launch: Launch): ServerOptions {
+    return async (): Promise<StreamInfo> => {
+      const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? os.homedir();
+      this.output.appendLine(`[info] finding the hub: ${[launch.command, ...launch.args].map((a) => JSON.stringify(a)).join(" ")}`);
+      const status = await ensureHub(launch, this.settings.initializationOptions, cwd);
+      const socket = await connectSocket(status.socket);
+      this.hub = status;
+      this.output.appendLine(`[info] connected to hub ${status.key} (pid ${status.pid}) at ${status.socket}`);
+      return { reader: socket, writer: socket, detached: true };
+    };
+  }
+
   private errorHandler(): ErrorHandler {
     return {
       error: (): ErrorHandlerResult => ({ action: ErrorAction.Continue, handled: true }),
       closed: (): CloseHandlerResult => {
+        if (this.hubMode) {
+          return { action: CloseAction.DoNotRestart, handled: true }; // reconnect() takes over
+        }
         const now = Date.now();
         this.restarts = this.restarts.filter((t) => now - t < 180_000);
         if (this._state === "running" && this.restarts.length < 4) {
@@ -188,6 +221,12 @@ export class ServerManager implements vscode.Disposable {
   }
 
   async start(): Promise<boolean> {
+    return this.connect(false);
+  }
+
+  /** Start (or, ``reconnecting``, start again after a hub connection dropped: no notification,
+   * no private fallback until the last attempt). */
+  private async connect(reconnecting: boolean, attempt = 0): Promise<boolean> {
     if (this.client) {
       return this._state === "running";
     }
@@ -209,7 +248,9 @@ export class ServerManager implements vscode.Disposable {
     if (generation !== this.generation || this.client) {
       return false; // stopped or restarted while we looked for an interpreter
     }
-    const launch = serverLaunch(this.settings, fallback.length > 0 ? fallback : ["python3"]);
+    const interpreter = fallback.length > 0 ? fallback : ["python3"];
+    this.hubMode = usesHub(this.settings) && !this.privateFallback;
+    const launch = this.hubMode ? hubLaunch(this.settings, interpreter) : serverLaunch(this.settings, interpreter);
     this.launch = launch;
     const clientOptions: LanguageClientOptions = {
       documentSelector: [],
@@ -219,7 +260,8 @@ export class ServerManager implements vscode.Disposable {
       errorHandler: this.errorHandler(),
       initializationFailedHandler: () => false,
     };
-    const client = new QuietLanguageClient(CLIENT_ID, CLIENT_NAME, this.spawnServer(launch, generation), clientOptions);
+    const serverOptions = this.hubMode ? this.connectHub(launch) : this.spawnServer(launch, generation);
+    const client = new QuietLanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
     this.client = client;
     client.onDidChangeState((e) => {
       if (generation !== this.generation) {
@@ -230,7 +272,11 @@ export class ServerManager implements vscode.Disposable {
       } else if (e.newState === State.Starting) {
         this.setState("starting");
       } else if (e.newState === State.Stopped && !this.stopping && this._state === "running") {
-        this.fail(this.stderr.reason() ?? "the server stopped", false);
+        if (this.hubMode) {
+          this.reconnect(0);
+        } else {
+          this.fail(this.stderr.reason() ?? "the server stopped", false);
+        }
       }
     });
     client.onNotification(Methods.didChange, (params: DidChangeParams) => {
@@ -254,12 +300,46 @@ export class ServerManager implements vscode.Disposable {
       if (generation !== this.generation) {
         return false;
       }
+      if (this.hubMode) {
+        const reason = this.explain(err);
+        await this.dropClient();
+        if (reconnecting && attempt + 1 < RECONNECT_DELAYS_MS.length) {
+          this.output.appendLine(`[warn] the hub is not back yet: ${reason}`);
+          this.reconnect(attempt + 1);
+          return false;
+        }
+        // Where the hub cannot be used (sockets refused, an old server): a private server.
+        this.output.appendLine(`[warn] cannot use the hub (${reason}); starting a private server`);
+        this.privateFallback = true;
+        return this.connectPrivate();
+      }
       // Give the process a moment to flush the stderr that says why.
       await new Promise((r) => setTimeout(r, 300));
       this.fail(this.explain(err));
       await this.dropClient();
       return false;
     }
+  }
+
+  /** After the hub went away: connect again (``hub ensure`` starts a new one) with back-off;
+   * the views refresh once the state is running again. */
+  private reconnect(attempt: number): void {
+    const generation = this.generation;
+    this.setState("starting");
+    const delay = RECONNECT_DELAYS_MS[Math.min(attempt, RECONNECT_DELAYS_MS.length - 1)];
+    this.output.appendLine(`[warn] lost the hub connection; reconnecting in ${delay} ms`);
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = setTimeout(() => {
+      if (generation !== this.generation || this.stopping) {
+        return;
+      }
+      void this.dropClient().then(() => this.connect(true, attempt));
+    }, delay);
+  }
+
+  private async connectPrivate(): Promise<boolean> {
+    await this.dropClient();
+    return this.connect(false);
   }
 
   private explain(err: unknown): string {
@@ -325,6 +405,7 @@ export class ServerManager implements vscode.Disposable {
   async stop(): Promise<void> {
     this.stopping = true;
     this.generation++;
+    clearTimeout(this.reconnectTimer);
     await this.dropClient();
     this.setState("stopped");
   }
@@ -332,6 +413,7 @@ export class ServerManager implements vscode.Disposable {
   async restart(): Promise<boolean> {
     this.output.appendLine("[info] restarting the server");
     await this.stop();
+    this.privateFallback = false;
     return this.start();
   }
 

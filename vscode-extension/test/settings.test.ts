@@ -2,7 +2,7 @@ import { strict as assert } from "node:assert";
 import { test } from "node:test";
 import { StderrTail, describeError, formatError, isCancellation, isMethodNotFound } from "../src/errors";
 import { availability, refFromArgs } from "../src/refs";
-import { RESTART_KEYS, needsRestart, readSettings, serverLaunch } from "../src/settings";
+import { RESTART_KEYS, hubLaunch, needsRestart, readSettings, serverLaunch, usesHub } from "../src/settings";
 
 const reader = (values: Record<string, unknown>) => ({ get: <T>(k: string) => values[k] as T | undefined });
 
@@ -37,6 +37,25 @@ test("settings become initializationOptions and the command line", () => {
   assert.equal(readSettings(reader({ persistence: null })).initializationOptions.persistence, null);
   assert.equal("persistence" in readSettings(reader({ persistence: "" })).initializationOptions, false);
   assert.deepEqual(readSettings(reader({ interpreter: "/opt/py" })).interpreter, ["/opt/py"]);
+});
+
+test("the hub: on by default, found through the CLI, off for a private server's flags", () => {
+  const s = readSettings(reader({ interpreter: ["/usr/bin/env", "python3.11"], serverArgs: ["--checkpoint", "manual"] }));
+  assert.equal(s.hub, true);
+  assert.ok(usesHub(s, "linux"));
+  assert.ok(!usesHub(s, "win32")); // no Unix sockets
+  assert.deepEqual(hubLaunch(s, ["ignored"]), {
+    command: "/usr/bin/env",
+    args: ["python3.11", "-m", "dsh_query_server.cli", "hub", "ensure", "--checkpoint", "manual"],
+  });
+  assert.deepEqual(hubLaunch(readSettings(reader({})), ["/py"]), {
+    command: "/py",
+    args: ["-m", "dsh_query_server.cli", "hub", "ensure"],
+  });
+  assert.ok(!usesHub(readSettings(reader({ hub: false })), "linux"));
+  assert.ok(!usesHub(readSettings(reader({ serverArgs: ["--demo"] })), "linux"));
+  assert.ok(!usesHub(readSettings(reader({ serverArgs: ["--tcp=127.0.0.1:7777"] })), "linux"));
+  assert.ok(needsRestart((k) => k === "dshQuery.hub"));
 });
 
 test("which changes restart the server", () => {
