@@ -24,6 +24,10 @@ class Client(Protocol):
 
     def request(self, method: str, params: Any = None) -> Any: ...
 
+    def request_raw(self, method: str, params: Any = None) -> bytes:
+        """The result as JSON text (what ``--json`` prints), not decoded where avoidable."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -101,6 +105,9 @@ class StdioClient:
                     return message.get("result")
                 if "method" in message:
                     self.notifications.append(message)
+
+    def request_raw(self, method: str, params: Any = None) -> bytes:
+        return self._dumps(self.request(method, params))
 
     def close(self) -> None:
         try:

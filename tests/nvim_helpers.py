@@ -92,8 +92,10 @@ def run_nvim(
     server_args: list[str],
     init: dict | None = None,
     force_start_client: bool = False,
+    env: dict[str, str] | None = None,
 ) -> dict:
-    """Run one scenario; returns the decoded result (snaps, notes, info, ...)."""
+    """Run one scenario; returns the decoded result (snaps, notes, info, ...). ``env``: extra
+    environment (a hub's XDG_RUNTIME_DIR, say)."""
     tmp.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "dsh_query_server", *server_args]
 
@@ -117,7 +119,7 @@ def run_nvim(
     )
     path = tmp / "scenario.lua"
     path.write_text(script)
-    env = {**os.environ}
+    env = {**os.environ, **(env or {})}
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         (tmp / name.lower()).mkdir(exist_ok=True)
         env[name] = str(tmp / name.lower())

@@ -229,7 +229,7 @@ def code_server(
                         "version": 0,
                         "id": LIVE,
                         "createdAt": T0 + 90_000,
-                        "cwd": "/srv/live",
+                        "cwd": "/home/ana/notes",
                     }
                 },
             )
@@ -486,7 +486,7 @@ def test_a_second_window_sees_a_session_the_producer_creates(
         second.wait_row("Sessions", PARENT_LABEL, timeout=90_000)
         second.wait_row("Sessions", LIVE_LABEL)  # the producer's session, made before it opened
         producer: HubClient = code_server["producer"]
-        header = {"version": 0, "id": SECOND, "createdAt": T0 + 100_000, "cwd": "/srv/live"}
+        header = {"version": 0, "id": SECOND, "createdAt": T0 + 100_000, "cwd": "/home/ana/notes"}
         producer.request("sessionStore/create", {"header": header})
         producer.request(
             "sessionStore/append", {"sessionId": SECOND, "events": [_user(0, SECOND_LABEL)]}
@@ -559,8 +559,9 @@ def test_a_killed_hub_is_replaced_and_the_views_refresh(
     killed = json.loads(infos[0].read_text())["pid"]
     wb.palette("Notifications: Clear All Notifications")
     os.kill(killed, signal.SIGKILL)
-    # the window reconnects (its `hub ensure` starts a new hub) and lists the persisted sessions;
-    # the live ones went with the killed hub, as with a killed `serve`
+    # the window reconnects (its `hub ensure` starts a new hub) and lists the sessions again; the
+    # producer's session is persisted only now (the killed hub had checkpointed it into the root,
+    # its live copy went with the hub, as with a killed `serve`)
     wb.wait_for(
         lambda: any(
             json.loads(p.read_text()).get("pid") not in (None, killed)
@@ -570,6 +571,12 @@ def test_a_killed_hub_is_replaced_and_the_views_refresh(
         timeout=90,
     )
     wb.wait_row("Sessions", PARENT_LABEL, timeout=90_000)
-    wb.wait_for(lambda: not wb.row("Sessions", LIVE_LABEL).is_visible(), "the live session gone")
+    wb.wait_for(
+        lambda: any(
+            f"id: {LIVE}" in label and "state: persisted" in label
+            for label in wb.labels("Sessions")
+        ),
+        "the producer's session, persisted only",
+    )
     assert "failed" not in wb.page.locator(".notifications-toasts").inner_text()
     wb.shot("reconnected")

@@ -37,6 +37,27 @@ def session_arg(client: Client, text: str) -> str:
     return resolve_id(text, (r["header"]["id"] for r in listed))
 
 
+NOT_FOUND = "SESSION_QUERY_SESSION_NOT_FOUND"
+
+
+def session_request(
+    client: Client, text: str, method: str, params: dict[str, Any]
+) -> tuple[str, Any]:
+    """(id, result) of ``method`` on the session ``text`` names: an exact id is asked directly;
+    only a text the server does not know as an id is resolved as a prefix (a listing)."""
+    from ..client import RpcError
+
+    try:
+        return text, client.request(method, {**params, "sessionId": text})
+    except RpcError as exc:
+        if exc.data_code != NOT_FOUND:
+            raise
+        session_id = session_arg(client, text)
+        if session_id == text:
+            raise
+    return session_id, client.request(method, {**params, "sessionId": session_id})
+
+
 def cmd_sessions(args: argparse.Namespace) -> None:
     keep = session_filter(args.agent, args.cwd, args.since)
     with connect(args) as client:
@@ -50,15 +71,9 @@ def cmd_events(args: argparse.Namespace) -> None:
 
 def cmd_read(args: argparse.Namespace) -> None:
     with connect(args) as client:
-        args.session_id = session_arg(client, args.session_id)
-        window = client.request(
-            "sessionQuery/readEvent",
-            {
-                "sessionId": args.session_id,
-                "seq": args.seq,
-                "before": args.before,
-                "after": args.after,
-            },
+        params = {"seq": args.seq, "before": args.before, "after": args.after}
+        args.session_id, window = session_request(
+            client, args.session_id, "sessionQuery/readEvent", params
         )
     if args.json:
         return print_json(window)
@@ -74,8 +89,9 @@ def cmd_surface(args: argparse.Namespace) -> None:
     from ..query.text import extract_text
 
     with connect(args) as client:
-        args.session_id = session_arg(client, args.session_id)
-        surface = client.request("sessionQuery/readSurface", {"sessionId": args.session_id})
+        args.session_id, surface = session_request(
+            client, args.session_id, "sessionQuery/readSurface", {}
+        )
     if args.json:
         return print_json(surface)
     from rich.table import Table

@@ -3,8 +3,9 @@ this user's hubs; ``ensure`` (start if needed, print where it listens) and ``con
 bridge to the hub's socket) are **[ours]**, for editors that start the hub through the command
 line or cannot open a Unix socket themselves (Neovim before 0.10).
 
-A hub's configuration comes from ``--config FILE``, then ``$DSH_QUERY_HUB_OPTIONS`` (a JSON
-object; how a client hands a hub it starts its options), then the flags.
+A hub's configuration comes from ``--config FILE``, then the flags, then
+``$DSH_QUERY_HUB_OPTIONS`` (a JSON object: the initializationOptions of the client that starts
+the hub, which win over flags as they do with ``serve``).
 """
 
 from __future__ import annotations
@@ -26,41 +27,51 @@ def _stop(message: str) -> None:
     sys.exit(2)
 
 
+def _json_object(name: str, text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        _stop(f"{name} is not JSON: {exc}")
+    if not isinstance(value, dict):
+        _stop(f"{name} must hold a JSON object")
+    return value
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Key by key; the ``search`` and ``checkpoint`` groups by their keys (protocol.md §1)."""
+    out = dict(base)
+    for key, item in override.items():
+        current = out.get(key)
+        if key in ("search", "checkpoint") and isinstance(item, dict) and isinstance(current, dict):
+            out[key] = {**current, **item}
+        else:
+            out[key] = item
+    return out
+
+
 def hub_options(args: argparse.Namespace) -> dict[str, Any]:
-    """--config, then $DSH_QUERY_HUB_OPTIONS, then the flags, key by key."""
+    """``--config``, overridden by the flags, overridden by ``$DSH_QUERY_HUB_OPTIONS``: a
+    client's initializationOptions win over its flags, as with ``serve``."""
     from ..hub.start import OPTIONS_ENV
 
     options: dict[str, Any] = {}
-    sources: list[tuple[str, str]] = []
     if args.config is not None:
         try:
             with open(args.config, encoding="utf-8") as f:
-                sources.append((f"--config {args.config}", f.read()))
+                options = _json_object(f"--config {args.config}", f.read())
         except OSError as exc:
             _stop(f"cannot read --config {args.config}: {exc.strerror}")
-    if os.environ.get(OPTIONS_ENV):
-        sources.append((OPTIONS_ENV, os.environ[OPTIONS_ENV]))
-    for name, text in sources:
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            _stop(f"{name} is not JSON: {exc}")
-        if not isinstance(value, dict):
-            _stop(f"{name} must hold a JSON object")
-        for key, item in value.items():
-            if key in ("search", "checkpoint") and isinstance(item, dict):
-                current = options.get(key)
-                options[key] = {**current, **item} if isinstance(current, dict) else item
-            else:
-                options[key] = item
+    flags: dict[str, Any] = {}
     if args.persistence:
-        options["persistence"] = persistence_option(args.persistence)
-    elif "persistence" not in options:
-        options["persistence"] = "auto"
+        flags["persistence"] = persistence_option(args.persistence)
     if args.index is not None:
-        options["index"] = args.index
+        flags["index"] = args.index
     if args.checkpoint is not None:
-        options["checkpoint"] = {**options.get("checkpoint", {}), "mode": args.checkpoint}
+        flags["checkpoint"] = {"mode": args.checkpoint}
+    options = _merge(options, flags)
+    if os.environ.get(OPTIONS_ENV):
+        options = _merge(options, _json_object(OPTIONS_ENV, os.environ[OPTIONS_ENV]))
+    options.setdefault("persistence", "auto")
     return options
 
 
@@ -111,10 +122,16 @@ def cmd_hub(args: argparse.Namespace) -> None:
         return run_hub(args)
     if action == "list":
         return show_list(args.json)
-    from ..hub.start import reach
+    from ..hub.start import HubStartError, reach
+    from ..rundir import RunDirError
 
     options = hub_options(args)
-    client = reach(options, start=action in ("ensure", "connect"))
+    try:
+        client = reach(options, start=action in ("ensure", "connect"))
+    except (HubStartError, RunDirError) as exc:
+        if action != "connect":
+            raise
+        return serve_instead(args, exc)
     if client is None:
         sys.stderr.write("no hub is running for this configuration\n")
         sys.exit(1)
@@ -135,6 +152,22 @@ def cmd_hub(args: argparse.Namespace) -> None:
         print(json.dumps(status, indent=2))
         return
     _print_status(status)
+
+
+def serve_instead(args: argparse.Namespace, reason: Exception) -> None:
+    """``hub connect`` where no hub can be used (a bad option, a refused directory): this
+    process becomes a private ``serve`` on the same stdio, so the editor's initialize is
+    answered (a bad option with its SESSION_QUERY_INVALID_CONFIG) as without a hub."""
+    sys.stderr.write(f"dsh-query hub connect: no hub ({reason}); serving privately\n")
+    sys.stderr.flush()
+    flags = [sys.executable, "-m", "dsh_query_server"]
+    for value in args.persistence or []:
+        flags += ["--persistence", value]
+    if args.index is not None:
+        flags += ["--index", args.index]
+    if args.checkpoint is not None:
+        flags += ["--checkpoint", args.checkpoint]
+    os.execv(sys.executable, flags)
 
 
 def _print_status(status: dict[str, Any]) -> None:

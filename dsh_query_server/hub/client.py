@@ -62,14 +62,17 @@ class HubClient:
         except OSError as exc:
             raise HubGone(f"the hub closed the connection ({exc.strerror})") from None
 
-    def _read(self) -> dict[str, Any]:
+    def _read_body(self) -> bytes:
         try:
             body = read_frame(self._reader)
         except OSError as exc:
             raise HubGone(f"the hub closed the connection ({exc})") from None
         if body is None:
             raise HubGone("the hub closed the connection")
-        return json.loads(body)
+        return body
+
+    def _read(self) -> dict[str, Any]:
+        return json.loads(self._read_body())
 
     def notify(self, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
@@ -89,6 +92,26 @@ class HubClient:
                     if "error" in message:
                         raise RpcError(message["error"])
                     return message.get("result")
+                if "method" in message:
+                    self.notifications.append(message)
+
+    def request_raw(self, method: str, params: Any = None) -> bytes:
+        """The result's JSON text as the hub sent it, not decoded: a 10,000-session listing is
+        printed without being turned into Python objects and back. The hub frames a result as
+        ``{"jsonrpc":"2.0","id":N,"result":…}``; any other shape is decoded as usual."""
+        with self._lock:
+            msg_id = next(self._ids)
+            self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}})
+            prefix = b'{"jsonrpc":"2.0","id":%d,"result":' % msg_id
+            while True:
+                body = self._read_body()
+                if body.startswith(prefix) and body.endswith(b"}"):
+                    return body[len(prefix) : -1]
+                message = json.loads(body)
+                if message.get("id") == msg_id and "method" not in message:
+                    if "error" in message:
+                        raise RpcError(message["error"])
+                    return json.dumps(message.get("result")).encode("ascii")
                 if "method" in message:
                     self.notifications.append(message)
 

@@ -36,6 +36,14 @@ def _get(group: Mapping[str, Any], key: str, default: Any) -> Any:
     return default if value is None else value
 
 
+def _number(value: Any) -> Any:
+    """An integral number as the int the server makes of it (50.0 is 50); anything else as it
+    is (the hub refuses a bad value; the key only has to be the same for the same options)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def _group(options: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     group = options.get(name)
     return group if isinstance(group, Mapping) else {}
@@ -55,20 +63,20 @@ def resolved(options: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "persistence": members,
         "index": index,
-        "readWindowMax": int(_get(options, "readWindowMax", resolve.READ_WINDOW_MAX)),
-        "persistedInspectConcurrency": int(
+        "readWindowMax": _number(_get(options, "readWindowMax", resolve.READ_WINDOW_MAX)),
+        "persistedInspectConcurrency": _number(
             _get(options, "persistedInspectConcurrency", resolve.PERSISTED_INSPECT_CONCURRENCY)
         ),
         "search": {
             "openAt": _get(search, "openAt", resolve.OPEN_AT),
             "journalMode": _get(search, "journalMode", resolve.JOURNAL_MODE),
-            "defaultLimit": int(_get(search, "defaultLimit", resolve.DEFAULT_LIMIT)),
-            "maxLimit": int(_get(search, "maxLimit", resolve.MAX_LIMIT)),
-            "snippetChars": int(_get(search, "snippetChars", resolve.SNIPPET_CHARS)),
+            "defaultLimit": _number(_get(search, "defaultLimit", resolve.DEFAULT_LIMIT)),
+            "maxLimit": _number(_get(search, "maxLimit", resolve.MAX_LIMIT)),
+            "snippetChars": _number(_get(search, "snippetChars", resolve.SNIPPET_CHARS)),
         },
         "checkpoint": {
             "mode": _get(checkpoint, "mode", resolve.CHECKPOINT_MODE),
-            "intervalMs": int(_get(checkpoint, "intervalMs", resolve.CHECKPOINT_INTERVAL_MS)),
+            "intervalMs": _number(_get(checkpoint, "intervalMs", resolve.CHECKPOINT_INTERVAL_MS)),
         },
     }
 

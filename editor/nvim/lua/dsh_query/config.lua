@@ -8,6 +8,16 @@ M.defaults = {
   cmd = { "python3", "-m", "dsh_query_server" },
   cmd_env = nil, -- extra environment for the server process
   cmd_cwd = nil, -- working directory of the server process
+  -- Use the one server your command line, editors and agents share (`dsh-query hub`, started
+  -- when none runs), keyed by `init_options`: over its Unix socket on Neovim 0.10+, through a
+  -- `dsh-query hub connect` stdio bridge before. The bridge's argv is derived from `cmd`
+  -- (`… -m dsh_query_server …` or `dsh-query serve …`) unless `hub_cmd` gives it. Off (or with
+  -- `--demo`/`--tcp` in `cmd`, or `tcp` set): `cmd` runs a private server as before.
+  hub = true,
+  hub_cmd = nil, -- e.g. { "dsh-query", "hub", "connect" }
+  -- After the hub connection drops: reconnect (starting a hub if needed) after these delays, in
+  -- milliseconds, then refresh the open trees.
+  reconnect_ms = { 250, 500, 1000, 2000, 4000, 8000, 15000 },
   -- Connect to a server already listening on a loopback TCP port (`dsh-query serve --tcp H:P`)
   -- instead of starting one: "127.0.0.1:7777". Needs Neovim 0.8+ (vim.lsp.rpc.connect).
   tcp = nil,

@@ -1,6 +1,8 @@
 -- The connection to dsh_query_server: start it (vim.lsp.start on 0.8+, vim.lsp.start_client on
 -- 0.7 or when `use_start_client` is set), or attach to a client of the same name that is already
 -- running; queue requests until `initialize` has answered; route `sessionQuery/didChange`.
+-- With `hub` (the default) the server is the user's hub (hub.md §3): its socket on 0.10+, a
+-- `dsh-query hub connect` bridge before; a dropped hub connection is reconnected with back-off.
 local config = require("dsh_query.config")
 
 local M = {}
@@ -13,6 +15,9 @@ local state = {
   pending = 0, -- requests sent and not yet answered (for :lua require'dsh_query'.wait())
   anchor = nil, -- hidden buffer vim.lsp.start attaches to (0.8 .. 0.10 always attach)
   listeners = {}, -- didChange listeners
+  hub = false, -- the client in use talks to the hub
+  stopping = false, -- M.stop() was called: no reconnection
+  reconnecting = false,
 }
 M.state = state
 
@@ -185,9 +190,85 @@ local function guarded(fn)
   return a, b
 end
 
+local HUB_OPTIONS_ENV = "DSH_QUERY_HUB_OPTIONS"
+
+local function json_options(init_options)
+  if init_options == nil or next(init_options) == nil then
+    return "{}"
+  end
+  return vim.fn.json_encode(init_options)
+end
+
+--- `cmd` for `dsh-query hub <action>`: `… -m dsh_query_server …` becomes
+--- `… -m dsh_query_server.cli hub <action> …`, `dsh-query serve …` becomes
+--- `dsh-query hub <action> …`; nil when `cmd` is neither (or names a private-only flag).
+function M.hub_argv(cmd, action)
+  if type(cmd) ~= "table" then
+    return nil
+  end
+  for _, arg in ipairs(cmd) do
+    local flag = tostring(arg):match("^([^=]*)")
+    if flag == "--demo" or flag == "--tcp" or flag == "--tcp-token-file" then
+      return nil
+    end
+  end
+  local out = {}
+  for i, arg in ipairs(cmd) do
+    if arg == "-m" and cmd[i + 1] == "dsh_query_server" then
+      vim.list_extend(out, { "-m", "dsh_query_server.cli", "hub", action })
+      vim.list_extend(out, vim.list_slice(cmd, i + 2))
+      return out
+    elseif arg == "serve" and i == 2 then
+      vim.list_extend(out, { "hub", action })
+      vim.list_extend(out, vim.list_slice(cmd, i + 1))
+      return out
+    end
+    out[#out + 1] = arg
+  end
+  return nil
+end
+
+--- The hub to use, or nil for a private server: {argv, env} of the bridge, or {socket} on 0.10+.
+local function hub_target(opts)
+  if not opts.hub or opts.tcp then
+    return nil
+  end
+  local env = vim.tbl_extend("force", opts.cmd_env or {}, { [HUB_OPTIONS_ENV] = json_options(opts.init_options) })
+  local connect_argv = opts.hub_cmd or M.hub_argv(opts.cmd, "connect")
+  if not connect_argv then
+    return nil
+  end
+  if has("0.10") and vim.system and vim.lsp.rpc and vim.lsp.rpc.connect then
+    local ensure_argv = vim.deepcopy(connect_argv)
+    for i, arg in ipairs(ensure_argv) do
+      if arg == "connect" and ensure_argv[i - 1] == "hub" then
+        ensure_argv[i] = "ensure"
+      end
+    end
+    local done = vim.system(ensure_argv, { env = env, cwd = opts.cmd_cwd, text = true }):wait(20000)
+    local ok, status = pcall(vim.fn.json_decode, done.stdout or "")
+    if done.code ~= 0 or not ok or type(status) ~= "table" or type(status.socket) ~= "string" then
+      error("the hub could not be started: " .. vim.trim(done.stderr or ""))
+    end
+    return { socket = status.socket }
+  end
+  return { argv = connect_argv, env = env }
+end
+
 local function client_config()
   local opts = config.options
   local cmd = opts.cmd
+  local cmd_env = opts.cmd_env
+  local hub = hub_target(opts)
+  state.hub = hub ~= nil
+  if hub and hub.socket then
+    local connect = vim.lsp.rpc.connect(hub.socket)
+    cmd = function(...)
+      return guard_initialize(connect(...))
+    end
+  elseif hub then
+    cmd, cmd_env = hub.argv, hub.env
+  end
   if opts.tcp then
     local host, port = tostring(opts.tcp):match("^(.*):(%d+)$")
     if not host or not (vim.lsp.rpc and vim.lsp.rpc.connect) then
@@ -205,7 +286,7 @@ local function client_config()
   return {
     name = opts.name,
     cmd = cmd,
-    cmd_env = opts.cmd_env,
+    cmd_env = cmd_env,
     cmd_cwd = opts.cmd_cwd,
     root_dir = (vim.uv or vim.loop).cwd(),
     init_options = init_options,
@@ -235,6 +316,12 @@ local function client_config()
     on_exit = function(code, signal, client_id)
       in_main(function()
         if client_id == nil or client_id == state.client_id then
+          local was_hub, was_ready = state.hub, state.ready
+          if was_hub and was_ready and not state.stopping then
+            reset("the hub connection dropped")
+            M.reconnect(1)
+            return
+          end
           if code ~= 0 and code ~= nil then
             vim.notify(("dsh-query: the server exited (code %s, signal %s)"):format(code, signal),
               levels().WARN)
@@ -247,7 +334,8 @@ local function client_config()
 end
 
 local function start()
-  local argv = config.options.cmd
+  state.stopping = false
+  local argv = config.options.hub_cmd or config.options.cmd
   if not config.options.tcp and type(argv) == "table" and vim.fn.executable(argv[1] or "") == 0 then
     return nil, ("%s is not executable (set cmd in require('dsh_query').setup())"):format(tostring(argv[1]))
   end
@@ -415,7 +503,34 @@ function M.wait(timeout_ms)
   end, 10)
 end
 
+--- After a dropped hub connection: connect again (a new hub is started if needed) after the
+--- configured back-off, then tell the listeners, so open trees refresh.
+function M.reconnect(attempt)
+  local delays = config.options.reconnect_ms or {}
+  if state.reconnecting or attempt > #delays then
+    return
+  end
+  state.reconnecting = true
+  vim.notify("dsh-query: the hub connection dropped; reconnecting", levels().WARN)
+  vim.defer_fn(function()
+    state.reconnecting = false
+    if state.stopping then
+      return
+    end
+    M.with_client(function(client)
+      if client then
+        for _, fn in pairs(state.listeners) do
+          pcall(fn, { corpus = true, reconnected = true })
+        end
+      elseif attempt < #delays then
+        M.reconnect(attempt + 1)
+      end
+    end)
+  end, delays[attempt])
+end
+
 function M.stop()
+  state.stopping = true
   stop_client(get_client(state.client_id))
   state.client_id, state.ready, state.path = nil, false, nil
 end
@@ -426,6 +541,7 @@ function M.info()
     client_id = state.client_id,
     path = state.path,
     ready = state.ready,
+    hub = state.hub,
     pending = state.pending,
     capabilities = client and client.server_capabilities or nil,
   }

@@ -566,6 +566,8 @@ rpc.subscribe("tree", function(params)
   for buf, st in pairs(M.buffers) do
     if not vim.api.nvim_buf_is_valid(buf) then
       M.buffers[buf] = nil
+    elseif params.reconnected then -- a new connection (maybe a new hub): everything again
+      M.refresh(buf)
     elseif not st.stale and affected(st, params) then
       st.stale = true
       M.render(st)
