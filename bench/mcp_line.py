@@ -109,6 +109,7 @@ class McpSection(BenchBase):
                 "/",
                 "--max-search-results",
                 str(MAX_RESULTS),
+                "--no-hub",  # the tools in this process, as this line has always measured
             ],
         )
         listed = rpc.request("sessionQuery/listSessions")

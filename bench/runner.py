@@ -27,6 +27,7 @@ import msgspec
 from .build import Progress
 from .core import HERE
 from .corpus import PROBE_LONG, PROBE_SHORT
+from .hub import HubSection
 from .jsonl import JsonlSection, zstd_root
 from .mcp_line import McpSection
 from .postgres import PostgresSection
@@ -63,7 +64,7 @@ def raw_list(db: str) -> bytes:
     return msgspec.json.encode(records)
 
 
-class Bench(SearchSection, JsonlSection, McpSection, PostgresSection):
+class Bench(SearchSection, JsonlSection, McpSection, PostgresSection, HubSection):
     # -- protocol overhead ------------------------------------------------------------------------
 
     def echo_baseline(self) -> Stats:
@@ -328,6 +329,8 @@ class Bench(SearchSection, JsonlSection, McpSection, PostgresSection):
                 self.jsonl_section(server)
         finally:
             server.close(timeout=120)
+        if not self.args.skip_hub:
+            self.hub_section()
         if not self.args.skip_search:
             self.reconcile_in_process()
             if not self.args.skip_mcp:
@@ -336,6 +339,32 @@ class Bench(SearchSection, JsonlSection, McpSection, PostgresSection):
             self.postgres_section()
         shutil.rmtree(self.tmp, ignore_errors=True)
         self.info["seconds"] = time.time() - started
+        self.report()
+        return 0
+
+    def run_only(self, section: str) -> int:
+        self.corpus()
+        if section == "hub":
+            self.hub_section()
+        else:
+            echo = self.echo_baseline()
+            with WireClient(["--persistence", "none"], env=self.env()) as server:
+                trivial = measure(
+                    lambda i: server.request("sessionPersistence/status", {}),
+                    self.n(3000),
+                    warmup=200,
+                )
+            self.add(
+                Row(
+                    "protocol overhead: trivial request (status)",
+                    trivial,
+                    baseline=echo,
+                    baseline_name="bare msgspec echo",
+                    ratio=trivial.p50 / echo.p50,
+                    target="<= 1.3x echo",
+                    ok=trivial.p50 <= 1.3 * echo.p50,
+                )
+            )
         self.report()
         return 0
 
@@ -414,6 +443,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--skip-mcp", action="store_true", help="the MCP line (needs the search section)"
     )
     parser.add_argument(
+        "--skip-hub", action="store_true", help="the hub lines (bench/hub.py: CLI commands)"
+    )
+    parser.add_argument(
+        "--only",
+        choices=("overhead", "hub"),
+        help="one section on its own: the trivial request against the echo baseline, or the hub",
+    )
+    parser.add_argument(
         "--build-only",
         action="store_true",
         help="build (or find) the corpus and its Zstandard copy, and stop",
@@ -429,6 +466,8 @@ def main(argv: list[str] | None = None) -> int:
         argv = shlex.split(os.environ.get("BENCH_ARGS", "")) + sys.argv[1:]
     args = parse_args(argv)
     bench = Bench(args)
+    if args.only is not None:
+        return bench.run_only(args.only)
     if args.build_only:
         bench.corpus()
         if not args.skip_jsonl:

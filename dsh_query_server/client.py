@@ -24,8 +24,9 @@ class Client(Protocol):
 
     def request(self, method: str, params: Any = None) -> Any: ...
 
-    def request_raw(self, method: str, params: Any = None) -> bytes:
-        """The result as JSON text (what ``--json`` prints), not decoded where avoidable."""
+    def request_pretty(self, method: str, params: Any = None) -> bytes:
+        """The result as ``--json`` prints it: JSON indented by 2, UTF-8 (a hub indents it
+        itself, so a large result is never decoded here)."""
         ...
 
     def close(self) -> None: ...
@@ -106,8 +107,11 @@ class StdioClient:
                 if "method" in message:
                     self.notifications.append(message)
 
-    def request_raw(self, method: str, params: Any = None) -> bytes:
-        return self._dumps(self.request(method, params))
+    def request_pretty(self, method: str, params: Any = None) -> bytes:
+        import json
+
+        result = self.request(method, params)
+        return json.dumps(result, indent=2, ensure_ascii=False).encode("utf-8", "surrogateescape")
 
     def close(self) -> None:
         try:

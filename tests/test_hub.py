@@ -20,7 +20,17 @@ import pytest
 
 from .builders import A, U, hdr, write_transcript
 from .hub_helpers import alive
-from .hub_wire import HubProcess, Peer, dsh, hub_env, info, key_for, run_dir, wait_until
+from .hub_wire import (
+    HubProcess,
+    Peer,
+    dsh,
+    hub_env,
+    info,
+    key_for,
+    run_dir,
+    socket_path,
+    wait_until,
+)
 
 NONE = {"persistence": None, "index": ":memory:"}
 
@@ -322,3 +332,26 @@ def test_no_hub_before_or_after_the_subcommand(tmp_path: Path, where: str) -> No
     done = dsh(env, *args)
     assert done.returncode == 0, done.stderr
     assert list(run_dir(env).glob("hub-*")) == []  # no hub was started (or even looked for)
+
+
+def test_json_output_is_the_same_through_the_hub(tmp_path: Path) -> None:
+    """hub/render indents a result in the hub; the command prints what --no-hub prints."""
+    env = hub_env(tmp_path)
+    root = corpus(tmp_path)
+    flags = ["--persistence", f"jsonl:{root}"]
+    shared = dsh(env, "sessions", "--json", *flags)
+    private = dsh(env, "sessions", "--json", "--no-hub", *flags)
+    assert shared.returncode == private.returncode == 0, shared.stderr + private.stderr
+    assert shared.stdout == private.stdout
+    assert shared.stdout.startswith('[\n  {\n    "header": {\n')
+    peer = Peer(socket_path(env, {"persistence": f"jsonl:{root}"}))
+    peer.initialize()
+    refused = peer.call(1, "hub/render", {"method": "hub/stop"})
+    assert refused["error"]["data"]["code"] == "SESSION_QUERY_INVALID_REQUEST"
+    missing = peer.call(
+        2,
+        "hub/render",
+        {"method": "sessionQuery/readEvent", "params": {"sessionId": "nope", "seq": 0}},
+    )
+    assert missing["error"]["data"]["code"] == "SESSION_QUERY_SESSION_NOT_FOUND"
+    peer.close()

@@ -106,6 +106,7 @@ class Daemon:
         self.done = loop.create_future()
         self.hub.notifier.loop = loop
         self.hub.runtime.start()
+        self.hub.warm_up()
         gc.collect()
         gc.freeze()
         _unlink(self.paths.socket)  # we hold the lock: whatever is there is stale

@@ -16,13 +16,16 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .. import __version__, errors
+import msgspec
+from pygls.protocol import default_converter
+
+from .. import __version__, errors, jsoncodec
 from ..cancel import CancelToken
 from ..errors import QueryError
 from ..persistence.uri import display_uri
 from ..server.app import QueryServer
 from ..server.config import build_config, merge
-from ..server.dispatch import encode_frame, worker_pool
+from ..server.dispatch import encode_frame, invoke, worker_pool
 from ..server.methods import INLINE, METHODS, Call
 from ..server.notifier import ChangeNotifier
 from ..server.runtime import Runtime
@@ -32,6 +35,7 @@ from .paths import HubPaths
 
 STATUS = "hub/status"
 STOP = "hub/stop"
+RENDER = "hub/render"  # [ours]: a query method's result, indented for a command line to print
 
 
 def other_configuration(key: str) -> QueryError:
@@ -62,6 +66,7 @@ class Hub:
         self.pid = os.getpid()
         self.started = time.time()
         self.executor: ThreadPoolExecutor = worker_pool()
+        self.converter = default_converter()
         self.notifier = ChangeNotifier(self._broadcast)
         self.runtime = Runtime(self.config, self.notifier.mark)
         self.connections: dict[QueryServer, Connection[QueryServer]] = {}
@@ -72,16 +77,43 @@ class Hub:
             **METHODS,
             STATUS: lambda rt, p, t: self.status(),
             STOP: self._stop_method,
+            RENDER: self._render,
             **(extra_methods or {}),
         }
 
     # -- connections (Service, server/app.py) ----------------------------------------------------
 
     def open(self, connection: Connection[QueryServer]) -> QueryServer:
-        server = QueryServer(self, methods=self.methods, inline=INLINE, executor=self.executor)
+        server = QueryServer(
+            self,
+            methods=self.methods,
+            inline=INLINE,
+            executor=self.executor,
+            converter=self.converter,
+        )
         self.connections[server] = connection
         self.last_active = time.monotonic()
         return server
+
+    def warm_up(self) -> None:
+        """One initialize on a connection of nobody's, so that the LSP types' structuring code
+        is built before the first client waits for it (~80 ms, then under a millisecond)."""
+        server = QueryServer(
+            self,
+            methods=self.methods,
+            inline=INLINE,
+            executor=self.executor,
+            converter=self.converter,
+        )
+        server.protocol.set_writer(_Discard())
+        server.protocol.handle_message(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"processId": None, "capabilities": {}, "initializationOptions": {}},
+            }
+        )
 
     def closed(self, server: QueryServer) -> None:
         self.connections.pop(server, None)
@@ -143,6 +175,18 @@ class Hub:
             loop.call_soon_threadsafe(self._stop)
         return {}
 
+    def _render(self, rt: Runtime, params: dict[str, Any], token: CancelToken) -> Any:
+        """hub/render {method, params}: the method's result as the command line prints --json
+        (indented by 2), in the response as that JSON text, so that a thin client writes it out
+        without decoding it (a 10,000-session listing: ~10 ms here, ~130 ms as json.dumps)."""
+        method = params.get("method")
+        call = METHODS.get(method) if isinstance(method, str) else None
+        if call is None:
+            raise QueryError(errors.INVALID_REQUEST, f"{RENDER}: method must be a query method")
+        result = invoke(call, rt, params.get("params"), token)
+        raw = result if type(result) is msgspec.Raw else msgspec.Raw(jsoncodec.dumps(result))
+        return msgspec.Raw(msgspec.json.format(raw, indent=2))
+
     def info(self) -> dict[str, Any]:
         """hub-<key>.json (hub.md §1)."""
         return {
@@ -164,6 +208,11 @@ class Hub:
                 connection.close()
 
 
+class _Discard:
+    def write(self, data: Any) -> None:
+        pass
+
+
 def _displayed(persistence: Any) -> Any:
     """Passwords redacted (postgres.md §1.3)."""
     if isinstance(persistence, list):
@@ -171,4 +220,4 @@ def _displayed(persistence: Any) -> Any:
     return persistence if persistence is None else display_uri(persistence)
 
 
-__all__ = ["STATUS", "STOP", "Hub", "other_configuration"]
+__all__ = ["RENDER", "STATUS", "STOP", "Hub", "other_configuration"]

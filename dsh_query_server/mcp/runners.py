@@ -14,7 +14,8 @@ from typing import Any, Protocol
 
 from ..cancel import CancelToken
 from ..client import RpcError
-from ..hub.client import HubChannel, HubGone
+from ..hub.channel import HubChannel
+from ..hub.client import HubGone
 from ..hub.start import HubStartError, connect
 from ..query.workspace import Workspace
 from ..rundir import RunDirError

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import default_converter
 
 from .. import __version__, errors, jsoncodec
 from ..errors import QueryError
@@ -71,10 +72,16 @@ class QueryServer(LanguageServer):
         methods: Mapping[str, Call] = METHODS,
         inline: frozenset[str] = INLINE,
         executor: ThreadPoolExecutor | None = None,
+        converter: Any = None,
     ) -> None:
         """``methods``: the method table this connection answers (a hub adds its own);
-        ``executor``: the worker pool, shared by a hub's connections."""
-        super().__init__("dsh-query-server", __version__, protocol_cls=QueryProtocol)
+        ``executor``: the worker pool, ``converter``: the LSP types' cattrs converter, both
+        shared by a hub's connections (a converter builds its structuring code once: a fresh
+        one per connection cost most of a CLI command's initialize)."""
+        factory = default_converter if converter is None else (lambda: converter)
+        super().__init__(
+            "dsh-query-server", __version__, protocol_cls=QueryProtocol, converter_factory=factory
+        )
         self.service = service
         self.methods = methods
         self.inline = inline
