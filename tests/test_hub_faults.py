@@ -342,3 +342,46 @@ def test_twenty_connections_by_a_hundred_requests_beside_a_producer(tmp_path: Pa
         length = setup.result("len", "sessionQuery/listEvents", {"sessionId": "produced"})
         assert len(length) == len(produced)
         setup.close()
+
+
+def test_a_request_longer_than_the_start_wait_is_not_cut_short(tmp_path: Path) -> None:
+    """The client waits START_SECONDS for a socket to listen, not for an answer (a first search
+    over a large store builds the index for minutes)."""
+    from dsh_query_server.hub.start import START_SECONDS
+
+    env = hub_env(tmp_path)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    options = {"persistence": None}
+    assert dsh(env, "sessions", "--json", "--persistence", "none").returncode == 0
+    hub = info(env, options)
+    assert hub is not None
+    peer = Peer(hub["socket"])
+    peer.initialize()
+    peer.result(1, "sessionPersistence/mount", {"uri": f"test:gate:{gate}"})
+    slow = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "dsh_query_server.cli",
+            "sessions",
+            "--json",
+            "--persistence",
+            "none",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert wait_until(lambda: (gate / "list.started").exists())
+    try:
+        slow.wait(START_SECONDS + 1)
+    except subprocess.TimeoutExpired:
+        pass
+    assert slow.poll() is None  # still waiting for its answer
+    (gate / "release").touch()
+    out, err = slow.communicate(timeout=60)
+    assert slow.returncode == 0, err
+    assert [s["header"]["id"] for s in json.loads(out)] == ["persisted-b", "persisted-a"]
+    peer.close()

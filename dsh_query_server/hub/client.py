@@ -40,6 +40,7 @@ class HubClient:
         try:
             sock.settimeout(timeout)
             sock.connect(path)
+            sock.settimeout(None)  # a request may take long (the first search builds the index)
         except BaseException:
             sock.close()
             raise
