@@ -355,3 +355,37 @@ def test_json_output_is_the_same_through_the_hub(tmp_path: Path) -> None:
     )
     assert missing["error"]["data"]["code"] == "SESSION_QUERY_SESSION_NOT_FOUND"
     peer.close()
+
+
+def test_call_tool_checks_its_params(tmp_path: Path) -> None:
+    """hub/callTool is how dsh-query mcp runs a tool in the hub (tests/test_mcp.py runs every
+    tool through it); what it refuses, it refuses with the request code."""
+    env = hub_env(tmp_path)
+    with HubProcess(env, NONE, "--idle-exit", "0") as hub:
+        peer = Peer(hub.socket)
+        peer.initialize()
+        good = {
+            "name": "session_search",
+            "arguments": {"query": "anything"},
+            "workspace": {"roots": ["/w"], "base": "/w"},
+            "caller": None,
+            "maxResults": 5,
+        }
+        answer = peer.result(1, "hub/callTool", good)
+        assert answer["text"] == "No prior session matches found."
+        assert answer["structured"] == {"items": [], "capped": False}
+        for i, bad in enumerate(
+            [
+                {**good, "name": "rm_rf"},
+                {**good, "arguments": []},
+                {**good, "workspace": {"roots": "/w", "base": "/w"}},
+                {**good, "caller": 5},
+                {**good, "maxResults": 0},
+            ]
+        ):
+            error = peer.call(10 + i, "hub/callTool", bad)["error"]
+            assert (error["code"], error["data"]["code"]) == (
+                -32602,
+                "SESSION_QUERY_INVALID_REQUEST",
+            )
+        peer.close()

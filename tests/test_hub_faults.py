@@ -385,3 +385,21 @@ def test_a_request_longer_than_the_start_wait_is_not_cut_short(tmp_path: Path) -
     assert slow.returncode == 0, err
     assert [s["header"]["id"] for s in json.loads(out)] == ["persisted-b", "persisted-a"]
     peer.close()
+
+
+def test_a_connection_that_closes_mid_request_has_its_request_cancelled(tmp_path: Path) -> None:
+    env = hub_env(tmp_path)
+    hang = tmp_path / "hang"
+    hang.mkdir()
+    with HubProcess(env, NONE, "--idle-exit", "0") as hub:
+        watcher, leaver = Peer(hub.socket), Peer(hub.socket)
+        watcher.initialize()
+        leaver.initialize()
+        watcher.result(1, "sessionPersistence/mount", {"uri": f"test:hang:{hang}"})
+        leaver.send({"jsonrpc": "2.0", "id": 1, "method": "sessionQuery/listSessions"})
+        assert wait_until(lambda: (hang / "list.started").exists())
+        leaver.close()  # gone mid-request: its token fires, the backend call settles
+        assert wait_until(lambda: (hang / "list.settled").exists())
+        watcher.result(2, "sessionPersistence/unmount")
+        assert watcher.result(3, "hub/status")["connections"] == 1
+        watcher.close()
