@@ -66,7 +66,7 @@ class HubSection(BenchBase):
             seq = self.short_len // 2
             commands: list[tuple[str, list[str]]] = [
                 ("sessions --json", ["sessions", "--json"]),
-                (f"search '{phrase}'", ["search", phrase]),
+                (f"search '{phrase}' --json", ["search", phrase, "--json"]),
                 (
                     "read ±3 --json",
                     ["read", PROBE_SHORT, str(seq), "--before", "3", "--after", "3", "--json"],

@@ -147,28 +147,37 @@ def _absolute(uri: str) -> str:
 
 
 def cmd_search(args: argparse.Namespace) -> None:
-    from rich.console import Console
-
-    from .lines import Column, emit, render, terminal_width
+    import contextlib
+    import sys
 
     params: dict[str, Any] = {"query": args.query, "limit": args.limit}
     if args.cursor:
         params["cursor"] = args.cursor
     init: dict[str, Any] = {} if uses_hub(args) else {"index": cli_index(args.persistence)}
+    listed: list[str] | None = None
     with connect(args, **init) as client:
-        listed = [r["header"]["id"] for r in client.request("sessionQuery/listSessions")]
         # The index is brought up to date before every search; the first one over a large store
-        # builds it (about 6 s per million events), so say what is happening (on stderr).
-        with Console(stderr=True).status("searching (updating the index first)…", spinner="dots"):
+        # builds it (about 6 s per million events), so say what is happening (on a terminal).
+        waiting: Any = contextlib.nullcontext()
+        if sys.stderr.isatty():
+            from rich.console import Console
+
+            waiting = Console(stderr=True).status("searching (updating the index first)…")
+        with waiting:
             if args.session:
-                params["sessionId"] = resolve_id(args.session, listed)
-                page = client.request("sessionQuery/searchEvents", params)
-                hits = [(params["sessionId"], h) for h in page["items"]]
+                args.session, page = session_request(
+                    client, args.session, "sessionQuery/searchEvents", params
+                )
+                hits = [(args.session, h) for h in page["items"]]
             else:
                 page = client.request("sessionQuery/searchSessions", params)
                 hits = [(h["header"]["id"], h["bestMatch"]) for h in page["items"]]
-    if args.json:
+        if not args.json:  # ids are shown as their shortest unique prefix among all
+            listed = [r["header"]["id"] for r in client.request("sessionQuery/listSessions")]
+    if args.json or listed is None:
         return print_json(page)
+    from .lines import Column, emit, render, terminal_width
+
     short = short_ids(listed)
     columns = [
         Column("session"),
