@@ -389,3 +389,24 @@ def test_call_tool_checks_its_params(tmp_path: Path) -> None:
                 "SESSION_QUERY_INVALID_REQUEST",
             )
         peer.close()
+
+
+def test_a_pipelined_initialize_that_is_refused_fails_the_request_behind_it(tmp_path: Path) -> None:
+    """The command line writes its request right behind initialize (one round trip); a refused
+    initialize is what that request reports."""
+    from dsh_query_server.client import RpcError
+    from dsh_query_server.hub.client import HubClient
+
+    env = hub_env(tmp_path)
+    with HubProcess(env, NONE, "--idle-exit", "0") as hub:
+        good = HubClient.connect(hub.socket).initialize(NONE, wait=False)
+        assert good.request("sessionPersistence/status")["uri"] is None
+        assert good.capabilities["experimental"]["sessionQuery"]["version"] == 1
+        good.close()
+        other = {"persistence": None, "index": str(tmp_path / "elsewhere.sqlite")}
+        bad = HubClient.connect(hub.socket).initialize(other, wait=False)
+        with pytest.raises(RpcError) as refused:
+            bad.request("sessionPersistence/status")
+        assert refused.value.data_code == "SESSION_QUERY_INVALID_REQUEST"
+        assert "this hub serves another configuration" in refused.value.message
+        bad.close()

@@ -62,7 +62,7 @@ def connect(
     if uses_hub(args) and not private:
         from ..hub.start import connect as connect_hub
 
-        client = connect_hub(hub_options(args))
+        client = connect_hub(hub_options(args), wait=False)
         assert client is not None
         try:
             yield client

@@ -18,6 +18,10 @@ from ..client import RpcError
 from ..server.transport import frame, read_frame
 
 
+def _frame(message: dict[str, Any]) -> bytes:
+    return frame(json.dumps(message).encode("ascii"))
+
+
 class HubGone(ConnectionError):
     """The hub closed the connection (it stopped, or was killed) before answering."""
 
@@ -31,6 +35,7 @@ class HubClient:
         self._write_lock = threading.Lock()  # whole frames
         self.notifications: list[dict[str, Any]] = []
         self.capabilities: dict[str, Any] = {}
+        self._initializing: int | None = None  # an initialize whose answer is still to read
 
     @classmethod
     def connect(cls, path: str, timeout: float | None = None) -> HubClient:
@@ -46,19 +51,33 @@ class HubClient:
             raise
         return cls(sock)
 
-    def initialize(self, options: dict[str, Any] | None) -> HubClient:
+    def initialize(self, options: dict[str, Any] | None, wait: bool = True) -> HubClient:
+        """``initialize`` then ``initialized``. Without ``wait`` the answer is read with the
+        next request's (the hub handles a connection's messages in order, so a request written
+        right behind initialize sees it done): a command pays one round trip, not two. A
+        refused initialize then fails that next request with its own error."""
         params = {
             "processId": os.getpid(),
             "capabilities": {},
             "initializationOptions": options or {},
         }
-        self.capabilities = self.request("initialize", params)["capabilities"]
-        self.notify("initialized", {})
+        msg_id = next(self._ids)
+        initialize = {"jsonrpc": "2.0", "id": msg_id, "method": "initialize", "params": params}
+        initialized = {"jsonrpc": "2.0", "method": "initialized", "params": {}}
+        with self._write_lock:
+            try:
+                self.sock.sendall(_frame(initialize) + _frame(initialized))
+            except OSError as exc:
+                raise HubGone(f"the hub closed the connection ({exc.strerror})") from None
+        self._initializing = msg_id
+        if wait:
+            with self._lock:
+                self._answer(None)
         return self
 
     def _write(self, message: dict[str, Any]) -> None:
         try:
-            self.sock.sendall(frame(json.dumps(message).encode("ascii")))
+            self.sock.sendall(_frame(message))
         except OSError as exc:
             raise HubGone(f"the hub closed the connection ({exc.strerror})") from None
 
@@ -82,18 +101,37 @@ class HubClient:
         with self._write_lock:
             self._write(message)
 
+    def _answer(self, msg_id: int | None, raw: bool = False) -> Any:
+        """Read up to the answer to ``msg_id`` (None: only initialize's): its result (its JSON
+        text with ``raw``), or RpcError. An initialize still unanswered is answered first."""
+        prefix = b'{"jsonrpc":"2.0","id":%d,"result":' % msg_id if raw and msg_id else None
+        while True:
+            body = self._read_body()
+            if prefix is not None and body.startswith(prefix) and body.endswith(b"}"):
+                return body[len(prefix) : -1]
+            message = json.loads(body)
+            if "method" in message:
+                self.notifications.append(message)
+                continue
+            answered = message.get("id")
+            if answered == self._initializing:
+                self._initializing = None
+                if "error" in message:
+                    raise RpcError(message["error"])
+                self.capabilities = message["result"]["capabilities"]
+                if msg_id is None:
+                    return None
+            elif answered == msg_id:
+                if "error" in message:
+                    raise RpcError(message["error"])
+                result = message.get("result")
+                return json.dumps(result).encode("ascii") if raw else result
+
     def request(self, method: str, params: Any = None) -> Any:
         with self._lock:
             msg_id = next(self._ids)
             self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}})
-            while True:
-                message = self._read()
-                if message.get("id") == msg_id and "method" not in message:
-                    if "error" in message:
-                        raise RpcError(message["error"])
-                    return message.get("result")
-                if "method" in message:
-                    self.notifications.append(message)
+            return self._answer(msg_id)
 
     def request_pretty(self, method: str, params: Any = None) -> bytes:
         """The result indented by the hub (hub/render), written out as it came."""
@@ -105,18 +143,7 @@ class HubClient:
         with self._lock:
             msg_id = next(self._ids)
             self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}})
-            prefix = b'{"jsonrpc":"2.0","id":%d,"result":' % msg_id
-            while True:
-                body = self._read_body()
-                if body.startswith(prefix) and body.endswith(b"}"):
-                    return body[len(prefix) : -1]
-                message = json.loads(body)
-                if message.get("id") == msg_id and "method" not in message:
-                    if "error" in message:
-                        raise RpcError(message["error"])
-                    return json.dumps(message.get("result")).encode("ascii")
-                if "method" in message:
-                    self.notifications.append(message)
+            return self._answer(msg_id, raw=True)
 
     def shutdown(self) -> None:
         """The LSP goodbye; the hub keeps running."""

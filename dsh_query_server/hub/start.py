@@ -174,13 +174,14 @@ def reach(options: dict[str, Any], *, start: bool = True) -> HubClient | None:
     return client
 
 
-def connect(options: dict[str, Any], *, start: bool = True) -> HubClient | None:
-    """``reach``, initialized with ``options``."""
+def connect(options: dict[str, Any], *, start: bool = True, wait: bool = True) -> HubClient | None:
+    """``reach``, initialized with ``options`` (without ``wait``: its answer is read with the
+    first request's, HubClient.initialize)."""
     client = reach(options, start=start)
     if client is None:
         return None
     try:
-        return client.initialize(options)
+        return client.initialize(options, wait=wait)
     except BaseException:
         client.close()
         raise
