@@ -2,7 +2,7 @@
 Debian's 0.7.2 reaches the hub through the ``dsh-query hub connect`` stdio bridge (0.10+ opens
 the socket itself). A session the first Neovim creates as a producer is live for a second one;
 when the hub is killed, the second reconnects (a new hub is started) and refreshes its tree, where
-the session is now persisted only (the killed hub had checkpointed it into the root).
+the session, whose checkpoint the first acknowledged, is now persisted only.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ dq.request("sessionStore/append", { sessionId = "made-in-nvim-one", events = { {
   type = "user/message", time = 1764480000000, surfaceOp = "append",
   data = { id = "u0", role = "user", content = { { type = "text", text = "typed in the first Neovim" } }, source = { kind = "user" } },
 } } })
+-- acknowledged: kept whatever happens to the hub (hub.md §4)
+dq.request("sessionStore/checkpoint", { sessionId = "made-in-nvim-one" })
 wait()
 snap("sessions", cmd("DshSessions"))
 """
@@ -44,8 +46,8 @@ R.checks.reconnected = vim.wait(30000, function()
   local pid = hub_pid()
   return pid ~= nil and pid ~= R.killed and dq.info().ready
 end, 50)
--- refreshed by the reconnection itself: the session the killed hub had checkpointed into the
--- root is listed again, now persisted only (its live copy went with the hub)
+-- refreshed by the reconnection itself: the session the first Neovim checkpointed into the root
+-- is listed again, now persisted only (its live copy went with the killed hub)
 R.checks.refreshed = vim.wait(15000, function()
   for _, line in ipairs(vim.api.nvim_buf_get_lines(vim.fn.bufnr("dsh-query://sessions"), 0, -1, false)) do
     if line:find("made-in-nvim-one", 1, true) then
@@ -105,7 +107,7 @@ def test_two_neovims_share_one_hub_and_reconnect_after_it_dies(nvim, tmp_path: P
         seen = "\n".join(second["snaps"]["sessions"])
         assert "made-in-nvim-one" in seen, seen  # live in the hub, for every client
         line = next(row for row in second["snaps"]["sessions"] if "made-in-nvim-one" in row)
-        assert "live" in line
+        assert "live" in line and "persisted" in line
         assert second["killed"] == pid
         assert second["checks"]["reconnected"] is True, second["notes"]
         assert second["checks"]["refreshed"] is True, second["snaps"].get("after")
