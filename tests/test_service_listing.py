@@ -174,8 +174,12 @@ def test_a_repeated_listing_is_the_listing_of_a_fresh_service(
             elif step == "live_remove":
                 store.remove(sid)
             elif step == "stored_new" and other.stored_count(f"p{pick}") is None:
-                other.create(Header.from_value(hdr(f"p{pick}", 10 + pick)))
-                other.append(f"p{pick}", [ev("x/note", 0)])
+                # a new writer: ``other`` remembers the ids it created, and an outside delete
+                # (stored_swap) may have removed one of them since
+                writer = SqliteBackend(path)
+                writer.create(Header.from_value(hdr(f"p{pick}", 10 + pick)))
+                writer.append(f"p{pick}", [ev("x/note", 0)])
+                writer.close()
             elif step == "stored_append" and other.stored_count(f"p{pick}") is not None:
                 other.append(f"p{pick}", [ev("x/note", other.stored_count(f"p{pick}") or 0)])
             elif step == "stored_swap" and other.stored_count(f"p{pick}") is not None:
