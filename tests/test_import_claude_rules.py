@@ -479,7 +479,7 @@ def test_listing_reuses_scans_while_stat_proves_unchanged(tmp_path, monkeypatch)
 
 
 def test_a_transcript_without_anchor_is_corrupt_for_inspect(tmp_path):
-    from dsh_query_server.persistence.base import SessionPersistenceCorruptionError
+    from dsh_query_server.persistence.contract.errors import SessionPersistenceCorruptionError
 
     b = home_with(tmp_path, jl(user("u1", None, "x", 0)))
     assert [h.id for h in b.list()] == [SID]

@@ -396,7 +396,7 @@ def test_bare_era_file(tmp_path):
 
 
 def test_truncated_rollout_is_corrupt_and_vanished_is_not_found(tmp_path):
-    from dsh_query_server.persistence.base import SessionPersistenceCorruptionError
+    from dsh_query_server.persistence.contract.errors import SessionPersistenceCorruptionError
     from dsh_query_server.persistence.importing.backend import ImportError_
 
     b = rollout(tmp_path, jl(meta(SID), item(msg("user", "x"))))

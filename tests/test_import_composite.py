@@ -11,13 +11,13 @@ import pytest
 
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header, make_event
-from dsh_query_server.persistence.base import SessionPersistenceReadOnlyError
 from dsh_query_server.persistence.composite import (
     CompositeBackend,
     CompositeError,
     auto_uris,
     open_composite,
 )
+from dsh_query_server.persistence.contract.errors import SessionPersistenceReadOnlyError
 from dsh_query_server.persistence.uri import open_backend
 
 from .import_helpers import SPEC, jl, write_home

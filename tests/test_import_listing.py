@@ -20,9 +20,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from dsh_query_server.cancel import NULL_TOKEN
-from dsh_query_server.persistence.base import SessionPersistenceCorruptionError, Snapshot
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
+from dsh_query_server.persistence.contract.errors import SessionPersistenceCorruptionError
+from dsh_query_server.persistence.contract.results import Snapshot
 from dsh_query_server.persistence.importing.backend import ImportBackend, ImportError_
 
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -23,13 +23,13 @@ from hypothesis import strategies as st
 from dsh_query_server import jsoncodec
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence.base import (
-    PersistenceBackend,
+from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
+from dsh_query_server.persistence.contract.backend import PersistenceBackend
+from dsh_query_server.persistence.contract.errors import (
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
 )
-from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
 from dsh_query_server.persistence.jsonl import (
     JsonlBackend,
     JsonlBackendError,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from dsh_query_server import jsoncodec
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence.base import (
+from dsh_query_server.persistence.contract.errors import (
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,

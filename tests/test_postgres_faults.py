@@ -16,7 +16,7 @@ from dsh_query_server import errors
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence.base import SessionPersistenceReadOnlyError
+from dsh_query_server.persistence.contract.errors import SessionPersistenceReadOnlyError
 from dsh_query_server.persistence.postgres import (
     PostgresBackend,
     PostgresUnavailableError,

@@ -32,7 +32,8 @@ from dsh_query_server.cli import sync_group
 from dsh_query_server.cli.sync import run
 from dsh_query_server.cli.sync_log import SourceLog
 from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence.base import PersistenceBackend, Snapshot
+from dsh_query_server.persistence.contract.backend import PersistenceBackend
+from dsh_query_server.persistence.contract.results import Snapshot
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.postgres import open_postgres, rows
 from dsh_query_server.persistence.records import KeptLine

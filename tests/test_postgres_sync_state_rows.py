@@ -13,7 +13,7 @@ from msgspec import UNSET
 
 from dsh_query_server import jsoncodec
 from dsh_query_server.model.event import Header
-from dsh_query_server.persistence.base import SessionPersistenceCorruptionError
+from dsh_query_server.persistence.contract.errors import SessionPersistenceCorruptionError
 from dsh_query_server.persistence.postgres import rows
 from dsh_query_server.values import is_nonneg_safe_integer
 

@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 
 from dsh_query_server.cancel import CancelToken
 from dsh_query_server.model.event import Event, Header
-from dsh_query_server.persistence.base import (
+from dsh_query_server.persistence.composite import CompositeBackend
+from dsh_query_server.persistence.contract.capabilities import Capabilities
+from dsh_query_server.persistence.contract.errors import (
     RAW_ARTIFACTS_UNSUPPORTED,
-    Capabilities,
     SessionPersistenceCorruptionError,
     SessionRawArtifactsUnsupportedError,
 )
-from dsh_query_server.persistence.composite import CompositeBackend
 from dsh_query_server.persistence.jsonl import (
     TRANSCRIPT,
     JsonlBackend,

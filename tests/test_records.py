@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from dsh_query_server import jsoncodec
 from dsh_query_server.model.event import Event, make_event
-from dsh_query_server.persistence.base import SessionPersistenceCorruptionError
 from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT, closers
+from dsh_query_server.persistence.contract.errors import SessionPersistenceCorruptionError
 from dsh_query_server.persistence.legacy import normalize_legacy
 from dsh_query_server.persistence.logical import logical_log
 from dsh_query_server.persistence.records import MalformedRow, PackedRow, pack, unpack_row

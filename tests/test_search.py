@@ -15,10 +15,8 @@ import pytest
 from dsh_query_server import errors
 from dsh_query_server.cancel import NULL_TOKEN, CancelToken, SessionQueryCancelled
 from dsh_query_server.errors import QueryError
-from dsh_query_server.persistence.base import (
-    SessionPersistenceCorruptionError,
-    Snapshot,
-)
+from dsh_query_server.persistence.contract.errors import SessionPersistenceCorruptionError
+from dsh_query_server.persistence.contract.results import Snapshot
 from dsh_query_server.search import schema
 from dsh_query_server.search.cursor import encode_cursor, sessions_fingerprint
 from dsh_query_server.search.reconcile import SearchIndex

@@ -197,7 +197,7 @@ def test_clean_equals_the_code_point_walk(marked, limit):
 import base64  # noqa: E402
 import json  # noqa: E402
 
-from dsh_query_server.persistence.base import Snapshot  # noqa: E402
+from dsh_query_server.persistence.contract.results import Snapshot  # noqa: E402
 
 
 class ReusingBackend(MemoryBackend):

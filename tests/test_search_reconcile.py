@@ -14,7 +14,7 @@ import pytest
 from dsh_query_server import errors
 from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.model.event import Header
-from dsh_query_server.persistence.base import Snapshot
+from dsh_query_server.persistence.contract.results import Snapshot
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
 from .builders import U, hdr

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dsh_query_server import errors
 from dsh_query_server.model.event import Header
-from dsh_query_server.persistence.base import Snapshot
+from dsh_query_server.persistence.contract.results import Snapshot
 from dsh_query_server.search.reconcile import _listing_changed, validate_listing
 from dsh_query_server.search.schema import APPLICATION_ID, SCHEMA_VERSION
 from dsh_query_server.session.store import SessionStore

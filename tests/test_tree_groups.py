@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dsh_query_server.cancel import CancelToken
 from dsh_query_server.errors import QueryError
-from dsh_query_server.persistence.base import CancelToken
 from dsh_query_server.server import tree
 from dsh_query_server.server.config import build_config
 from dsh_query_server.server.runtime import Runtime

@@ -39,11 +39,8 @@ from dsh_query_server import errors
 from dsh_query_server.cancel import SessionQueryCancelled
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header
-from dsh_query_server.persistence.base import (
-    Inspection,
-    SessionPersistenceCorruptionError,
-    Snapshot,
-)
+from dsh_query_server.persistence.contract.errors import SessionPersistenceCorruptionError
+from dsh_query_server.persistence.contract.results import Inspection, Snapshot
 
 from .builders import A, U
 from .fakes import MemoryBackend

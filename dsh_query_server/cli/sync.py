@@ -23,7 +23,8 @@ from typing import TextIO
 from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import headers_compatible
-from ..persistence.base import PersistenceBackend, Snapshot
+from ..persistence.contract.backend import PersistenceBackend
+from ..persistence.contract.results import Snapshot
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import AppendInDoubtError, SessionAppendConflictError

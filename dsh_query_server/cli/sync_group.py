@@ -15,7 +15,8 @@ from typing import Protocol, runtime_checkable
 from .. import jsoncodec
 from ..cancel import CancelToken
 from ..model.event import Event
-from ..persistence.base import PersistenceBackend, Snapshot, StoredLog
+from ..persistence.contract.backend import PersistenceBackend
+from ..persistence.contract.results import Snapshot, StoredLog
 from ..persistence.jsonl import JsonlBackend
 from ..persistence.postgres import rows
 from ..persistence.postgres.writes import Write

@@ -22,7 +22,8 @@ from .. import jsoncodec
 from ..cancel import CancelToken
 from ..files import make_private_dirs
 from ..model.event import Event, Header
-from ..persistence.base import PersistenceBackend, Snapshot
+from ..persistence.contract.backend import PersistenceBackend
+from ..persistence.contract.results import Snapshot
 from ..persistence.jsonl import JsonlBackend
 from ..persistence.jsonl.proofs import KeptProofs
 from ..persistence.postgres.backend import PostgresBackend

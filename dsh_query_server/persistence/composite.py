@@ -13,16 +13,14 @@ from .. import errors, jsoncodec
 from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
-from .base import (
+from .contract.backend import PersistenceBackend
+from .contract.capabilities import Capabilities, RawArtifactReader
+from .contract.errors import SessionPersistenceReadOnlyError, SessionRawArtifactsUnsupportedError
+from .contract.results import (
     BulkResult,
-    Capabilities,
     Inspection,
-    PersistenceBackend,
-    RawArtifactReader,
     SessionLocation,
-    SessionPersistenceReadOnlyError,
     SessionRawArtifact,
-    SessionRawArtifactsUnsupportedError,
     Snapshot,
     Window,
 )
@@ -291,5 +289,5 @@ def open_persistence(
     return open_composite(uris, text, open_backend)
 
 
-if TYPE_CHECKING:  # the contract (base.py), checked by pyright
+if TYPE_CHECKING:  # the contract (persistence/contract/), checked by pyright
     _raw: type[RawArtifactReader] = CompositeBackend

@@ -20,7 +20,7 @@ from ..values import (
     is_safe_integer,
     json_number,
 )
-from .base import SessionPersistenceCorruptionError
+from .contract.errors import SessionPersistenceCorruptionError
 from .records import ChunkOutline
 
 

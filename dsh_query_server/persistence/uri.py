@@ -18,7 +18,7 @@ from urllib.parse import unquote_to_bytes
 
 from .. import errors
 from ..errors import QueryError, inner_message
-from .base import PersistenceBackend
+from .contract.backend import PersistenceBackend
 
 _OPTIONS = {
     "jsonl": {

@@ -19,7 +19,7 @@ from typing import Generic, Protocol, TypeVar
 from ..cancel import CancelToken
 from ..model.event import Event, Header
 from . import logical
-from .base import Window
+from .contract.results import Window
 from .legacy import NeedsHistory, StaleShape
 from .logical import LogShape, StreamedLog, logical_window, stored_span
 from .memo import VerificationMemo

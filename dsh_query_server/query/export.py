@@ -25,11 +25,9 @@ from .. import errors, jsoncodec
 from ..cancel import CancelToken
 from ..errors import QueryError, inner_message
 from ..model.event import HEADER_FIELDS, Event, Header
-from ..persistence.base import (
-    RawArtifactReader,
-    SessionRawArtifact,
-    SessionRawArtifactsUnsupportedError,
-)
+from ..persistence.contract.capabilities import RawArtifactReader
+from ..persistence.contract.errors import SessionRawArtifactsUnsupportedError
+from ..persistence.contract.results import SessionRawArtifact
 from ..persistence.records import PackedRow, pack
 from ..values import is_integer
 from . import lineage

@@ -11,9 +11,9 @@ from typing import Any
 from .. import errors
 from ..config import embedded_store
 from ..errors import QueryError
-from ..persistence.base import PersistenceBackend
 from ..persistence.binding import Binding, PersistenceBinding
 from ..persistence.composite import CompositeBackend, open_persistence
+from ..persistence.contract.backend import PersistenceBackend
 from ..persistence.uri import display_uri, open_backend
 from ..query.service import SessionQueryService
 from ..search.service import SearchService

@@ -21,17 +21,16 @@ from ...files import fsync_dir, make_private_dirs
 from ...model.event import Event, Header, is_valid_seq_at
 from ...values import is_nonneg_safe_integer
 from .. import logical
-from ..base import (
+from ..contract.backend import PersistenceBackend
+from ..contract.capabilities import RawArtifactReader, WindowReader
+from ..contract.errors import SessionPersistenceReadOnlyError
+from ..contract.results import (
     Inspection,
-    PersistenceBackend,
-    RawArtifactReader,
     SessionLocation,
-    SessionPersistenceReadOnlyError,
     SessionRawArtifact,
     Snapshot,
     StoredLog,
     Window,
-    WindowReader,
 )
 from ..legacy import render_json
 from ..memo import VerificationMemo
@@ -594,7 +593,7 @@ class JsonlBackend:
         return Located(path, encoding)
 
 
-if TYPE_CHECKING:  # the contract (base.py), checked by pyright
+if TYPE_CHECKING:  # the contract (persistence/contract/), checked by pyright
     _backend: type[PersistenceBackend] = JsonlBackend
     _windows: type[WindowReader] = JsonlBackend
     _raw: type[RawArtifactReader] = JsonlBackend

@@ -13,7 +13,7 @@ import zstandard
 
 from ...cancel import CancelToken
 from ...model.event import Event, Header
-from ..base import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
+from ..contract.errors import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
 from ..legacy import NeedsHistory, StaleShape
 from ..logical import StreamedLog
 from ..windows import Verification, WindowSource

@@ -21,7 +21,7 @@ from typing import LiteralString, cast
 
 from ...cancel import NULL_TOKEN, CancelToken
 from .. import logical
-from ..base import BulkResult, Inspection
+from ..contract.results import BulkResult, Inspection
 from . import rows, schema
 from .connection import Conn, Pool
 from .schema import StoreIdentity
@@ -65,7 +65,7 @@ def _not_found(session_id: str) -> LookupError:
 def inspect_many(
     source: Source, session_ids: Sequence[str], limit: int, token: CancelToken = NULL_TOKEN
 ) -> Iterator[tuple[str, BulkResult]]:
-    """``BulkInspector.inspect_many`` (base.py) for the ``postgres:`` backend."""
+    """``BulkInspector.inspect_many`` (contract/capabilities.py) for the ``postgres:`` backend."""
     ids = list(session_ids)
     start = 0
     while start < len(ids):

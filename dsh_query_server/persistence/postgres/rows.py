@@ -16,7 +16,7 @@ from ... import jsoncodec
 from ...model.event import Event, Header
 from ...values import MAX_SAFE_INTEGER, is_nonneg_safe_integer, is_safe_integer
 from .. import records
-from ..base import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
+from ..contract.errors import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
 
 MAX_MEMBERS = 1024
 MAX_DATA_BYTES = 1_048_576

@@ -12,7 +12,7 @@ from ... import jsoncodec
 from ...model.event import Event, is_valid_seq_at
 from ...values import MAX_SAFE_INTEGER, is_nonneg_safe_integer, is_safe_integer
 from .. import records
-from ..base import SessionPersistenceCorruptionError
+from ..contract.errors import SessionPersistenceCorruptionError
 from .codec import (
     MAX_PACKED_DATA_BYTES,
     MAX_PACKED_MEMBERS,
