@@ -13,7 +13,7 @@ from pathlib import Path
 
 from dsh_query_server.model.event import Header
 from dsh_query_server.persistence.jsonl import TRANSCRIPT, escape_segment, project_dir
-from dsh_query_server.persistence.uri import open_backend
+from dsh_query_server.persistence.mount.uri import open_backend
 
 from .import_helpers import REAL, SPEC, isolated_env
 

@@ -13,7 +13,7 @@ from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.contract.errors import SessionPersistenceReadOnlyError
-from dsh_query_server.persistence.uri import open_backend, parse_uri
+from dsh_query_server.persistence.mount.uri import open_backend, parse_uri
 
 from .import_helpers import (
     actual_table,

@@ -13,7 +13,7 @@ import pytest
 import zstandard
 
 from dsh_query_server.persistence.codex.backend import CodexBackend
-from dsh_query_server.persistence.uri import open_backend
+from dsh_query_server.persistence.mount.uri import open_backend
 
 from .import_helpers import (
     actual_table,

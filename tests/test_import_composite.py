@@ -11,14 +11,14 @@ import pytest
 
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header, make_event
-from dsh_query_server.persistence.composite import (
+from dsh_query_server.persistence.contract.errors import SessionPersistenceReadOnlyError
+from dsh_query_server.persistence.mount.composite import (
     CompositeBackend,
     CompositeError,
     auto_uris,
     open_composite,
 )
-from dsh_query_server.persistence.contract.errors import SessionPersistenceReadOnlyError
-from dsh_query_server.persistence.uri import open_backend
+from dsh_query_server.persistence.mount.uri import open_backend
 
 from .import_helpers import SPEC, jl, write_home
 
@@ -125,7 +125,7 @@ def test_auto_finds_the_homes_that_exist(tmp_path):
 
 
 def test_persistence_values(homes, tmp_path):
-    from dsh_query_server.persistence.composite import open_persistence, persistence_members
+    from dsh_query_server.persistence.mount.composite import open_persistence, persistence_members
 
     env = {"HOME": str(tmp_path / "nobody")}
     assert persistence_members("auto", homes[0], env) == [homes[0]]

@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from dsh_query_server import jsoncodec
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
 from dsh_query_server.persistence.contract.backend import PersistenceBackend
 from dsh_query_server.persistence.contract.errors import (
     SessionFormatUnsupportedError,
@@ -38,6 +37,7 @@ from dsh_query_server.persistence.jsonl import (
     header_line,
     project_dir,
 )
+from dsh_query_server.persistence.logical.closers import OUTCOME_UNKNOWN_TEXT
 
 REPO = Path(__file__).resolve().parents[1]
 

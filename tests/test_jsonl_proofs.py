@@ -19,10 +19,10 @@ from dsh_query_server import errors, jsoncodec
 from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header, make_event
-from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.persistence.jsonl import JsonlBackend, escape_segment, project_dir
 from dsh_query_server.persistence.jsonl.proofs import SAFE_AGE_NS, RootSurveyor
 from dsh_query_server.persistence.jsonl.survey import survey_root
+from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from dsh_query_server import jsoncodec
 from dsh_query_server.model.event import Event, make_event
-from dsh_query_server.persistence.legacy import LEGACY_TYPES, NeedsHistory
-from dsh_query_server.persistence.logical import StreamedLog
+from dsh_query_server.persistence.logical.legacy import LEGACY_TYPES, NeedsHistory
+from dsh_query_server.persistence.logical.log import StreamedLog
 
 _TYPES = sorted(LEGACY_TYPES) + ["session/title", "assistant/chunk", "tool/call", "x/unknown"]
 _DATA = st.one_of(
@@ -75,7 +75,7 @@ _SEQS = st.one_of(
 
 @given(st.lists(_SEQS, max_size=6), st.integers(-2, 2**53 + 2), st.booleans())
 def test_window_cover_check_equals_the_per_event_rule(seqs: list[Any], lo: int, run: bool) -> None:
-    from dsh_query_server.persistence.logical import _covers  # pyright: ignore[reportPrivateUsage]
+    from dsh_query_server.persistence.logical.log import _covers  # pyright: ignore[reportPrivateUsage]
     from dsh_query_server.values import is_nonneg_safe_integer
 
     if run:  # mostly a true run from lo, so the equal case is met often

@@ -519,7 +519,7 @@ async def test_the_demo_corpus_with_its_main_project_as_workspace(tmp_path: Path
 
 
 async def test_search_timeout_keeps_serving(tmp_path: Path) -> None:
-    from dsh_query_server.persistence.uri import open_backend
+    from dsh_query_server.persistence.mount.uri import open_backend
     from tests.mcp_helpers import U, event, header
 
     uri = f"jsonl:{tmp_path / 'big'}?compression=none"
@@ -635,7 +635,7 @@ async def test_index_slots_are_never_shared(tmp_path: Path, corpus: str) -> None
 
 async def test_lone_surrogates_still_answer(tmp_path: Path) -> None:
     """Logs written from JavaScript can hold lone surrogates; an answer is still sent."""
-    from dsh_query_server.persistence.uri import open_backend
+    from dsh_query_server.persistence.mount.uri import open_backend
     from tests.mcp_helpers import U, event, header, title
 
     uri = f"jsonl:{tmp_path / 'odd'}"
@@ -660,7 +660,7 @@ async def test_lone_surrogates_still_answer(tmp_path: Path) -> None:
 
 async def test_trace_deeper_than_the_recursion_limit(tmp_path: Path) -> None:
     """Descendants are walked iteratively (§1.6): a chain deeper than Python's recursion limit."""
-    from dsh_query_server.persistence.uri import open_backend
+    from dsh_query_server.persistence.mount.uri import open_backend
     from tests.mcp_helpers import U, event, header
 
     depth = sys.getrecursionlimit() + 100

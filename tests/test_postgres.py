@@ -22,13 +22,13 @@ from dsh_query_server.persistence.contract.errors import (
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
 )
+from dsh_query_server.persistence.mount.uri import open_backend
 from dsh_query_server.persistence.postgres import (
     PostgresBackend,
     SessionAppendConflictError,
     open_postgres,
     rows,
 )
-from dsh_query_server.persistence.uri import open_backend
 
 from .pg_server import PgDatabase
 

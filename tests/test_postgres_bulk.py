@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from dsh_query_server.cancel import NULL_TOKEN, CancelToken, SessionQueryCancelled
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Event, Header
-from dsh_query_server.persistence.binding import PersistenceBinding
-from dsh_query_server.persistence.composite import CompositeBackend
 from dsh_query_server.persistence.contract.capabilities import Capabilities
 from dsh_query_server.persistence.contract.results import BulkResult, Inspection, Snapshot
+from dsh_query_server.persistence.mount.binding import PersistenceBinding
+from dsh_query_server.persistence.mount.composite import CompositeBackend
+from dsh_query_server.persistence.mount.uri import open_backend
 from dsh_query_server.persistence.postgres import PostgresBackend, bulk, open_postgres
-from dsh_query_server.persistence.uri import open_backend
 from dsh_query_server.search import documents, reconcile
 from dsh_query_server.search.reconcile import SearchIndex
 from dsh_query_server.session.store import SessionStore

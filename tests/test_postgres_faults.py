@@ -17,13 +17,13 @@ from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.contract.errors import SessionPersistenceReadOnlyError
+from dsh_query_server.persistence.mount.uri import open_backend
 from dsh_query_server.persistence.postgres import (
     PostgresBackend,
     PostgresUnavailableError,
     SessionAppendConflictError,
     open_postgres,
 )
-from dsh_query_server.persistence.uri import open_backend
 
 from .pg_server import PgDatabase, hold_table_lock
 

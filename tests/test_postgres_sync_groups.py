@@ -27,8 +27,8 @@ from dsh_query_server.cli import sync_group
 from dsh_query_server.cli.sync import run
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.jsonl import JsonlBackend
+from dsh_query_server.persistence.logical.records import Piece
 from dsh_query_server.persistence.postgres import open_postgres, rows
-from dsh_query_server.persistence.records import Piece
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
 from .pg_server import PgDatabase

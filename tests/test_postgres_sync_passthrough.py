@@ -35,8 +35,8 @@ from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.contract.backend import PersistenceBackend
 from dsh_query_server.persistence.contract.results import Snapshot
 from dsh_query_server.persistence.jsonl import JsonlBackend
+from dsh_query_server.persistence.logical.records import KeptLine
 from dsh_query_server.persistence.postgres import open_postgres, rows
-from dsh_query_server.persistence.records import KeptLine
 
 from .pg_server import PgDatabase
 

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from dsh_query_server.cancel import CancelToken
 from dsh_query_server.model.event import Event, Header
-from dsh_query_server.persistence.composite import CompositeBackend
 from dsh_query_server.persistence.contract.capabilities import Capabilities
 from dsh_query_server.persistence.contract.errors import (
     RAW_ARTIFACTS_UNSUPPORTED,
@@ -29,7 +28,8 @@ from dsh_query_server.persistence.jsonl import (
     project_dir,
     scan_frames,
 )
-from dsh_query_server.persistence.uri import open_backend
+from dsh_query_server.persistence.mount.composite import CompositeBackend
+from dsh_query_server.persistence.mount.uri import open_backend
 from tests.mcp_helpers import header, user
 
 Outcome = tuple[str, object, object]

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from dsh_query_server import jsoncodec
 from dsh_query_server.model.event import Event, make_event
-from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT, closers
 from dsh_query_server.persistence.contract.errors import SessionPersistenceCorruptionError
-from dsh_query_server.persistence.legacy import normalize_legacy
-from dsh_query_server.persistence.logical import logical_log
-from dsh_query_server.persistence.records import MalformedRow, PackedRow, pack, unpack_row
+from dsh_query_server.persistence.logical.closers import OUTCOME_UNKNOWN_TEXT, closers
+from dsh_query_server.persistence.logical.legacy import normalize_legacy
+from dsh_query_server.persistence.logical.log import logical_log
+from dsh_query_server.persistence.logical.records import MalformedRow, PackedRow, pack, unpack_row
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -919,7 +919,7 @@ def test_pack_then_unpack_is_identity(events: list[Event], max_members: int | No
 def test_a_window_replace_without_its_verified_message_id_is_a_stale_shape():
     # A window read normalizes a legacy replace with the message ids its verification recorded;
     # a replace it has no id for means the log changed without a new revision: verify again.
-    from dsh_query_server.persistence.legacy import Normalizer, StaleShape
+    from dsh_query_server.persistence.logical.legacy import Normalizer, StaleShape
 
     legacy = Event.from_value(
         {

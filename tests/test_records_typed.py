@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_query_server import jsoncodec
-from dsh_query_server.persistence.records import (
+from dsh_query_server.persistence.logical.records import (
     MalformedRow,
     packed_members,
     unpack_line,

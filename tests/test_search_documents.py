@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from dsh_query_server.cancel import NULL_TOKEN
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header
-from dsh_query_server.persistence.binding import PersistenceBinding
+from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.persistence.sqlite import SqliteBackend
 from dsh_query_server.search import documents
 

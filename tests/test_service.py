@@ -12,7 +12,7 @@ from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event
-from dsh_query_server.persistence.binding import PersistenceBinding
+from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.query import labels
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore

@@ -18,7 +18,7 @@ from dsh_query_server import jsoncodec
 from dsh_query_server.cancel import CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header
-from dsh_query_server.persistence.binding import PersistenceBinding
+from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.persistence.sqlite import SqliteBackend
 from dsh_query_server.query.loading import newest_first
 from dsh_query_server.query.service import SessionQueryService

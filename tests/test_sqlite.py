@@ -21,12 +21,12 @@ from msgspec import UNSET
 
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence.closers import OUTCOME_UNKNOWN_TEXT
 from dsh_query_server.persistence.contract.errors import (
     SessionFormatUnsupportedError,
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
 )
+from dsh_query_server.persistence.logical.closers import OUTCOME_UNKNOWN_TEXT
 from dsh_query_server.persistence.sqlite import (
     MalformedProvenance,
     SessionDatabaseRefused,

@@ -23,8 +23,8 @@ from dsh_query_server.cli import sync_group
 from dsh_query_server.cli.sync_log import SourceLog, count_of
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.jsonl import JsonlBackend
+from dsh_query_server.persistence.logical.records import KeptLine, Piece
 from dsh_query_server.persistence.postgres import rows
-from dsh_query_server.persistence.records import KeptLine, Piece
 
 
 def chunk(seq: int, kind: str, text: str) -> Event:

@@ -20,14 +20,15 @@ from dsh_query_server.cancel import CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event, Header, make_event
-from dsh_query_server.persistence import closers, logical, records
 from dsh_query_server.persistence import jsonl as jsonl_backend
-from dsh_query_server.persistence.binding import PersistenceBinding
 from dsh_query_server.persistence.contract.results import Inspection, Window
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.jsonl import decode as jsonl_decode
-from dsh_query_server.persistence.memo import VerificationMemo
-from dsh_query_server.persistence.records import ChunkOutline
+from dsh_query_server.persistence.logical import closers, records
+from dsh_query_server.persistence.logical import log as logical
+from dsh_query_server.persistence.logical.memo import VerificationMemo
+from dsh_query_server.persistence.logical.records import ChunkOutline
+from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.persistence.sqlite import SqliteBackend
 from dsh_query_server.persistence.sqlite import backend as sqlite_backend
 from dsh_query_server.query.service import SessionQueryService
@@ -550,7 +551,9 @@ class WindowBackend:
 
     uri = "test:window"
     writable = False
-    cheap_windows = False  # a WindowReader (persistence/contract/capabilities.py) whose windows are not cheap
+    cheap_windows = (
+        False  # a WindowReader (persistence/contract/capabilities.py) whose windows are not cheap
+    )
 
     def __init__(self, cancel_during: str | None = None) -> None:
         self.cancel_during = cancel_during

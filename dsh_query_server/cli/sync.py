@@ -25,11 +25,11 @@ from ..errors import QueryError
 from ..model.event import headers_compatible
 from ..persistence.contract.backend import PersistenceBackend
 from ..persistence.contract.results import Snapshot
+from ..persistence.logical.records import Piece
+from ..persistence.mount.uri import absolute_uri, open_backend
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.conninfo import SCHEMES, parse_postgres_uri
 from ..persistence.postgres.errors import AppendInDoubtError, SessionAppendConflictError
-from ..persistence.records import Piece
-from ..persistence.uri import absolute_uri, open_backend
 from .sync_group import (
     MAX_BATCH_BYTES,
     MAX_BATCH_EVENTS,

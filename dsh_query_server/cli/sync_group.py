@@ -18,9 +18,9 @@ from ..model.event import Event
 from ..persistence.contract.backend import PersistenceBackend
 from ..persistence.contract.results import Snapshot, StoredLog
 from ..persistence.jsonl import JsonlBackend
+from ..persistence.logical.records import KeptLine, Piece
 from ..persistence.postgres import rows
 from ..persistence.postgres.writes import Write
-from ..persistence.records import KeptLine, Piece
 from ..values import is_nonneg_safe_integer
 from .sync_log import SourceLog, count_of, size_of, width
 

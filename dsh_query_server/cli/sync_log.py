@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..model.event import Event, Header
+from ..persistence.logical.records import KeptLine, Piece
 from ..persistence.postgres import rows
-from ..persistence.records import KeptLine, Piece
 from .sync_state import prefix_digest
 
 

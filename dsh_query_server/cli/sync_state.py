@@ -26,9 +26,9 @@ from ..persistence.contract.backend import PersistenceBackend
 from ..persistence.contract.results import Snapshot
 from ..persistence.jsonl import JsonlBackend
 from ..persistence.jsonl.proofs import KeptProofs
+from ..persistence.logical.records import Piece
 from ..persistence.postgres.backend import PostgresBackend
 from ..persistence.postgres.listing import Stamp
-from ..persistence.records import Piece
 
 
 def state_dir() -> str:

@@ -61,7 +61,7 @@ def _int_flag(text: str | None) -> Any:
 
 def load(argv: list[str]) -> McpConfig:
     """Flags over ``--config``; a bad value stops start-up with status 2."""
-    from ..persistence.uri import absolute_uri
+    from ..persistence.mount.uri import absolute_uri
 
     ns = parser().parse_args(argv)
     options: dict[str, Any] = {}

@@ -7,8 +7,8 @@ from typing import cast
 
 from ..cancel import NULL_TOKEN, CancelToken
 from ..model.event import Header
-from .binding import Binding
 from .contract.results import Inspection, Window
+from .mount.binding import Binding
 
 
 def list_headers(binding: Binding, token: CancelToken = NULL_TOKEN) -> list[Header]:

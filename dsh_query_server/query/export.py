@@ -28,7 +28,7 @@ from ..model.event import HEADER_FIELDS, Event, Header
 from ..persistence.contract.capabilities import RawArtifactReader
 from ..persistence.contract.errors import SessionRawArtifactsUnsupportedError
 from ..persistence.contract.results import SessionRawArtifact
-from ..persistence.records import PackedRow, pack
+from ..persistence.logical.records import PackedRow, pack
 from ..values import is_integer
 from . import lineage
 from .loaded import Record, check_cancelled, not_found

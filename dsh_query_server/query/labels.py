@@ -20,9 +20,9 @@ from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header, headers_compatible
 from ..persistence.adapters import read_window
-from ..persistence.binding import Binding
 from ..persistence.contract.backend import PersistenceBackend
 from ..persistence.contract.results import Inspection, Window
+from ..persistence.mount.binding import Binding
 from ..session.store import LiveSnapshot
 from ..values import is_nonneg_safe_integer
 from .loaded import Record, check_cancelled, conflict

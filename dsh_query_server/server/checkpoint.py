@@ -23,9 +23,9 @@ from typing import Any
 from .. import errors, jsoncodec
 from ..errors import QueryError, inner_message
 from ..model.event import Event, Header, headers_compatible
-from ..persistence.binding import Binding, PersistenceBinding
 from ..persistence.contract.capabilities import WindowReader
 from ..persistence.contract.errors import SessionPersistenceReadOnlyError
+from ..persistence.mount.binding import Binding, PersistenceBinding
 from ..session.store import SessionStore
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from ..config import (
     state_dir,
 )
 from ..errors import QueryError
-from ..persistence.composite import persistence_members
+from ..persistence.mount.composite import persistence_members
 from ..values import MAX_SAFE_INTEGER, is_blank, is_integer, is_safe_integer
 
 _UNSET = object()

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from ..cancel import NULL_TOKEN
-from ..persistence.binding import Binding, PersistenceBinding
-from ..persistence.composite import CompositeBackend
 from ..persistence.contract.backend import PersistenceBackend
+from ..persistence.mount.binding import Binding, PersistenceBinding
+from ..persistence.mount.composite import CompositeBackend
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,10 @@ from typing import Any
 from .. import errors
 from ..config import embedded_store
 from ..errors import QueryError
-from ..persistence.binding import Binding, PersistenceBinding
-from ..persistence.composite import CompositeBackend, open_persistence
 from ..persistence.contract.backend import PersistenceBackend
-from ..persistence.uri import display_uri, open_backend
+from ..persistence.mount.binding import Binding, PersistenceBinding
+from ..persistence.mount.composite import CompositeBackend, open_persistence
+from ..persistence.mount.uri import display_uri, open_backend
 from ..query.service import SessionQueryService
 from ..search.service import SearchService
 from ..session.store import SessionStore

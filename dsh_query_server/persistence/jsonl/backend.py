@@ -20,7 +20,6 @@ from ...cancel import NULL_TOKEN, CancelToken
 from ...files import fsync_dir, make_private_dirs
 from ...model.event import Event, Header, is_valid_seq_at
 from ...values import is_nonneg_safe_integer
-from .. import logical
 from ..contract.backend import PersistenceBackend
 from ..contract.capabilities import RawArtifactReader, WindowReader
 from ..contract.errors import SessionPersistenceReadOnlyError
@@ -32,10 +31,11 @@ from ..contract.results import (
     StoredLog,
     Window,
 )
-from ..legacy import render_json
-from ..memo import VerificationMemo
-from ..records import Piece, pack
-from ..windows import Verified, read_window
+from ..logical import log as logical
+from ..logical.legacy import render_json
+from ..logical.memo import VerificationMemo
+from ..logical.records import Piece, pack
+from ..logical.windows import Verified, read_window
 from .decode import Decoded, StoredPieces, decode_raw, decode_zstd
 from .durable import (
     append_durably,

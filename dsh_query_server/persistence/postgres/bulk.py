@@ -20,8 +20,8 @@ from operator import itemgetter
 from typing import LiteralString, cast
 
 from ...cancel import NULL_TOKEN, CancelToken
-from .. import logical
 from ..contract.results import BulkResult, Inspection
+from ..logical import log as logical
 from . import rows, schema
 from .connection import Conn, Pool
 from .schema import StoreIdentity

@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
-from .. import legacy, logical
 from ..contract.backend import PersistenceBackend
 from ..contract.capabilities import OutlineReader, WindowReader
 from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
 from ..contract.results import Inspection, Snapshot, StoredLog, Window
-from ..memo import VerificationMemo
-from ..windows import Verification, Verified, WindowSource, read_window
+from ..logical import legacy
+from ..logical import log as logical
+from ..logical.memo import VerificationMemo
+from ..logical.windows import Verification, Verified, WindowSource, read_window
 from .codec import ROW_DEFECTS, Text, to_text
 from .location import birth_ns, check_location, create_private_file
 from .queries import discover_tail, not_found, select_rows, select_session, select_span, span_events

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from ... import errors
 from ...cancel import CancelToken
 from ...errors import QueryError
-from ...persistence.binding import Binding
+from ...persistence.mount.binding import Binding
 from ...query.labels import Lag, SessionInfo, read_labels, read_lags
 from ...query.loaded import Loaded, Record
 from ..runtime import Runtime

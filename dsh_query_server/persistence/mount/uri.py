@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from .. import errors
-from ..errors import QueryError, inner_message
-from .contract.backend import PersistenceBackend
+from ... import errors
+from ...errors import QueryError, inner_message
+from ..contract.backend import PersistenceBackend
 
 _OPTIONS = {
     "jsonl": {
@@ -81,7 +81,7 @@ def parse_uri(uri: Any) -> MountSpec:
     if not isinstance(uri, str):
         raise _invalid("persistence URI must be a string")
     if uri.startswith(("postgres://", "postgresql://")):  # libpq URIs (postgres.md §1.1)
-        from .postgres.conninfo import parse_postgres_uri
+        from ..postgres.conninfo import parse_postgres_uri
 
         mount = parse_postgres_uri(uri)
         return MountSpec("postgres", mount.redacted, {"readOnly": str(mount.read_only).lower()})
@@ -120,7 +120,7 @@ def parse_uri(uri: Any) -> MountSpec:
 def display_uri(uri: object) -> str:
     """A configured persistence value as it may be shown: passwords redacted (postgres.md §1.3)."""
     if isinstance(uri, str) and uri.startswith(("postgres://", "postgresql://")):
-        from .postgres.conninfo import redact
+        from ..postgres.conninfo import redact
 
         return redact(uri)
     if isinstance(uri, list):
@@ -171,15 +171,15 @@ def open_backend(uri: str) -> PersistenceBackend:
     spec = parse_uri(uri)
     try:
         if spec.scheme in _HOME_DEFAULTS:
-            from .importing.mount import open_importer
+            from .importers import open_importer
 
             return open_importer(spec.scheme, spec.location, dict(spec.options), uri)
         if spec.scheme == "postgres":
-            from .postgres import open_postgres
+            from ..postgres import open_postgres
 
             return open_postgres(uri)
         if spec.scheme == "jsonl":
-            from .jsonl import JsonlBackend
+            from ..jsonl import JsonlBackend
 
             root = spec.location
             if os.path.lexists(root) and not (
@@ -193,7 +193,7 @@ def open_backend(uri: str) -> PersistenceBackend:
                 read_only=spec.read_only,
                 uri=uri,
             )
-        from .sqlite import SqliteBackend
+        from ..sqlite import SqliteBackend
 
         return SqliteBackend(
             spec.location,

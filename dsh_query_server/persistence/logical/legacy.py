@@ -10,9 +10,9 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from .. import jsoncodec
-from ..model.event import Event
-from ..values import (
+from ... import jsoncodec
+from ...model.event import Event
+from ...values import (
     get_path,
     is_nonneg_safe_integer,
     is_number,
@@ -20,7 +20,7 @@ from ..values import (
     is_safe_integer,
     json_number,
 )
-from .contract.errors import SessionPersistenceCorruptionError
+from ..contract.errors import SessionPersistenceCorruptionError
 from .records import ChunkOutline
 
 

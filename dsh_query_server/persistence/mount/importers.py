@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .backend import ImportBackend
+from ..importing.backend import ImportBackend
 
 
 def open_importer(scheme: str, home: str, options: dict[str, str], uri: str) -> ImportBackend:

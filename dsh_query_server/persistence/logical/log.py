@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.event import Event
-from ..values import MAX_SAFE_INTEGER, is_nonneg_safe_integer
+from ...model.event import Event
+from ...values import MAX_SAFE_INTEGER, is_nonneg_safe_integer
 from .closers import StreamedTurn, closers
 from .legacy import LEGACY_TYPES, NeedsHistory, Normalizer, StaleShape
 

@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .contract.backend import PersistenceBackend
-from .contract.capabilities import Capabilities
+from ..contract.backend import PersistenceBackend
+from ..contract.capabilities import Capabilities
 
 _identities = itertools.count(1)
 

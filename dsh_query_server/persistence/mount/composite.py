@@ -9,14 +9,14 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
-from .. import errors, jsoncodec
-from ..cancel import NULL_TOKEN, CancelToken
-from ..errors import QueryError
-from ..model.event import Event, Header
-from .contract.backend import PersistenceBackend
-from .contract.capabilities import Capabilities, RawArtifactReader
-from .contract.errors import SessionPersistenceReadOnlyError, SessionRawArtifactsUnsupportedError
-from .contract.results import (
+from ... import errors, jsoncodec
+from ...cancel import NULL_TOKEN, CancelToken
+from ...errors import QueryError
+from ...model.event import Event, Header
+from ..contract.backend import PersistenceBackend
+from ..contract.capabilities import Capabilities, RawArtifactReader
+from ..contract.errors import SessionPersistenceReadOnlyError, SessionRawArtifactsUnsupportedError
+from ..contract.results import (
     BulkResult,
     Inspection,
     SessionLocation,

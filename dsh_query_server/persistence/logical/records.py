@@ -13,9 +13,9 @@ from typing import Any, ClassVar, Literal, NamedTuple, overload
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from .. import jsoncodec
-from ..model.event import Event
-from ..values import (
+from ... import jsoncodec
+from ...model.event import Event
+from ...values import (
     MAX_SAFE_INTEGER,
     is_array,
     is_nonneg_safe_integer,

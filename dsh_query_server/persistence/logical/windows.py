@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from ..cancel import CancelToken
-from ..model.event import Event, Header
-from . import logical
-from .contract.results import Window
+from ...cancel import CancelToken
+from ...model.event import Event, Header
+from ..contract.results import Window
+from . import log as logical
 from .legacy import NeedsHistory, StaleShape
-from .logical import LogShape, StreamedLog, logical_window, stored_span
+from .log import LogShape, StreamedLog, logical_window, stored_span
 from .memo import VerificationMemo
 
 H = TypeVar("H")

@@ -9,8 +9,8 @@ from typing import Any
 
 from msgspec import UNSET
 
-from ..model.event import Event, make_event
-from ..values import get_path, is_array
+from ...model.event import Event, make_event
+from ...values import get_path, is_array
 
 NOT_STARTED_TEXT = (
     "The tool call was interrupted before the Harness recorded it as started. "
