@@ -8,10 +8,10 @@ import time
 import pytest
 
 from dsh_query_server import errors
+from dsh_query_server.core.checkpoint import Checkpointer
 from dsh_query_server.errors import QueryError
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.mount.binding import PersistenceBinding
-from dsh_query_server.server.checkpoint import Checkpointer
 from dsh_query_server.session.store import SessionStore
 
 from .builders import U, live_snapshot

@@ -8,7 +8,7 @@ import pathlib
 import msgspec
 
 from dsh_query_server.config import DEFAULTS, ServerConfig, default_index, readme_table
-from dsh_query_server.server.config import build_config
+from dsh_query_server.core.config import build_config
 
 README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
 

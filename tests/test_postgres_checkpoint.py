@@ -21,12 +21,12 @@ from pytest_lsp import LanguageClient
 
 from dsh_query_server import errors
 from dsh_query_server.cli.sync import run as sync_run
+from dsh_query_server.core.checkpoint import Checkpointer
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.persistence.postgres import PostgresBackend, open_postgres
 from dsh_query_server.persistence.postgres.conninfo import parse_postgres_uri
-from dsh_query_server.server.checkpoint import Checkpointer
 from dsh_query_server.session.store import SessionStore
 
 from .builders import U

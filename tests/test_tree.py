@@ -625,9 +625,9 @@ def session_of(resource: TreeResource | UnsetType) -> str:
 def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     """Past the time budget, persisted sessions keep their id as label instead of stalling."""
     from dsh_query_server.cancel import CancelToken
+    from dsh_query_server.core.config import build_config
+    from dsh_query_server.core.runtime import Runtime
     from dsh_query_server.server import tree
-    from dsh_query_server.server.config import build_config
-    from dsh_query_server.server.runtime import Runtime
     from dsh_query_server.server.tree import context
 
     from .builders import log_only
@@ -666,10 +666,10 @@ def test_persisted_labels_pass_the_checks_titles_pass():
     and its listed-versus-inspected header check. Where readTitles rejects a session (corrupt
     log, conflicting headers, failing backend read), its label is the id; the others keep theirs."""
     from dsh_query_server.cancel import CancelToken
+    from dsh_query_server.core.config import build_config
+    from dsh_query_server.core.runtime import Runtime
     from dsh_query_server.model.event import Header
     from dsh_query_server.server import tree
-    from dsh_query_server.server.config import build_config
-    from dsh_query_server.server.runtime import Runtime
 
     from .builders import log_only
     from .fakes import MemoryBackend

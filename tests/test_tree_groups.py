@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_query_server.cancel import CancelToken
+from dsh_query_server.core.config import build_config
+from dsh_query_server.core.runtime import Runtime
 from dsh_query_server.errors import QueryError
 from dsh_query_server.server import tree
-from dsh_query_server.server.config import build_config
-from dsh_query_server.server.runtime import Runtime
 from dsh_query_server.server.tree.nodes import TreeNode, TreeResource
 
 from .builders import U

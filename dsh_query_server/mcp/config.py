@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ..config import persistence_text
+from ..core.config import ServerConfig, build_config, cache_dir, default_persistence, merge
 from ..errors import QueryError
-from ..server.config import ServerConfig, build_config, cache_dir, default_persistence, merge
 from ..values import MAX_SAFE_INTEGER
 from .args import is_json_integer
 
