@@ -19,11 +19,14 @@ from hypothesis import strategies as st
 from dsh_query_server.cancel import CancelToken, SessionQueryCancelled
 from dsh_query_server.client import RpcError, StdioClient
 from dsh_query_server.errors import QueryError
+from dsh_query_server.export.archive import export_session
+from dsh_query_server.export.collect import session_content
+from dsh_query_server.export.encode import segment
+from dsh_query_server.export.params import ExportOptions
 from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.jsonl import TRANSCRIPT, escape_segment, project_dir, scan_frames
 from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.persistence.mount.uri import open_backend
-from dsh_query_server.query.export import ExportOptions, export_session, segment, session_content
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore
 from tests.mcp_helpers import CORPUS, event, header, private_env, user, write_corpus

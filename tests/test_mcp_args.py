@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from dsh_query_server.mcp.args import ToolError, parse_stamp, stamp_range
 from dsh_query_server.mcp.render import iso_time, js_number, js_stringify
 from dsh_query_server.mcp.scope import roots_from_uris
-from dsh_query_server.query.workspace import Workspace, normalize
+from dsh_query_server.model.workspace import Workspace, normalize
 
 
 def test_stamp_examples() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_query_server.query.workspace import Workspace
+from dsh_query_server.model.workspace import Workspace
 from dsh_query_server.search.scope import Scope
 
 from .builders import U, hdr

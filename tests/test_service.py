@@ -13,8 +13,8 @@ from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event
 from dsh_query_server.persistence.mount.binding import PersistenceBinding
-from dsh_query_server.query import labels
 from dsh_query_server.query.service import SessionQueryService
+from dsh_query_server.server.tree import labels
 from dsh_query_server.session.store import SessionStore
 
 from .builders import A, R, U, chunk, ev, example_a, example_c, hdr, log_only, user_data

@@ -713,8 +713,8 @@ def test_persisted_labels_from_windows_equal_labels_from_whole_logs(tmp_path, ca
     log gives, as long as the first message sits within LABEL_EVENTS of the start or the seed."""
     from dsh_query_server.model.event import Header
     from dsh_query_server.persistence.sqlite import SqliteBackend
-    from dsh_query_server.query import labels
     from dsh_query_server.query.titlefold import last_title_event
+    from dsh_query_server.server.tree import labels
 
     from .builders import T
 

@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 from .. import __version__
 from ..cancel import CancelToken
 from ..core.runtime import Runtime
-from ..query.workspace import Workspace
+from ..model.workspace import Workspace
 from . import config as mcp_config
 from .args import TOOL_BY_NAME, TOOLS, ToolError, check_schema
 from .scope import roots_from_uris, working_directory

@@ -11,9 +11,9 @@ from ...cancel import CancelToken
 from ...core.runtime import Runtime
 from ...errors import QueryError
 from ...persistence.mount.binding import Binding
-from ...query.labels import Lag, SessionInfo, read_labels, read_lags
 from ...query.loaded import Loaded, Record
 from .ids import Key, encode_id
+from .labels import Lag, SessionInfo, read_labels, read_lags
 
 LABEL_BUDGET_SECONDS = 2.0  # time a level may spend reading persisted logs for labels
 

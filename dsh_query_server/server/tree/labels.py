@@ -16,23 +16,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..cancel import NULL_TOKEN, CancelToken
-from ..errors import QueryError
-from ..model.event import Event, Header, headers_compatible
-from ..persistence.adapters import read_window
-from ..persistence.contract.backend import PersistenceBackend
-from ..persistence.contract.results import Inspection, Window
-from ..persistence.mount.binding import Binding
-from ..session.store import LiveSnapshot
-from ..values import is_nonneg_safe_integer
-from .loaded import Record, check_cancelled, conflict
-from .loading import inspect_call
-from .text import extract_text
-from .titlefold import last_title_event, title_from, title_window
-from .workers import run_claims
+from ...cancel import NULL_TOKEN, CancelToken
+from ...errors import QueryError
+from ...model.event import Event, Header, headers_compatible
+from ...persistence.adapters import read_window
+from ...persistence.contract.backend import PersistenceBackend
+from ...persistence.contract.results import Inspection, Window
+from ...persistence.mount.binding import Binding
+from ...query.loaded import Record, check_cancelled, conflict
+from ...query.loading import inspect_call
+from ...query.text import extract_text
+from ...query.titlefold import last_title_event, title_from, title_window
+from ...query.workers import run_claims
+from ...session.store import LiveSnapshot
+from ...values import is_nonneg_safe_integer
 
 if TYPE_CHECKING:
-    from .service import SessionQueryService
+    from ...query.service import SessionQueryService
 
 log = logging.getLogger(__name__)
 

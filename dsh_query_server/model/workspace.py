@@ -1,5 +1,6 @@
 """The workspace of tools.md §1.2: path normalisation N(p) and header visibility. Shared by the
-MCP tools and by export's ``workspaceRoots``."""
+MCP tools and by export's ``workspaceRoots``. A rule over a header's ``cwd`` and nothing else, so
+it lives with the model, where every layer that filters headers can import it."""
 
 from __future__ import annotations
 
