@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_query_server.cancel import NULL_TOKEN, CancelToken
-from dsh_query_server.cli.sync_state import SyncState, listed_source
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.jsonl.survey import survey_root
+from dsh_query_server.sync.state import SyncState, listed_source
 
 from .test_jsonl_proofs import (
     CWDS,

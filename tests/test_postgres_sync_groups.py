@@ -22,14 +22,14 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
-from dsh_query_server.cli import sync as sync_module
-from dsh_query_server.cli import sync_group
 from dsh_query_server.cli.sync import run
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.logical.records import Piece
 from dsh_query_server.persistence.postgres import open_postgres, rows
 from dsh_query_server.persistence.sqlite import SqliteBackend
+from dsh_query_server.sync import engine as sync_module
+from dsh_query_server.sync import group as sync_group
 
 from .pg_server import PgDatabase
 from .test_postgres_sync import sync_process
@@ -103,16 +103,16 @@ def limits(events: int, grouped: bool) -> Iterator[None]:
     in small examples); ``grouped=False`` is the one-session-per-transaction path, each batch
     through the backend's own ``append``."""
     saved = (sync_module.MAX_BATCH_EVENTS, sync_group.MAX_BATCH_EVENTS, sync_module.member)
-    packing = sync_module._Sync._append
+    packing = sync_module.Sync._append
     sync_module.MAX_BATCH_EVENTS = sync_group.MAX_BATCH_EVENTS = events
     if not grouped:
         sync_module.member = lambda *args, **kwargs: None  # type: ignore[assignment]
-        sync_module._Sync._append = _plain_append  # type: ignore[method-assign]
+        sync_module.Sync._append = _plain_append  # type: ignore[method-assign]
     try:
         yield
     finally:
         sync_module.MAX_BATCH_EVENTS, sync_group.MAX_BATCH_EVENTS, sync_module.member = saved
-        sync_module._Sync._append = packing  # type: ignore[method-assign]
+        sync_module.Sync._append = packing  # type: ignore[method-assign]
 
 
 def _plain_append(self: Any, session_id: str, pieces: Sequence[Piece]) -> None:

@@ -27,16 +27,16 @@ from psycopg import sql
 
 from dsh_query_server import jsoncodec
 from dsh_query_server.cancel import CancelToken
-from dsh_query_server.cli import sync as sync_module
-from dsh_query_server.cli import sync_group
 from dsh_query_server.cli.sync import run
-from dsh_query_server.cli.sync_log import SourceLog
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.contract.backend import PersistenceBackend
 from dsh_query_server.persistence.contract.results import Snapshot
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.logical.records import KeptLine
 from dsh_query_server.persistence.postgres import open_postgres, rows
+from dsh_query_server.sync import engine as sync_module
+from dsh_query_server.sync import group as sync_group
+from dsh_query_server.sync.log import SourceLog
 
 from .pg_server import PgDatabase
 

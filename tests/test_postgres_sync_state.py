@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from psycopg import sql
 
 from dsh_query_server.cli.sync import run
-from dsh_query_server.cli.sync_state import SyncState
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.jsonl import JsonlBackend, project_dir
 from dsh_query_server.persistence.postgres import open_postgres
 from dsh_query_server.persistence.postgres.backend import PostgresBackend
+from dsh_query_server.sync.state import SyncState
 
 from .pg_server import PgDatabase, PgServer
 

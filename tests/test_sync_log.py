@@ -19,12 +19,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_query_server.cli import sync_group
-from dsh_query_server.cli.sync_log import SourceLog, count_of
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.jsonl import JsonlBackend
 from dsh_query_server.persistence.logical.records import KeptLine, Piece
 from dsh_query_server.persistence.postgres import rows
+from dsh_query_server.sync import group as sync_group
+from dsh_query_server.sync.log import SourceLog, count_of
 
 
 def chunk(seq: int, kind: str, text: str) -> Event:

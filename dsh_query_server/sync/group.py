@@ -22,7 +22,7 @@ from ..persistence.logical.records import KeptLine, Piece
 from ..persistence.postgres import rows
 from ..persistence.postgres.writes import Write
 from ..values import is_nonneg_safe_integer
-from .sync_log import SourceLog, count_of, size_of, width
+from .log import SourceLog, count_of, size_of, width
 
 MAX_BATCH_EVENTS = 1000
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -67,6 +67,17 @@ class Report:
             ("created", "grown", "unchanged", "behind", "conflict", "diverged", "failed"), 0
         )
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """A skipped or failed session."""
+
+    id: str
+    source: str
+    reason: str
+    seq: int | None = None
+    message: str = ""
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..model.event import Event, Header
 from ..persistence.logical.records import KeptLine, Piece
 from ..persistence.postgres import rows
-from .sync_state import prefix_digest
+from .state import prefix_digest
 
 
 def width(piece: Piece) -> int:
