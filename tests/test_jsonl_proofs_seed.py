@@ -121,7 +121,7 @@ def test_an_unchanged_root_is_listed_without_reading_a_directory_or_a_header(
         raise AssertionError("read")
 
     monkeypatch.setattr("dsh_query_server.persistence.jsonl.proofs.scandir", refused)
-    monkeypatch.setattr("dsh_query_server.persistence.jsonl.backend.read_raw_header", refused)
+    monkeypatch.setattr("dsh_query_server.persistence.jsonl.listing.read_raw_header", refused)
     assert [(s.header.raw, s.revision) for s in seeded.list_snapshots()] == cold
     assert seeded._surveyor.reads == 0
 

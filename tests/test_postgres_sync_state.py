@@ -219,7 +219,7 @@ def test_a_no_change_run_neither_lists_the_target_nor_reads_the_root(
     for name in ("stamped_listing", "list_snapshots", "read_stored", "stored_count"):
         monkeypatch.setattr(PostgresBackend, name, refused)
     monkeypatch.setattr("dsh_query_server.persistence.jsonl.proofs.scandir", refused)
-    monkeypatch.setattr("dsh_query_server.persistence.jsonl.backend.read_raw_header", refused)
+    monkeypatch.setattr("dsh_query_server.persistence.jsonl.listing.read_raw_header", refused)
     code, report, err = sync(home, "--to", target, source)
     assert code == 0, err
     assert report["sources"][0]["unchanged"] == len(IDS)
