@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import sys
 from typing import Any
 
 from dsh_query_server.model.event import Event
@@ -12,12 +13,10 @@ from dsh_query_server.persistence.jsonl import escape_segment, project_dir
 from dsh_query_server.session.store import LiveSnapshot, SessionStore
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
-# The environment a server under test runs in: this checkout and the test backends (wire_backends).
-TEST_ENV = {
-    **os.environ,
-    "PYTHONPATH": ROOT,
-    "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make",
-}
+# The environment a server under test runs in: this checkout.
+TEST_ENV = {**os.environ, "PYTHONPATH": ROOT}
+# The server under test with the test backends mountable as test:<name> (harness_server.py).
+TEST_SERVER = [sys.executable, "-m", "tests.harness_server"]
 
 _ids = iter(range(10**9))
 

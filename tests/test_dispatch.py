@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -30,12 +29,8 @@ from bench.wire import ServerGone, WireClient, wait_until
 from dsh_query_server.server.envelope import UNDECODABLE, shallow_members
 from dsh_query_server.server.transport import Frames, frame, frame_parts, read_frame
 
-ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
-TEST_ENV = {
-    **os.environ,
-    "PYTHONPATH": ROOT,
-    "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make",
-}
+from .builders import TEST_ENV, TEST_SERVER
+
 ABORTED = "SESSION_QUERY_ABORTED"
 STATUS = "sessionPersistence/status"
 
@@ -69,7 +64,7 @@ class RecordingClient(WireClient):
 
 def start(initialize: bool = True) -> RecordingClient:
     return RecordingClient(
-        ["--persistence", "none"],
+        command=[*TEST_SERVER, "--persistence", "none"],
         env=TEST_ENV,
         timeout=30,
         initialize=initialize,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import sys
 import time
 
@@ -33,14 +32,8 @@ from hypothesis import strategies as st
 from bench.wire import WireClient
 from dsh_query_server.server.transport import frame
 
-from .builders import U
+from .builders import ROOT, TEST_ENV, TEST_SERVER, U
 
-ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
-TEST_ENV = {
-    **os.environ,
-    "PYTHONPATH": ROOT,
-    "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make",
-}
 ALLOWED = {-32700, -32600, -32601, -32602, -32800, -32803, -32002}
 FORBIDDEN = ("Traceback", 'File "', '.py"', ".py:", ".py,", "site-packages", ROOT, sys.prefix)
 
@@ -309,7 +302,7 @@ def tracebacks(stream) -> str:
 @pytest.fixture(scope="module")
 def server(server_stderr):
     client = WireClient(
-        ["--persistence", "none"],
+        command=[*TEST_SERVER, "--persistence", "none"],
         env=TEST_ENV,
         timeout=60,
         stderr=server_stderr,
@@ -718,7 +711,7 @@ def test_huge_content_length_does_not_kill_the_server(tmp_path):
     """Announcing 10**17 bytes made pygls allocate them at once (MemoryError ended the server).
     Now the server waits for the bytes; closing the connection ends it normally."""
     client = WireClient(
-        ["--persistence", "none"],
+        command=[*TEST_SERVER, "--persistence", "none"],
         env=TEST_ENV,
         timeout=30,
         initialization_options={"index": ":memory:"},
@@ -736,7 +729,9 @@ def test_huge_content_length_does_not_kill_the_server(tmp_path):
 
 
 def test_requests_before_initialize_and_a_second_initialize():
-    client = WireClient(["--persistence", "none"], env=TEST_ENV, timeout=30, initialize=False)
+    client = WireClient(
+        command=[*TEST_SERVER, "--persistence", "none"], env=TEST_ENV, timeout=30, initialize=False
+    )
     try:
         early = client.call("sessionQuery/listSessions", {})
         assert early["error"]["code"] == -32002

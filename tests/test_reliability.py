@@ -25,7 +25,7 @@ from bench.wire import RpcError, ServerGone, WireClient, wait_until
 from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
-from .builders import ROOT, TEST_ENV, A, U, hdr, user_data, write_transcript
+from .builders import ROOT, TEST_ENV, TEST_SERVER, A, U, hdr, user_data, write_transcript
 
 PERSISTENCE_FAILED = "SESSION_QUERY_PERSISTENCE_FAILED"
 CORRUPT = "SESSION_QUERY_CORRUPT_SESSION"
@@ -37,7 +37,11 @@ ABORTED = "SESSION_QUERY_ABORTED"
 def start(options=None, **kw) -> WireClient:
     init = {"index": ":memory:", "checkpoint": {"mode": "manual"}, **(options or {})}
     return WireClient(
-        ["--persistence", "none"], env=TEST_ENV, initialization_options=init, timeout=30, **kw
+        command=[*TEST_SERVER, "--persistence", "none"],
+        env=TEST_ENV,
+        initialization_options=init,
+        timeout=30,
+        **kw,
     )
 
 

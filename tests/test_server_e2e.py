@@ -17,7 +17,18 @@ from pytest_lsp import LanguageClient
 
 from dsh_query_server.server.transport import ByteReader, frame, read_frame
 
-from .builders import TEST_ENV, A, R, U, chunk, hdr, log_only, user_data, write_transcript
+from .builders import (
+    TEST_ENV,
+    TEST_SERVER,
+    A,
+    R,
+    U,
+    chunk,
+    hdr,
+    log_only,
+    user_data,
+    write_transcript,
+)
 from .lsp_client import config, init_params
 
 
@@ -38,7 +49,7 @@ def next_frame(stream: ByteReader) -> bytes:
     return body
 
 
-@pytest_lsp.fixture(config=config("--persistence", "none", env=TEST_ENV))
+@pytest_lsp.fixture(config=config("--persistence", "none", env=TEST_ENV, server=TEST_SERVER))
 async def client(lsp_client: LanguageClient):
     await lsp_client.initialize_session(init_params({"index": ":memory:"}))
     yield

@@ -1,4 +1,4 @@
-"""Backends a test server can mount as ``test:<name>`` (see persistence/uri.py's test hook).
+"""Backends a test server can mount as ``test:<name>`` (tests/harness_server.py registers them).
 
 They run inside the server process, so tests steer them through files (markers and flags).
 

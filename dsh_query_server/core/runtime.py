@@ -106,7 +106,7 @@ class Runtime:
         """importers.md §4.1-§4.3: ``"auto"``, one URI or an array, mounted atomically (every
         member opens or the previous binding stays); ``uri`` echoes what was asked."""
         if isinstance(uri, str) and uri != "auto":
-            backend = open_backend(uri)  # also the test harness's test: scheme
+            backend = open_backend(uri)  # also a registered scheme (the test harness's test:)
             echo: Any = backend.uri
         else:
             backend = open_persistence(uri, embedded_store(), os.environ)

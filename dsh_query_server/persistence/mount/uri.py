@@ -8,7 +8,6 @@ against the working directory before building its URI (``absolute_uri``).
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 from collections.abc import Callable
@@ -145,27 +144,32 @@ def absolute_uri(uri: str) -> str:
     return uri
 
 
-TEST_FACTORY_ENV = "DSH_QUERY_TEST_BACKEND_FACTORY"
+# What opens a URI of a scheme a host process registered (``register_scheme``).
+Opener = Callable[[str], PersistenceBackend]
+# Schemes beyond persistence.md §1's. Production never registers one: the test harness registers
+# ``test:`` in the server processes it starts (tests/harness_server.py), the hook of §1.
+_REGISTERED: dict[str, Opener] = {}
 
 
-def _test_backend(uri: Any) -> PersistenceBackend | None:
-    """The test harness hook of persistence.md §1: with DSH_QUERY_TEST_BACKEND_FACTORY set to
-    ``module:function``, ``test:<name>`` mounts ``function(name)``. Without it the scheme is
-    unknown, so production servers never import code named by a client."""
-    factory_name = os.environ.get(TEST_FACTORY_ENV)
-    if not factory_name or not isinstance(uri, str) or not uri.startswith("test:"):
+def register_scheme(scheme: str, opener: Opener) -> None:
+    """Mount ``<scheme>:...`` URIs with ``opener(uri)``, before any other rule and without the
+    URI checks of §1: for a test harness's backends. A scheme of §1 cannot be replaced."""
+    if scheme in _OPTIONS or scheme in ("postgres", "postgresql"):
+        raise ValueError(f"persistence URI scheme {scheme!r} is built in")
+    _REGISTERED[scheme] = opener
+
+
+def _registered(uri: Any) -> PersistenceBackend | None:
+    if not _REGISTERED or not isinstance(uri, str):
         return None
-    module_name, _, attr = factory_name.partition(":")
-    module = importlib.import_module(module_name)
-    factory: Callable[[str], PersistenceBackend] = getattr(module, attr)
-    backend = factory(uri[len("test:") :])
-    setattr(backend, "uri", uri)  # noqa: B010 - the doubles keep their mount URI as a plain field
-    return backend
+    scheme, sep, _ = uri.partition(":")
+    opener = _REGISTERED.get(scheme) if sep else None
+    return None if opener is None else opener(uri)
 
 
 def open_backend(uri: str) -> PersistenceBackend:
     """Parse and construct the backend; construction runs the mount-time checks."""
-    backend = _test_backend(uri)
+    backend = _registered(uri)
     if backend is not None:
         return backend
     spec = parse_uri(uri)
