@@ -82,7 +82,7 @@ class Sync:
         self.created: set[str] = set()
         # id -> (source revision, events synced, their digest), until settle() records them
         self.settled: dict[str, tuple[str, int, str]] = {}
-        # Small sessions new to the target wait here to share a transaction (sync_group.py).
+        # Small sessions new to the target wait here to share a transaction (group.py).
         # With one job (strict createdAt order) every other write commits the group first.
         self.pending = Pending(MAX_BATCH_EVENTS, MAX_BATCH_BYTES)
         self.strict = False

@@ -88,7 +88,7 @@ class _StoredReader(Protocol):
 def read_source(source: PersistenceBackend, session_id: str, token: CancelToken) -> SourceLog:
     """What sync copies (§6): the stored valid prefix, or ``inspect`` for an importer without
     ``read_stored`` (which must not synthesize events); of a ``jsonl:`` source, with its
-    canonical packed lines kept whole (sync_log.py)."""
+    canonical packed lines kept whole (log.py)."""
     if isinstance(source, JsonlBackend):
         return SourceLog.of(*source.read_stored_pieces(session_id, token))
     if isinstance(source, _StoredReader):

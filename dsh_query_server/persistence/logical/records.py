@@ -1,6 +1,6 @@
 """Storage records of persistence.md §3.2: packed chunk rows (packing on write, validation and
 exact reconstruction on read). Both backends use these; neither re-implements them. The other
-parts of the shared logical encoding: closers.py (§3.3), legacy.py (§3.4), logical.py (the
+parts of the shared logical encoding: closers.py (§3.3), legacy.py (§3.4), log.py (the
 logical log that ``inspect`` returns, whole, as a window, or verified as a stream).
 """
 

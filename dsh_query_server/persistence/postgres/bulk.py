@@ -5,7 +5,7 @@ bounded the search index build at ~18,000 events/s. Here one ``REPEATABLE READ R
 transaction reads the session rows of up to ``IDS_PER_READ`` ids and, in one statement ordered
 by session and seq, the rows of as many of them as fit in ``ROWS_PER_READ`` events; the token
 is checked between transactions (and cancels a running statement). Every id's log is then
-decoded and verified by the very steps ``inspect`` runs (rows.py, logical.py) on rows of one
+decoded and verified by the very steps ``inspect`` runs (rows.py, logical/log.py) on rows of one
 snapshot, so each result is what ``inspect(id)`` would have given at that snapshot, errors
 included.
 """
