@@ -1,7 +1,7 @@
 # Two commands for a fresh machine: `make demo` and `make test`. Everything they need is
 # installed here, idempotently, with pinned versions (constraints.txt, package-lock.json).
-# `make check` is the fast loop while working: lint, then the unit and wire tests (no system
-# packages, no PostgreSQL, no editors; tests/conftest.py says what each marker means).
+# `make check` is the fast loop while working: lint and the unit and wire tests side by side (no
+# system packages, no PostgreSQL, no editors; tests/conftest.py says what each marker means).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -27,6 +27,7 @@ test: install $(TEST_DEPS)
 # pytest processes (one per core), with the `check` Hypothesis profile (fewer examples) and
 # without the tests marked slow. `make test` runs everything at full strength.
 CHECK_PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --hypothesis-profile=check
+CHECK_WIRE   := -m "wire and not postgres and not editor and not slow"
 check: install
 	@$(MAKE) --no-print-directory -j3 --output-sync=target check-lint check-unit check-wire
 
@@ -40,7 +41,7 @@ check-unit:
 	$(CHECK_PYTEST) -m "unit and not slow" $(PYTEST_ARGS)
 
 check-wire:
-	$(CHECK_PYTEST) -m "wire and not postgres and not editor and not slow" $(PYTEST_ARGS)
+	$(CHECK_PYTEST) $(CHECK_WIRE) $(PYTEST_ARGS)
 
 install: $(STAMP)
 

@@ -31,7 +31,7 @@ from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.session.store import SessionStore
 from tests.mcp_helpers import CORPUS, event, header, private_env, user, write_corpus
 
-pytestmark = pytest.mark.wire
+pytestmark = [pytest.mark.wire, pytest.mark.slow]  # the CLI and a server per test
 
 LINEAGE = [
     "session.jsonl",

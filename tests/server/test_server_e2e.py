@@ -240,6 +240,7 @@ async def test_producer_and_every_query_method(client):
     assert [s["header"]["id"] for s in await call(client, "sessionQuery/listSessions")] == ["s1"]
 
 
+@pytest.mark.slow  # a server per case
 @pytest.mark.parametrize(
     "method,params,expected",
     [
