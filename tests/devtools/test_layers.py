@@ -64,6 +64,14 @@ def test_base_utilities_import_no_layer_and_top_modules_are_importable_by_none(t
     assert "layer: pkg/cli.py:1: cli imports top (pkg.devtools.tool)" in found
 
 
+def test_mcp_imports_the_core_never_the_server(tmp_path):
+    files = dict(CLEAN)
+    files["core/runtime.py"] = "from ..query import service\n"
+    files["mcp/tools.py"] = "from ..core import runtime\nfrom ..server.app import q\n"
+    found = check(tree(tmp_path, files))
+    assert found == ["layer: pkg/mcp/tools.py:2: mcp imports server (pkg.server.app)"]
+
+
 def test_an_import_circle_is_reported_once_with_its_modules(tmp_path):
     files = dict(CLEAN)
     files["query/a.py"] = "from . import b\n"
