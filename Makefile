@@ -1,5 +1,7 @@
 # Two commands for a fresh machine: `make demo` and `make test`. Everything they need is
 # installed here, idempotently, with pinned versions (constraints.txt, package-lock.json).
+# `make check` is the fast loop while working: lint and the unit and wire tests side by side (no
+# system packages, no PostgreSQL, no editors; tests/conftest.py says what each marker means).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -13,13 +15,33 @@ TEST_DEPS :=
 .DEFAULT_GOAL := demo
 -include mk/*.mk
 
-.PHONY: demo test install test-python bench clean
+.PHONY: demo test check install bench clean
 
 demo: install
 	$(BIN)/dsh-query demo
 
 test: install $(TEST_DEPS)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# Lint (mk/lint.mk's Python half) and, at the same time, the unit tests and the wire tests in two
+# pytest processes (one per core), with the `check` Hypothesis profile (fewer examples) and
+# without the tests marked slow. `make test` runs everything at full strength.
+CHECK_PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --hypothesis-profile=check
+CHECK_WIRE   := -m "wire and not postgres and not editor and not slow"
+check: install
+	@$(MAKE) --no-print-directory -j3 --output-sync=target check-lint check-unit check-wire
+
+.PHONY: check-lint check-unit check-wire
+check-lint:
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/pyright --pythonpath $(BIN)/python $(CHECK_PYRIGHT_PATHS)
+
+check-unit:
+	$(CHECK_PYTEST) -m "unit and not slow" $(PYTEST_ARGS)
+
+check-wire:
+	$(CHECK_PYTEST) $(CHECK_WIRE) $(PYTEST_ARGS)
 
 install: $(STAMP)
 

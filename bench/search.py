@@ -272,7 +272,7 @@ class SearchSection(BenchBase):
     def reconcile_in_process(self) -> None:
         """The no-change reconcile, timed inside one process on the index the server built."""
         from dsh_query_server.cancel import NULL_TOKEN
-        from dsh_query_server.persistence.binding import PersistenceBinding
+        from dsh_query_server.persistence.mount.binding import PersistenceBinding
         from dsh_query_server.persistence.sqlite import SqliteBackend
         from dsh_query_server.search.reconcile import SearchIndex
         from dsh_query_server.session.store import SessionStore

@@ -1,7 +1,7 @@
 """The server's configuration as one typed struct (protocol.md §1, semantics.md §6.1). Its
-defaults are the only ones: the server's loader (server/config.py), the search service, the
+defaults are the only ones: the server's loader (core/config.py), the search service, the
 command line and the README's configuration table (``readme_table``, checked by
-tests/test_config.py) all read them from here.
+tests/core/test_config.py) all read them from here.
 
 A base module: it imports nothing from the rest of the package.
 """

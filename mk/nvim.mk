@@ -1,4 +1,4 @@
-# Neovim client (editor/nvim): tests/test_nvim.py drives Debian's neovim headless.
+# Neovim client (editor/nvim): tests/editors/nvim/ drives Debian's neovim headless.
 # Included by the Makefile's `-include mk/*.mk` (which defines SUDO and BIN).
 
 .PHONY: nvim-deps test-nvim
@@ -11,4 +11,4 @@ nvim-deps:
 
 # Only the Neovim tests.
 test-nvim: install nvim-deps
-	$(BIN)/python -m pytest -q tests/test_nvim.py $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q tests/editors/nvim $(PYTEST_ARGS)

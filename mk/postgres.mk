@@ -13,4 +13,4 @@ postgres-deps:
 
 # Only the PostgreSQL tests.
 test-postgres: install postgres-deps
-	$(BIN)/python -m pytest -q tests/test_postgres*.py $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m postgres $(PYTEST_ARGS)

@@ -1,5 +1,5 @@
-# VS Code extension (vscode-extension/): what tests/test_vscode_extension.py and
-# tests/test_vscode_e2e.py need, installed idempotently and fast when already there.
+# VS Code extension (vscode-extension/): what tests/editors/vscode/test_vscode_extension.py and
+# tests/editors/vscode/test_vscode_e2e.py need, installed idempotently and fast when already there.
 #
 #   - Debian packages: chromium (driven by Playwright, no browser download), and the headers
 #     code-server's native modules build against (libkrb5-dev libxkbfile-dev libsecret-1-dev);
@@ -68,7 +68,7 @@ $(CODE_SERVER_STAMP): | vscode-apt
 
 # Just the extension's tests: `make vscode-test`, or only the end-to-end one: `make vscode-e2e`.
 vscode-test: install vscode-deps
-	$(BIN)/python -m pytest -q tests/test_vscode_extension.py tests/test_vscode_e2e.py tests/test_vscode_e2e_imported.py $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q tests/editors/vscode $(PYTEST_ARGS)
 
 vscode-e2e: install vscode-deps
-	$(BIN)/python -m pytest -q -m e2e tests/test_vscode_e2e.py tests/test_vscode_e2e_imported.py $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m e2e tests/editors/vscode/test_vscode_e2e.py tests/editors/vscode/test_vscode_e2e_imported.py $(PYTEST_ARGS)

@@ -5,12 +5,33 @@ private temporary directory, never in the user's ~/.local/state or ~/.cache, and
 home: the default persistence is ``auto`` (importers.md §4.2), which mounts whatever dsh, Claude
 Code and Codex histories lie under HOME, DSH_HOME, CLAUDE_CONFIG_DIR and CODEX_HOME, so each points
 into the temporary directory too (the machine that runs the tests may have histories of its own).
-This runs at import, before any test module copies os.environ for a server it starts."""
+This runs at import, before any test module copies os.environ for a server it starts.
+
+Markers (``--strict-markers``): every test is exactly one of ``unit``, ``wire``, ``postgres`` or
+``editor`` (``wire`` tests may need PostgreSQL too), set here so that nobody has to remember:
+
+- ``editor``: the tests under tests/editors/ (code-server + Chromium, Neovim);
+- ``postgres``: the tests that use the real PostgreSQL's fixtures (tests/pg_server.py);
+- ``wire``: the modules or tests marked ``pytest.mark.wire`` because they start a server process
+  (over stdio, or through the CLI, which starts one). A test that is none of these and starts a
+  server process fails and says so (``_spawn_guard``): a forgotten mark cannot pass;
+- ``unit``: every other test (in process).
+
+``make check`` runs ``unit`` and ``wire`` minus ``slow`` with the ``check`` Hypothesis profile,
+which caps every property test's examples (``CHECK_EXAMPLES``); ``make test`` runs everything
+at the examples each test asks for."""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import settings
 
 # The real PostgreSQL server for the postgres: tests: one per run, shared by their modules.
 pytest_plugins = ["tests.pg_server"]
@@ -31,8 +52,98 @@ os.environ["CLAUDE_CONFIG_DIR"] = os.path.join(_home, "home", ".claude")
 os.environ["CODEX_HOME"] = os.path.join(_home, "home", ".codex")
 
 
-def pytest_configure(config):
+MARKERS = {
+    "unit": "in process: no server process, no database server, no editor (set by conftest.py)",
+    "wire": "starts a server process over real stdio, or the CLI, which starts one",
+    "postgres": "needs the real PostgreSQL of tests/pg_server.py (set by conftest.py)",
+    "editor": "drives a real editor: code-server + Chromium, or Neovim (set by conftest.py)",
+    "slow": "a long test that `make check` leaves to `make test`",
     # Selectable with `-m e2e` / deselectable with `-m "not e2e"`; runs by default.
-    config.addinivalue_line(
-        "markers", "e2e: end to end in a real VS Code (code-server + headless Chromium)"
-    )
+    "e2e": "end to end in a real VS Code (code-server + headless Chromium)",
+}
+KINDS = ("wire", "postgres", "editor")
+POSTGRES_FIXTURES = frozenset({"pg_server", "pg_database"})
+TESTS = Path(__file__).resolve().parent
+# The `check` profile's cap on a property test's examples (make check: feedback in seconds).
+CHECK_EXAMPLES = 10
+settings.register_profile("check", max_examples=CHECK_EXAMPLES)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    capped = settings.get_current_profile_name() == "check"
+    for item in items:
+        if item.path.is_relative_to(TESTS / "editors"):
+            item.add_marker(pytest.mark.editor)
+        if POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.postgres)
+        if not any(item.get_closest_marker(kind) for kind in KINDS):
+            item.add_marker(pytest.mark.unit)
+        if capped:
+            _cap_examples(item)
+
+
+def _cap_examples(item: pytest.Item) -> None:
+    """A property test's own ``@settings(max_examples=...)`` wins over any profile, so the check
+    profile caps the settings Hypothesis reads when the test runs."""
+    test = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+    own = getattr(test, "_hypothesis_internal_use_settings", None)
+    if own is not None and own.max_examples > CHECK_EXAMPLES:
+        test._hypothesis_internal_use_settings = settings(own, max_examples=CHECK_EXAMPLES)  # type: ignore[union-attr]
+
+
+# -- the guard on the wire mark ------------------------------------------------------------------
+
+_current: list[pytest.Item] = []
+_SERVER_MODULES = ("dsh_query_server", "tests.harness_server")
+_NOT_SERVERS = ("dsh_query_server.devtools", "dsh_query_server.schema")
+
+
+def _starts_a_server(args: Any) -> bool:
+    """``python -m dsh_query_server[.mcp|.cli]`` or the test launcher, or ``dsh-query``."""
+    argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+    words = [os.fsdecode(a) for a in argv]
+    if words and os.path.basename(words[0]) == "dsh-query":
+        return True
+    for flag, module in zip(words, words[1:], strict=False):
+        if flag == "-m" and module.startswith(_SERVER_MODULES):
+            return not module.startswith(_NOT_SERVERS)
+    return False
+
+
+class _GuardedPopen(subprocess.Popen):  # type: ignore[type-arg]
+    def __init__(self, args: Any, *rest: Any, **kwargs: Any) -> None:
+        item = _current[-1] if _current else None
+        if item is not None and not any(item.get_closest_marker(k) for k in KINDS):
+            if _starts_a_server(args):
+                item.stash[_SPAWNED] = True
+                raise RuntimeError(
+                    f"{item.nodeid} starts a server process: mark it pytest.mark.wire"
+                )
+        super().__init__(args, *rest, **kwargs)
+
+
+_SPAWNED = pytest.StashKey[bool]()
+subprocess.Popen = _GuardedPopen  # type: ignore[misc]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    _current.append(item)
+    try:
+        return (yield)
+    finally:
+        _current.pop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if item.stash.get(_SPAWNED, False) and report.when == "call" and report.passed:
+        report.outcome = "failed"
+        report.longrepr = f"{item.nodeid} starts a server process: mark it pytest.mark.wire"
+    return report

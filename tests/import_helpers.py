@@ -8,7 +8,7 @@ import pathlib
 import shutil
 from typing import Any
 
-from dsh_query_server.persistence.base import Inspection
+from dsh_query_server.persistence.contract.results import Inspection
 from dsh_query_server.session.fold import fold_surface
 from dsh_query_server.session.validate import replay_error
 

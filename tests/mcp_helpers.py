@@ -15,7 +15,7 @@ from mcp.client.session import ListRootsFnT
 from mcp.client.stdio import stdio_client
 
 from dsh_query_server.model.event import Event, Header
-from dsh_query_server.persistence.uri import open_backend
+from dsh_query_server.persistence.mount.uri import open_backend
 
 T0 = 1700000000000
 

@@ -15,8 +15,8 @@ from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event
-from dsh_query_server.persistence.base import Snapshot
-from dsh_query_server.persistence.binding import PersistenceBinding
+from dsh_query_server.persistence.contract.results import Snapshot
+from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.search.config import SearchConfig
 from dsh_query_server.search.service import SearchService
 from dsh_query_server.session.store import SessionStore

@@ -124,7 +124,7 @@ def cmd_mount(args: argparse.Namespace) -> None:
 
 
 def _absolute(uri: str) -> str:
-    from ..persistence.uri import absolute_uri
+    from ..persistence.mount.uri import absolute_uri
 
     return uri if uri == "auto" else absolute_uri(uri)
 

@@ -14,7 +14,7 @@ from ..client import RpcError, StdioClient
 def persistence_option(values: list[str] | None) -> str | list[str] | None:
     """``--persistence`` given 0..n times as the ``persistence`` option (importers.md §4.3):
     absent is ``"auto"``, ``none`` is null, one URI is itself and several are an array."""
-    from ..persistence.uri import absolute_uri
+    from ..persistence.mount.uri import absolute_uri
 
     if not values:
         return "auto"
@@ -29,7 +29,7 @@ def persistence_option(values: list[str] | None) -> str | list[str] | None:
 
 def persistence_flags(values: list[str] | None) -> list[str]:
     """The server's flags for the same ``--persistence`` values (repeated as given)."""
-    from ..persistence.uri import absolute_uri
+    from ..persistence.mount.uri import absolute_uri
 
     flags: list[str] = []
     for value in values or []:

@@ -12,7 +12,7 @@ import sys
 import tempfile
 from typing import Any
 
-from ..query.export import segment
+from ..export.encode import segment
 
 
 def parser() -> argparse.ArgumentParser:

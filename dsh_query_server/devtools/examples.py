@@ -3,7 +3,7 @@
 Every example is a request this module sends to ``python -m dsh_query_server`` over stdio and the
 answer it got, so the reference shows what the server does, not what someone remembered. Times
 are given explicitly and the backend lives in a temporary folder shown as ``/data``, so the
-output is the same on every run (tests/test_reference.py regenerates it and compares).
+output is the same on every run (tests/docs/test_reference.py regenerates it and compares).
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from .. import schema as wire_schema
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "vscode-extension" / "src" / "protocol.gen.ts"
 HEADER = """\
-// Generated from the protocol's JSON Schema (dsh_query_server/schema.py) by
+// Generated from the protocol's JSON Schema (dsh_query_server/schema/) by
 // `python -m dsh_query_server.devtools.tsgen`. Do not edit: change the schema and regenerate
-// (tests/test_schema.py fails while this file differs from what the generator writes).
+// (tests/schema/test_schema.py fails while this file differs from what the generator writes).
 """
 _PRIMITIVE = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean"}
 _PRIMITIVE |= {"null": "null"}

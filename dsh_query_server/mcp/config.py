@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ..config import persistence_text
+from ..core.config import ServerConfig, build_config, cache_dir, default_persistence, merge
 from ..errors import QueryError
-from ..server.config import ServerConfig, build_config, cache_dir, default_persistence, merge
 from ..values import MAX_SAFE_INTEGER
 from .args import is_json_integer
 
@@ -61,7 +61,7 @@ def _int_flag(text: str | None) -> Any:
 
 def load(argv: list[str]) -> McpConfig:
     """Flags over ``--config``; a bad value stops start-up with status 2."""
-    from ..persistence.uri import absolute_uri
+    from ..persistence.mount.uri import absolute_uri
 
     ns = parser().parse_args(argv)
     options: dict[str, Any] = {}

@@ -16,13 +16,13 @@ from msgspec import UNSET
 
 from .. import errors, jsoncodec
 from ..cancel import CancelToken
+from ..core.runtime import Runtime
 from ..errors import QueryError
 from ..model.event import Event, Header
+from ..model.workspace import Workspace
 from ..query import lineage
 from ..query.loaded import Record
 from ..query.text import extract_text
-from ..query.workspace import Workspace
-from ..server.runtime import Runtime
 from . import args as A
 from .args import ToolError
 from .render import availability, indent_text, iso_time, js_number, js_stringify

@@ -20,7 +20,7 @@ from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model import wire
 from ..model.event import Event
-from ..persistence.binding import PersistenceBinding
+from ..persistence.mount.binding import PersistenceBinding
 from ..session.store import SessionStore
 from ..session.validate import message_shape_error, replay_error
 from ..values import is_integer, is_nonneg_safe_integer, json_number

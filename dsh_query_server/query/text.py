@@ -114,7 +114,7 @@ def _folding() -> tuple[re.Pattern[str], dict[str, str]]:
     character to the smallest member of its class turns that match into equality. For all but
     a few dozen characters that member is what str.lower gives; the rest (İ, ı, ſ, σ/Σ, ...) are
     replaced first. Whitespace and other uncased characters fold to themselves.
-    tests/test_text_fold.py checks all of this over every code point.
+    tests/query/test_text_fold.py checks all of this over every code point.
     """
     r = range(sys.maxunicode + 1)
     changed = compress(r, map(ne, map(_sre.unicode_tolower, r), r))

@@ -20,8 +20,8 @@ from ..errors import QueryError
 from ..model import wire
 from ..model.event import Event, Header, headers_compatible
 from ..persistence.adapters import read_window
-from ..persistence.base import Window
-from ..persistence.binding import Binding
+from ..persistence.contract.results import Window
+from ..persistence.mount.binding import Binding
 from ..session.store import LiveSnapshot
 from .loaded import check_cancelled, conflict, not_found, require_string
 from .loading import Loader, inspect_call

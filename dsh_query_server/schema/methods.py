@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import errors
+from ..export import params as export
 from ..model import wire
-from ..query import export
 from ..search import wire as search_wire
 from .shapes import (
     AppendParams,

@@ -21,7 +21,7 @@ from ..cancel import (
     CancelToken,
 )
 from ..errors import QueryError, cancelled
-from ..persistence.binding import PersistenceBinding
+from ..persistence.mount.binding import PersistenceBinding
 from ..session.store import SessionStore
 from .config import SearchConfig
 from .cursor import EVENTS, SESSIONS, decode_cursor, encode_cursor

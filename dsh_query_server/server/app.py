@@ -20,14 +20,14 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__, jsoncodec
+from ..core.config import ServerConfig, build_config, merge
+from ..core.runtime import Runtime
 from ..errors import QueryError
-from .config import ServerConfig, build_config, merge
 from .dispatch import Dispatcher
 from .methods import COMMANDS, Call
 from .notifier import ChangeNotifier
 from .protocol import QueryProtocol
 from .rpcerrors import SERVER_NOT_INITIALIZED, to_rpc_error
-from .runtime import Runtime
 from .stdio import serve_stdio, tune_malloc
 
 log = logging.getLogger("dsh_query_server")

@@ -18,11 +18,11 @@ from msgspec import Raw
 
 from .. import errors, jsoncodec
 from ..cancel import CancelToken
+from ..core.runtime import Runtime
 from ..errors import QueryError
 from .envelope import UNDECODABLE, request_id
 from .methods import Call
 from .rpcerrors import INTERNAL, error_object, to_rpc_error
-from .runtime import Runtime
 from .transport import JOIN_BELOW, frame_parts, header
 
 log = logging.getLogger("dsh_query_server")

@@ -13,9 +13,10 @@ from msgspec import UNSET
 
 from .. import errors
 from ..cancel import CancelToken
+from ..core.runtime import Runtime
 from ..errors import QueryError
-from ..query.export import export_method, export_options
-from .runtime import Runtime
+from ..export.archive import export_method
+from ..export.params import export_options
 from .tree import commands, tree_children, tree_parent
 
 Call = Callable[[Runtime, dict[str, Any], CancelToken], Any]

@@ -29,6 +29,7 @@ from pygls.protocol.json_rpc import JsonRPCResponseMessage
 from pygls.protocol.language_server import lsp_method
 
 from .. import errors
+from ..core.runtime import Runtime
 from .dispatch import Dispatcher, Frame, encode_frame
 from .envelope import OWN_PREFIXES, own_notification, own_request, refused_message, valid_id
 from .methods import INLINE, Call
@@ -41,7 +42,6 @@ from .rpcerrors import (
     JSONRPC_PARSE_ERROR,
     SERVER_NOT_INITIALIZED,
 )
-from .runtime import Runtime
 
 
 class Host(Protocol):

@@ -1,6 +1,6 @@
-// Generated from the protocol's JSON Schema (dsh_query_server/schema.py) by
+// Generated from the protocol's JSON Schema (dsh_query_server/schema/) by
 // `python -m dsh_query_server.devtools.tsgen`. Do not edit: change the schema and regenerate
-// (tests/test_schema.py fails while this file differs from what the generator writes).
+// (tests/schema/test_schema.py fails while this file differs from what the generator writes).
 
 /** The server assigns ``seq``, and ``time`` (now, epoch ms) when it is absent. */
 export interface AppendEvent {

@@ -1,8 +1,8 @@
 // Wire shapes of dsh-query-server that the extension uses (docs/protocol.md, docs/semantics.md
 // §1.8). The shapes themselves are generated from the server's JSON Schema into protocol.gen.ts
-// (`dsh-query schema`; tests/test_schema.py checks that file for drift); this module names the
-// ones the extension imports and adds what is the client's own. Everything here is data: no
-// `vscode` import, so unit tests load it directly.
+// (`python -m dsh_query_server.devtools.tsgen`; tests/schema/test_schema.py checks that file for
+// drift); this module names the ones the extension imports and adds what is the client's own.
+// Everything here is data: no `vscode` import, so unit tests load it directly.
 
 import type { NotificationMap, RequestMap, TreeCommand, TreeResource } from "./protocol.gen";
 

@@ -1,6 +1,6 @@
 // The data layer against the real Python server (tree.py and friends), over stdio with
 // vscode-jsonrpc, the transport vscode-languageclient uses. Runs when DSH_QUERY_PYTHON names a
-// Python with dsh-query-server installed (tests/test_vscode_extension.py sets it); skipped otherwise.
+// Python with dsh-query-server installed (tests/editors/vscode/test_vscode_extension.py sets it); skipped otherwise.
 import { strict as assert } from "node:assert";
 import { spawn, type ChildProcess } from "node:child_process";
 import { after, before, test } from "node:test";

@@ -29,20 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
-from .. import legacy, logical
-from ..base import (
-    Inspection,
-    OutlineReader,
-    PersistenceBackend,
-    SessionPersistenceCorruptionError,
-    SessionPersistenceReadOnlyError,
-    Snapshot,
-    StoredLog,
-    Window,
-    WindowReader,
-)
-from ..memo import VerificationMemo
-from ..windows import Verification, Verified, WindowSource, read_window
+from ..contract.backend import PersistenceBackend
+from ..contract.capabilities import OutlineReader, WindowReader
+from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
+from ..contract.results import Inspection, Snapshot, StoredLog, Window
+from ..logical import legacy
+from ..logical import log as logical
+from ..logical.memo import VerificationMemo
+from ..logical.windows import Verification, Verified, WindowSource, read_window
 from .codec import ROW_DEFECTS, Text, to_text
 from .location import birth_ns, check_location, create_private_file
 from .queries import discover_tail, not_found, select_rows, select_session, select_span, span_events
@@ -477,7 +471,7 @@ class SqliteBackend:
                 self._store = None
 
 
-if TYPE_CHECKING:  # the contract (base.py), checked by pyright
+if TYPE_CHECKING:  # the contract (persistence/contract/), checked by pyright
     _backend: type[PersistenceBackend] = SqliteBackend
     _windows: type[WindowReader] = SqliteBackend
     _outline: type[OutlineReader] = SqliteBackend

@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ... import errors
 from ...cancel import CancelToken
+from ...core.runtime import Runtime
 from ...errors import QueryError
 from ...values import is_number
-from ..runtime import Runtime
 from . import event_trace, events, lineage, sessions
 from .context import Ctx
 from .ids import ERR, Args, Key, encode_id, invalid
