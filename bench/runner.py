@@ -31,7 +31,7 @@ from .jsonl import JsonlSection, zstd_root
 from .mcp_line import McpSection
 from .postgres import PostgresSection
 from .search import SearchSection
-from .stats import Row, Stats, log, measure, render
+from .stats import Row, Stats, log, measure, measure_interleaved, render
 from .wire import WireClient
 
 
@@ -245,6 +245,27 @@ class Bench(SearchSection, JsonlSection, McpSection, PostgresSection):
                 list_events,
                 target="<= 400 ms",
                 ok=list_events.p50 <= 400,
+            )
+        )
+        # views.md §2 "Cost": readTimeline within 2x listEvents, sampled in turn on the same log.
+        whole = {"sessionId": PROBE_LONG}
+        timeline, listing = measure_interleaved(
+            [
+                lambda: server.request("sessionQuery/readTimeline", whole),
+                lambda: server.request("sessionQuery/listEvents", whole),
+            ],
+            self.n(10),
+            budget=90 * self.iters,
+        )
+        self.add(
+            Row(
+                f"readTimeline, persisted {self.long_len:,}-event session",
+                timeline,
+                baseline=listing,
+                baseline_name="listEvents, same log, in turn",
+                ratio=timeline.p50 / listing.p50,
+                target="<= 2x listEvents",
+                ok=timeline.p50 <= 2 * listing.p50,
             )
         )
         seqs = [self.rng.randrange(self.long_len) for _ in range(100)]
