@@ -6,9 +6,11 @@
 import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
 import { formatError, describeError } from "./errors";
+import type { SessionEventRecord } from "./protocol";
 import {
   isViewAction,
   isViewMethod,
+  packRecords,
   type HostToPage,
   type PageToHost,
   type ViewAction,
@@ -106,7 +108,9 @@ export class SessionViews implements vscode.Disposable {
         return;
       }
       try {
-        reply({ result: await this.host.request(m.method, m.params) });
+        const result = await this.host.request<unknown>(m.method, m.params);
+        const records = m.method === "sessionQuery/listEvents" && Array.isArray(result);
+        reply({ result: records ? packRecords(sessionId, result as SessionEventRecord[]) : result });
       } catch (err) {
         reply({ error: { message: formatError(err), code: describeError(err).dataCode } });
       }

@@ -2,6 +2,8 @@
 // (request(method, params) -> result) and asks it to do things only an editor can (actions). The
 // VS Code webview and the HTML export are two hosts of the same page. No `vscode`, no DOM.
 
+import type { SessionEventRecord, Surface } from "./protocol.gen";
+
 /** The methods the page may call: read-only, one session at a time. */
 export const VIEW_METHODS = [
   "sessionQuery/readTimeline",
@@ -80,4 +82,53 @@ export function isViewAction(value: unknown): value is ViewAction {
     default:
       return false;
   }
+}
+
+/** listEvents as it crosses from the extension into the webview: columns instead of 100,000
+ * objects (the copy between the two processes is most of the time of a long session's first
+ * screen). The page's host unpacks it into the method's own result. */
+export interface PackedRecords {
+  packed: "records";
+  sessionId: string;
+  types: string[];
+  /** Per seq: the index of its type in ``types``. */
+  type: number[];
+  time: number[];
+  /** Per seq, one letter: c(urrent), s(hadowed), l(og-only). */
+  surface: string;
+}
+
+const LETTER: Record<Surface, string> = { current: "c", shadowed: "s", "log-only": "l" };
+const SURFACE: Record<string, Surface> = { c: "current", s: "shadowed", l: "log-only" };
+
+export function packRecords(sessionId: string, records: readonly SessionEventRecord[]): PackedRecords {
+  const index = new Map<string, number>();
+  const types: string[] = [];
+  const type = new Array<number>(records.length);
+  const time = new Array<number>(records.length);
+  let surface = "";
+  records.forEach((r, i) => {
+    let k = index.get(r.type);
+    if (k === undefined) {
+      k = types.length;
+      types.push(r.type);
+      index.set(r.type, k);
+    }
+    type[i] = k;
+    time[i] = r.time;
+    surface += LETTER[r.surface];
+  });
+  return { packed: "records", sessionId, types, type, time, surface };
+}
+
+export function isPackedRecords(value: unknown): value is PackedRecords {
+  return !!value && typeof value === "object" && (value as { packed?: unknown }).packed === "records";
+}
+
+export function unpackRecords(p: PackedRecords): SessionEventRecord[] {
+  const out = new Array<SessionEventRecord>(p.type.length);
+  for (let seq = 0; seq < out.length; seq++) {
+    out[seq] = { sessionId: p.sessionId, seq, type: p.types[p.type[seq]], time: p.time[seq], surface: SURFACE[p.surface[seq]] };
+  }
+  return out;
 }

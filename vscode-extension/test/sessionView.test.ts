@@ -26,7 +26,7 @@ import {
   stepLines,
   surfaceRows,
 } from "../src/view/model";
-import { isViewAction, isViewMethod } from "../src/viewProtocol";
+import { isViewAction, isViewMethod, packRecords, unpackRecords } from "../src/viewProtocol";
 
 const python = process.env.DSH_QUERY_PYTHON;
 const skip = python ? false : "DSH_QUERY_PYTHON is not set";
@@ -115,6 +115,18 @@ test("the page's HTML: one script by nonce, nothing else allowed, the config esc
   assert.equal((html.match(/<script/g) ?? []).length, 1);
   assert.ok(!html.includes('a"<b>'), "the id is escaped");
   assert.ok(html.includes("data-config=\"{&quot;sessionId&quot;:&quot;a\\&quot;&lt;b>&quot;"), html);
+});
+
+test("listEvents crosses into the webview as columns and comes back the same", () => {
+  const records = [
+    record(0, "turn/start", "log-only"),
+    record(1, "user/message", "shadowed"),
+    record(2, "user/message", "current"),
+  ];
+  const packed = packRecords("s", records);
+  assert.deepEqual(packed.types, ["turn/start", "user/message"]);
+  assert.equal(packed.surface, "lsc");
+  assert.deepEqual(unpackRecords(JSON.parse(JSON.stringify(packed))), records);
 });
 
 test("the page may ask only for the read methods and the actions it has", () => {

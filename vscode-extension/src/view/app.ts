@@ -96,46 +96,71 @@ export class SessionPage {
     return this.host.config.sessionId;
   }
 
+  /** Reads the session: readTimeline, listEvents and the first window of payloads asked for at
+   * once; the chart is drawn as soon as the timeline is there, the transcript once the list is.
+   * Marks: dsh-timeline, dsh-chart, dsh-records, dsh-first-screen. */
   async load(): Promise<void> {
+    const sessionId = this.sessionId;
     try {
-      const [timeline, records] = await Promise.all([
-        this.host.request<SessionTimeline>("sessionQuery/readTimeline", { sessionId: this.sessionId }),
-        this.host.request<SessionEventRecord[]>("sessionQuery/listEvents", { sessionId: this.sessionId }),
-      ]);
+      const max = Math.max(0, this.host.config.windowMax);
+      const first = this.host.config.reveal ?? 0;
+      const window = this.host
+        .request<SessionEventWindow>("sessionQuery/readEvent", { sessionId, seq: first, before: max, after: max })
+        .catch(() => undefined); // a session without that event: rows ask again as they show
+      // Both at once: the server answers them in parallel, and the chart does not wait for the list.
+      const listed = this.host.request<SessionEventRecord[]>("sessionQuery/listEvents", { sessionId });
+      listed.catch(() => undefined); // awaited below; a failure is reported there
+      const timeline = await this.host.request<SessionTimeline>("sessionQuery/readTimeline", { sessionId });
+      performance.mark("dsh-timeline");
       this.timeline = timeline;
-      this.records = records;
+      // A stored log may change under the same seqs (an importer's end-of-file placeholder gives
+      // way to the real event): nothing read before this observation is kept.
+      this.cache.clear();
+      this.requested.clear();
+      this.shadowed.clear();
+      this.expanded.clear();
       this.stepOf.clear();
       timeline.steps.forEach((s, i) => this.stepOf.set(s.seq, i));
+      this.records = [];
       this.drawHeader();
-      this.chartSlot.replaceChildren(
-        new ContextChart(timeline, {
-          step: (i) => {
-            const step = timeline.steps[i];
-            void this.setMode({
-              kind: "point",
-              through: step.seq - 1,
-              title: `What the model saw when it wrote #${step.seq} (step ${i + 1})`,
-            });
-          },
-          drop: (rep) =>
-            void this.setMode({
-              kind: "point",
-              through: rep.seq - 1,
-              title: `The surface just before #${rep.seq} replaced ${events(rep.shadowed.count)}`,
-            }),
-        }).root,
-      );
+      this.drawChart(timeline);
       performance.mark("dsh-chart");
+      const records = await listed;
+      performance.mark("dsh-records");
+      this.records = records;
+      for (const e of (await window)?.events ?? []) {
+        this.cache.set(e.seq, e);
+      }
       this.drawToolbar();
       await this.setMode(this.mode);
-      const reveal = this.host.config.reveal;
-      if (reveal !== undefined) {
-        await this.reveal(reveal);
+      if (this.host.config.reveal !== undefined) {
+        await this.reveal(this.host.config.reveal);
       }
       void this.subagents();
     } catch (err) {
       this.fail(err);
     }
+  }
+
+  private drawChart(timeline: SessionTimeline): void {
+    this.chartSlot.replaceChildren(
+      new ContextChart(timeline, {
+        step: (i) => {
+          const step = timeline.steps[i];
+          void this.setMode({
+            kind: "point",
+            through: step.seq - 1,
+            title: `What the model saw when it wrote #${step.seq} (step ${i + 1})`,
+          });
+        },
+        drop: (rep) =>
+          void this.setMode({
+            kind: "point",
+            through: rep.seq - 1,
+            title: `The surface just before #${rep.seq} replaced ${events(rep.shadowed.count)}`,
+          }),
+      }).root,
+    );
   }
 
   private fail(err: unknown): void {
@@ -155,7 +180,8 @@ export class SessionPage {
     if (h.cwd) {
       parts.push(h.cwd);
     }
-    parts.push(`${count(this.records.length)} events`, `${count(this.timeline.steps.length)} model responses`);
+    const length = this.timeline.capturedThroughSeq === null ? 0 : this.timeline.capturedThroughSeq + 1;
+    parts.push(`${count(length)} events`, `${count(this.timeline.steps.length)} model responses`);
     const compactions = this.timeline.replacements.filter((r) => r.kind === "compaction").length;
     parts.push(`${count(compactions)} ${compactions === 1 ? "compaction" : "compactions"}`);
     meta.textContent = parts.join(" · ");
@@ -212,10 +238,10 @@ export class SessionPage {
     this.mode = mode;
     this.toggle.setAttribute("aria-pressed", String(mode.kind === "now"));
     this.toggle.classList.toggle("on", mode.kind === "now");
-    document.body.dataset.mode = mode.kind;
     if (mode.kind === "log") {
       this.banner.hidden = true;
       this.list.setRows(logRows(this.records, this.timeline.replacements, this.opened), undefined);
+      document.body.dataset.mode = mode.kind;
       this.markFirstScreen();
       return;
     }
@@ -232,9 +258,13 @@ export class SessionPage {
       }
       this.surface = snapshot.events.map((e) => e.seq);
     }
+    if (this.mode !== mode) {
+      return; // another mode was chosen while this surface was read
+    }
     this.drawBanner(mode);
     this.list.setRows(this.surfaceRows(), undefined);
     this.list.scrollTo(0);
+    document.body.dataset.mode = mode.kind; // the rows are the mode's (tests wait for this)
   }
 
   private reps(): TimelineReplacement[] {

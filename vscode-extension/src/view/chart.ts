@@ -97,8 +97,25 @@ export class ContextChart {
     );
     frame.addEventListener("keydown", (e) => this.key(e));
     frame.addEventListener("focus", () => this.select(this.selected < 0 ? 0 : this.selected));
+    frame.addEventListener("blur", () => (this.tip.hidden = true));
     this.root.append(frame, this.tip, this.live);
     requestAnimationFrame(() => this.draw(frame));
+    // The canvas takes its colours when drawn: a theme change (VS Code sets the body's class)
+    // draws it again.
+    new MutationObserver(() => this.redraw(frame)).observe(document.body, { attributeFilter: ["class"] });
+    new ResizeObserver(() => {
+      if (this.plot && Math.abs(this.plot.width - frame.clientWidth) > 2) {
+        this.plot.setSize({ width: Math.max(200, frame.clientWidth), height: HEIGHT });
+      }
+    }).observe(frame);
+  }
+
+  private redraw(frame: HTMLElement): void {
+    this.plot?.destroy();
+    this.plot = undefined;
+    this.drops.length = 0;
+    frame.replaceChildren();
+    this.draw(frame);
   }
 
   private draw(frame: HTMLElement): void {
@@ -162,11 +179,6 @@ export class ContextChart {
       this.drops.push({ rep, x: dropX(t.steps, rep), node });
     }
     this.placeDrops();
-    new ResizeObserver(() => {
-      if (this.plot && Math.abs(this.plot.width - frame.clientWidth) > 2) {
-        this.plot.setSize({ width: Math.max(200, frame.clientWidth), height: HEIGHT });
-      }
-    }).observe(frame);
   }
 
   private placeDrops(): void {
@@ -174,8 +186,16 @@ export class ContextChart {
     if (!u) {
       return;
     }
+    let labelled = -Infinity;
     for (const d of this.drops) {
-      d.node.style.left = `${u.valToPos(d.x, "x")}px`;
+      const left = u.valToPos(d.x, "x");
+      d.node.style.left = `${left}px`;
+      // Labels too close to the previous one would overlap: the marker stays, with its name.
+      const room = left - labelled > 48;
+      d.node.classList.toggle("crowded", !room);
+      if (room) {
+        labelled = left;
+      }
     }
   }
 

@@ -1,7 +1,15 @@
 // The page's host inside a VS Code webview: requests travel to the extension (sessionView.ts)
 // and back by id; the extension forwards them to the server.
 
-import type { HostToPage, PageToHost, ViewAction, ViewConfig, ViewMethod } from "../viewProtocol";
+import {
+  isPackedRecords,
+  unpackRecords,
+  type HostToPage,
+  type PageToHost,
+  type ViewAction,
+  type ViewConfig,
+  type ViewMethod,
+} from "../viewProtocol";
 import { HostError, type Host } from "./host";
 
 interface VsCodeApi {
@@ -36,7 +44,7 @@ export class WebviewHost implements Host {
       if (message.error) {
         waiting.reject(new HostError(message.error.message, message.error.code));
       } else {
-        waiting.resolve(message.result);
+        waiting.resolve(isPackedRecords(message.result) ? unpackRecords(message.result) : message.result);
       }
     }
   }
