@@ -68,6 +68,7 @@ export class SessionPage {
   private readonly status = el("div", "status");
   private readonly toggle: HTMLButtonElement;
   private firstScreen = false;
+  private loaded = false;
 
   constructor(
     private readonly host: Host,
@@ -103,7 +104,7 @@ export class SessionPage {
     const sessionId = this.sessionId;
     try {
       const max = Math.max(0, this.host.config.windowMax);
-      const first = this.host.config.reveal ?? 0;
+      const first = this.loaded ? 0 : (this.host.config.reveal ?? 0);
       const window = this.host
         .request<SessionEventWindow>("sessionQuery/readEvent", { sessionId, seq: first, before: max, after: max })
         .catch(() => undefined); // a session without that event: rows ask again as they show
@@ -133,9 +134,10 @@ export class SessionPage {
       }
       this.drawToolbar();
       await this.setMode(this.mode);
-      if (this.host.config.reveal !== undefined) {
+      if (this.host.config.reveal !== undefined && !this.loaded) {
         await this.reveal(this.host.config.reveal);
       }
+      this.loaded = true; // a refresh keeps the place the reader is at
       void this.subagents();
     } catch (err) {
       this.fail(err);
