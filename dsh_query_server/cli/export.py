@@ -1,6 +1,7 @@
 """``dsh-query export SESSION_ID [--descendants] [-o FILE] [--no-media] [--force]
 [--workspace DIR]…`` (tools.md §2.5): start a server, call sessionQuery/exportSession, print
-the path (or the result with --json, or the ZIP itself with ``-o -``)."""
+the path (or the result with --json, or the ZIP itself with ``-o -``). With ``--html``, one
+self-contained HTML page of the session instead (views.md §4, html_export.py)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ def parser() -> argparse.ArgumentParser:
         help="export only sessions under these directories",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--html",
+        action="store_true",
+        help="write the session view as one self-contained HTML page instead of a ZIP",
+    )
     return p
 
 
@@ -39,6 +45,9 @@ def main(argv: list[str] | None = None) -> None:
     from ..client import RpcError, StdioClient
 
     ns = parser().parse_args(argv)
+    if ns.html:
+        html_main(ns)
+        return
     stream = ns.output == "-"
     scratch = tempfile.mkdtemp(prefix="dsh-export-") if stream else None  # mode 0700
     if scratch is not None:
@@ -78,3 +87,46 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def html_main(ns: argparse.Namespace) -> None:
+    """``--html``: read the session from a server and write its page (0600, never replacing a
+    file without ``--force``), or print it with ``-o -``."""
+    from ..client import RpcError, StdioClient
+    from .connect import persistence_flags
+    from .html_export import page_data, render
+
+    for flag, given in (("--descendants", ns.descendants), ("--no-media", ns.no_media),
+                        ("--workspace", ns.workspace), ("--json", ns.json)):  # fmt: skip
+        if given:
+            sys.stderr.write(f"error: {flag} does not apply to --html\n")
+            sys.exit(2)
+    try:
+        client = StdioClient(
+            persistence_flags(ns.persistence),
+            initialization_options={"search": {"openAt": "never"}},
+        )
+        try:
+            page = render(page_data(client, ns.session_id))
+        finally:
+            client.close()
+    except RpcError as exc:
+        sys.stderr.write(f"error {exc.data_code or exc.code}: {exc.message}\n")
+        sys.exit(2)
+    if ns.output == "-":
+        sys.stdout.write(page)
+        sys.stdout.flush()
+        return
+    output = os.path.abspath(ns.output or f"dsh-session-{segment(ns.session_id)}.html")
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if ns.force else os.O_EXCL)
+    try:
+        fd = os.open(output, flags, 0o600)
+    except FileExistsError:
+        sys.stderr.write(f"error: {output} exists (--force replaces it)\n")
+        sys.exit(2)
+    except OSError as exc:
+        sys.stderr.write(f"error: cannot write {output}: {exc.strerror}\n")
+        sys.exit(2)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(page)
+    sys.stdout.write(output + "\n")

@@ -74,6 +74,7 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
         {"kind": "surface", "values": ["current"]}, {"kind": "text", "text": "budget"}]}),
     ("sessionQuery/readEvent", {"sessionId": "s1", "seq": 1, "before": 1, "after": 0}),
     ("sessionQuery/readSurface", {"sessionId": "s1"}),
+    ("sessionQuery/readTimeline", {"sessionId": "s1"}),
     ("sessionQuery/readSession", {"sessionId": "s2"}),
     ("sessionQuery/readTitle", {"sessionId": "s1"}),
     ("sessionQuery/readTitles", {"sessionIds": ["s1", "nope"]}),
@@ -95,6 +96,7 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
 ]  # fmt: skip
 ERRORS: list[tuple[str, dict[str, Any]]] = [
     ("sessionQuery/readEvent", {"sessionId": "s1", "seq": 99}),
+    ("sessionQuery/readSurface", {"sessionId": "s1", "throughSeq": 99}),
     ("sessionQuery/listEvents", {"sessionId": 7}),
     ("sessionQuery/searchSessions", {"query": "   "}),
     ("sessionStore/append", {"sessionId": "s1", "events": [{"type": "user/message"}]}),

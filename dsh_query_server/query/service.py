@@ -20,11 +20,12 @@ from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model import wire
 from ..model.event import Event
+from ..model.timeline import SessionTimeline
 from ..persistence.mount.binding import PersistenceBinding
 from ..session.store import SessionStore
 from ..session.validate import message_shape_error, replay_error
 from ..values import is_integer, is_nonneg_safe_integer, json_number
-from . import lineage, trace
+from . import lineage, timeline, trace
 from .filters import (
     EventPredicate,
     session_matches,
@@ -213,20 +214,37 @@ class SessionQueryService:
         )
 
     def read_surface(
-        self, session_id: Any, token: CancelToken = NULL_TOKEN
+        self, session_id: Any, token: CancelToken = NULL_TOKEN, through_seq: Any = UNSET
     ) -> wire.SessionSurfaceSnapshot:
+        """The current surface, or with ``through_seq`` the surface after events
+        ``0..through_seq`` (views.md §1): checked where readEvent's seq is (§3.12), and past the
+        last seq only after the whole log folded."""
         session_id = require_string(session_id, "sessionId")
+        through = _through_seq(through_seq)
         loaded = self.load(session_id, token)
         fold = loaded.fold()
-        surface = [loaded.events[s] for s in fold.nodes]
+        if through is None:
+            nodes = fold.nodes
+        else:
+            target_index(loaded, through)  # EVENT_NOT_FOUND past the last seq
+            nodes = timeline.surface_through(loaded.events, fold, through)
+        surface = [loaded.events[s] for s in nodes]
         for event in surface:
             _check_message_shape(event, session_id)
         last = loaded.events[-1].seq if loaded.events else None
         return wire.SessionSurfaceSnapshot(
             session=wire.raw(loaded.header),
-            capturedThroughSeq=last,
+            capturedThroughSeq=last if through is None else through,
             events=[wire.raw(e) for e in surface],
         )
+
+    def read_timeline(self, session_id: Any, token: CancelToken = NULL_TOKEN) -> SessionTimeline:
+        """views.md §2: one single-target load, one fold, one pass."""
+        session_id = require_string(session_id, "sessionId")
+        loaded = self.load(session_id, token, outline=True)  # no chunk payload is read
+        fold = loaded.fold()
+        check_cancelled(token)
+        return timeline.build_timeline(wire.raw(loaded.header), loaded.header, loaded.events, fold)
 
     def read_session(
         self, session_id: Any, token: CancelToken = NULL_TOKEN
@@ -271,6 +289,15 @@ class SessionQueryService:
         check_cancelled(token)
         index = target_index(loaded, seq)
         return trace.trace_event(loaded, index)
+
+
+def _through_seq(value: Any) -> int | None:
+    """views.md §1: absent and null mean the current surface; else a non-negative safe integer."""
+    if value is UNSET or value is None:
+        return None
+    if not is_nonneg_safe_integer(value):
+        raise QueryError(errors.INVALID_REQUEST, "throughSeq must be a non-negative safe integer")
+    return int(value)
 
 
 def _check_message_shape(event: Event, session_id: str) -> None:

@@ -85,7 +85,12 @@ def extract_text(event: Event) -> str:
     """The event's semantic text: trimmed non-empty parts joined with newlines ('' for none)."""
     if event.type not in _TEXT_TYPES:
         return ""
-    parts = (trim(p) for p in _parts(event.type, event.data()))
+    return text_of(event.type, event.data())
+
+
+def text_of(etype: Any, data: Any) -> str:
+    """``extract_text`` of an event of type ``etype`` whose data the caller already decoded."""
+    parts = (trim(p) for p in _parts(etype, data))
     return "\n".join(p for p in parts if p)
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .. import errors
 from ..export import params as export
-from ..model import wire
+from ..model import timeline, wire
 from ..search import wire as search_wire
 from .shapes import (
     AppendParams,
@@ -23,6 +23,7 @@ from .shapes import (
     MountResult,
     NoParams,
     ReadEventParams,
+    ReadSurfaceParams,
     ReadTitlesParams,
     SessionEventSearchRequest,
     SessionIdParams,
@@ -74,9 +75,16 @@ METHOD_SHAPES: dict[str, Method] = {
         (E.INVALID_REQUEST, E.INVALID_WINDOW, E.ABORTED, *_LOAD, E.EVENT_NOT_FOUND),
         "One event with up to `before` events before it and `after` after (semantics.md §3.5)."),
     "sessionQuery/readSurface": Method(
-        SessionIdParams, wire.SessionSurfaceSnapshot,
+        ReadSurfaceParams, wire.SessionSurfaceSnapshot,
+        (E.INVALID_REQUEST, E.ABORTED, *_LOAD, E.INVALID_SURFACE, E.EVENT_NOT_FOUND),
+        "The current surface in model-history order (semantics.md §3.6), or the surface after "
+        "events 0..throughSeq: what the model saw when it wrote event throughSeq + 1 "
+        "(views.md §1)."),
+    "sessionQuery/readTimeline": Method(
+        SessionIdParams, timeline.SessionTimeline,
         (E.INVALID_REQUEST, E.ABORTED, *_LOAD, E.INVALID_SURFACE),
-        "The current surface in model-history order (semantics.md §3.6)."),
+        "The context before every model response, every replacement with what it shadowed, and "
+        "the usage the agent recorded (views.md §2)."),
     "sessionQuery/readSession": Method(
         SessionIdParams, wire.SessionLogSnapshot,
         (E.INVALID_REQUEST, E.ABORTED, *_LOAD),

@@ -51,6 +51,17 @@ class ServerView(enum.Enum):
     EVENT_TRACE = "eventTrace"
 
 
+class SurfaceType(enum.Enum):
+    USER_MESSAGE = "user/message"
+    ASSISTANT_MESSAGE = "assistant/message"
+    TOOL_RESULT = "tool/result"
+
+
+class ReplacementKind(enum.Enum):
+    COMPACTION = "compaction"
+    TOOL_RESULT_REWRITE = "tool-result-rewrite"
+
+
 class TitleStatus(enum.Enum):
     FULFILLED = "fulfilled"
     REJECTED = "rejected"
@@ -148,6 +159,7 @@ RAW_FIELDS: dict[tuple[str, str], object] = {
     ("SessionLineageTrace", "descendants"): list[SessionLineageNode],
     ("SessionTitleObservation", "session"): SessionHeader,
     ("SessionEventSearchPage", "session"): SessionHeader,
+    ("SessionTimeline", "session"): SessionHeader,
 }
 
 _RECORD_TYPES: dict[str, object] = {"type": str, "time": int, "surface": Surface}
@@ -159,6 +171,10 @@ FIELD_TYPES: dict[tuple[str, str], object] = {
         for f, t in _RECORD_TYPES.items()
     },
     ("SessionEventTraceObservation", "sourceEventSeqs"): list[int],
+    ("TimelineStep", "time"): int,
+    ("TimelineReplacement", "time"): int,
+    ("TimelineReplacement", "type"): SurfaceType,
+    ("TimelineReplacement", "kind"): ReplacementKind,
     ("SessionTitleSnapshot", "title"): str,
     ("SessionTitleSnapshot", "messageSeqs"): list[int],
     ("SessionTitleSnapshot", "source"): TitleSource,
@@ -207,6 +223,14 @@ class ReadEventParams(Params):
     seq: float
     before: int | UnsetType = UNSET
     after: int | UnsetType = UNSET
+
+
+class ReadSurfaceParams(Params):
+    """``throughSeq``: the surface after events 0..throughSeq (views.md §1); absent or null:
+    the current surface."""
+
+    sessionId: str
+    throughSeq: int | None | UnsetType = UNSET
 
 
 class ReadTitlesParams(Params):

@@ -70,6 +70,9 @@ METHODS: dict[str, Call] = {
         t,
     ),
     "sessionQuery/readSurface": lambda rt, p, t: rt.service.read_surface(
+        p.get("sessionId", UNSET), t, p.get("throughSeq", UNSET)
+    ),
+    "sessionQuery/readTimeline": lambda rt, p, t: rt.service.read_timeline(
         p.get("sessionId", UNSET), t
     ),
     "sessionQuery/readSession": lambda rt, p, t: rt.service.read_session(

@@ -13,7 +13,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 SCANNED = ("dsh_query_server", "tests", "bench")
-SPEC_FILES = ("semantics", "persistence", "protocol", "editor", "importers", "tools", "postgres")
+SPEC_FILES = (
+    "semantics",
+    "persistence",
+    "protocol",
+    "editor",
+    "importers",
+    "tools",
+    "postgres",
+    "views",
+)
 
 HEADING = re.compile(r"^#{1,6}\s+(?:§\s*)?(\d+(?:\.\d+)*)\.?\s", re.MULTILINE)
 # A file name, then a run of § numbers joined by commas, dashes, "and" or "to".

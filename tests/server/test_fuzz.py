@@ -44,7 +44,8 @@ METHODS = {
     "sessionQuery/listEvents": ["sessionId"],
     "sessionQuery/filterEvents": ["sessionId", "filters"],
     "sessionQuery/readEvent": ["sessionId", "seq", "before", "after"],
-    "sessionQuery/readSurface": ["sessionId"],
+    "sessionQuery/readSurface": ["sessionId", "throughSeq"],
+    "sessionQuery/readTimeline": ["sessionId"],
     "sessionQuery/readSession": ["sessionId"],
     "sessionQuery/readTitle": ["sessionId"],
     "sessionQuery/readTitles": ["sessionIds"],
@@ -218,6 +219,7 @@ FIELDS = {
     "sessionIds": st.lists(st.sampled_from(["live", "persisted-a", "x"]) | json_values, max_size=4)
     | json_values,
     "seq": st.sampled_from(SPECIAL_NUMBERS) | json_values,
+    "throughSeq": st.sampled_from(SPECIAL_NUMBERS) | json_values,
     "before": json_values,
     "after": json_values,
     "query": st.sampled_from(["needle", '"needle"', "alpha beta", " "]) | json_values,

@@ -127,9 +127,13 @@ interface HitItem extends vscode.QuickPickItem {
 }
 
 const LOAD_MORE: HitItem = { label: "$(ellipsis) Load more…", alwaysShow: true, more: true };
+const OPEN_VIEW: vscode.QuickInputButton = {
+  iconPath: new vscode.ThemeIcon("graph-line"),
+  tooltip: "Open in the Session View",
+};
 
 function hitItem(label: string, hit: SessionEventSearchHit): HitItem {
-  return { label, description: hitDescription(hit), detail: hit.snippet, alwaysShow: true, hit };
+  return { label, description: hitDescription(hit), detail: hit.snippet, alwaysShow: true, hit, buttons: [OPEN_VIEW] };
 }
 
 /**
@@ -226,6 +230,13 @@ async function searchPick(
         clearTimeout(timer);
       }
       void run(qp.value, false);
+    }
+  });
+  qp.onDidTriggerItemButton((e) => {
+    const hit = e.item.hit;
+    if (hit) {
+      qp.hide();
+      ctx.sessionViews.open(hit.sessionId, hit.seq);
     }
   });
   qp.onDidHide(() => {
@@ -579,5 +590,12 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     reg(COMMANDS.restartServer, "Restart Server", () => ctx.server.restart()),
     reg(COMMANDS.showOutput, "Show Server Output", () => ctx.output.show(true)),
     reg(COMMANDS.groupSessions, "Group Sessions", (...a) => groupSessions(a)),
+    reg(COMMANDS.openSessionView, "Open Session View", async (...a) => {
+      const ref = refFromArgs(a);
+      const id = ref?.sessionId ?? (await sessionFor(ctx, a, "Open Session View"));
+      if (id !== undefined) {
+        ctx.sessionViews.open(id, ref?.seq);
+      }
+    }),
   ];
 }

@@ -182,8 +182,24 @@ export interface ReadEventParams {
   after?: number;
 }
 
+/** ``throughSeq``: the surface after events 0..throughSeq (views.md §1); absent or null: the current surface. */
+export interface ReadSurfaceParams {
+  sessionId: string;
+  throughSeq?: number | null;
+}
+
 export interface ReadTitlesParams {
   sessionIds: string[];
+}
+
+/** The usage the agent recorded for one response, normalised (views.md §2); a field the source does not record is null. ``context`` is the whole prompt as the provider counted it. */
+export interface RecordedUsage {
+  input: number | null;
+  cacheRead: number | null;
+  cacheWrite: number | null;
+  output: number | null;
+  reasoning: number | null;
+  context: number | null;
 }
 
 export interface RejectionReason {
@@ -191,6 +207,8 @@ export interface RejectionReason {
   message: string;
   cause?: string;
 }
+
+export type ReplacementKind = "compaction" | "tool-result-rewrite";
 
 export type SearchEventFilter = SeqFilter | TimeFilter | TypeFilter | SurfaceFilter;
 
@@ -343,6 +361,15 @@ export interface SessionSurfaceSnapshot {
   events: SessionEvent[];
 }
 
+export interface SessionTimeline {
+  session: SessionHeader;
+  capturedThroughSeq: number | null;
+  contextWindow: number | null;
+  steps: TimelineStep[];
+  replacements: TimelineReplacement[];
+  peak: TimelinePeak | null;
+}
+
 export interface SessionTitleObservation {
   session: SessionHeader;
   title?: SessionTitleSnapshot;
@@ -361,6 +388,13 @@ export interface SessionTitleSnapshot {
   source: TitleSource;
   eventSeq: number;
   updatedAt: number;
+}
+
+/** What a replacement shadowed: how many events, the first and last in surface order. */
+export interface ShadowedSpan {
+  count: number;
+  firstSeq: number;
+  lastSeq: number;
 }
 
 export interface StatusResult {
@@ -383,6 +417,15 @@ export interface SurfaceReplace {
   end: number;
 }
 
+/** A surface measured (views.md §2): its events, the code points of their text (semantics.md §6.4) and ``ceil(chars / 4)``, an estimate every view labels "≈ tokens". */
+export interface SurfaceSize {
+  events: number;
+  chars: number;
+  approxTokens: number;
+}
+
+export type SurfaceType = "assistant/message" | "tool/result" | "user/message";
+
 export interface TextFilter {
   kind: "text";
   text: string;
@@ -392,6 +435,35 @@ export interface TimeFilter {
   kind: "time";
   from?: number;
   to?: number;
+}
+
+/** The step with the largest ``approxTokens`` (the earliest on a tie). */
+export interface TimelinePeak {
+  seq: number;
+  approxTokens: number;
+  recordedContext: number | null;
+}
+
+/** One ``replace`` surface op: ``before`` is the surface through ``seq - 1``, ``after`` through ``seq``. */
+export interface TimelineReplacement {
+  seq: number;
+  time: number;
+  type: SurfaceType;
+  kind: ReplacementKind;
+  shadowed: ShadowedSpan;
+  before: SurfaceSize;
+  after: SurfaceSize;
+}
+
+/** One model response: the ``assistant/message`` at ``seq``, and the surface before it. */
+export interface TimelineStep {
+  seq: number;
+  time: number;
+  turn: number | null;
+  step: number | null;
+  model: string | null;
+  surface: SurfaceSize;
+  recorded: RecordedUsage | null;
 }
 
 export type TitleSource = FallbackTitleSource | UserTitleSource | ProviderTitleSource;
@@ -471,7 +543,8 @@ export interface RequestMap {
   "sessionQuery/listEvents": { params: SessionIdParams; result: SessionEventRecord[] };
   "sessionQuery/filterEvents": { params: FilterEventsParams; result: SessionEventSearchDocument[] };
   "sessionQuery/readEvent": { params: ReadEventParams; result: SessionEventWindow };
-  "sessionQuery/readSurface": { params: SessionIdParams; result: SessionSurfaceSnapshot };
+  "sessionQuery/readSurface": { params: ReadSurfaceParams; result: SessionSurfaceSnapshot };
+  "sessionQuery/readTimeline": { params: SessionIdParams; result: SessionTimeline };
   "sessionQuery/readSession": { params: SessionIdParams; result: SessionLogSnapshot };
   "sessionQuery/readTitle": { params: SessionIdParams; result: SessionTitleObservation };
   "sessionQuery/readTitles": { params: ReadTitlesParams; result: SessionTitleObservationResult[] };

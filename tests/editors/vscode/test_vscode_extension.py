@@ -19,6 +19,7 @@ import pytest
 
 from tests.editors.vscode.vscode_helpers import (
     EXT,
+    ROOT,
     VSIX,
     build_vsix,
     ensure_node_modules,
@@ -63,6 +64,7 @@ def test_package_vsix(node_modules: None) -> None:
     with zipfile.ZipFile(vsix) as z:
         names = set(z.namelist())
     assert "extension/dist/extension.js" in names
+    assert "extension/dist/session_view.js" in names  # the session view's page (views.md §3)
     assert "extension/package.json" in names
     assert "extension/media/session-query.svg" in names
     assert any(n.lower() == "extension/readme.md" for n in names)
@@ -74,3 +76,14 @@ def test_package_vsix(node_modules: None) -> None:
     ]
     assert not unexpected, unexpected
     assert vsix.stat().st_size < 2_000_000
+
+
+def test_the_packaged_session_page_is_a_fresh_build(node_modules: None, tmp_path) -> None:
+    """The session page bundle the Python package ships (dsh-query export --html, committed so
+    that pip installs need no node) is byte for byte what the extension's build writes now."""
+    fresh = tmp_path / "session_view.js"
+    run(["node", "scripts/build.mjs", f"--view-out={fresh}"])
+    shipped = ROOT / "dsh_query_server" / "assets" / "session_view.js"
+    assert fresh.read_bytes() == shipped.read_bytes(), (
+        "dsh_query_server/assets/session_view.js is stale: run `npm run build` in vscode-extension"
+    )
