@@ -9,6 +9,18 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
+# System packages (mk/*.mk): `$(call apt_install,<packages>)` installs them from the package lists
+# the machine has, and runs `apt-get update` only when that fails; --no-upgrade leaves a package
+# that is installed already as it is, and --no-install-recommends adds only what the named
+# packages depend on. (A dependency that must be newer than the installed one is still upgraded:
+# apt has no other way; fresh lists make that likelier, hence no update unless needed.)
+APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-upgrade --no-install-recommends
+apt_install = { $(APT_INSTALL) $(1) 2>/dev/null || { $(SUDO) apt-get update -qq && $(APT_INSTALL) $(1); }; }
+# Nothing is written outside the repository but into caches named ~/.cache/dsh-query-*: pip's
+# and npm's go there too (npm would use ~/.npm, pip ~/.cache/pip), and npm checks for no update.
+export PIP_CACHE_DIR ?= $(HOME)/.cache/dsh-query-pip
+export npm_config_cache ?= $(HOME)/.cache/dsh-query-npm
+export npm_config_update_notifier := false
 # Each client (mk/*.mk) adds the system packages and builds its tests need to TEST_DEPS. The
 # fragments are read before the rules below, so `test` sees the whole list.
 TEST_DEPS :=

@@ -22,6 +22,9 @@ from .importers import server_cpu
 from .stats import Row, Stats, log, measure, measure_interleaved
 from .wire import WireClient
 
+# As the Makefile's apt_install: no package already installed is upgraded, no recommends.
+_APT_INSTALL = ["apt-get", "install", "-y", "-qq", "--no-upgrade", "--no-install-recommends"]
+
 
 def ensure_rg() -> str | None:
     """ripgrep for the search baseline, installed with apt when missing (idempotent)."""
@@ -34,9 +37,9 @@ def ensure_rg() -> str | None:
         log("cannot install ripgrep (not root, no sudo): the rg comparison is skipped")
         return None
     for command in (
-        ["apt-get", "install", "-y", "-qq", "ripgrep"],
+        [*_APT_INSTALL, "ripgrep"],
         ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "ripgrep"],
+        [*_APT_INSTALL, "ripgrep"],
     ):
         subprocess.run(
             sudo + command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False

@@ -7,7 +7,7 @@ TEST_DEPS += nvim-deps
 
 # Idempotent: nothing to do when nvim is on PATH (any version from 0.7.2 on works).
 nvim-deps:
-	@command -v nvim >/dev/null || ($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y neovim)
+	@command -v nvim >/dev/null || $(call apt_install,neovim)
 
 # Only the Neovim tests.
 test-nvim: install nvim-deps

@@ -24,6 +24,7 @@ at the examples each test asks for."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -33,17 +34,24 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from tests.home_guard import HomeGuard
+
 # The real PostgreSQL server for the postgres: tests: one per run, shared by their modules.
 pytest_plugins = ["tests.pg_server"]
 
 _home = tempfile.mkdtemp(prefix="dsh-query-tests-")
-# Tool caches (code-server and Node for the editor tests, npm's) stay where they were: they hold
-# downloads, never histories.
+# Tool caches (code-server and Node for the editor tests, npm's) stay in the real home's
+# ~/.cache/dsh-query-* (as in the Makefile): they hold downloads, never histories. Nothing else in
+# the real home is written (home_guard.py checks at the end of the session).
 _real_home = os.path.expanduser("~")
+_guard = HomeGuard(Path(_real_home))
 os.environ.setdefault("DSH_QUERY_E2E_CACHE", os.path.join(_real_home, ".cache", "dsh-query-e2e"))
-os.environ.setdefault("npm_config_cache", os.path.join(_real_home, ".npm"))
+os.environ.setdefault("npm_config_cache", os.path.join(_real_home, ".cache", "dsh-query-npm"))
+os.environ["npm_config_update_notifier"] = "false"
 os.environ["XDG_STATE_HOME"] = os.path.join(_home, "state")
 os.environ["XDG_CACHE_HOME"] = os.path.join(_home, "cache")
+os.environ["XDG_CONFIG_HOME"] = os.path.join(_home, "config")  # code-server's, Chromium's, nvim's
+os.environ["XDG_DATA_HOME"] = os.path.join(_home, "data")
 # Empty homes: they exist (HOME) or not (the agents'), so `auto` finds the embedded store alone.
 os.environ["HOME"] = os.path.join(_home, "home")
 os.makedirs(os.environ["HOME"], mode=0o700)
@@ -147,3 +155,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.outcome = "failed"
         report.longrepr = f"{item.nodeid} starts a server process: mark it pytest.mark.wire"
     return report
+
+
+# -- the real home, untouched -------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Before the summary: a session that wrote into the real home fails (home_guard.py)."""
+    if _guard.report() is not None and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    message = _guard.report()
+    if message is not None:
+        terminalreporter.write_line(f"ERROR: {message}", red=True, bold=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_home, ignore_errors=True)

@@ -31,7 +31,6 @@ from tests.persistence.postgres.test_postgres import (
     sql,
     store_step,
     turn_start,
-    user,
 )
 from tests.pg_server import PgDatabase, hold_table_lock
 
@@ -198,86 +197,6 @@ def test_the_token_statement_honours_the_statement_timeout(pg_database: PgDataba
             release.set()
             holder.join()
         assert [s.header.id for s in backend.list_snapshots(CancelToken())] == ["s"]
-    finally:
-        backend.close()
-
-
-def test_a_parked_connection_never_keeps_the_pool_from_other_callers(
-    pg_database: PgDatabase,
-) -> None:
-    """With one connection in the pool, probes that park it between calls (list_snapshots in a
-    loop, in two threads) and appends and reads in other threads all get it in turn, well within
-    the pool's timeout, and every answer is exact."""
-    backend = open_postgres(
-        pg_database.socket_uri(poolSize="1", poolTimeoutMs="3000", listen="false")
-    )
-    try:
-        backend.create(header("s"))
-        backend.append("s", [turn_start(0)])
-        stop = threading.Event()
-        errors: list[BaseException] = []
-
-        def probes() -> None:
-            try:
-                while not stop.is_set():
-                    got = backend.list_snapshots(CancelToken())
-                    assert [s.header.id for s in got] == ["s"]
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
-
-        threads = [threading.Thread(target=probes) for _ in range(2)]
-        for thread in threads:
-            thread.start()
-        try:
-            for seq in range(1, 31):
-                backend.append("s", [user(seq)])
-                assert len(backend.read_stored("s", CancelToken()).events) == seq + 1
-        finally:
-            stop.set()
-            for thread in threads:
-                thread.join(30)
-        assert errors == []
-        assert backend.stored_count("s") == 31
-    finally:
-        backend.close()
-
-
-def test_a_probe_parks_its_connection_only_while_nobody_waits(pg_database: PgDatabase) -> None:
-    """Pool of one: a probe's connection parked while nobody waits is handed back to the next
-    other caller, and one returned while a caller waits in the pool goes to that caller."""
-    backend = open_postgres(
-        pg_database.socket_uri(poolSize="1", poolTimeoutMs="2000", listen="false")
-    )
-    pool = backend._pool  # pyright: ignore[reportPrivateUsage]
-    try:
-        backend.create(header("s"))
-        backend.append("s", [turn_start(0)])
-        conn = pool._checkout(probe=True)  # pyright: ignore[reportPrivateUsage]
-        pool._checkin(conn, probe=True)  # pyright: ignore[reportPrivateUsage]
-        assert pool._parked is not None  # pyright: ignore[reportPrivateUsage]
-        backend.append("s", [user(1)])  # the parked connection went back to the pool for it
-        assert backend.stored_count("s") == 2
-
-        conn = pool._checkout(probe=True)  # pyright: ignore[reportPrivateUsage]
-        answers: list[object] = []
-
-        def other() -> None:
-            try:
-                with pool.connection() as theirs:
-                    answers.append(theirs.execute("SELECT 1").fetchone())
-            except Exception as exc:  # noqa: BLE001 - reported below
-                answers.append(exc)
-
-        waiter = threading.Thread(target=other)
-        waiter.start()
-        deadline = time.monotonic() + 5
-        while pool._demand == 0 and time.monotonic() < deadline:  # pyright: ignore[reportPrivateUsage]
-            time.sleep(0.01)
-        time.sleep(0.05)  # it waits inside the pool now
-        pool._checkin(conn, probe=True)  # pyright: ignore[reportPrivateUsage]
-        waiter.join(10)
-        assert answers == [(1,)]
-        assert pool._parked is None  # pyright: ignore[reportPrivateUsage]
     finally:
         backend.close()
 
