@@ -7,12 +7,20 @@ import argparse
 from typing import Any
 
 from ..client import StdioClient
+from ..config import default_index
 from . import search, style
-from .connect import connect
+from .connect import connect, persistence_option
 from .events import show_events, show_read, show_surface
 from .filters import SURFACES, event_filter, session_filter, since_ms
 from .opening import open_client
 from .render import listing, print_json, safe, show_event_trace, show_lineage, show_sessions
+
+
+def cli_index(persistence: str | list[str] | None) -> str:
+    """The command line's own search index for a store (``--persistence`` as given, once or
+    repeated): an index is never shared with a running server, which uses the ``index`` prefix."""
+    values = [persistence] if isinstance(persistence, str) else persistence
+    return default_index(persistence_option(values), prefix="cli-index")
 
 
 def session_arg(client: StdioClient, text: str) -> str:
@@ -80,6 +88,11 @@ def cmd_mount(args: argparse.Namespace) -> None:
             f"({'writable' if mounted['writable'] else 'read-only'})"
         )
         show_sessions(client, False)
+
+
+def cmd_search(args: argparse.Namespace) -> None:
+    with open_client(args, index=cli_index(args.persistence)) as client:
+        search.run(client, args, listing(client))
 
 
 def _absolute(uri: str) -> str:
@@ -203,4 +216,4 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "(mounted as one), or auto",
     )
     mount.set_defaults(func=cmd_mount)
-    search.register(sub, common, output)
+    search.register(sub, [common, output], cmd_search)

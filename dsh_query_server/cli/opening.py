@@ -10,16 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..client import StdioClient
-from ..config import default_index
 from . import style
 from .connect import connect, persistence_option
-
-
-def cli_index(persistence: str | list[str] | None) -> str:
-    """The command line's own search index for a store (``--persistence`` as given, once or
-    repeated): an index is never shared with a running server, which uses the ``index`` prefix."""
-    values = [persistence] if isinstance(persistence, str) else persistence
-    return default_index(persistence_option(values), prefix="cli-index")
 
 
 def _require_mounted(client: StdioClient, values: list[str] | None) -> None:
@@ -44,4 +36,4 @@ def open_client(args: argparse.Namespace, **init: Any) -> Iterator[StdioClient]:
         yield client
 
 
-__all__ = ["cli_index", "open_client"]
+__all__ = ["open_client"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ..client import StdioClient
@@ -155,12 +156,21 @@ def run(client: StdioClient, args: Any, listed: Listing) -> None:
     emit(lines)
 
 
-def register(sub: Any, common: Any, output: Any) -> None:
+def _page_number(text: str) -> int:
+    import argparse
+
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f'--page takes a page number from 1, got "{text}"')
+    return int(text)
+
+
+def register(sub: Any, parents: list[Any], command: Callable[[Any], None]) -> None:
+    """The ``search`` parser, running ``command`` (commands.py starts the server)."""
     from ..config import DEFAULTS
 
     search = sub.add_parser(
         "search",
-        parents=[common, output],
+        parents=parents,
         help="full-text search: the best match of each session, or every match in one",
         description="Full-text search of every session (the best match of each, best first), "
         "or of one session with --session. The query is one phrase: its words in order, "
@@ -189,23 +199,7 @@ def register(sub: Any, common: Any, output: Any) -> None:
         help="continue from a nextCursor of --json output (only the server that issued it "
         "takes it back; --page works across commands)",
     )
-    search.set_defaults(func=_command)
-
-
-def _page_number(text: str) -> int:
-    import argparse
-
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f'--page takes a page number from 1, got "{text}"')
-    return int(text)
-
-
-def _command(args: Any) -> None:
-    from .opening import cli_index, open_client
-    from .render import listing
-
-    with open_client(args, index=cli_index(args.persistence)) as client:
-        run(client, args, listing(client))
+    search.set_defaults(func=command)
 
 
 __all__ = ["CLOSE", "OPEN", "fetch", "heading", "highlight", "page_of", "register", "run"]
