@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..client import StdioClient
 from ..config import default_index
 from . import search, style
 from .connect import connect, persistence_option
@@ -21,11 +20,6 @@ def cli_index(persistence: str | list[str] | None) -> str:
     repeated): an index is never shared with a running server, which uses the ``index`` prefix."""
     values = [persistence] if isinstance(persistence, str) else persistence
     return default_index(persistence_option(values), prefix="cli-index")
-
-
-def session_arg(client: StdioClient, text: str) -> str:
-    """An id, its shown form or its prefix (ids.py) as the id the server knows."""
-    return listing(client).resolve(text)
 
 
 def cmd_sessions(args: argparse.Namespace) -> None:
@@ -46,7 +40,7 @@ def cmd_events(args: argparse.Namespace) -> None:
 
 def cmd_read(args: argparse.Namespace) -> None:
     with open_client(args) as client:
-        sid = session_arg(client, args.session_id)
+        sid = listing(client).resolve(args.session_id)
         show_read(client, sid, args.seq, args.before, args.after, args.json)
 
 

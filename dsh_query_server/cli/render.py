@@ -26,12 +26,6 @@ def when(ms: Any, fmt: str = "%Y-%m-%d %H:%M") -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(fmt)
 
 
-def first_line(text: str, width: int = 70, escape: bool = True) -> str:
-    line = text.split("\n", 1)[0]
-    line = line if len(line) <= width else line[: width - 1] + "…"
-    return safe(line) if escape else line
-
-
 def safe(value: Any) -> str:
     """Session content is data, never rich markup: escape every string we print."""
     from rich.markup import escape
@@ -39,18 +33,14 @@ def safe(value: Any) -> str:
     return escape(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
 
 
-def console() -> Any:
-    return style.console()
-
-
-def plural(n: int, noun: str, many: str | None = None) -> str:
+def plural(n: int, noun: str) -> str:
     """``1 session``, ``2 sessions``."""
-    return f"{n} {noun if n == 1 else many or noun + 's'}"
+    return f"{n} {noun if n == 1 else noun + 's'}"
 
 
 def seq_ranges(seqs: Iterable[int]) -> str:
-    """Seqs as ranges with their count (``#7–#946, 191 events``); a few runs are listed, many
-    are shown as their span; ``—`` for none."""
+    """Seqs as ranges with their count: up to three runs listed (``#7–#9, #12, 4 events``), more
+    as their span (``#7–#946, 191 events in 24 runs``); ``—`` for none."""
     ordered = sorted(set(seqs))
     if not ordered:
         return "—"
@@ -180,10 +170,15 @@ def show_sessions(
             ]
         )
     total = len(listed.records)
-    shown = plural(total, "session") if len(sessions) == total else f"{len(sessions)} of {total}"
-    lines: list[Any] = [
-        Text(f"{shown} (newest first)" if total else "no sessions", style=style.HEADER)
-    ]
+    if not total:
+        heading = "no sessions"
+    elif not sessions:
+        heading = f"none of {plural(total, 'session')} match"
+    elif len(sessions) == total:
+        heading = f"{plural(total, 'session')} (newest first)"
+    else:
+        heading = f"{len(sessions)} of {total} sessions (newest first)"
+    lines: list[Any] = [Text(heading, style=style.HEADER)]
     if sessions:
         lines += render(columns, rows, terminal_width())
     if more:
@@ -246,7 +241,7 @@ def show_lineage(client: StdioClient, session_id: str, as_json: bool) -> None:
         parent, children = branches.pop()
         for child in children:
             branches.append((parent.add(label(child["session"])), child["descendants"]))
-    console().print(top)
+    style.console().print(top)
 
 
 def show_event_trace(

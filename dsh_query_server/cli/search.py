@@ -61,6 +61,18 @@ def fetch(client: StdioClient, method: str, params: dict[str, Any], page: int) -
     return client.request(method, {**params, "cursor": _encode(template)})
 
 
+def _resume(client: StdioClient, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A page from a cursor; one this server did not issue is refused with the way out."""
+    from ..client import RpcError
+
+    try:
+        return client.request(method, params)
+    except RpcError as exc:
+        if exc.data_code == "SESSION_QUERY_INVALID_CURSOR":
+            exc.message += " (only the server that issued a cursor takes it back; use --page N)"
+        raise
+
+
 def _pattern(query: str) -> re.Pattern[str] | None:
     """The query's words in order, any non-word run between them, case-insensitive: what the
     server's phrase match (semantics.md §6.6) looks like in a snippet (diacritics aside)."""
@@ -116,7 +128,7 @@ def run(client: StdioClient, args: Any, listed: Listing) -> None:
     # builds it (about 6 s per million events), so say what is happening (on stderr).
     with Console(stderr=True).status("searching (updating the index first)…", spinner="dots"):
         if args.cursor:
-            result = client.request(method, params)
+            result = _resume(client, method, params)
         else:
             result = fetch(client, method, params, page)
     if args.json:

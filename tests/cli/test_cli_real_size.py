@@ -96,6 +96,8 @@ def test_sessions_at_80_columns_keep_id_agent_created_and_title(home):
         "cwd",
     ]
     assert rows(wide)["491e126e…/agent-a4d5"][-2:] == ["491e126e", "/home/marco/projects/spotter"]
+    assert run(home, "sessions", "--limit", "2").splitlines()[0] == "2 of 5 sessions (newest first)"
+    assert run(home, "sessions", "--agent", "codex") == "none of 5 sessions match\n"
 
 
 def test_sessions_json_carries_the_title(home):
@@ -222,6 +224,20 @@ def test_search_counts_its_hits_and_highlights_the_match(home, columns):
     )
     assert second.splitlines()[0].startswith('search "phoenix": 2 matching events on page 2')
     assert seqs(paged) and seqs(second) and not set(seqs(paged)) & set(seqs(second))
+    if columns == 80:  # a cursor from an earlier command's server: refused with the way out
+        page = json.loads(run(home, "search", "phoenix", "--limit", "1", "--json", columns=None))
+        again = dsh(
+            "search",
+            "phoenix",
+            "--limit",
+            "1",
+            "--cursor",
+            page["nextCursor"],
+            "--persistence",
+            f"claude:{home / 'claude'}",
+            home=home,
+        )
+        assert again.returncode == 2 and again.stderr.strip().endswith("use --page N)")
 
 
 def seqs(out: str) -> list[str]:
