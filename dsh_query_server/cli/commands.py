@@ -1,27 +1,18 @@
-"""The client commands: each starts a server over stdio (connect.py), asks it, and prints what it
-answered (render.py)."""
+"""The client commands: each starts a server (opening.py), asks it, and prints what it answered
+(render.py, events.py, search.py)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from ..client import StdioClient
-from ..config import DEFAULTS, default_index
+from ..config import default_index
+from . import search, style
 from .connect import connect, persistence_option
-from .filters import session_filter, since_ms
-from .ids import resolve_id, short_ids
-from .render import (
-    console,
-    first_line,
-    print_json,
-    safe,
-    show_event_trace,
-    show_events,
-    show_lineage,
-    show_sessions,
-)
+from .events import show_events, show_read, show_surface
+from .filters import SURFACES, event_filter, session_filter, since_ms
+from .opening import open_client
+from .render import listing, print_json, safe, show_event_trace, show_lineage, show_sessions
 
 
 def cli_index(persistence: str | list[str] | None) -> str:
@@ -31,80 +22,50 @@ def cli_index(persistence: str | list[str] | None) -> str:
     return default_index(persistence_option(values), prefix="cli-index")
 
 
-def session_arg(client: StdioClient, text: str) -> str:
-    """An id or its unique prefix (ids.py) as the id the server knows."""
-    listed = client.request("sessionQuery/listSessions")
-    return resolve_id(text, (r["header"]["id"] for r in listed))
-
-
 def cmd_sessions(args: argparse.Namespace) -> None:
     keep = session_filter(args.agent, args.cwd, args.since)
-    with connect(args) as client:
+    with open_client(args) as client:
         show_sessions(client, args.json, keep, args.limit)
 
 
 def cmd_events(args: argparse.Namespace) -> None:
-    with connect(args) as client:
-        show_events(client, session_arg(client, args.session_id), args.json, args.limit)
+    keep, said = event_filter(args.type, args.skip_type, args.event_class)
+    with open_client(args) as client:
+        listed = listing(client)
+        sid = listed.resolve(args.session_id)
+        show_events(
+            client, sid, args.json, args.limit, keep=keep, kept=said, name=listed.short(sid)
+        )
 
 
 def cmd_read(args: argparse.Namespace) -> None:
-    with connect(args) as client:
-        args.session_id = session_arg(client, args.session_id)
-        window = client.request(
-            "sessionQuery/readEvent",
-            {
-                "sessionId": args.session_id,
-                "seq": args.seq,
-                "before": args.before,
-                "after": args.after,
-            },
-        )
-    if args.json:
-        return print_json(window)
-    out = console()
-    for event in window["events"]:
-        marker = "▶ target" if event.get("seq") == args.seq else ""
-        out.rule(f"#{event.get('seq')} {safe(event.get('type'))} {marker}")
-        out.print_json(json.dumps(event, ensure_ascii=False))
+    with open_client(args) as client:
+        sid = listing(client).resolve(args.session_id)
+        show_read(client, sid, args.seq, args.before, args.after, args.json)
 
 
 def cmd_surface(args: argparse.Namespace) -> None:
-    from ..model.event import Event
-    from ..query.text import extract_text
-
-    with connect(args) as client:
-        args.session_id = session_arg(client, args.session_id)
-        surface = client.request("sessionQuery/readSurface", {"sessionId": args.session_id})
-    if args.json:
-        return print_json(surface)
-    from rich.table import Table
-
-    table = Table(
-        title=f"surface of {safe(args.session_id)} (through seq {surface['capturedThroughSeq']})",
-        title_justify="left",
-    )
-    for column in ("seq", "type", "text"):
-        table.add_column(column, overflow="fold")
-    for event in surface["events"]:
-        table.add_row(
-            str(event["seq"]),
-            safe(event["type"]),
-            first_line(extract_text(Event.from_value(event))),
-        )
-    console().print(table)
+    with open_client(args) as client:
+        listed = listing(client)
+        sid = listed.resolve(args.session_id)
+        show_surface(client, sid, args.json, args.full, name=listed.short(sid))
 
 
 def cmd_trace(args: argparse.Namespace) -> None:
-    with connect(args) as client:
-        args.session_id = session_arg(client, args.session_id)
+    with open_client(args) as client:
+        listed = listing(client)
+        sid = listed.resolve(args.session_id)
         if args.seq is None:
-            show_lineage(client, args.session_id, args.json)
+            show_lineage(client, sid, args.json)
         else:
-            show_event_trace(client, args.session_id, args.seq, args.json)
+            show_event_trace(client, sid, args.seq, args.json, name=listed.short(sid))
 
 
 def cmd_mount(args: argparse.Namespace) -> None:
+    from .stores import refuse_wrong
+
+    style.set_mode(args.color)
+    refuse_wrong(args.uri)
     args.persistence = ["none"]
     uris = [_absolute(u) for u in args.uri]
     with connect(args) as client:
@@ -116,11 +77,16 @@ def cmd_mount(args: argparse.Namespace) -> None:
                 {"mount": mounted, "sessions": client.request("sessionQuery/listSessions")}
             )
         shown = mounted["uri"] if isinstance(mounted["uri"], str) else " + ".join(mounted["uri"])
-        console().print(
+        style.console().print(
             f"mounted [bold]{safe(shown)}[/bold] "
             f"({'writable' if mounted['writable'] else 'read-only'})"
         )
         show_sessions(client, False)
+
+
+def cmd_search(args: argparse.Namespace) -> None:
+    with open_client(args, index=cli_index(args.persistence)) as client:
+        search.run(client, args, listing(client))
 
 
 def _absolute(uri: str) -> str:
@@ -129,54 +95,20 @@ def _absolute(uri: str) -> str:
     return uri if uri == "auto" else absolute_uri(uri)
 
 
-def cmd_search(args: argparse.Namespace) -> None:
-    from rich.console import Console
-
-    from .lines import Column, emit, render, terminal_width
-
-    params: dict[str, Any] = {"query": args.query, "limit": args.limit}
-    if args.cursor:
-        params["cursor"] = args.cursor
-    with connect(args, index=cli_index(args.persistence)) as client:
-        listed = [r["header"]["id"] for r in client.request("sessionQuery/listSessions")]
-        # The index is brought up to date before every search; the first one over a large store
-        # builds it (about 6 s per million events), so say what is happening (on stderr).
-        with Console(stderr=True).status("searching (updating the index first)…", spinner="dots"):
-            if args.session:
-                params["sessionId"] = resolve_id(args.session, listed)
-                page = client.request("sessionQuery/searchEvents", params)
-                hits = [(params["sessionId"], h) for h in page["items"]]
-            else:
-                page = client.request("sessionQuery/searchSessions", params)
-                hits = [(h["header"]["id"], h["bestMatch"]) for h in page["items"]]
-    if args.json:
-        return print_json(page)
-    short = short_ids(listed)
-    columns = [
-        Column("session"),
-        Column("seq", right=True),
-        Column("type"),
-        Column("surface"),
-        Column("snippet", flexible=True),
-    ]
-    rows = [
-        [
-            short.get(sid, sid),
-            str(hit["seq"]),
-            str(hit["type"]),
-            str(hit["surface"]),
-            first_line(str(hit["snippet"]), 400, escape=False),
-        ]
-        for sid, hit in hits
-    ]
-    lines = [f'search "{args.query}": {len(hits)} hits', *render(columns, rows, terminal_width())]
-    if "nextCursor" in page:
-        lines.append(f"next page: --cursor {page['nextCursor']}")
-    emit(lines)
+_ID_HELP = "a session id, its short form as listed, or a unique prefix"
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
-    sessions = sub.add_parser("sessions", parents=[common], help="list sessions, one line each")
+    output = argparse.ArgumentParser(add_help=False)
+    style.add_option(output)
+    parents = [common, output]
+    sessions = sub.add_parser(
+        "sessions",
+        parents=parents,
+        help="list sessions, one line each",
+        description="List sessions, newest first, one line each (fitted to the terminal). "
+        "--json gives the server's records with each session's title.",
+    )
     sessions.add_argument(
         "--agent",
         action="append",
@@ -192,39 +124,90 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     sessions.add_argument("--limit", type=int, metavar="N", help="show at most N sessions")
     sessions.set_defaults(func=cmd_sessions)
+
     events = sub.add_parser(
         "events",
-        parents=[common],
-        help="list a session's events with surface status (through $PAGER on a terminal)",
+        parents=parents,
+        help="list a session's events with their class (through $PAGER on a terminal)",
+        description="List a session's events, one line each: seq, type, class (current, "
+        "shadowed or log-only), time and text (a tool call as its command or arguments). "
+        "--json gives the records with the same text, uncut.",
     )
-    events.add_argument("session_id", help="a session id or its unique prefix")
+    events.add_argument("session_id", help=_ID_HELP)
     events.add_argument("--limit", type=int, metavar="N", help="show the first N events only")
+    events.add_argument(
+        "--type",
+        action="append",
+        metavar="TYPE",
+        help="only events of this type; a pattern such as 'tool/*' works; repeatable",
+    )
+    events.add_argument(
+        "--skip-type",
+        action="append",
+        metavar="TYPE",
+        help="leave out events of this type (e.g. 'claude/progress'); repeatable",
+    )
+    events.add_argument(
+        "--class",
+        dest="event_class",
+        action="append",
+        choices=SURFACES,
+        help="only events of this class; repeatable",
+    )
     events.set_defaults(func=cmd_events)
-    read = sub.add_parser("read", parents=[common], help="read an event window")
-    read.add_argument("session_id")
-    read.add_argument("seq", type=int)
-    read.add_argument("--before", type=int, default=0)
-    read.add_argument("--after", type=int, default=0)
+
+    read = sub.add_parser(
+        "read",
+        parents=parents,
+        help="read whole events around one, each with its class",
+        description="Print events SEQ-BEFORE..SEQ+AFTER of a session whole (as JSON), each "
+        "headed by its seq, type and class (current, shadowed or log-only).",
+    )
+    read.add_argument("session_id", help=_ID_HELP)
+    read.add_argument("seq", type=int, help="the event to read")
+    read.add_argument(
+        "--before", type=int, default=0, metavar="N", help="also N events before it (max 50)"
+    )
+    read.add_argument(
+        "--after", type=int, default=0, metavar="N", help="also N events after it (max 50)"
+    )
     read.set_defaults(func=cmd_read)
+
     surface = sub.add_parser(
-        "surface", parents=[common], help="the model's current context of a session"
+        "surface",
+        parents=parents,
+        help="the model's current context of a session",
+        description="The events the model has in context now (the current surface), one line "
+        "each, or whole with --full.",
     )
-    surface.add_argument("session_id")
+    surface.add_argument("session_id", help=_ID_HELP)
+    surface.add_argument("--full", action="store_true", help="print every message whole, uncut")
     surface.set_defaults(func=cmd_surface)
+
     trace = sub.add_parser(
-        "trace", parents=[common], help="lineage of a session, or the trace of one event"
+        "trace",
+        parents=parents,
+        help="lineage of a session, or the trace of one event",
+        description="Without SEQ: the session's lineage tree (parents, forks, sub-agents). "
+        "With SEQ: what replaced that event, what it replaced, its sources and what was "
+        "derived from it, as seq ranges.",
     )
-    trace.add_argument("session_id")
-    trace.add_argument("seq", type=int, nargs="?")
+    trace.add_argument("session_id", help=_ID_HELP)
+    trace.add_argument("seq", type=int, nargs="?", help="an event of the session")
     trace.set_defaults(func=cmd_trace)
-    mount = sub.add_parser("mount", parents=[common], help="mount a backend and list what it holds")
-    mount.add_argument("uri", nargs="+", help="one URI, several (mounted as one), or auto")
-    mount.set_defaults(func=cmd_mount)
-    search = sub.add_parser("search", parents=[common], help="full-text search")
-    search.add_argument("query")
-    search.add_argument(
-        "--session", metavar="ID", help="search within one session (an id or its prefix)"
+
+    mount = sub.add_parser(
+        "mount",
+        parents=parents,
+        help="mount a backend and list what it holds",
+        description="Mount one store, several as one, or auto, in a server of this command, "
+        "and list the sessions it holds.",
     )
-    search.add_argument("--limit", type=int, default=DEFAULTS.search.default_limit)
-    search.add_argument("--cursor", help="continue from a previous page")
-    search.set_defaults(func=cmd_search)
+    mount.add_argument(
+        "uri",
+        nargs="+",
+        help="one URI (jsonl:<root>, sqlite:<file>, claude:<home>, codex:<home>), several "
+        "(mounted as one), or auto",
+    )
+    mount.set_defaults(func=cmd_mount)
+    search.register(sub, [common, output], cmd_search)

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..client import StdioClient
 from .connect import connect
-from .render import safe, show_event_trace, show_events, show_lineage, show_sessions
+from .events import show_events
+from .render import safe, show_event_trace, show_lineage, show_sessions
 
 if TYPE_CHECKING:
     from ..core.runtime import Runtime

@@ -40,7 +40,7 @@ def test_demo_shows_what_the_service_sees(tmp_path):
     out = result.stdout
     assert "7 sessions" in out and "fix-flaky-tests" in out and "release-notes-2-4" in out
     assert "live+persisted" in out and "shadowed" in out and "current" in out and "log-only" in out
-    assert "read-refunds (live, sub-agent)" in out  # two levels of sub-agents in the lineage tree
+    assert "read-refunds  (live, sub-agent)" in out  # two levels of sub-agents in the lineage tree
     assert "[output truncated: 1 failure, timeout]" in out  # content is never read as markup
     assert 'search "fake clock": try-freezegun' in out
     assert not (tmp_path / "state").exists()  # the demo keeps its store in a temporary directory
@@ -209,7 +209,9 @@ def test_events_take_a_limit_and_page_on_a_terminal(tmp_path):
     flags = ["--persistence", f"jsonl:{root}"]
     limited = dsh("events", "big", *flags, "--limit", "5")
     rows = limited.stdout.splitlines()
-    assert rows[0] == "events of big (300, from 1970-01-01 UTC)" and len(rows) == 2 + 5 + 1
+    assert (
+        rows[0] == "events of big: 300 events, 1970-01-01 00:00:00 UTC" and len(rows) == 2 + 5 + 1
+    )
     assert rows[-1] == "… 295 more events (--limit N shows more)"
     assert len(json.loads(dsh("events", "big", *flags, "--limit", "5", "--json").stdout)) == 5
     # On a terminal the whole list goes to $PAGER, not the terminal.

@@ -186,10 +186,10 @@ def open_backend(uri: str) -> PersistenceBackend:
             from ..jsonl import JsonlBackend
 
             root = spec.location
-            if os.path.lexists(root) and not (
-                os.path.isdir(root) and os.access(root, os.R_OK | os.X_OK)
-            ):
-                raise OSError(f'jsonl root "{root}" is not a readable directory')
+            if os.path.lexists(root) and not os.path.isdir(root):
+                raise OSError(f'jsonl root "{root}" is a file, not a directory')
+            if os.path.lexists(root) and not os.access(root, os.R_OK | os.X_OK):
+                raise OSError(f'jsonl root "{root}" cannot be read: permission denied')
             return JsonlBackend(
                 root,
                 compression=spec.options.get("compression", "auto"),

@@ -189,10 +189,62 @@ def test_fresh_database_has_the_canonical_schema_and_settings(tmp_path: Path) ->
     assert path.parent.stat().st_mode & 0o777 == 0o700
 
 
-def test_opening_is_lazy_but_path_checks_run_at_mount(tmp_path: Path) -> None:
+def test_nothing_is_created_before_the_first_write(tmp_path: Path) -> None:
+    """Issue 25: mounting and reading an absent store create nothing (no directory, database,
+    -wal or -shm); the first append creates them, private; a `create` alone writes nothing."""
     path = db_path(tmp_path)
-    SqliteBackend(str(path))
-    assert path.parent.is_dir() and not path.exists()
+    backend = SqliteBackend(str(path))
+    assert backend.writable
+    assert backend.list() == [] and backend.list_snapshots() == []
+    assert backend.stored_count("s") is None
+    with pytest.raises(LookupError):
+        backend.inspect("s")
+    with pytest.raises(LookupError):
+        backend.inspect_window("s", 0, 1)
+    backend.create(header("s"))
+    assert list(tmp_path.iterdir()) == []
+    backend.append("s", [turn_start(0)])
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    assert backend.stored_count("s") == 1
+    backend.close()
+
+
+def test_an_empty_file_is_read_as_no_sessions_and_begun_by_the_first_write(
+    tmp_path: Path,
+) -> None:
+    path = db_path(tmp_path)
+    private_db(path)  # an empty file
+    backend = SqliteBackend(str(path))
+    assert backend.list() == []
+    assert sorted(p.name for p in path.parent.iterdir()) == ["sessions.db"]
+    assert path.stat().st_size == 0
+    backend.create(header("s"))
+    backend.append("s", [turn_start(0)])
+    assert SqliteBackend(str(path), read_only=True).stored_count("s") == 1
+    backend.close()
+
+
+def test_a_store_made_after_mount_is_read(tmp_path: Path) -> None:
+    path = db_path(tmp_path)
+    reader = SqliteBackend(str(path))
+    assert reader.list() == []
+    stored(path, [turn_start(0)]).close()
+    assert [h.id for h in reader.list()] == ["s"]
+    reader.close()
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o644])
+def test_a_file_that_is_no_database_is_refused_as_such(tmp_path: Path, mode: int) -> None:
+    """Issue 25: the reason is the content, whatever the permissions say."""
+    path = tmp_path / "d" / "notes.txt"
+    path.parent.mkdir(mode=0o700)
+    path.write_text("not a database\n")
+    path.chmod(mode)
+    for read_only in (False, True):
+        with pytest.raises(SessionDatabaseRefused) as info:
+            SqliteBackend(str(path), read_only=read_only)
+        assert str(info.value) == f'session database "{path}" is not a SQLite database'
 
 
 def test_journal_mode_is_configurable(tmp_path: Path) -> None:
