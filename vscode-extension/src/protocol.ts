@@ -4,7 +4,7 @@
 // drift); this module names the ones the extension imports and adds what is the client's own.
 // Everything here is data: no `vscode` import, so unit tests load it directly.
 
-import type { NotificationMap, RequestMap, TreeCommand, TreeResource } from "./protocol.gen";
+import type { NotificationMap, Requests, TreeCommand, TreeResource } from "./protocol.gen";
 
 export type {
   Availability,
@@ -13,7 +13,7 @@ export type {
   ErrorData,
   EventFilter,
   NotificationMap,
-  RequestMap,
+  Requests,
   ServerView,
   SessionEvent,
   SessionEventRecord,
@@ -59,7 +59,7 @@ export const Methods = {
   unmount: "sessionPersistence/unmount",
   status: "sessionPersistence/status",
   didChange: "sessionQuery/didChange",
-} as const satisfies Record<string, keyof RequestMap | keyof NotificationMap>;
+} as const satisfies Record<string, keyof Requests | keyof NotificationMap>;
 
 /** The one thing the data layer needs from a running server. */
 export interface Rpc {

@@ -77,7 +77,7 @@ export class FakeTreeServer implements Rpc {
 
   private children(params: TreeChildrenParams): TreeNode[] {
     if (params.view === "sessions") {
-      if (params.nodeId === undefined) {
+      if (params.nodeId === undefined || params.nodeId === null) {
         return this.page(0);
       }
       if (params.nodeId.startsWith("more:")) {

@@ -1,0 +1,113 @@
+"""Methods that read one session's log: its events, a window, the surface, the whole log, an
+event's relationships (semantics.md §3.3–§3.7, §3.10)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from msgspec import UNSET
+
+from ... import errors as E
+from ...cancel import CancelToken
+from ...core.runtime import Runtime
+from ...model import wire
+from ...model.filters import EventFilter
+from ...model.params import Params, Seq, SessionId, SessionIdParams, Spec
+from ..registry import method
+
+
+class FilterEventsParams(Params):
+    sessionId: SessionId
+    filters: Annotated[Any, Spec(list[EventFilter])]  # the filter language checks it (§4)
+
+
+class ReadEventParams(Params):
+    """``seq`` is any number: one that names no event is EVENT_NOT_FOUND (semantics.md §3.0.2).
+    ``before`` and ``after`` are integers from 0 to ``readWindowMax`` (INVALID_WINDOW)."""
+
+    sessionId: SessionId
+    seq: Seq
+    # Bounded by the configuration, so the service checks them: after sessionId and seq, before
+    # the load (§3.12).
+    before: Annotated[Any, Spec(int)] = UNSET
+    after: Annotated[Any, Spec(int)] = UNSET
+
+
+class TraceEventParams(Params):
+    sessionId: SessionId
+    seq: Seq
+
+
+@method(
+    "sessionQuery/listEvents",
+    params=SessionIdParams,
+    result=list[wire.SessionEventRecord],
+    errors=(E.INVALID_REQUEST, E.ABORTED, *E.LOAD, E.INVALID_SURFACE),
+)
+def list_events(
+    rt: Runtime, p: SessionIdParams, token: CancelToken
+) -> list[wire.SessionEventRecord]:
+    """Every event of one session with its surface class (semantics.md §3.3)."""
+    return rt.service.list_events(p.sessionId, token)
+
+
+@method(
+    "sessionQuery/filterEvents",
+    params=FilterEventsParams,
+    result=list[wire.SessionEventSearchDocument],
+    errors=(E.INVALID_REQUEST, E.INVALID_FILTER, E.ABORTED, *E.LOAD, E.INVALID_SURFACE),
+)
+def filter_events(
+    rt: Runtime, p: FilterEventsParams, token: CancelToken
+) -> list[wire.SessionEventSearchDocument]:
+    """The events every clause accepts, with their text (semantics.md §3.4, §4.2)."""
+    return rt.service.filter_events(p.sessionId, p.filters, token)
+
+
+@method(
+    "sessionQuery/readEvent",
+    params=ReadEventParams,
+    result=wire.SessionEventWindow,
+    errors=(E.INVALID_REQUEST, E.INVALID_WINDOW, E.ABORTED, *E.LOAD, E.EVENT_NOT_FOUND),
+)
+def read_event(rt: Runtime, p: ReadEventParams, token: CancelToken) -> wire.SessionEventWindow:
+    """One event with up to `before` events before it and `after` after (semantics.md §3.5)."""
+    return rt.service.read_event(p.sessionId, p.seq, p.before, p.after, token)
+
+
+@method(
+    "sessionQuery/readSurface",
+    params=SessionIdParams,
+    result=wire.SessionSurfaceSnapshot,
+    errors=(E.INVALID_REQUEST, E.ABORTED, *E.LOAD, E.INVALID_SURFACE),
+)
+def read_surface(
+    rt: Runtime, p: SessionIdParams, token: CancelToken
+) -> wire.SessionSurfaceSnapshot:
+    """The current surface in model-history order (semantics.md §3.6)."""
+    return rt.service.read_surface(p.sessionId, token)
+
+
+@method(
+    "sessionQuery/readSession",
+    params=SessionIdParams,
+    result=wire.SessionLogSnapshot,
+    errors=(E.INVALID_REQUEST, E.ABORTED, *E.LOAD),
+)
+def read_session(rt: Runtime, p: SessionIdParams, token: CancelToken) -> wire.SessionLogSnapshot:
+    """The whole log, replay-validated (semantics.md §3.7)."""
+    return rt.service.read_session(p.sessionId, token)
+
+
+@method(
+    "sessionQuery/traceEvent",
+    params=TraceEventParams,
+    result=wire.SessionEventTraceObservation,
+    errors=(E.INVALID_REQUEST, E.ABORTED, *E.LOAD, E.EVENT_NOT_FOUND, E.INVALID_SURFACE),
+)
+def trace_event(
+    rt: Runtime, p: TraceEventParams, token: CancelToken
+) -> wire.SessionEventTraceObservation:
+    """What replaced an event, what it replaced, its sources and derived events
+    (semantics.md §3.10, §5.2)."""
+    return rt.service.trace_event(p.sessionId, p.seq, token)
