@@ -20,6 +20,7 @@ export type {
   SessionEventSearchDocument,
   SessionEventSearchHit,
   SessionEventSearchPage,
+  SessionEventSearchRequest,
   SessionEventWindow,
   SessionFilter,
   SessionHeader,
@@ -27,11 +28,14 @@ export type {
   SessionRecord,
   SessionSearchHit,
   SessionSearchPage,
+  SessionSearchRequest,
   SessionSurfaceSnapshot,
   Surface,
+  TreeChildrenParams,
   TreeChildrenResult,
   TreeGrouping,
   TreeNode,
+  TreeParentParams,
   TreeParentResult,
 } from "./protocol.gen";
 export { ERROR_RPC_CODES, SERVER_COMMANDS } from "./protocol.gen";
@@ -52,6 +56,7 @@ export const Methods = {
   traceEvent: "sessionQuery/traceEvent",
   searchSessions: "sessionQuery/searchSessions",
   searchEvents: "sessionQuery/searchEvents",
+  exportSession: "sessionQuery/exportSession",
   treeChildren: "sessionQuery/treeChildren",
   treeParent: "sessionQuery/treeParent",
   checkpoint: "sessionStore/checkpoint",
@@ -61,7 +66,12 @@ export const Methods = {
   didChange: "sessionQuery/didChange",
 } as const satisfies Record<string, keyof Requests | keyof NotificationMap>;
 
-/** The one thing the data layer needs from a running server. */
+/** A request's method name, and its params and result as the server's schema states them. */
+export type Method = keyof Requests;
+export type Params<M extends Method> = Requests[M]["params"];
+export type Result<M extends Method> = Requests[M]["result"];
+
+/** The one thing the data layer needs from a running server: a request typed by its method. */
 export interface Rpc {
-  request<R = unknown>(method: string, params: object): Promise<R>;
+  request<M extends Method>(method: M, params: Params<M>): Promise<Result<M>>;
 }
