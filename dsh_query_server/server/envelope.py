@@ -16,7 +16,9 @@ import msgspec
 
 from .methods import METHODS, Method
 
-OWN_PREFIXES = ("sessionQuery/", "sessionStore/", "sessionPersistence/")
+# The namespaces of our methods: a request in one of them keeps its params as plain JSON, even
+# for a method no handler registers (answered -32601 like any unknown method).
+OWN_PREFIXES = tuple(sorted({name.split("/", 1)[0] + "/" for name in METHODS}))
 
 
 def valid_id(msg_id: Any) -> bool:

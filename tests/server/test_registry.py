@@ -27,6 +27,7 @@ from dsh_query_server.export.params import ExportParams
 from dsh_query_server.model.params import NoParams, Params, decode
 from dsh_query_server.search.wire import SessionEventSearchRequest
 from dsh_query_server.server import handlers
+from dsh_query_server.server.envelope import OWN_PREFIXES
 from dsh_query_server.server.handlers.events import ReadEventParams
 from dsh_query_server.server.handlers.persistence import MountParams
 from dsh_query_server.server.handlers.sessions import FilterSessionsParams
@@ -119,6 +120,8 @@ def test_commands_and_inline_methods_come_from_the_registrations():
         commands.SERVER_STATUS: "sessionPersistence/status",
     }
     assert [m.name for m in METHODS.values() if m.inline] == ["sessionPersistence/status"]
+    # The namespaces whose requests keep plain JSON params, unknown methods in them too.
+    assert OWN_PREFIXES == ("sessionPersistence/", "sessionQuery/", "sessionStore/")
 
 
 def test_the_schema_is_the_registry():
