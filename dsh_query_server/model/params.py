@@ -124,20 +124,17 @@ def _rules(cls: type[Params]) -> tuple[tuple[str, Callable[[Any], bool], Expect]
     )
 
 
-def _missing_lenient(cls: type[Params], params: dict[str, Any]) -> dict[str, Any]:
-    return {
-        f.name: UNSET
-        for f in fields(cls)
-        if f.required and f.expect is None and f.name not in params
-    }
+@functools.cache
+def _required_lenient(cls: type[Params]) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls) if f.required and f.expect is None)
 
 
 def decode(cls: type[P], params: dict[str, Any]) -> P:
     """The params object of a request as ``cls``; the first failing field, in declaration
     order, as its coded error."""
-    missing = _missing_lenient(cls, params)
-    if missing:
-        params = {**params, **missing}
+    missing = [name for name in _required_lenient(cls) if name not in params]
+    if missing:  # the service reports the absence with its own code
+        params = {**params, **dict.fromkeys(missing, UNSET)}
     try:
         decoded = msgspec.convert(params, cls)
     except msgspec.ValidationError:
