@@ -6,11 +6,15 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
 
 from .. import errors
 from ..config import embedded_store
 from ..errors import QueryError
+from ..model.params import Spec
 from ..persistence.contract.backend import PersistenceBackend
 from ..persistence.mount.binding import Binding, PersistenceBinding
 from ..persistence.mount.composite import CompositeBackend, open_persistence
@@ -36,14 +40,44 @@ def _classify(backend: PersistenceBackend | CompositeBackend) -> Members:
     return tuple((m, m if isinstance(m, ChangeFeed) else None) for m in members(backend))
 
 
-def _entries(classified: Members) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for member, feed in classified:
-        entry: dict[str, Any] = {"uri": member.uri, "writable": bool(member.writable)}
-        if feed is not None:  # postgres.md §1.4
-            entry["postgres"] = feed.status()
-        out.append(entry)
-    return out
+class PostgresMemberStatus(msgspec.Struct, omit_defaults=True):
+    """A ``postgres:`` member's connection (postgres.md §1.4); ``lastError`` is scrubbed."""
+
+    reachable: bool
+    notifications: Literal["listening", "polling", "reconnecting", "off"]
+    lastError: str | UnsetType = UNSET
+
+
+class PersistenceMember(msgspec.Struct, omit_defaults=True):
+    uri: str
+    writable: bool
+    postgres: Annotated[Any, Spec(PostgresMemberStatus)] = UNSET
+
+
+class MountResult(msgspec.Struct):
+    """``uri`` echoes what was mounted; ``members`` lists the mounted backends in order."""
+
+    uri: str | list[str]
+    writable: bool
+    members: list[PersistenceMember]
+
+
+class StatusResult(msgspec.Struct):
+    uri: str | list[str] | None
+    writable: bool
+    pendingEvents: int
+    members: list[PersistenceMember]
+
+
+def _entries(classified: Members) -> list[PersistenceMember]:
+    return [
+        PersistenceMember(
+            member.uri,
+            bool(member.writable),
+            UNSET if feed is None else feed.status(),  # postgres.md §1.4
+        )
+        for member, feed in classified
+    ]
 
 
 class Runtime:
@@ -102,9 +136,10 @@ class Runtime:
         if self.freshness is not None:
             self.freshness.start()
 
-    def mount(self, uri: Any) -> dict[str, Any]:
+    def mount(self, uri: Any) -> MountResult:
         """importers.md §4.1-§4.3: ``"auto"``, one URI or an array, mounted atomically (every
-        member opens or the previous binding stays); ``uri`` echoes what was asked."""
+        member opens or the previous binding stays); ``uri`` echoes what was asked. ``uri`` is
+        the request's value, checked here (INVALID_CONFIG)."""
         if isinstance(uri, str) and uri != "auto":
             backend = open_backend(uri)  # also a registered scheme (the test harness's test:)
             echo: Any = backend.uri
@@ -114,32 +149,31 @@ class Runtime:
             echo = [display_uri(u) for u in uri] if isinstance(uri, list) else uri
         binding = self.binding.mount(backend)
         self._mounted = (binding.identity, echo)
-        return {"uri": echo, "writable": bool(backend.writable), "members": self._members(binding)}
+        return MountResult(echo, bool(backend.writable), self._members(binding))
 
-    def unmount(self) -> dict[str, Any]:
+    def unmount(self) -> None:
         self.binding.unmount()
-        return {}
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> StatusResult:
         binding = self.binding.current()
         if binding is None:
-            return {"uri": None, "writable": False, "pendingEvents": 0, "members": []}
+            return StatusResult(None, False, 0, [])
         identity, echo = self._mounted
-        return {
-            "uri": echo if identity == binding.identity else binding.backend.uri,
-            "writable": bool(binding.backend.writable),
-            "pendingEvents": self.checkpointer.pending_events(),
-            "members": self._members(binding),
-        }
+        return StatusResult(
+            echo if identity == binding.identity else binding.backend.uri,
+            bool(binding.backend.writable),
+            self.checkpointer.pending_events(),
+            self._members(binding),
+        )
 
-    def _members(self, binding: Binding) -> list[dict[str, Any]]:
+    def _members(self, binding: Binding) -> list[PersistenceMember]:
         identity, classified = self._classified
         if identity != binding.identity:
             classified = _classify(binding.backend)
             self._classified = (binding.identity, classified)
         return _entries(classified)
 
-    def remove(self, session_id: str) -> dict[str, Any]:
+    def remove(self, session_id: str) -> None:
         """Flush the session's pending events first; if that fails it stays live (no data loss)."""
         if not self.store.is_live(session_id):
             raise QueryError(
@@ -151,7 +185,6 @@ class Runtime:
         if binding is not None and binding.backend.writable:
             self.checkpointer.flush(session_id)
         self.store.remove(session_id)
-        return {}
 
     def close(self) -> None:
         """Idempotent: shutdown and the end of input both call it."""

@@ -120,8 +120,10 @@ def generate(document: dict[str, Any] | None = None) -> str:
     out = [HEADER]
     for name, s in doc["$defs"].items():
         out.append(declaration(name, s) + "\n")
-    out.append("/** Params and result of every request, by method name. */")
-    out.append("export interface RequestMap {")
+    out.append(
+        "/** Params and result of every request, by method name: `request()` is typed by it. */"
+    )
+    out.append("export interface Requests {")
     for method, m in doc["methods"].items():
         params, result = ts_type(m["params"], "  "), ts_type(m["result"], "  ")
         out.append(f"  {json.dumps(method)}: {{ params: {params}; result: {result} }};")

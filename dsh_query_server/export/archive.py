@@ -10,8 +10,6 @@ import time
 import zipfile
 from typing import Any
 
-import msgspec
-
 from .. import errors
 from ..cancel import CancelToken
 from ..errors import QueryError, inner_message
@@ -20,28 +18,9 @@ from ..query.service import SessionQueryService
 from .collect import check_root, descendants, session_content
 from .encode import segment
 from .media import MEDIA_TYPES, media_bytes, media_refs
-from .params import ExportEntry, ExportOptions, ExportResult, parse_params
+from .params import ExportEntry, ExportOptions, ExportResult
 
 EXPORT_FAILED = errors.EXPORT_FAILED
-
-
-def export_method(
-    service: SessionQueryService, params: Any, token: CancelToken, options: ExportOptions
-) -> Any:
-    """``sessionQuery/exportSession`` (§2.4): validated params in, the result as JSON values."""
-    p = parse_params(params)
-    result = export_session(
-        service,
-        p.sessionId,
-        p.outputPath,
-        options,
-        include_descendants=p.includeDescendants,
-        include_media=p.includeMedia,
-        overwrite=p.overwrite,
-        workspace_roots=p.workspaceRoots,
-        token=token,
-    )
-    return msgspec.to_builtins(result)
 
 
 def export_session(

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from .. import errors
 from ..errors import QueryError
+from ..model.params import Expect, Params, SessionId
 from ..values import is_integer
 
 
@@ -38,13 +39,27 @@ def export_options(raw: dict[str, Any]) -> ExportOptions:
     return ExportOptions(store, int(level))
 
 
-class ExportParams(msgspec.Struct, forbid_unknown_fields=False):
-    sessionId: str
-    outputPath: str
-    includeDescendants: bool = False
-    includeMedia: bool = True
-    overwrite: bool = False
-    workspaceRoots: list[str] | None = None
+def _absolute_paths(value: list[str] | None) -> bool:
+    return value is None or all(v.startswith("/") for v in value)
+
+
+class ExportParams(Params):
+    """``outputPath`` is absolute. Absent or null: ``includeDescendants`` false,
+    ``includeMedia`` true, ``overwrite`` false, no ``workspaceRoots`` (tools.md §2.4)."""
+
+    # Each field's kind is checked in this order, then outputPath for being absolute (§2.6).
+    sessionId: SessionId
+    outputPath: Annotated[str, Expect("a string")]
+    includeDescendants: Annotated[bool | None, Expect("a boolean")] = None
+    includeMedia: Annotated[bool | None, Expect("a boolean")] = None
+    overwrite: Annotated[bool | None, Expect("a boolean")] = None
+    workspaceRoots: Annotated[
+        list[str] | None, Expect("an array of absolute paths", check=_absolute_paths)
+    ] = None
+
+    def validate(self) -> None:
+        if not self.outputPath.startswith("/"):
+            raise QueryError(errors.INVALID_REQUEST, "outputPath must be an absolute path")
 
 
 class ExportEntry(msgspec.Struct, omit_defaults=True):
@@ -58,39 +73,3 @@ class ExportResult(msgspec.Struct):
     path: str
     bytes: int
     entries: list[ExportEntry]
-
-
-_KINDS = {
-    "sessionId": "a string",
-    "outputPath": "a string",
-    "includeDescendants": "a boolean",
-    "includeMedia": "a boolean",
-    "overwrite": "a boolean",
-    "workspaceRoots": "an array of absolute paths",
-}
-
-
-def parse_params(params: Any) -> ExportParams:
-    """−32602 INVALID_REQUEST: ``<field> must be <kind>`` or a relative outputPath."""
-    if not isinstance(params, dict):
-        raise QueryError(errors.INVALID_REQUEST, "params must be an object")
-    for name, kind in _KINDS.items():
-        value = params.get(name)
-        required = name in ("sessionId", "outputPath")
-        if value is None and not required:
-            continue
-        if kind == "a string":
-            ok = isinstance(value, str)
-        elif kind == "a boolean":
-            ok = isinstance(value, bool)
-        else:
-            ok = isinstance(value, list) and all(
-                isinstance(v, str) and v.startswith("/") for v in value
-            )
-        if not ok:
-            raise QueryError(errors.INVALID_REQUEST, f"{name} must be {kind}")
-    if not params["outputPath"].startswith("/"):
-        raise QueryError(errors.INVALID_REQUEST, "outputPath must be an absolute path")
-    return msgspec.convert(
-        {k: v for k, v in params.items() if k in _KINDS and v is not None}, ExportParams
-    )

@@ -1,6 +1,6 @@
 """The JSON-RPC server (protocol.md): pygls for the LSP lifecycle and ``workspace/executeCommand``;
 our own framing (transport.py, stdio.py), envelope checks and routing (protocol.py) and one
-dispatch path for the method table (dispatch.py, methods.py); ``sessionQuery/didChange`` from
+dispatch path for the method table (dispatch.py, methods.py, handlers/); ``sessionQuery/didChange`` from
 notifier.py. Results are encoded with msgspec.
 """
 
@@ -24,9 +24,10 @@ from ..core.config import ServerConfig, build_config, merge
 from ..core.runtime import Runtime
 from ..errors import QueryError
 from .dispatch import Dispatcher
-from .methods import COMMANDS, Call
+from .methods import COMMANDS
 from .notifier import ChangeNotifier
 from .protocol import QueryProtocol
+from .registry import Method
 from .rpcerrors import SERVER_NOT_INITIALIZED, to_rpc_error
 from .stdio import serve_stdio, tune_malloc
 
@@ -82,8 +83,8 @@ class QueryServer(LanguageServer):
 
         # The method table is dispatched by QueryProtocol and never registered with pygls;
         # commands are registered (executeCommandProvider lists them) and run by the dispatcher.
-        for command, call in COMMANDS.items():
-            self.command(command)(self._command_handler(call))
+        for command, method in COMMANDS.items():
+            self.command(command)(self._command_handler(method))
 
     def activate(self, init_options: Any) -> None:
         """Build the runtime from flags + initializationOptions; a bad value fails initialize."""
@@ -102,18 +103,18 @@ class QueryServer(LanguageServer):
         gc.collect()
         gc.freeze()
 
-    def _command_handler(self, call: Call) -> Callable[..., Any]:
+    def _command_handler(self, method: Method) -> Callable[..., Any]:
         async def handler(ls: QueryServer, *args: Any) -> Any:
             params = args[0] if args else {}
-            return jsoncodec.to_builtins(await ls.run(call, params))
+            return jsoncodec.to_builtins(await ls.run(method, params))
 
         return handler
 
-    async def run(self, call: Call, params: Any) -> Any:
+    async def run(self, method: Method, params: Any) -> Any:
         runtime = self.runtime
         if runtime is None:  # pygls answers nothing but initialize before it
             raise JsonRpcException(message="server not initialized", code=SERVER_NOT_INITIALIZED)
-        return await self.dispatcher.run(self.protocol.msg_id, call, runtime, params)
+        return await self.dispatcher.run(self.protocol.msg_id, method, runtime, params)
 
 
 def serve(

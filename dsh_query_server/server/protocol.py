@@ -4,7 +4,7 @@ frames.
 
 On stdio a thread reads stdin with blocking reads (stdio.py) and hands messages to the event
 loop in order. Each request runs in a worker thread with its own cancellation token; the few that
-need no worker (methods.INLINE while nothing is in flight, params that are not an object) are
+need no worker (an inline method while nothing is in flight, params that are not an object) are
 answered by the thread that read them, which also hands a request for our methods straight to
 its worker while the loop has caught up with everything read before it. ``$/cancelRequest`` fires
 the token, so a backend call that has started is awaited and the answer is the coded -32800.
@@ -32,7 +32,7 @@ from .. import errors
 from ..core.runtime import Runtime
 from .dispatch import Dispatcher, Frame, encode_frame
 from .envelope import OWN_PREFIXES, own_notification, own_request, refused_message, valid_id
-from .methods import INLINE, Call
+from .registry import Method
 from .rpcerrors import (
     INTERNAL,
     INTERNAL_ERROR,
@@ -211,19 +211,19 @@ class QueryProtocol(LanguageServerProtocol):
                 log.warning("dropped a malformed %s", "response" if is_response else "notification")
             return None
 
-    def _request(self, msg_id: Any, method: str, call: Call, params: Any) -> None:
+    def _request(self, msg_id: Any, method: Method, params: Any) -> None:
         if self._shutdown:  # pygls' rule: after shutdown only exit is handled
-            log.warning("request %r after shutdown ignored", method)
+            log.warning("request %r after shutdown ignored", method.name)
             return
         runtime = self._server.runtime
         if runtime is None:
             self._reject(msg_id, SERVER_NOT_INITIALIZED, "server not initialized")
             return
-        if not self._inline(msg_id, method, call, params):
-            self._submit(asyncio.get_running_loop(), msg_id, method, call, params)
+        if not self._inline(msg_id, method, params):
+            self._submit(asyncio.get_running_loop(), msg_id, method, params)
 
     def _submit(
-        self, loop: asyncio.AbstractEventLoop, msg_id: Any, method: str, call: Call, params: Any
+        self, loop: asyncio.AbstractEventLoop, msg_id: Any, method: Method, params: Any
     ) -> bool:
         """Run the request in a worker thread, its token registered before the next message is
         read (so a $/cancelRequest behind it finds it); False, doing nothing, when the request
@@ -234,21 +234,21 @@ class QueryProtocol(LanguageServerProtocol):
         with self._count_lock:
             self._inflight += 1
         self._server.dispatcher.submit(
-            msg_id, call, runtime, params, lambda frame: self._answered(loop, frame)
+            msg_id, method, runtime, params, lambda frame: self._answered(loop, frame)
         )
         return True
 
-    def _inline(self, msg_id: Any, method: str, call: Call, params: Any) -> bool:
-        """Answer now, on this thread, a request that needs no worker: an INLINE method while
+    def _inline(self, msg_id: Any, method: Method, params: Any) -> bool:
+        """Answer now, on this thread, a request that needs no worker: an inline method while
         no request is in flight, or params that are not an object. It is answered before the
         next message is read, so no cancel can reach it (§3.0.6: it is past its last
         checkpoint); a params type failure is validation, which beats cancellation anyway."""
         runtime = self._server.runtime
         if runtime is None or self._shutdown:
             return False
-        if type(params) is dict and (self._inflight or method not in INLINE):
+        if type(params) is dict and (self._inflight or not method.inline):
             return False
-        self._write(self._server.dispatcher.answer_inline(msg_id, call, runtime, params))
+        self._write(self._server.dispatcher.answer_inline(msg_id, method, runtime, params))
         return True
 
     def _answered(self, loop: asyncio.AbstractEventLoop, frame: Frame) -> None:

@@ -12,8 +12,10 @@ from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event
+from dsh_query_server.model.params import decode
 from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.query.service import SessionQueryService
+from dsh_query_server.server.handlers.events import FilterEventsParams, ReadEventParams
 from dsh_query_server.server.tree import labels
 from dsh_query_server.session.store import SessionStore
 from tests.builders import A, R, U, chunk, ev, example_a, example_c, hdr, log_only, user_data
@@ -40,6 +42,11 @@ def code_of(fn, *args, **kw):
 
 def j(value):
     return to_builtins(value)
+
+
+def read_event_params(**params: Any) -> ReadEventParams:
+    """readEvent's params decoded as the server decodes them."""
+    return decode(ReadEventParams, params)
 
 
 def test_listing_order_example(env):
@@ -170,9 +177,10 @@ def test_read_event_window_example(env):
         code_of(service.read_event, "s", 2, before=2)[1]
         == "before must be an integer between 0 and 1"
     )
-    assert code_of(service.read_event, 5, 2)[1] == "sessionId must be a string"
-    assert code_of(service.read_event, "s", "2")[1] == "seq must be a number"
-    assert code_of(service.read_event, "s", True)[0] == errors.INVALID_REQUEST
+    # The kinds of sessionId and seq are the params struct's (server/handlers/events.py).
+    assert code_of(read_event_params, sessionId=5, seq=2)[1] == "sessionId must be a string"
+    assert code_of(read_event_params, sessionId="s", seq="2")[1] == "seq must be a number"
+    assert code_of(read_event_params, sessionId="s", seq=True)[0] == errors.INVALID_REQUEST
     clipped = j(service.read_event("s", 0, 1, 1))
     assert (clipped["startSeq"], clipped["endSeq"]) == (0, 1)
 
@@ -588,10 +596,18 @@ def test_error_precedence_table(env):
     binding.mount(backend)
     fired = CancelToken()
     fired.cancel()
-    # Request kinds first: sessionId, then seq, then the window.
-    assert code_of(service.read_event, 1, "x", before=-1)[1] == "sessionId must be a string"
-    assert code_of(service.read_event, "s", "x", before=-1)[1] == "seq must be a number"
-    assert code_of(service.filter_events, 5, "bad")[0] == errors.INVALID_REQUEST
+    # Request kinds first (the params struct): sessionId, then seq, then the window (service).
+    bad_window = {"before": -1}
+    assert code_of(read_event_params, sessionId=1, seq="x", **bad_window)[1] == (
+        "sessionId must be a string"
+    )
+    assert code_of(read_event_params, sessionId="s", seq="x", **bad_window)[1] == (
+        "seq must be a number"
+    )
+    assert code_of(service.read_event, "s", 0, **bad_window)[0] == errors.INVALID_WINDOW
+    with pytest.raises(QueryError) as info:
+        decode(FilterEventsParams, {"sessionId": 5, "filters": "bad"})
+    assert info.value.code == errors.INVALID_REQUEST
     # Filter shape beats cancellation and load errors.
     assert code_of(service.filter_events, "missing", "bad", token=fired)[0] == errors.INVALID_FILTER
     # Cancellation beats load errors.

@@ -18,11 +18,13 @@ from dsh_query_server import jsoncodec
 from dsh_query_server.cancel import CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header
+from dsh_query_server.model.params import NoParams
 from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.persistence.sqlite import SqliteBackend
 from dsh_query_server.query.loading import newest_first
 from dsh_query_server.query.service import SessionQueryService
 from dsh_query_server.server.dispatch import Dispatcher, encode_frame
+from dsh_query_server.server.registry import Method
 from dsh_query_server.server.transport import JOIN_BELOW
 from dsh_query_server.session.store import SessionStore
 from dsh_query_server.values import is_number
@@ -123,7 +125,8 @@ def test_a_large_raw_result_is_framed_as_the_encoded_response(
     it is written from the Raw's own buffer (large) or encoded (small, or an odd id)."""
     item = jsoncodec.dumps(text)
     raw = Raw(b"[" + b",".join([item] * max(1, size // (len(item) + 1))) + b"]")
-    frame = Dispatcher().answer(msg_id, lambda rt, p, t: raw, cast(Any, None), {}, CancelToken())
+    answers_raw = Method("test/raw", NoParams, object, (), lambda rt, p, t: raw)
+    frame = Dispatcher().answer(msg_id, answers_raw, cast(Any, None), {}, CancelToken())
     expected = encode_frame({"jsonrpc": "2.0", "id": msg_id, "result": raw}, msg_id)
     assert b"".join(bytes(part) for part in frame) == b"".join(expected)
     try:

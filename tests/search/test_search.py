@@ -30,6 +30,7 @@ from tests.search_helpers import (
     code,
     error,
     events,
+    from_json,
     ids,
     j,
     make,
@@ -171,7 +172,9 @@ def test_first_search_open_failure_is_final(tmp_path, monkeypatch):
     store, _, service = make(path=str(blocker / "index.sqlite"), open_at="first-search")
     live(store, "s", "needle")
     concurrent = [
-        threading.Thread(target=error, args=(service.search_sessions, {"query": "needle"}))
+        threading.Thread(
+            target=error, args=(from_json(service.search_sessions), {"query": "needle"})
+        )
         for _ in range(3)
     ]
     for thread in concurrent:
@@ -179,11 +182,11 @@ def test_first_search_open_failure_is_final(tmp_path, monkeypatch):
     for thread in concurrent:
         thread.join(5)
     assert len(attempts) == 1  # concurrent first searches share one attempt
-    first = error(service.search_sessions, {"query": "needle"})
+    first = error(from_json(service.search_sessions), {"query": "needle"})
     assert first.code == errors.INDEX_FAILED
     assert first.message.startswith("session-search SQLite index failed to open: ")
     blocker.unlink()  # the problem goes away, but the open is never retried
-    again = error(service.search_events, {"sessionId": "s", "query": "needle"})
+    again = error(from_json(service.search_events), {"sessionId": "s", "query": "needle"})
     assert (again.code, again.message) == (first.code, first.message)
     assert not (tmp_path / "file").exists()
     assert len(attempts) == 1
@@ -221,8 +224,8 @@ def test_never_is_disabled_before_validation(tmp_path):
     binding.mount(backend)
     token = CancelToken()
     token.cancel()
-    for call in (service.search_sessions, service.search_events):
-        for request in (5, {"query": 7}, {"query": "x"}):
+    for call in (from_json(service.search_sessions), from_json(service.search_events)):
+        for request in ({"query": 7}, {"query": "x"}):  # params are an object (dispatch)
             assert code(call, request, token) == (
                 errors.SEARCH_DISABLED,
                 "session search is disabled: this deployment configures the session-query index "
@@ -240,15 +243,16 @@ def test_close_is_idempotent_and_later_searches_fail():
     assert ids(sessions(service, "needle")) == ["s"]
     service.close()
     service.close()
-    assert code(service.search_sessions, {"query": "needle"}) == (
+    assert code(from_json(service.search_sessions), {"query": "needle"}) == (
         errors.INDEX_FAILED,
         "session-search SQLite index is closed",
     )
     assert (
-        code(service.search_events, {"sessionId": "s", "query": "needle"})[0] == errors.INDEX_FAILED
+        code(from_json(service.search_events), {"sessionId": "s", "query": "needle"})[0]
+        == errors.INDEX_FAILED
     )
     # validation still comes first
-    assert code(service.search_sessions, {"query": " "})[0] == errors.INVALID_QUERY
+    assert code(from_json(service.search_sessions), {"query": " "})[0] == errors.INVALID_QUERY
 
 
 def test_close_waits_for_running_search_and_fails_queued_ones():
@@ -316,10 +320,12 @@ def test_phrase_matching_over_unicode61_tokens():
 def test_query_whitespace_is_normalized_for_matching_and_cursors():
     store, _, service = make()
     live(store, "s", "alpha beta", "x alpha beta")
-    first = j(service.search_events({"sessionId": "s", "query": "alpha beta", "limit": 1}))
+    first = j(
+        from_json(service.search_events)({"sessionId": "s", "query": "alpha beta", "limit": 1})
+    )
     assert len(first["items"]) == 1
     second = j(
-        service.search_events(
+        from_json(service.search_events)(
             {
                 "sessionId": "s",
                 "query": "  alpha\n beta\u3000 ",
@@ -401,7 +407,7 @@ def test_query_whitespace_is_normalized_for_matching_and_cursors():
 )
 def test_sessions_request_validation(request_, expected):
     _, _, service = make()
-    assert code(service.search_sessions, request_) == expected
+    assert code(from_json(service.search_sessions), request_) == expected
 
 
 def test_validation_order_and_precedence_over_cancellation():
@@ -426,28 +432,28 @@ def test_validation_order_and_precedence_over_cancellation():
     ]
     request = dict(everything_wrong)
     for key, expected in steps:
-        assert code(service.search_sessions, request, token)[0] == expected
+        assert code(from_json(service.search_sessions), request, token)[0] == expected
         request[key] = {"sessionFilters": [], "eventFilters": [], "query": "x", "limit": 1}.get(key)
         if key == "cursor":
             del request["cursor"]
-    assert code(service.search_sessions, request, token) == (
+    assert code(from_json(service.search_sessions), request, token) == (
         errors.ABORTED,
         "session-search aborted",
     )
-    assert code(service.search_sessions, 5, token) == (
-        errors.INVALID_REQUEST,
-        "request must be an object",
-    )
-    assert code(service.search_events, {"sessionId": 1, "filters": 1}, token) == (
+    assert code(from_json(service.search_events), {"sessionId": 1, "filters": 1}, token) == (
         errors.INVALID_FILTER,
         "session-search session id must be text",
     )
-    assert code(service.search_events, {"sessionId": "s", "filters": 1}, token) == (
+    assert code(from_json(service.search_events), {"sessionId": "s", "filters": 1}, token) == (
         errors.INVALID_FILTER,
         "session filters must be an array",
     )
     assert (
-        code(service.search_events, {"sessionId": "s", "filters": None, "query": "x"}, token)[0]
+        code(
+            from_json(service.search_events),
+            {"sessionId": "s", "filters": None, "query": "x"},
+            token,
+        )[0]
         == errors.ABORTED
     )
     assert backend.calls == []
@@ -455,13 +461,15 @@ def test_validation_order_and_precedence_over_cancellation():
 
 def test_limit_ceiling_is_two_to_the_53_minus_2():
     _, _, service = make(max_limit=2**53 - 2, default_limit=1)
-    big = code(service.search_sessions, {"query": "x", "limit": 2**53 - 1})
+    big = code(from_json(service.search_sessions), {"query": "x", "limit": 2**53 - 1})
     assert big == (
         errors.INVALID_LIMIT,
         "session-search limit must be an integer between 1 and 9007199254740990",
     )
-    assert j(service.search_sessions({"query": "x", "limit": 2**53 - 2})) == {"items": []}
-    assert j(service.search_sessions({"query": "x", "limit": None})) == {"items": []}
+    assert j(from_json(service.search_sessions)({"query": "x", "limit": 2**53 - 2})) == {
+        "items": []
+    }
+    assert j(from_json(service.search_sessions)({"query": "x", "limit": None})) == {"items": []}
 
 
 def test_reserved_code_points_are_sanitized():
@@ -513,12 +521,15 @@ def test_budget_examples():
         == 1
     )
     assert (
-        code(service.search_sessions, {"query": "needle", "sessionFilters": _clauses("id", 15)})
+        code(
+            from_json(service.search_sessions),
+            {"query": "needle", "sessionFilters": _clauses("id", 15)},
+        )
         == BUDGET
     )
     assert (
         code(
-            service.search_sessions,
+            from_json(service.search_sessions),
             {
                 "query": "needle",
                 "sessionFilters": _clauses("id", 7),
@@ -529,29 +540,36 @@ def test_budget_examples():
     )
     assert (
         code(
-            service.search_events,
+            from_json(service.search_events),
             {"sessionId": "s", "query": "needle", "filters": _clauses("type", 14)},
         )
         == BUDGET
     )
     assert (
-        code(service.search_sessions, {"query": "needle", "sessionFilters": _clauses("id", 1100)})
-        == BUDGET
-    )
-    assert (
-        code(service.search_sessions, {"query": "needle", "eventFilters": _clauses("type", 1100)})
+        code(
+            from_json(service.search_sessions),
+            {"query": "needle", "sessionFilters": _clauses("id", 1100)},
+        )
         == BUDGET
     )
     assert (
         code(
-            service.search_sessions,
+            from_json(service.search_sessions),
+            {"query": "needle", "eventFilters": _clauses("type", 1100)},
+        )
+        == BUDGET
+    )
+    assert (
+        code(
+            from_json(service.search_sessions),
             {"query": "needle", "sessionFilters": four + _clauses("cwd", 11, ["/proj", None])},
         )
         == BUDGET
     )
     both_bounds = [{"kind": "created-at", "from": 0, "to": 0}] + _clauses("cwd", 13, ["/proj"])
     assert (
-        code(service.search_sessions, {"query": "needle", "sessionFilters": both_bounds}) == BUDGET
+        code(from_json(service.search_sessions), {"query": "needle", "sessionFilters": both_bounds})
+        == BUDGET
     )
 
 
@@ -562,7 +580,7 @@ def test_binding_limit_examples():
     types = ["user/message"] * 16383
     assert (
         code(
-            service.search_sessions,
+            from_json(service.search_sessions),
             {
                 "query": "needle",
                 "sessionFilters": [{"kind": "id", "values": ids_}],
@@ -573,7 +591,7 @@ def test_binding_limit_examples():
     )
     assert (
         code(
-            service.search_events,
+            from_json(service.search_events),
             {
                 "sessionId": "s",
                 "query": "needle",
@@ -587,7 +605,7 @@ def test_binding_limit_examples():
     )
     assert (
         code(
-            service.search_sessions,
+            from_json(service.search_sessions),
             {"query": "needle", "sessionFilters": [{"kind": "id", "values": ids_ * 8}]},
         )
         == BINDING
@@ -599,7 +617,10 @@ def test_binding_limit_examples():
     assert len(events(service, "s", "needle", filters=within)["items"]) == 1
     within[0]["values"].append("x")
     assert (
-        code(service.search_events, {"sessionId": "s", "query": "needle", "filters": within})
+        code(
+            from_json(service.search_events),
+            {"sessionId": "s", "query": "needle", "filters": within},
+        )
         == BINDING
     )
 
@@ -609,12 +630,15 @@ def test_budget_check_order():
     live(store, "s", "needle")
     heavy_sessions = _clauses("id", 15, [f"v{i}" for i in range(3000)])
     assert (
-        code(service.search_sessions, {"query": "needle", "sessionFilters": heavy_sessions})
+        code(
+            from_json(service.search_sessions),
+            {"query": "needle", "sessionFilters": heavy_sessions},
+        )
         == BINDING
     )
     assert (
         code(
-            service.search_sessions,
+            from_json(service.search_sessions),
             {
                 "query": "needle",
                 "sessionFilters": _clauses("id", 15),
@@ -626,14 +650,14 @@ def test_budget_check_order():
     # Budget failures come after the cursor and target checks.
     assert (
         code(
-            service.search_sessions,
+            from_json(service.search_sessions),
             {"query": "needle", "sessionFilters": _clauses("id", 15), "cursor": "!"},
         )[0]
         == errors.INVALID_CURSOR
     )
     assert (
         code(
-            service.search_events,
+            from_json(service.search_events),
             {"sessionId": "gone", "query": "needle", "filters": _clauses("type", 14)},
         )[0]
         == errors.SESSION_NOT_FOUND
@@ -745,7 +769,9 @@ def test_live_overlay_shadows_persisted_base():
     backend = MemoryBackend()
     persisted(backend, "s", "alpha stored", created=1)
     binding.mount(backend)
-    assert j(service.search_sessions({"query": "alpha"}))["items"][0]["persisted"] is True
+    assert (
+        j(from_json(service.search_sessions)({"query": "alpha"}))["items"][0]["persisted"] is True
+    )
     live(store, "s", "beta live", created=1)
     assert sessions(service, "alpha")["items"] == []
     hit = sessions(service, "beta")["items"][0]
@@ -784,7 +810,7 @@ def test_unmount_hides_but_does_not_delete(tmp_path):
     assert sorted(ids(sessions(service, "needle"))) == ["l", "p"]
     binding.unmount(mount)
     assert ids(sessions(service, "needle")) == ["l"]
-    assert code(service.search_events, {"sessionId": "p", "query": "needle"}) == (
+    assert code(from_json(service.search_events), {"sessionId": "p", "query": "needle"}) == (
         errors.SESSION_NOT_FOUND,
         'session "p" not found',
     )
@@ -806,7 +832,7 @@ def test_session_without_documents_is_found_with_no_hits():
     backend.put(hdr("quiet", 4), [chunk(0)])
     binding.mount(backend)
     assert events(service, "quiet", "x")["session"]["id"] == "quiet"
-    assert code(service.search_events, {"sessionId": "nobody", "query": "x"}) == (
+    assert code(from_json(service.search_events), {"sessionId": "nobody", "query": "x"}) == (
         errors.SESSION_NOT_FOUND,
         'session "nobody" not found',
     )
@@ -1005,7 +1031,9 @@ def test_cursor_wire_format_and_paging():
     )
     assert value["generation"].startswith("live:") and value["offset"] == 1
     assert "=" not in first["nextCursor"]
-    items = page_all(service.search_events, {"sessionId": "s1", "query": "needle", "limit": 1})
+    items = page_all(
+        from_json(service.search_events), {"sessionId": "s1", "query": "needle", "limit": 1}
+    )
     assert [h["seq"] for h in items] == [0, 1, 2]
     # A client may re-encode a cursor with another offset, padded or not.
     value["offset"] = 2
@@ -1070,18 +1098,22 @@ def test_cursor_decoding_errors_are_invalid():
     ]
     for text in bad:
         assert (
-            code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": text})
+            code(
+                from_json(service.search_sessions), {"query": "needle", "limit": 1, "cursor": text}
+            )
             == invalid
         ), text
     assert (
-        code(service.search_sessions, {"query": "needle", "limit": 2, "cursor": cursor}) == invalid
+        code(from_json(service.search_sessions), {"query": "needle", "limit": 2, "cursor": cursor})
+        == invalid
     )
     assert (
-        code(service.search_sessions, {"query": "other", "limit": 1, "cursor": cursor}) == invalid
+        code(from_json(service.search_sessions), {"query": "other", "limit": 1, "cursor": cursor})
+        == invalid
     )
     assert (
         code(
-            service.search_events,
+            from_json(service.search_events),
             {"sessionId": "s", "query": "needle", "limit": 1, "cursor": cursor},
         )
         == invalid
@@ -1089,15 +1121,21 @@ def test_cursor_decoding_errors_are_invalid():
     # Identity first: changed generation plus another request is INVALID, not STALE.
     store.create(hdr("u"), seed=values([U(0, "x")]))
     assert (
-        code(service.search_sessions, {"query": "other", "limit": 1, "cursor": cursor}) == invalid
+        code(from_json(service.search_sessions), {"query": "other", "limit": 1, "cursor": cursor})
+        == invalid
     )
     assert (
-        code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": cursor})[0]
+        code(from_json(service.search_sessions), {"query": "needle", "limit": 1, "cursor": cursor})[
+            0
+        ]
         == errors.STALE_CURSOR
     )
     _, _, other_instance = make(store)
     assert (
-        code(other_instance.search_sessions, {"query": "needle", "limit": 1, "cursor": cursor})
+        code(
+            from_json(other_instance.search_sessions),
+            {"query": "needle", "limit": 1, "cursor": cursor},
+        )
         == invalid
     )
 
@@ -1117,9 +1155,11 @@ def test_staleness_example():
     store, binding, service = make()
     live(store, "target", "needle one", "needle two", "needle three")
     live(store, "other", "needle")
-    hits = page_all(service.search_events, {"sessionId": "target", "query": "needle", "limit": 1})
+    hits = page_all(
+        from_json(service.search_events), {"sessionId": "target", "query": "needle", "limit": 1}
+    )
     assert len({h["seq"] for h in hits}) == 3
-    assert len(page_all(service.search_sessions, {"query": "needle", "limit": 1})) == 2
+    assert len(page_all(from_json(service.search_sessions), {"query": "needle", "limit": 1})) == 2
     event_cursor = events(service, "target", "needle", limit=1)["nextCursor"]
     session_cursor = sessions(service, "needle", limit=1)["nextCursor"]
     # Repeated searches with no change keep both valid.
@@ -1128,19 +1168,22 @@ def test_staleness_example():
     live(store, "unrelated", "nothing")
     assert events(service, "target", "needle", limit=1, cursor=event_cursor)["items"]
     assert (
-        code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": session_cursor})
+        code(
+            from_json(service.search_sessions),
+            {"query": "needle", "limit": 1, "cursor": session_cursor},
+        )
         == STALE
     )
     assert (
         code(
-            service.search_events,
+            from_json(service.search_events),
             {"sessionId": "target", "query": "other", "limit": 1, "cursor": event_cursor},
         )[0]
         == errors.INVALID_CURSOR
     )
     assert (
         code(
-            service.search_events,
+            from_json(service.search_events),
             {"sessionId": "target", "query": "needle", "limit": 2, "cursor": event_cursor},
         )[0]
         == errors.INVALID_CURSOR
@@ -1148,7 +1191,7 @@ def test_staleness_example():
     store.append("target", [{"type": "turn/start", "data": {"turn": 9}}])
     assert (
         code(
-            service.search_events,
+            from_json(service.search_events),
             {"sessionId": "target", "query": "needle", "limit": 1, "cursor": event_cursor},
         )
         == STALE
@@ -1156,7 +1199,7 @@ def test_staleness_example():
     store.remove("target")
     assert (
         code(
-            service.search_events,
+            from_json(service.search_events),
             {"sessionId": "target", "query": "needle", "limit": 1, "cursor": event_cursor},
         )[0]
         == errors.SESSION_NOT_FOUND
@@ -1175,7 +1218,10 @@ def test_cross_session_cursor_stales_on_every_corpus_change():
 
     def stale(cursor):
         return (
-            code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": cursor})
+            code(
+                from_json(service.search_sessions),
+                {"query": "needle", "limit": 1, "cursor": cursor},
+            )
             == STALE
         )
 
@@ -1296,7 +1342,7 @@ def test_observation_that_never_stabilizes():
     backend = ChurningBackend()
     persisted(backend, "p", "needle")
     binding.mount(backend)
-    assert code(service.search_sessions, {"query": "needle"}) == (
+    assert code(from_json(service.search_sessions), {"query": "needle"}) == (
         errors.PERSISTENCE_FAILED,
         "session-search persistence observation did not stabilize after one retry",
     )
@@ -1381,7 +1427,7 @@ def test_malformed_listing_is_persistence_failed(listing, inner):
     backend = MemoryBackend()
     backend.list_snapshots = lambda token=None: listing
     binding.mount(backend)
-    exc = error(service.search_sessions, {"query": "x"})
+    exc = error(from_json(service.search_sessions), {"query": "x"})
     assert (exc.code, exc.message, exc.cause) == (
         errors.PERSISTENCE_FAILED,
         f"session-search persistence observation failed: {inner}",
@@ -1396,7 +1442,7 @@ def test_backend_failures_map_to_persistence_failed_and_next_search_retries():
     persisted(backend, "bad", "needle")
     binding.mount(backend)
     backend.fail["list_snapshots"] = OSError("disk on fire")
-    exc = error(service.search_sessions, {"query": "needle"})
+    exc = error(from_json(service.search_sessions), {"query": "needle"})
     assert (exc.code, exc.message, exc.cause) == (
         errors.PERSISTENCE_FAILED,
         "session-search persistence observation failed: disk on fire",
@@ -1404,18 +1450,18 @@ def test_backend_failures_map_to_persistence_failed_and_next_search_retries():
     )
     del backend.fail["list_snapshots"]
     backend.corrupt.add("bad")
-    assert code(service.search_sessions, {"query": "needle"}) == (
+    assert code(from_json(service.search_sessions), {"query": "needle"}) == (
         errors.PERSISTENCE_FAILED,
         "session-search persistence observation failed: bad bytes",
     )
     backend.corrupt.clear()
     backend.fail["inspect"] = RuntimeError()
-    assert code(service.search_events, {"sessionId": "l", "query": "needle"}) == (
+    assert code(from_json(service.search_events), {"sessionId": "l", "query": "needle"}) == (
         errors.PERSISTENCE_FAILED,
         "session-search persistence observation failed: unknown error",
     )
     backend.fail["inspect"] = QueryError(errors.SESSION_NOT_FOUND, "coded by the backend")
-    assert code(service.search_sessions, {"query": "needle"}) == (
+    assert code(from_json(service.search_sessions), {"query": "needle"}) == (
         errors.SESSION_NOT_FOUND,
         "coded by the backend",
     )
@@ -1430,19 +1476,19 @@ def test_invalid_surface_and_conflicts_fail_every_search():
     backend.put(hdr("broken"), [U(0, "needle", op=R(5, 5))])
     binding.mount(backend)
     for _ in range(2):
-        exc = error(service.search_events, {"sessionId": "fine", "query": "needle"})
+        exc = error(from_json(service.search_events), {"sessionId": "fine", "query": "needle"})
         assert exc.code == errors.INVALID_SURFACE
         assert exc.message.startswith("invalid session surface: surface replace: start seq 5")
     backend.put(hdr("broken"), [U(0, "needle")])
     backend.inspect_meta["broken"] = backend.sessions["broken"][0].from_value(hdr("broken", 99))
-    assert code(service.search_sessions, {"query": "needle"}) == (
+    assert code(from_json(service.search_sessions), {"query": "needle"}) == (
         errors.SOURCE_CONFLICT,
         'session source headers conflict for session "broken"',
     )
     del backend.inspect_meta["broken"]
     assert sorted(ids(sessions(service, "needle"))) == ["broken", "fine"]
     persisted(backend, "fine", "needle", cwd="/elsewhere")
-    assert code(service.search_sessions, {"query": "needle"}) == (
+    assert code(from_json(service.search_sessions), {"query": "needle"}) == (
         errors.SOURCE_CONFLICT,
         'session source headers conflict for session "fine"',
     )
@@ -1457,7 +1503,7 @@ def test_failed_transaction_is_index_failed_and_commits_nothing():
     backend.put(hdr("bad", "yesterday"), [U(0, "needle")])  # pyright: ignore[reportArgumentType]
     persisted(backend, "good", "needle")
     binding.mount(backend)
-    exc = error(service.search_sessions, {"query": "needle"})
+    exc = error(from_json(service.search_sessions), {"query": "needle"})
     assert exc.code == errors.INDEX_FAILED
     assert exc.message.startswith("session-search reconciliation failed: ")
     del backend.sessions["bad"]
@@ -1473,7 +1519,7 @@ def test_the_same_token_reaches_every_backend_call():
     persisted(backend, "b", "needle")
     binding.mount(backend)
     token = CancelToken()
-    service.search_sessions({"query": "needle"}, token)
+    from_json(service.search_sessions)({"query": "needle"}, token)
     assert len(backend.tokens) == 4 and all(t is token for t in backend.tokens)
 
 
@@ -1486,11 +1532,14 @@ def test_cancelled_before_queueing_reads_nothing():
     binding.mount(backend)
     token = CancelToken()
     token.cancel()
-    assert code(service.search_sessions, {"query": "x"}, token) == (
+    assert code(from_json(service.search_sessions), {"query": "x"}, token) == (
         errors.ABORTED,
         "session-search aborted",
     )
-    assert code(service.search_events, {"sessionId": "s", "query": "x"}, token)[0] == errors.ABORTED
+    assert (
+        code(from_json(service.search_events), {"sessionId": "s", "query": "x"}, token)[0]
+        == errors.ABORTED
+    )
     assert backend.calls == []
 
 
@@ -1511,7 +1560,7 @@ def test_cancelled_while_queued_reports_promptly():
 
     def queued():
         try:
-            service.search_sessions({"query": "needle"}, token)
+            from_json(service.search_sessions)({"query": "needle"}, token)
         except QueryError as exc:
             results["queued"] = exc.code
         done.set()
@@ -1567,7 +1616,7 @@ def test_cancel_during_backend_call_awaits_it_and_commits_nothing(monkeypatch):
     result = {}
     thread = threading.Thread(
         target=lambda: result.setdefault(
-            "exc", error(service.search_sessions, {"query": "needle"}, token)
+            "exc", error(from_json(service.search_sessions), {"query": "needle"}, token)
         )
     )
     thread.start()
@@ -1595,7 +1644,7 @@ def test_backend_error_after_cancellation_is_aborted_with_cause(monkeypatch):
 
     monkeypatch.setattr(backend, "list_snapshots", list_snapshots)
     binding.mount(backend)
-    exc = error(service.search_sessions, {"query": "x"}, token)
+    exc = error(from_json(service.search_sessions), {"query": "x"}, token)
     assert (exc.code, exc.message, exc.cause) == (
         errors.ABORTED,
         "session-search aborted",
@@ -1618,7 +1667,7 @@ def test_cancel_at_the_last_listing_commits_nothing(monkeypatch):
         return result
 
     monkeypatch.setattr(backend, "list_snapshots", list_snapshots)
-    assert code(service.search_sessions, {"query": "needle"}, token)[0] == errors.ABORTED
+    assert code(from_json(service.search_sessions), {"query": "needle"}, token)[0] == errors.ABORTED
     cursor_free = sessions(service, "needle", limit=1)
     assert ids(cursor_free) == ["l"]
 
@@ -1629,7 +1678,7 @@ def test_coded_cancellation_from_backend_class():
     backend.fail["list_snapshots"] = SessionQueryCancelled("cancelled")
     binding.mount(backend)
     assert (
-        code(service.search_sessions, {"query": "x"})[0] == errors.PERSISTENCE_FAILED
+        code(from_json(service.search_sessions), {"query": "x"})[0] == errors.PERSISTENCE_FAILED
     )  # token not fired
 
 
@@ -1656,5 +1705,5 @@ def test_corruption_in_search_path_is_never_corrupt_session():
     persisted(backend, "p", "needle")
     backend.fail["inspect"] = SessionPersistenceCorruptionError("torn frame")
     binding.mount(backend)
-    exc = error(service.search_events, {"sessionId": "p", "query": "needle"})
+    exc = error(from_json(service.search_events), {"sessionId": "p", "query": "needle"})
     assert (exc.code, exc.cause) == (errors.PERSISTENCE_FAILED, "torn frame")

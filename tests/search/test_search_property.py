@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from dsh_query_server.query.text import documents
 from tests.builders import A, U, hdr, live_snapshot
 from tests.fakes import MemoryBackend
-from tests.search_helpers import j, make, page_all, values
+from tests.search_helpers import from_json, j, make, page_all, values
 
 WORDS = [
     "alpha",
@@ -97,7 +97,7 @@ def test_search_equals_brute_force_phrase_scan(corpus):
     mount = binding.mount(backend)
     for sid, log in corpus["live"].items():
         store.create(hdr(sid, 1), seed=values(log))
-    service.search_sessions({"query": "warm up"})  # index everything, then maybe hide it
+    from_json(service.search_sessions)({"query": "warm up"})  # index everything, then maybe hide it
     if not corpus["bound"]:
         binding.unmount(mount)
 
@@ -123,13 +123,13 @@ def test_search_equals_brute_force_phrase_scan(corpus):
         found = set()
         for sid in visible:
             items = page_all(
-                service.search_events, {"sessionId": sid, "query": query, "limit": limit}
+                from_json(service.search_events), {"sessionId": sid, "query": query, "limit": limit}
             )
             keys = [(h["sessionId"], h["seq"]) for h in items]
             assert len(keys) == len(set(keys))  # paging never repeats a hit
             found.update(keys)
         assert found == expected, query
-        best = page_all(service.search_sessions, {"query": query, "limit": limit})
+        best = page_all(from_json(service.search_sessions), {"query": query, "limit": limit})
         assert sorted(h["header"]["id"] for h in best) == sorted({sid for sid, _ in expected})
         assert all((h["header"]["id"], h["bestMatch"]["seq"]) in expected for h in best)
         assert all(h["live"] == (h["header"]["id"] in corpus["live"]) for h in best)
@@ -251,9 +251,9 @@ def test_skipping_the_observation_equals_observing(ops_, rng):
             index._seen = None  # forget: observe everything again
         try:
             return (
-                j(service.search_sessions(request))
+                j(from_json(service.search_sessions)(request))
                 if "sessionId" not in request
-                else j(service.search_events(request))
+                else j(from_json(service.search_events)(request))
             )
         except Exception as exc:  # noqa: BLE001 - both must fail alike
             return ("error", getattr(exc, "code", type(exc).__name__))
@@ -419,7 +419,7 @@ def test_ranking_equals_the_model(corpus):
         "sessionFilters": filters,
         "eventFilters": events_filters,
     }
-    best = page_all(service.search_sessions, request)
+    best = page_all(from_json(service.search_sessions), request)
     expected = sorted(keyed, key=lambda sid: (keyed[sid][0][0][:3], sid, keyed[sid][0][0][3]))
     assert [(h["header"]["id"], h["bestMatch"]["seq"]) for h in best] == [
         (sid, keyed[sid][0][1]) for sid in expected
@@ -431,7 +431,7 @@ def test_ranking_equals_the_model(corpus):
     for sid in visible:
         if corpus["cwd"] is None and corpus["availability"] is None:
             items = page_all(
-                service.search_events,
+                from_json(service.search_events),
                 {
                     "sessionId": sid,
                     "query": corpus["query"],

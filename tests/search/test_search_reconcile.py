@@ -18,7 +18,7 @@ from dsh_query_server.persistence.contract.results import Snapshot
 from dsh_query_server.persistence.sqlite import SqliteBackend
 from tests.builders import U, hdr
 from tests.fakes import MemoryBackend, ops
-from tests.search_helpers import code, events, ids, make, sessions, values
+from tests.search_helpers import code, events, from_json, ids, make, sessions, values
 
 STALE = (errors.STALE_CURSOR, "session-search cursor is stale because its relevant corpus changed")
 
@@ -87,7 +87,10 @@ def test_skipped_reconcile_still_sees_every_change():
         return sessions(service, "needle", limit=1)["nextCursor"]
 
     def stale(c):
-        return code(service.search_sessions, {"query": "needle", "limit": 1, "cursor": c}) == STALE
+        return (
+            code(from_json(service.search_sessions), {"query": "needle", "limit": 1, "cursor": c})
+            == STALE
+        )
 
     c = cursor()
     sessions(service, "needle", limit=1, cursor=c)  # skipped: still valid
@@ -116,7 +119,7 @@ def test_skipped_reconcile_still_sees_every_change():
     assert stale(c)
     assert sorted(ids(sessions(service, "needle"))) == ["l", "p"]
     backend.fail["list_snapshots"] = OSError("disk on fire")
-    assert code(service.search_sessions, {"query": "needle"}) == (
+    assert code(from_json(service.search_sessions), {"query": "needle"}) == (
         errors.PERSISTENCE_FAILED,
         "session-search persistence observation failed: disk on fire",
     )
@@ -169,7 +172,7 @@ def test_sqlite_backend_commits_by_another_connection_are_seen(tmp_path):
     writer.append("s", [U(2, "third needle")])
     assert (
         code(
-            service.search_events,
+            from_json(service.search_events),
             {"sessionId": "s", "query": "needle", "limit": 1, "cursor": cursor},
         )
         == STALE
@@ -308,12 +311,12 @@ def test_a_failed_write_waits_for_the_observation(monkeypatch):
 
     monkeypatch.setattr(backend, "inspect", inspect)
     # The write of "bad" failed first, but the observation error takes precedence.
-    assert code(service.search_sessions, {"query": "needle"}) == (
+    assert code(from_json(service.search_sessions), {"query": "needle"}) == (
         errors.PERSISTENCE_FAILED,
         "session-search persistence observation failed: gone",
     )
     backend.inspect = original
-    failure = code(service.search_sessions, {"query": "needle"})
+    failure = code(from_json(service.search_sessions), {"query": "needle"})
     assert failure[0] == errors.INDEX_FAILED and failure[1].startswith(
         "session-search reconciliation failed: "
     )
@@ -326,7 +329,7 @@ def test_a_failed_write_waits_for_the_observation(monkeypatch):
         return original(sid, tok)
 
     monkeypatch.setattr(backend, "inspect", cancelling)
-    assert code(service.search_sessions, {"query": "needle"}, token)[0] == errors.ABORTED
+    assert code(from_json(service.search_sessions), {"query": "needle"}, token)[0] == errors.ABORTED
     del backend.sessions["bad"]
     backend.inspect = original
     assert ids(sessions(service, "needle")) == ["broken"]
@@ -354,7 +357,10 @@ def test_a_search_waits_for_a_flush_in_progress_and_stays_cancellable():
         token = CancelToken()
         threading.Timer(0.1, token.cancel).start()
         started = time.monotonic()
-        assert code(service.search_sessions, {"query": "needle"}, token)[0] == errors.ABORTED
+        assert (
+            code(from_json(service.search_sessions), {"query": "needle"}, token)[0]
+            == errors.ABORTED
+        )
         assert time.monotonic() - started < 2
         answered = []
         waiter = threading.Thread(target=lambda: answered.append(ids(sessions(service, "needle"))))

@@ -14,7 +14,7 @@ from dsh_query_server.model.workspace import Workspace
 from dsh_query_server.search.scope import Scope
 from tests.builders import U, hdr
 from tests.fakes import MemoryBackend
-from tests.search_helpers import j, make, values
+from tests.search_helpers import from_json, j, make, values
 
 CWDS = ["/w/app", "/w/app/pkg", "/w/app/x/../y", "/w//app/./q", "/w/app-old", "/w", "/W/app", None]
 ROOTS = ["/w/app", "/w", "/", "/w/app-old/", "/nowhere", "rel"]
@@ -62,7 +62,9 @@ def expected(service, store, backend, bound, workspace, parents, include_roots, 
         return None, visible
     cwds = sorted({h.cwd for h in visible.values() if isinstance(h.cwd, str)})
     filters.append({"kind": "cwd", "values": cwds})
-    page = service.search_sessions({"query": query, "sessionFilters": filters, "limit": 100})
+    page = from_json(service.search_sessions)(
+        {"query": query, "sessionFilters": filters, "limit": 100}
+    )
     return j(page)["items"], visible
 
 
@@ -96,13 +98,15 @@ def test_scoped_search_equals_the_listing_steps(
             if s["live"] and sid not in store.ids():
                 store.create(header(sid, identity[sid]), seed=values([U(0, s["text"], time=step)]))
         if step == 0:
-            service.search_sessions({"query": "warm"})  # indexes, so that the memo is used
+            from_json(service.search_sessions)(
+                {"query": "warm"}
+            )  # indexes, so that the memo is used
             if not bound:
                 binding.unmount(mount)
         want, visible = expected(
             service, store, backend, bound, workspace, parents, include_roots, "needle"
         )
-        page, visible_parents = service.search_sessions_scoped(
+        page, visible_parents = from_json(service.search_sessions_scoped)(
             {"query": "needle", "limit": 100}, scope
         )
         items = j(page)["items"]
@@ -120,18 +124,18 @@ def test_scoped_cursor_pages_and_binds_the_scope():
     scope = Scope(workspace.visible, (workspace.base, *workspace.roots))
     other = Workspace(["/w"], "/")
     wider = Scope(other.visible, (other.base, *other.roots))
-    page, _ = service.search_sessions_scoped({"query": "needle", "limit": 2}, scope)
+    page, _ = from_json(service.search_sessions_scoped)({"query": "needle", "limit": 2}, scope)
     seen = [h.header for h in page.items]
     cursor = page.nextCursor
     while isinstance(cursor, str):
-        page, _ = service.search_sessions_scoped(
+        page, _ = from_json(service.search_sessions_scoped)(
             {"query": "needle", "limit": 2, "cursor": cursor}, scope
         )
         seen += [h.header for h in page.items]
         if isinstance(page.nextCursor, str):
             first_cursor = page.nextCursor
             try:
-                service.search_sessions_scoped(
+                from_json(service.search_sessions_scoped)(
                     {"query": "needle", "limit": 2, "cursor": first_cursor}, wider
                 )
             except Exception as exc:  # noqa: BLE001 - asserted below

@@ -1,7 +1,7 @@
 """The server's own dispatch and stdio framing (server/protocol.py,
 dispatch.py, transport.py), over the wire.
 
-stdin is read by a thread that answers some requests itself (methods.INLINE while nothing is in
+stdin is read by a thread that answers some requests itself (an inline method while nothing is in
 flight, params that are not an object), hands other requests for our methods to a worker thread
 while the event loop has caught up, and everything else to the loop in order; requests run in
 worker threads. These tests pin what that must not change: answers in

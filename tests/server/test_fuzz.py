@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 
 import pytest
@@ -30,6 +32,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.wire import WireClient
+from dsh_query_server.model.params import fields as param_fields
+from dsh_query_server.server.methods import METHODS as REGISTERED
 from dsh_query_server.server.transport import frame
 from tests.builders import ROOT, TEST_ENV, TEST_SERVER, U
 
@@ -38,33 +42,15 @@ pytestmark = pytest.mark.wire
 ALLOWED = {-32700, -32600, -32601, -32602, -32800, -32803, -32002}
 FORBIDDEN = ("Traceback", 'File "', '.py"', ".py:", ".py,", "site-packages", ROOT, sys.prefix)
 
+# Every registered method with the fields of its params struct (server/registry.py), and two
+# methods that are not ours.
 METHODS = {
-    "sessionQuery/listSessions": [],
-    "sessionQuery/filterSessions": ["filters"],
-    "sessionQuery/listEvents": ["sessionId"],
-    "sessionQuery/filterEvents": ["sessionId", "filters"],
-    "sessionQuery/readEvent": ["sessionId", "seq", "before", "after"],
-    "sessionQuery/readSurface": ["sessionId", "throughSeq"],
-    "sessionQuery/readTimeline": ["sessionId"],
-    "sessionQuery/readSession": ["sessionId"],
-    "sessionQuery/readTitle": ["sessionId"],
-    "sessionQuery/readTitles": ["sessionIds"],
-    "sessionQuery/traceSession": ["sessionId"],
-    "sessionQuery/traceEvent": ["sessionId", "seq"],
-    "sessionQuery/searchSessions": ["query", "sessionFilters", "eventFilters", "limit", "cursor"],
-    "sessionQuery/searchEvents": ["sessionId", "query", "filters", "limit", "cursor"],
-    "sessionQuery/treeChildren": ["view", "nodeId", "args"],
-    "sessionQuery/treeParent": ["view", "nodeId"],
-    "sessionStore/create": ["header", "seed"],
-    "sessionStore/append": ["sessionId", "events"],
-    "sessionStore/remove": ["sessionId"],
-    "sessionStore/checkpoint": ["sessionId"],
-    "sessionPersistence/status": [],
+    **{name: [f.name for f in param_fields(m.params)] for name, m in REGISTERED.items()},
     "workspace/executeCommand": ["command", "arguments"],
     "sessionQuery/noSuchMethod": ["x"],
 }
-# mount is fuzzed only with values that cannot name a real location: a fuzzed absolute path would
-# let the server create directories or files anywhere.
+# mount is fuzzed only with values that cannot name a real location: a fuzzed absolute path (or
+# "auto") would let the server create directories or files anywhere.
 BAD_URIS = [
     None,
     5,
@@ -211,6 +197,12 @@ events = st.lists(
     ),
     max_size=3,
 )
+# exportSession writes only below this directory (the server fixture makes it): any other
+# outputPath is relative or no string.
+EXPORT_DIR = os.path.join(tempfile.gettempdir(), f"dsh-fuzz-export-{os.getpid()}")
+not_absolute = json_values.filter(lambda v: not (isinstance(v, str) and v.startswith("/")))
+bad_uris = st.sampled_from(BAD_URIS)
+
 FIELDS = {
     "filters": filters | json_values,
     "sessionFilters": filters | json_values,
@@ -219,7 +211,7 @@ FIELDS = {
     "sessionIds": st.lists(st.sampled_from(["live", "persisted-a", "x"]) | json_values, max_size=4)
     | json_values,
     "seq": st.sampled_from(SPECIAL_NUMBERS) | json_values,
-    "throughSeq": st.sampled_from(SPECIAL_NUMBERS) | json_values,
+    "throughSeq": st.sampled_from(SPECIAL_NUMBERS) | st.none() | json_values,
     "before": json_values,
     "after": json_values,
     "query": st.sampled_from(["needle", '"needle"', "alpha beta", " "]) | json_values,
@@ -247,6 +239,15 @@ FIELDS = {
     | json_values,
     "arguments": st.lists(json_values, max_size=2) | json_values,
     "x": json_values,
+    "uri": bad_uris | st.lists(bad_uris, max_size=3) | st.integers() | st.none(),
+    "outputPath": st.sampled_from(
+        [f"{EXPORT_DIR}/a.zip", f"{EXPORT_DIR}/no-such-dir/b.zip", "relative.zip", ""]
+    )
+    | not_absolute,
+    "includeDescendants": json_values,
+    "includeMedia": json_values,
+    "overwrite": json_values,
+    "workspaceRoots": st.lists(st.sampled_from(["/p", "/", "rel"]), max_size=2) | json_values,
 }
 
 
@@ -289,6 +290,19 @@ def ping(client: WireClient, timeout: float = 10) -> None:
     assert client.request("sessionPersistence/status", {}, timeout=timeout)["pendingEvents"] >= 0
 
 
+def keep_binding(client: WireClient, method: str) -> None:
+    """An unmount the fuzzing sent (it takes no params: most succeed) is undone."""
+    if method == "sessionPersistence/unmount":
+        client.request("sessionPersistence/mount", {"uri": "test:seeded"})
+
+
+def test_every_field_of_every_registered_method_has_a_strategy():
+    """A new method's fields get strategies chosen for them (a path or a URI must never name a
+    real location), not whatever a default would draw."""
+    missing = {(m, k) for m, keys in METHODS.items() for k in keys if k not in FIELDS}
+    assert not missing, missing
+
+
 @pytest.fixture(scope="module")
 def server_stderr(tmp_path_factory):
     with open(tmp_path_factory.mktemp("fuzz") / "stderr", "w+b") as stream:
@@ -304,6 +318,7 @@ def tracebacks(stream) -> str:
 
 @pytest.fixture(scope="module")
 def server(server_stderr):
+    os.makedirs(EXPORT_DIR, mode=0o700, exist_ok=True)
     client = WireClient(
         command=[*TEST_SERVER, "--persistence", "none"],
         env=TEST_ENV,
@@ -320,6 +335,7 @@ def server(server_stderr):
     )
     client.request("sessionPersistence/mount", {"uri": "test:seeded"})
     yield client
+    shutil.rmtree(EXPORT_DIR, ignore_errors=True)
     assert client.alive(), "the server died"
     ping(client)
     client.close()
@@ -347,6 +363,7 @@ def test_generated_params_for_every_method(server, request):
     method, params = request
     response = server.call(method, params, timeout=30)
     check_response(response, method)
+    keep_binding(server, method)
 
 
 # -- hostile frames (issue 12 §5): deep params and odd ids, written as raw bytes ---------------
@@ -413,6 +430,7 @@ def test_deep_params_are_answered_on_their_id(server, request, msg_id, id_first)
     server.send_raw(hostile_frame(method, params, raw_id, id_first))
     response = future.result(30)
     check_response(response, method)
+    keep_binding(server, method)
     assert not [o for o in server.orphans[before:] if isinstance(o, dict) and "error" in o], (
         server.orphans[before:]
     )

@@ -29,7 +29,7 @@ export interface AvailabilityFilter {
 }
 
 export interface CheckpointParams {
-  sessionId?: string;
+  sessionId?: string | null;
 }
 
 /** Per targeted live session with events: the last seq the backend now holds. */
@@ -111,12 +111,13 @@ export interface ExportEntry {
   attachmentId?: string | null;
 }
 
+/** ``outputPath`` is absolute. Absent or null: ``includeDescendants`` false, ``includeMedia`` true, ``overwrite`` false, no ``workspaceRoots`` (tools.md §2.4). */
 export interface ExportParams {
   sessionId: string;
   outputPath: string;
-  includeDescendants?: boolean;
-  includeMedia?: boolean;
-  overwrite?: boolean;
+  includeDescendants?: boolean | null;
+  includeMedia?: boolean | null;
+  overwrite?: boolean | null;
   workspaceRoots?: string[] | null;
 }
 
@@ -166,6 +167,14 @@ export interface ParentFilter {
 export interface PersistenceMember {
   uri: string;
   writable: boolean;
+  postgres?: PostgresMemberStatus;
+}
+
+/** A ``postgres:`` member's connection (postgres.md §1.4); ``lastError`` is scrubbed. */
+export interface PostgresMemberStatus {
+  reachable: boolean;
+  notifications: "listening" | "off" | "polling" | "reconnecting";
+  lastError?: string;
 }
 
 export interface ProviderTitleSource {
@@ -174,7 +183,7 @@ export interface ProviderTitleSource {
   model?: { [key: string]: unknown };
 }
 
-/** ``seq`` is any number: one that names no event is EVENT_NOT_FOUND (semantics.md §3.0.2). */
+/** ``seq`` is any number: one that names no event is EVENT_NOT_FOUND (semantics.md §3.0.2). ``before`` and ``after`` are integers from 0 to ``readWindowMax`` (INVALID_WINDOW). */
 export interface ReadEventParams {
   sessionId: string;
   seq: number;
@@ -182,7 +191,7 @@ export interface ReadEventParams {
   after?: number;
 }
 
-/** ``throughSeq``: the surface after events 0..throughSeq (views.md §1); absent or null: the current surface. */
+/** ``throughSeq``: the surface after events 0..throughSeq (views.md §1); absent or null, the current surface. Checked after sessionId, before the load (semantics.md §3.12). */
 export interface ReadSurfaceParams {
   sessionId: string;
   throughSeq?: number | null;
@@ -481,9 +490,10 @@ export interface TreeArgs {
   groupBy?: TreeGrouping;
 }
 
+/** Without ``nodeId`` (or with null): the view's roots, for which ``args`` holds what the view needs (protocol.md §6). */
 export interface TreeChildrenParams {
   view: ServerView;
-  nodeId?: string;
+  nodeId?: string | null;
   args?: TreeArgs;
 }
 
@@ -536,32 +546,32 @@ export interface UserTitleSource {
   kind: "user";
 }
 
-/** Params and result of every request, by method name. */
-export interface RequestMap {
-  "sessionQuery/listSessions": { params: NoParams; result: SessionRecord[] };
+/** Params and result of every request, by method name: `request()` is typed by it. */
+export interface Requests {
+  "sessionPersistence/mount": { params: MountParams; result: MountResult };
+  "sessionPersistence/status": { params: NoParams; result: StatusResult };
+  "sessionPersistence/unmount": { params: NoParams; result: EmptyResult };
+  "sessionQuery/exportSession": { params: ExportParams; result: ExportResult };
+  "sessionQuery/filterEvents": { params: FilterEventsParams; result: SessionEventSearchDocument[] };
   "sessionQuery/filterSessions": { params: FilterSessionsParams; result: SessionRecord[] };
   "sessionQuery/listEvents": { params: SessionIdParams; result: SessionEventRecord[] };
-  "sessionQuery/filterEvents": { params: FilterEventsParams; result: SessionEventSearchDocument[] };
+  "sessionQuery/listSessions": { params: NoParams; result: SessionRecord[] };
   "sessionQuery/readEvent": { params: ReadEventParams; result: SessionEventWindow };
+  "sessionQuery/readSession": { params: SessionIdParams; result: SessionLogSnapshot };
   "sessionQuery/readSurface": { params: ReadSurfaceParams; result: SessionSurfaceSnapshot };
   "sessionQuery/readTimeline": { params: SessionIdParams; result: SessionTimeline };
-  "sessionQuery/readSession": { params: SessionIdParams; result: SessionLogSnapshot };
   "sessionQuery/readTitle": { params: SessionIdParams; result: SessionTitleObservation };
   "sessionQuery/readTitles": { params: ReadTitlesParams; result: SessionTitleObservationResult[] };
-  "sessionQuery/traceSession": { params: SessionIdParams; result: SessionLineageTrace };
-  "sessionQuery/traceEvent": { params: TraceEventParams; result: SessionEventTraceObservation };
-  "sessionQuery/exportSession": { params: ExportParams; result: ExportResult };
-  "sessionQuery/searchSessions": { params: SessionSearchRequest; result: SessionSearchPage };
   "sessionQuery/searchEvents": { params: SessionEventSearchRequest; result: SessionEventSearchPage };
+  "sessionQuery/searchSessions": { params: SessionSearchRequest; result: SessionSearchPage };
+  "sessionQuery/traceEvent": { params: TraceEventParams; result: SessionEventTraceObservation };
+  "sessionQuery/traceSession": { params: SessionIdParams; result: SessionLineageTrace };
   "sessionQuery/treeChildren": { params: TreeChildrenParams; result: TreeChildrenResult };
   "sessionQuery/treeParent": { params: TreeParentParams; result: TreeParentResult };
-  "sessionStore/create": { params: CreateParams; result: CreateResult };
   "sessionStore/append": { params: AppendParams; result: AppendResult };
-  "sessionStore/remove": { params: SessionIdParams; result: EmptyResult };
   "sessionStore/checkpoint": { params: CheckpointParams; result: CheckpointResult };
-  "sessionPersistence/mount": { params: MountParams; result: MountResult };
-  "sessionPersistence/unmount": { params: NoParams; result: EmptyResult };
-  "sessionPersistence/status": { params: NoParams; result: StatusResult };
+  "sessionStore/create": { params: CreateParams; result: CreateResult };
+  "sessionStore/remove": { params: SessionIdParams; result: EmptyResult };
 }
 
 /** Params of every notification, by method name. */
@@ -604,7 +614,7 @@ export const ERROR_RPC_CODES: Readonly<Record<ErrorCode, number>> = {
 /** Server-side `workspace/executeCommand` ids and the request each one runs. */
 export const SERVER_COMMANDS = {
   "dshQuery.server.mount": "sessionPersistence/mount",
+  "dshQuery.server.status": "sessionPersistence/status",
   "dshQuery.server.unmount": "sessionPersistence/unmount",
   "dshQuery.server.checkpoint": "sessionStore/checkpoint",
-  "dshQuery.server.status": "sessionPersistence/status",
 } as const;

@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
 import { formatError, describeError } from "./errors";
-import type { SessionEventRecord } from "./protocol";
+import type { Method, Params, Result, SessionEventRecord } from "./protocol";
 import {
   isViewAction,
   isViewMethod,
@@ -21,7 +21,7 @@ export const VIEW_TYPE = "dshQuery.sessionView";
 
 /** What the panels need from the extension. */
 export interface SessionViewHost {
-  request<R>(method: string, params: object): Promise<R>;
+  request<M extends Method>(method: M, params: Params<M>): Promise<Result<M>>;
   windowMax(): number;
   traceEvent(sessionId: string, seq: number): Promise<void>;
   traceSession(sessionId: string): Promise<void>;
@@ -108,7 +108,8 @@ export class SessionViews implements vscode.Disposable {
         return;
       }
       try {
-        const result = await this.host.request<unknown>(m.method, m.params);
+        // The page's params are checked above for the session only; the server checks the rest.
+        const result: unknown = await this.host.request(m.method, m.params as unknown as Params<typeof m.method>);
         const records = m.method === "sessionQuery/listEvents" && Array.isArray(result);
         reply({ result: records ? packRecords(sessionId, result as SessionEventRecord[]) : result });
       } catch (err) {

@@ -651,10 +651,7 @@ def test_persisted_titles_stop_at_the_label_budget(monkeypatch):
     runtime.binding.mount(backend)
 
     def labels() -> list[str]:
-        return [
-            n.label
-            for n in tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]
-        ]
+        return [n.label for n in tree.tree_children(runtime, "sessions", None, {}, CancelToken())]
 
     assert labels() == ["A stored title"]
     monkeypatch.setattr(context, "LABEL_BUDGET_SECONDS", -1)
@@ -694,13 +691,13 @@ def test_persisted_labels_pass_the_checks_titles_pass():
     )
     backend.corrupt.add("broken")
     runtime.binding.mount(backend)
-    nodes = tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]
+    nodes = tree.tree_children(runtime, "sessions", None, {}, CancelToken())
     labels = {session_of(n.resource): n.label for n in nodes}
     assert labels == {"good": "title of good", "clash": "clash", "broken": "broken"}
     titles = runtime.service.read_titles(["good", "clash", "broken"], CancelToken())
     assert [t.status for t in titles] == ["fulfilled", "rejected", "rejected"]
     backend.fail["inspect"] = OSError("disk gone")
-    nodes = tree.tree_children(runtime, {"view": "sessions"}, CancelToken())["nodes"]
+    nodes = tree.tree_children(runtime, "sessions", None, {}, CancelToken())
     assert [n.label for n in nodes] == ["good", "clash", "broken"]
 
 

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgspec import UNSET
 
 from dsh_query_server.cancel import CancelToken
 from dsh_query_server.core.config import build_config
@@ -126,12 +127,9 @@ def runtime_over(headers: list[dict]) -> Iterator[tuple[Runtime, MemoryBackend]]
 
 
 def kids(runtime: Runtime, node_id: str | None, args: dict | None = None) -> list[TreeNode]:
-    params: dict = {"view": "sessions"}
-    if node_id is not None:
-        params["nodeId"] = node_id
-    if args is not None:
-        params["args"] = args
-    return tree.tree_children(runtime, params, CancelToken())["nodes"]
+    return tree.tree_children(
+        runtime, "sessions", node_id, UNSET if args is None else args, CancelToken()
+    )
 
 
 def sid(node: TreeNode) -> str:
@@ -140,9 +138,7 @@ def sid(node: TreeNode) -> str:
 
 
 def parent(runtime: Runtime, node_id: str) -> str | None:
-    return tree.tree_parent(runtime, {"view": "sessions", "nodeId": node_id}, CancelToken()).get(
-        "nodeId"
-    )
+    return tree.tree_parent(runtime, "sessions", node_id, CancelToken())
 
 
 def grouped_walk(runtime: Runtime, mode: str, deep: bool) -> dict[str, list[TreeNode]]:
