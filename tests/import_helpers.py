@@ -118,6 +118,7 @@ def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
         k: v
         for k, v in os.environ.items()
         if k not in ("HOME", "DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_STATE_HOME")
+        and k != "GEMINI_CLI_HOME"
     }
     home = tmp / "user-home"
     home.mkdir(exist_ok=True)
