@@ -79,6 +79,7 @@ class GeminiMapper:
     opened: set[str] = field(default_factory=set[str])  # prompts that opened their turn
     usage: set[str] = field(default_factory=set[str])  # messages whose usage was emitted
     step_msg: str | None = None  # the message whose step is open
+    turn_prompt: str | None = None  # the prompt that opened the open turn
     results: set[str] = field(default_factory=set[str])  # call ids answered in toolCalls
     responses: set[str] = field(default_factory=set[str])  # ids of recorded functionResponses
     values: dict[str, JSONObject] = field(default_factory=dict[str, JSONObject])  # this change's
@@ -144,15 +145,27 @@ class GeminiMapper:
                 d = obj(m)
                 if d is not None and isinstance(d.get("id"), str):
                     vals[str(d["id"])] = d  # a repeated id keeps its first position
-            new_order = list(vals)
-            dropped = any(mid not in vals for mid in self.order)
-            if dropped and new_order != self.order[: len(new_order)]:
+            kind = self._dropping(vals)
+            if kind == "compaction":
                 marker = em.log("compaction/start", {"record": _record_of(v, size)}, synthetic=True)
             else:
                 marker = em.opaque("gemini/set", v, size)
-            self._sync(0, new_order, vals, normal=False, markers=[marker])
+            if kind == "rollback" and self.turn_prompt is not None and self.turn_prompt not in vals:
+                em.interrupted = True  # the open turn's prompt is taken back: it was aborted
+            self._sync(0, list(vals), vals, normal=False, markers=[marker])
         if s is not None:
             self._title(s.get("summary"), v, size)
+
+    def _dropping(self, vals: dict[str, JSONObject]) -> str | None:
+        """How a new list drops surfaced messages of the old one: ``rollback`` when every one
+        dropped comes after every one kept (Gemini CLI's rollback of an aborted request),
+        ``compaction`` otherwise, None when it drops none (a start-up or resume rewrite)."""
+        surfaced = [mid for mid in self.order if self.msgs[mid].slots]
+        gone = [i for i, mid in enumerate(surfaced) if mid not in vals]
+        if not gone:
+            return None
+        kept = [i for i, mid in enumerate(surfaced) if mid in vals]
+        return "rollback" if not kept or max(kept) < min(gone) else "compaction"
 
     def _rewind(self, v: JSONObject, size: int) -> None:
         marker = self.em.opaque("gemini/rewind", v, size)
@@ -347,6 +360,7 @@ class GeminiMapper:
             if opens:
                 em.open_turn()
                 self.opened.add(item.mid)
+                self.turn_prompt = item.mid
             elif normal:
                 em.close_step()
             seq = em.emit_surface(
