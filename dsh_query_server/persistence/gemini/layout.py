@@ -186,8 +186,8 @@ def _digest(text: str) -> str:
 
 
 def project_root(sv: Survey, home: str, project: str, project_hash: str | None) -> Root:
-    """``<project>/.project_root`` when it holds an absolute path; else the registry entry
-    whose slug is ``<project>`` or whose root hashes to ``<project>`` or to the session's
+    """``<project>/.project_root`` when it holds an absolute path; else the registry's root
+    whose slug is ``<project>``, else whose SHA-256 is ``<project>``, else the session's
     ``projectHash``; else unknown."""
     marker = os.path.join(home, "tmp", project, ROOT_MARKER)
     key, text = sv.sidecar(marker, _read_text, None)
@@ -196,8 +196,9 @@ def project_root(sv: Survey, home: str, project: str, project_hash: str | None) 
         return Root(root, f";root:{key_text(key[:4])}", (marker,))
     registry = os.path.join(home, REGISTRY)
     _, table = sv.sidecar(registry, _read_registry, {})
-    wanted = {project, project_hash}
-    for path, slug in table.items():
-        if slug == project or _digest(path) in wanted:
+    digests = {_digest(path): path for path in table}
+    named = [path for path, slug in table.items() if slug == project]
+    for path in (*named[:1], digests.get(project), digests.get(project_hash or "")):
+        if path is not None:
             return Root(path, f";root:{_digest(path)[:16]}", (marker, registry))
     return Root(None, ";root:-", (marker, registry))

@@ -294,6 +294,10 @@ class GeminiMapper:
         seqs, self.pending = diff.apply(old, new, self.pending)
         self.values = {}
         self._commit(old_ids, new_order, p, new, seqs, fresh)
+        if diff.placeholder is not None:  # it stays current: it joins the unit it precedes
+            mid = new[diff.placed].mid
+            at = sum(1 for item in new[: diff.placed] if item.mid == mid)
+            self.msgs[mid].slots.insert(at, (b"", diff.placeholder))
         return any(e.type in _SURFACE for e in em.events[before:])
 
     def _commit(

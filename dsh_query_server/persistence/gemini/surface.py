@@ -90,11 +90,14 @@ class Diff:
     emit: Emit
     marker: Callable[[], int | None]  # the record's marker, emitted when old events go
     markers: list[int]
+    placeholder: int | None = None  # a placeholder emitted before new[placed], when one was
+    placed: int = 0
 
     def apply(
         self, old: list[Item], new: list[Item], pending: tuple[list[int], list[int]] | None
     ) -> tuple[list[int], tuple[list[int], list[int]] | None]:
-        """The seqs of ``new`` (kept or emitted) and the pending span left afterwards."""
+        """The seqs of ``new`` (kept or emitted) and the pending span left afterwards; a
+        placeholder the edit needed is ``placeholder``, standing before ``new[placed]``."""
         n_old, n_new = len(old), len(new)
         i = 0
         while i < n_old and i < n_new and old[i].key == new[i].key:
@@ -162,7 +165,7 @@ class Diff:
         first = items[0]
         first_type = first.slot.etype if first.slot is not None else self.em.events[first.seq].type
         if first_type == "tool/result":
-            self.em.placeholder(span, markers)
+            self.placeholder, self.placed = self.em.placeholder(span, markers), len(seqs)
             span = []
         for item in items:
             seqs.append(self.emit(item, span, markers if span else []))
