@@ -117,6 +117,8 @@ class GeminiMapper:
         mid = str(v["id"])
         self._note(v)
         em = self.em
+        if self._grown(mid, v):
+            return
         if mid not in self.msgs:
             if not self._sync(len(self.order), [*self.order, mid], {mid: v}, normal=True):
                 em.opaque(_kind_name(v), v, size)
@@ -133,6 +135,41 @@ class GeminiMapper:
         )
         if not changed and not marked:
             em.opaque("gemini/update", v, size)
+
+    def _grown(self, mid: str, v: JSONObject) -> bool:
+        """The common case without a diff: a new message, or the last one re-recorded with slots
+        added after its old ones, nothing pending. False when it is not that case."""
+        if self.pending is not None:
+            return False
+        old = self.msgs.get(mid)
+        if old is not None and self.order[-1] != mid:
+            return False
+        own = old.answers if old is not None else ()
+        slots = unit(v, _Without(self.answered, own) if own else self.answered)
+        have = old.slots if old is not None else []
+        if len(slots) <= len(have) or any(
+            d != s.digest for (d, _), s in zip(have, slots, strict=False)
+        ):
+            return False
+        self.values = {mid: v}
+        seqs = [
+            self._emit(SlotItem(mid, k, s.digest, s), [], [], True)
+            for k, s in enumerate(slots)
+            if k >= len(have)
+        ]
+        self.values = {}
+        answers = tuple(answered_by(v))
+        self.answered.subtract(own)
+        self.answered.update(answers)
+        kept = _Msg(
+            [*have, *zip((s.digest for s in slots[len(have) :]), seqs, strict=True)],
+            answers,
+            v if _depends(v) else None,
+        )
+        if old is None:
+            self.order.append(mid)
+        self.msgs[mid] = kept
+        return True
 
     def _set(self, v: JSONObject, size: int) -> None:
         em, s = self.em, obj(v["$set"])
