@@ -13,12 +13,14 @@ import tempfile
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dsh_query_server.persistence.gemini.backend import GeminiBackend
 from dsh_query_server.session.fold import fold_surface
 
 from .import_gemini_strategies import SID, gemini_session
 from .import_helpers import checked
+from .test_import_window import assert_windows, windows
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -180,5 +182,28 @@ def test_gemini_imports_replay_and_match_the_brute_force_surface(case):
         [header] = backend.list()
         assert header.id == SID
         assert imported_surface(backend) == units(loader(records))
+    finally:
+        shutil.rmtree(home)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gemini_session(), gemini_session(), st.data())
+def test_gemini_windows_equal_the_full_inspect_before_and_after_growth(case, extra, data):
+    """importers.md §3.4 on random sessions: every window is the slice of a full inspect at the
+    same revision, also after the file grows (test_import_window's harness)."""
+    home = pathlib.Path(tempfile.mkdtemp())
+    try:
+        path = home / "tmp/w/chats/session-2026-01-01T00-00-prop.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(case[1])
+        backend = GeminiBackend(str(home), "gemini:x")
+        backend.list()
+        n = len(backend.inspect(SID).events)
+        assert_windows(backend, SID, windows(data.draw, n))
+        more = b"".join(json.dumps(r).encode() + b"\n" for r in extra[0][1:])
+        with open(path, "ab") as f:
+            f.write(b"\n" + more)  # ends a torn tail (if any) as a bad line, then appends
+        n = len(backend.inspect(SID).events)
+        assert_windows(backend, SID, windows(data.draw, n))
     finally:
         shutil.rmtree(home)

@@ -145,7 +145,7 @@ class GeminiMapper:
         if old is not None and self.order[-1] != mid:
             return False
         own = old.answers if old is not None else ()
-        slots = unit(v, _Without(self.answered, own) if own else self.answered)
+        slots = unit(v, _Without(self.answered, own))  # counts fall to 0, keys stay
         have = old.slots if old is not None else []
         if len(slots) <= len(have) or any(
             d != s.digest for (d, _), s in zip(have, slots, strict=False)
