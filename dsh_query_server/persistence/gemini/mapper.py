@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ..importing.emitter import OPAQUE_LIMIT, JSONObject, fallback_title, scalar_record
 from ..importing.lines import BadSegment, Item, Record
 from ..importing.values import arr, nonempty, obj, parse_time, text_blocks
-from .parts import PLUGIN, PROVIDER, function_response, part_list
+from .parts import PROVIDER, function_response, part_list
 from .surface import Diff, GeminiEmitter
 from .surface import Item as SlotItem
 from .units import answered_by, unit
@@ -40,7 +40,10 @@ class _Without:
         self._counts, self._minus = counts, minus
 
     def __contains__(self, call_id: object) -> bool:
-        return self._counts.get(call_id, 0) - self._minus.count(call_id) > 0  # type: ignore[arg-type]
+        # a count, not the key: a Counter keeps the keys of counts that fell to 0
+        if not isinstance(call_id, str):
+            return False
+        return self._counts[call_id] - self._minus.count(call_id) > 0
 
 
 def _depends(message: JSONObject) -> bool:
@@ -145,7 +148,7 @@ class GeminiMapper:
         if old is not None and self.order[-1] != mid:
             return False
         own = old.answers if old is not None else ()
-        slots = unit(v, _Without(self.answered, own))  # counts fall to 0, keys stay
+        slots = unit(v, _Without(self.answered, own))
         have = old.slots if old is not None else []
         if len(slots) <= len(have) or any(
             d != s.digest for (d, _), s in zip(have, slots, strict=False)
@@ -464,6 +467,3 @@ def _kind_name(v: JSONObject) -> str:
     if isinstance(kind, str) and kind.isascii() and kind.replace("_", "").isalnum():
         return f"gemini/{kind}"
     return "gemini/message"
-
-
-__all__ = ["PLUGIN", "GeminiMapper", "message_time"]

@@ -142,13 +142,12 @@ class Diff:
         if span_p or len(mo) != 1 or slot is None or self.em.events[mo[0]].type != "tool/result":
             return None
         old = self.em.events[mo[0]].data()
-        data: JSONObject = {**old, "message": slot.body["message"]}
-        data.pop("meta", None)
-        if "meta" in slot.body:
-            data["meta"] = slot.body["meta"]
-        if not json_equal(_stripped(old), _stripped(data)):
+        if ("meta" in old) != ("meta" in slot.body):
             return None
-        return self.em.rewrite(mo[0], data, markers)
+        new = {k: slot.body[k] if k in ("message", "meta") else v for k, v in old.items()}
+        if not json_equal(_stripped(old), _stripped(new)):
+            return None
+        return self.em.rewrite(mo[0], new, markers)
 
     def _general(
         self,
