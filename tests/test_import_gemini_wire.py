@@ -136,3 +136,27 @@ def test_auto_lists_gemini_beside_the_other_agents(tmp_path, serve):
     table = cli("sessions", "--agent", "gemini-cli")
     assert table.returncode == 0 and "gemini-cli" in table.stdout
     assert cli("sessions", "--agent", "codex", "--json").stdout.strip() == "[]"
+
+
+def test_the_sessions_view_names_and_groups_gemini_cli(tmp_path, serve):
+    """The editors' sessions view (VS Code, Neovim) as the server builds it: each Gemini CLI
+    session names its agent with its icon, and grouping by agent or workspace gathers them."""
+    home = shutil.copytree(SPEC, tmp_path / ".gemini")
+    server = serve("--persistence", f"gemini:{home}")
+    roots = server.call("sessionQuery/treeChildren", {"view": "sessions"})["nodes"]
+    by_id = {n["resource"]["sessionId"]: n for n in roots if "resource" in n}
+    assert by_id[S]["agent"] == "gemini-cli" and by_id[S]["icon"] == "star-full"
+    assert by_id[S]["description"].startswith("gemini-cli · ")
+    assert "source: gemini-cli" in by_id[S]["tooltip"].splitlines()
+    assert (
+        f"transcript: {home}/tmp/w/chats/session-2026-01-01T00-00-0b6e4f1c.jsonl"
+        in by_id[S]["tooltip"].splitlines()
+    )
+    agents = server.call(
+        "sessionQuery/treeChildren", {"view": "sessions", "args": {"groupBy": "agent"}}
+    )["nodes"]
+    assert [(g["label"], g["icon"]) for g in agents] == [("gemini-cli", "star-full")]
+    spaces = server.call(
+        "sessionQuery/treeChildren", {"view": "sessions", "args": {"groupBy": "workspace"}}
+    )["nodes"]
+    assert [g["label"] for g in spaces] == ["w"]
