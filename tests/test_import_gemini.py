@@ -282,6 +282,8 @@ def test_files_without_a_session_record_are_not_listed_but_are_named_unreadable(
             f"tmp/w/chats/session-x-{sid[:8]}.jsonl": b'{"$set":{"lastUpdated":"x"}}\n',
             f"tmp/w/chats/{sid}/e0000000.jsonl": b"garbage\n",
             "tmp/w/chats/session-y-broken00.json": b"{not json",
+            "tmp/w/chats/session-y-deep0000.json": b"[" * 200_000 + b"]" * 200_000,
+            "projects.json": b'{"projects":' + b"[" * 200_000 + b"]" * 200_000 + b"}",
             "tmp/w/chats/logs.json": b"[]",
             "tmp/w/chats/session-z-tmp00000.jsonl.tmp-123": _session("tmp"),
         },

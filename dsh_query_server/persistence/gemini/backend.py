@@ -231,6 +231,6 @@ class GeminiBackend(ImportBackend):
                 continue
             try:
                 return jsoncodec.loads(data)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past the parser
                 raise unreadable(self.rel(path), "it is not valid JSON") from None
         raise ImportError_("transcript changed while being read")

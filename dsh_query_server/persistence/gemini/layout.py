@@ -142,7 +142,7 @@ def read_document(path: str) -> tuple[os.stat_result | None, Anchor | None]:
             return None, None
     try:
         return st, document_anchor(jsoncodec.loads(data))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser
         return st, None
 
 
@@ -165,7 +165,7 @@ def _read_registry(path: str) -> tuple[os.stat_result | None, dict[str, str]]:
     st, text = _read_text(path)
     try:
         projects = obj((obj(jsoncodec.loads(text or "")) or {}).get("projects"))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser
         projects = None
     table = {k: v for k, v in (projects or {}).items() if isinstance(v, str) and k.startswith("/")}
     return st, table
