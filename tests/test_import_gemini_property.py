@@ -207,3 +207,84 @@ def test_gemini_windows_equal_the_full_inspect_before_and_after_growth(case, ext
         assert_windows(backend, SID, windows(data.draw, n))
     finally:
         shutil.rmtree(home)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+FIELDS = ["id", "type", "content", "toolCalls", "thoughts", "tokens", "model", "timestamp"]
+
+
+@st.composite
+def odd_record(draw: Any) -> dict[str, Any]:
+    """A record of a known kind whose members have any JSON shape."""
+    kind = draw(st.sampled_from(["message", "set", "rewind", "meta"]))
+    if kind == "rewind":
+        return {"$rewindTo": draw(st.sampled_from(["m0", "m1", "x"]) | JSON)}
+    if kind == "set":
+        return {
+            "$set": draw(
+                st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "messages": st.lists(odd_record() | JSON, max_size=3),
+                        "summary": JSON,
+                    },
+                )
+                | JSON
+            )
+        }
+    if kind == "meta":
+        return {
+            "sessionId": SID,
+            "projectHash": "h",
+            "messages": draw(st.lists(odd_record() | JSON, max_size=2) | JSON),
+            "summary": draw(JSON),
+        }
+    record: dict[str, Any] = {"id": draw(st.sampled_from(["m0", "m1", "m2"]))}
+    record["type"] = draw(st.sampled_from(["user", "gemini", "info"]) | JSON)
+    for name in FIELDS[2:]:
+        if draw(st.booleans()):
+            record[name] = draw(
+                JSON
+                | st.lists(
+                    st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "text": JSON,
+                            "thought": JSON,
+                            "functionCall": JSON,
+                            "functionResponse": JSON,
+                            "id": JSON,
+                            "name": JSON,
+                            "result": JSON,
+                            "status": JSON,
+                        },
+                    ),
+                    max_size=3,
+                )
+            )
+    return record
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(odd_record(), max_size=12))
+def test_records_of_any_shape_import_into_valid_logs(records):
+    """A record of the wrong shape is never a failed read: the log replay-validates and folds."""
+    home = pathlib.Path(tempfile.mkdtemp())
+    try:
+        chats = home / "tmp/w/chats"
+        chats.mkdir(parents=True)
+        head = {"sessionId": SID, "projectHash": "h", "startTime": "2026-01-01T00:00:00.000Z"}
+        body = b"".join(json.dumps(r).encode() + b"\n" for r in [head, *records])
+        (chats / "session-2026-01-01T00-00-prop.jsonl").write_bytes(body)
+        backend = GeminiBackend(str(home), "gemini:x")
+        backend.list()
+        ins = backend.inspect(SID)
+        checked(ins, SID)
+    finally:
+        shutil.rmtree(home)
