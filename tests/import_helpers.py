@@ -15,6 +15,7 @@ from dsh_query_server.session.validate import replay_error
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 SPEC = FIXTURES / "spec"
 REAL = FIXTURES / "real"
+DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
 
 
 def jl(*records: Any) -> bytes:
@@ -118,6 +119,7 @@ def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
         k: v
         for k, v in os.environ.items()
         if k not in ("HOME", "DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_STATE_HOME")
+        and k != "GEMINI_CLI_HOME"
     }
     home = tmp / "user-home"
     home.mkdir(exist_ok=True)

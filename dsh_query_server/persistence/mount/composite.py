@@ -227,7 +227,7 @@ def _uri_path(path: str) -> str:
 
 
 def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
-    """§4.2: the embedded store, then whichever dsh, Claude Code and Codex homes exist now, each
+    """§4.2: the embedded store, then whichever dsh, Claude Code, Codex and Gemini CLI homes exist now, each
     once (a member whose realpath repeats an earlier one is left out)."""
     candidates: list[tuple[str, str | None]] = [(embedded, None)]
     dsh = os.path.join(_home(env, "DSH_HOME", ".dsh"), "sessions")
@@ -239,6 +239,10 @@ def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
     codex = _home(env, "CODEX_HOME", ".codex")
     if any(os.path.isdir(os.path.join(codex, d)) for d in ("sessions", "archived_sessions")):
         candidates.append((f"codex:{_uri_path(codex)}", codex))
+    gemini_user = env.get("GEMINI_CLI_HOME", "")  # Gemini CLI's stand-in for $HOME (§7.1)
+    gemini = os.path.abspath(os.path.join(gemini_user or env.get("HOME", ""), ".gemini"))
+    if os.path.isdir(os.path.join(gemini, "tmp")):
+        candidates.append((f"gemini:{_uri_path(gemini)}", gemini))
     out: list[str] = []
     seen: set[str] = set()
     for uri, location in candidates:

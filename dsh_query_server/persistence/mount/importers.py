@@ -1,4 +1,4 @@
-"""Construct an importer backend for a parsed ``claude:`` or ``codex:`` URI."""
+"""Construct an importer backend for a parsed ``claude:``, ``codex:`` or ``gemini:`` URI."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ def open_importer(scheme: str, home: str, options: dict[str, str], uri: str) -> 
         from ..claude.backend import ClaudeBackend
 
         backend: ImportBackend = ClaudeBackend(home, uri)
+    elif scheme == "gemini":
+        from ..gemini.backend import GeminiBackend
+
+        backend = GeminiBackend(home, uri)
     else:
         from ..codex.backend import CodexBackend
 
