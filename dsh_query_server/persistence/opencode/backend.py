@@ -1,0 +1,366 @@
+"""The ``opencode:<dir>`` backend (importers.md §8.1, §8.6): sessions of ``opencode.db`` and of
+the legacy ``storage/`` files, their headers and revisions, and ``inspect``."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat as stat_module
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ...cancel import NULL_TOKEN, CancelToken
+from ...model.event import Event, Header
+from ..base import Inspection, SessionPersistenceReadOnlyError, Snapshot, Window
+from ..importing.emitter import JSONObject
+from ..importing.values import MAX_SAFE
+from . import queries
+from .database import Database, DatabaseError, Schema, UnknownSchema, warn
+from .emitter import PLUGIN
+from .layout import db_path
+from .legacy import LegacyChanged, LegacyStore, Listed
+from .mapper import OpenCodeMapper
+from .queries import Aggregate
+from .rows import Native, Session
+
+SAFE_AGE_MS = 2_000  # a row updated this recently may change again within the same millisecond
+CACHE_BYTES = 64 * 1024 * 1024
+Clock = Callable[[], int]
+
+
+class OpenCodeError(Exception):
+    """A plain failure of this backend (PERSISTENCE_FAILED on the wire)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """One listed session: its header, its revision, and where it is read from."""
+
+    header: Header
+    revision: str
+    legacy: Listed | None = None
+
+
+def _depths(parents: dict[str, str | None], sid: str) -> int:
+    """Parent links followed from ``sid`` until a root, an unknown parent or a cycle."""
+    depth, seen, cur = 0, {sid}, parents.get(sid)
+    while cur is not None:
+        depth += 1
+        if cur in seen or cur not in parents:
+            break
+        seen.add(cur)
+        cur = parents[cur]
+    return depth
+
+
+def _parents(
+    db: dict[str, tuple[Session, str, str]], legacy: dict[str, Listed]
+) -> dict[str, str | None]:
+    parents: dict[str, str | None] = {sid: s.parent for sid, (s, _, _) in db.items()}
+    parents.update((sid, listed.session.parent) for sid, listed in legacy.items())
+    return parents
+
+
+def header_of(
+    session: Session, path: str, depth: int, approximate: list[str] | None = None
+) -> Header:
+    value: JSONObject = {
+        "version": 0,
+        "id": session.id,
+        "createdAt": min(max(session.created, 0), MAX_SAFE),
+    }
+    if session.directory is not None and session.directory.startswith("/"):
+        value["cwd"] = session.directory
+    source: JSONObject = {"agent": PLUGIN}
+    if session.version is not None:
+        source["agentVersion"] = session.version
+    source["path"] = path
+    if session.parent is not None and session.parent != session.id:
+        value["parentSession"] = session.parent
+        value["origin"] = "subagent"
+        value["delegationDepth"] = max(depth, 1)
+        if session.agent is not None:
+            value["agentPreset"] = session.agent
+        source["lineage"] = "subagent"
+    reasons = list(approximate or [])
+    if session.directory is not None and not session.directory.startswith("/"):
+        reasons.insert(0, "cwd-not-absolute")
+    if approximate is not None and reasons:
+        source["approximate"] = reasons
+    value["source"] = source
+    return Header.from_value(value)
+
+
+def _fingerprint(ident: object, row: tuple[object, ...], aggs: tuple[Aggregate, Aggregate]) -> str:
+    text = repr((ident, row, aggs[0], aggs[1])).encode("utf-8", errors="surrogatepass")
+    return hashlib.sha256(text).hexdigest()[:16]
+
+
+def _newest(row: dict[str, object], aggs: tuple[Aggregate, Aggregate]) -> int:
+    times = [row.get("time_updated"), aggs[0].updated, aggs[1].updated]
+    return max((t for t in times if isinstance(t, int)), default=0)
+
+
+class OpenCodeBackend:
+    """A read-only OpenCode home: ``opencode.db`` first, then legacy sessions it lacks."""
+
+    def __init__(
+        self, home: str, uri: str, clock: Clock = time.time_ns, database: Database | None = None
+    ) -> None:
+        self.home = home
+        self._uri = uri
+        self._clock = clock
+        self.db_path = db_path(home)
+        self.db = database or Database(self.db_path)
+        self.legacy = LegacyStore(home)
+        self._lock = threading.Lock()
+        self._listed: tuple[int, dict[str, tuple[Session, str, str]]] | None = None
+        self._warned: object = None
+        self._cache: OrderedDict[tuple[str, str], tuple[Inspection, int]] = OrderedDict()
+        self._cached_bytes = 0
+
+    # -- the contract ------------------------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def writable(self) -> bool:
+        return False
+
+    @property
+    def cheap_windows(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.db.close()
+
+    def create(self, header: Header) -> None:
+        raise SessionPersistenceReadOnlyError(f'persistence backend "{self.uri}" is read-only')
+
+    def append(self, session_id: str, events: list[Event]) -> None:
+        raise SessionPersistenceReadOnlyError(f'persistence backend "{self.uri}" is read-only')
+
+    def check_home(self) -> bool:
+        """False for an absent home; one that is no readable directory fails (importers.md
+        §3.1)."""
+        try:
+            st = os.stat(self.home)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise OpenCodeError(f'home "{self.home}" is not readable: {exc.strerror}') from None
+        if not stat_module.S_ISDIR(st.st_mode) or not os.access(self.home, os.R_OK | os.X_OK):
+            raise OpenCodeError(f'home "{self.home}" is not a readable directory')
+        return True
+
+    def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
+        return [e.header for e in self._entries(token or NULL_TOKEN).values()]
+
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
+        return [Snapshot(e.header, e.revision) for e in self._entries(token or NULL_TOKEN).values()]
+
+    def stored_count(self, session_id: str) -> int | None:
+        if session_id not in self._entries(NULL_TOKEN):
+            return None
+        return len(self.inspect(session_id).events)
+
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
+        return self._inspect(session_id, token or NULL_TOKEN)[0]
+
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window:
+        """A slice of ``inspect``'s log. A log read once is kept (bounded) under the proof of its
+        rows, which is checked again here, so a window costs that check, not a mapping."""
+        token = token or NULL_TOKEN
+        key = self._proof(session_id)
+        hit = self._cache_get(session_id, key) if key is not None else None
+        ins = hit if hit is not None else self._inspect(session_id, token)[0]
+        n = len(ins.events)
+        lo = min(max(first, 0), n)
+        events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
+        title = next((e.seq for e in reversed(ins.events) if e.type == "session/title"), None)
+        return Window(ins.meta, n, lo, events, title)
+
+    # -- listing -----------------------------------------------------------------------
+
+    def _entries(self, token: CancelToken) -> dict[str, _Entry]:
+        out: dict[str, _Entry] = {}
+        if not self.check_home():
+            return out
+        db = self._db_sessions()
+        legacy = {
+            sid: listed for sid, listed in self._legacy_sessions(token).items() if sid not in db
+        }
+        parents = _parents(db, legacy)
+        for sid, (session, _, revision) in db.items():
+            depth = _depths(parents, sid)
+            out[sid] = _Entry(header_of(session, self.db_path, depth), revision)
+        for sid, listed in legacy.items():
+            token.raise_if_cancelled()
+            depth = _depths(parents, sid)
+            header = header_of(listed.session, listed.path, depth)
+            out[sid] = _Entry(header, self.legacy.revision(listed), listed)
+        return out
+
+    def _legacy_sessions(self, token: CancelToken) -> dict[str, Listed]:
+        try:
+            return self.legacy.sessions(token)
+        except OSError as exc:
+            raise OpenCodeError(f"opencode storage is unreadable: {exc.strerror}") from None
+
+    def _db_sessions(self) -> dict[str, tuple[Session, str, str]]:
+        """The database's sessions with their revisions; reused while no other connection has
+        committed since they were read (``PRAGMA data_version``)."""
+        with self._lock:
+            try:
+                generation = self.db.current()
+                listed = self._listed
+                if generation is None:
+                    return {}
+                if listed is not None and listed[0] == generation:
+                    return listed[1]
+                now = self._clock() // 1_000_000
+                got = self.db.read(lambda c, s: self._scan(c, s, now))
+            except UnknownSchema as exc:
+                self._warn(str(exc))
+                return {}
+            except DatabaseError as exc:
+                raise OpenCodeError(str(exc)) from None
+            if got is None:
+                return {}
+            self._listed = (got[1], got[0])
+            return got[0]
+
+    def _scan(
+        self, conn: sqlite3.Connection, schema: Schema, now: int
+    ) -> dict[str, tuple[Session, str, str]]:
+        aggs = queries.aggregates(conn, schema)
+        columns = queries.session_columns(schema)
+        out: dict[str, tuple[Session, str, str]] = {}
+        for session, row in queries.sessions(conn, schema):
+            pair = aggs.get(session.id, (Aggregate(), Aggregate()))
+            out[session.id] = (session, self.db_path, self._revision(columns, row, pair, now))
+        return out
+
+    def _revision(
+        self,
+        columns: list[str],
+        row: tuple[object, ...],
+        aggs: tuple[Aggregate, Aggregate],
+        now: int,
+    ) -> str:
+        """The rows' proof; a session updated within ``SAFE_AGE_MS`` of the read also carries
+        the database generation, so any later commit changes its revision."""
+        revision = "opencode:" + _fingerprint(self.db.identity, row, aggs)
+        if _newest(dict(zip(columns, row, strict=True)), aggs) >= now - SAFE_AGE_MS:
+            revision += f";young:{self.db.nonce}:{self.db.generation}"
+        return revision
+
+    def _warn(self, reason: str) -> None:
+        ident = self.db.identity or os.path.exists(self.db_path)
+        if self._warned != ident:
+            self._warned = ident
+            warn(self.db_path, reason)
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _proof(self, sid: str) -> str | None:
+        """What proves one session's rows unchanged now (no mapping), or None."""
+        try:
+            got = self.db.read(lambda c, s: _row_proof(c, s, sid))
+        except (UnknownSchema, DatabaseError):
+            return None
+        if got is not None and got[0] is not None:
+            return got[0]
+        listed = self._legacy_sessions(NULL_TOKEN).get(sid)
+        return self.legacy.revision(listed) if listed is not None else None
+
+    def _inspect(self, sid: str, token: CancelToken) -> tuple[Inspection, str]:
+        try:
+            got = self.db.read(lambda c, s: _load(c, s, sid, self.db_path))
+        except UnknownSchema:
+            got = None
+        except DatabaseError as exc:
+            raise OpenCodeError(str(exc)) from None
+        loaded = got[0] if got is not None else None
+        if loaded is not None:
+            native, depth, proof = loaded
+        else:
+            listed = self._legacy_sessions(token).get(sid)
+            if listed is None:
+                raise OpenCodeError(f'session "{sid}" not found')
+            try:
+                native = self.legacy.load(listed, token)
+            except LegacyChanged as exc:
+                raise OpenCodeError(str(exc)) from None
+            db = self._db_sessions() if self.check_home() else {}
+            legacy = {k: v for k, v in self._legacy_sessions(token).items() if k not in db}
+            depth = _depths(_parents(db, legacy), sid)
+            proof = self.legacy.revision(listed)
+        token.raise_if_cancelled()
+        header = header_of(native.session, native.path, depth)
+        events, reasons = OpenCodeMapper(native, header.to_value()["createdAt"]).run()
+        ins = Inspection(header_of(native.session, native.path, depth, reasons), events)
+        self._cache_put(sid, proof, ins)
+        return ins, proof
+
+    # -- the window cache --------------------------------------------------------------
+
+    def _cache_get(self, sid: str, proof: str) -> Inspection | None:
+        with self._lock:
+            hit = self._cache.get((sid, proof))
+            if hit is None:
+                return None
+            self._cache.move_to_end((sid, proof))
+            return hit[0]
+
+    def _cache_put(self, sid: str, proof: str, ins: Inspection) -> None:
+        size = sum(len(e.raw) for e in ins.events)
+        if size > CACHE_BYTES // 4:
+            return
+        with self._lock:
+            for key in [k for k in self._cache if k[0] == sid]:
+                self._cached_bytes -= self._cache.pop(key)[1]
+            self._cache[(sid, proof)] = (ins, size)
+            self._cached_bytes += size
+            while self._cached_bytes > CACHE_BYTES:
+                _, (_, dropped) = self._cache.popitem(last=False)
+                self._cached_bytes -= dropped
+
+
+def _row_proof(conn: sqlite3.Connection, schema: Schema, sid: str) -> str | None:
+    found = queries.session_row(conn, schema, sid)
+    if found is None:
+        return None
+    aggs = queries.aggregate_of(conn, schema, sid)
+    return "db:" + _fingerprint(None, found[1], aggs)
+
+
+def _load(
+    conn: sqlite3.Connection, schema: Schema, sid: str, path: str
+) -> tuple[Native, int, str] | None:
+    """One session's records, its depth and its proof, from one transaction."""
+    found = queries.session_row(conn, schema, sid)
+    if found is None:
+        return None
+    session, row = found
+    aggs = queries.aggregate_of(conn, schema, sid)
+    messages = queries.messages(conn, schema, sid)
+    depth, seen, cur = 0, {sid}, session.parent
+    while cur is not None:  # as _depths does over a listing
+        depth += 1
+        if cur in seen:
+            break
+        seen.add(cur)
+        found_parent = queries.parent_of(conn, schema, cur)
+        if found_parent is None:
+            break
+        cur = found_parent[0]
+    return Native(session, messages, path), depth, "db:" + _fingerprint(None, row, aggs)
