@@ -241,6 +241,13 @@ def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
     codex = _home(env, "CODEX_HOME", ".codex")
     if any(os.path.isdir(os.path.join(codex, d)) for d in ("sessions", "archived_sessions")):
         candidates.append((f"codex:{_uri_path(codex)}", codex))
+    opencode = os.path.join(
+        _home(env, "XDG_DATA_HOME", os.path.join(".local", "share")), "opencode"
+    )
+    if os.path.isfile(os.path.join(opencode, "opencode.db")) or os.path.isdir(
+        os.path.join(opencode, "storage", "session")
+    ):
+        candidates.append((f"opencode:{_uri_path(opencode)}", opencode))
     out: list[str] = []
     seen: set[str] = set()
     for uri, location in candidates:

@@ -34,15 +34,26 @@ _OPTIONS = {
     # importers.md §1.1, §2.1: read-only foreign homes
     "claude": {"readOnly": ("true",)},
     "codex": {"readOnly": ("true",), "includeArchived": ("true", "false")},
+    "opencode": {"readOnly": ("true",)},  # importers.md §8.1
 }
-_HOME_DEFAULTS = {"claude": ("CLAUDE_CONFIG_DIR", "~/.claude"), "codex": ("CODEX_HOME", "~/.codex")}
+_HOME_DEFAULTS = {
+    "claude": ("CLAUDE_CONFIG_DIR", "~/.claude"),
+    "codex": ("CODEX_HOME", "~/.codex"),
+    "opencode": ("XDG_DATA_HOME", "~/.local/share/opencode"),
+}
+_ENV_SUBDIR = {"opencode": "opencode"}  # XDG_DATA_HOME names the parent of OpenCode's data
 
 
 def _importer_home(scheme: str, location: str) -> str:
     """importers.md §1.1: empty means the agent's env variable or default; ``~`` is $HOME."""
     if not location:
         env, default = _HOME_DEFAULTS[scheme]
-        location = os.environ.get(env) or default
+        value = os.environ.get(env)
+        location = (
+            os.path.join(value, _ENV_SUBDIR[scheme])
+            if value and scheme in _ENV_SUBDIR
+            else value or default
+        )
     if location == "~" or location.startswith("~/"):
         home = os.environ.get("HOME", "")
         if not home:

@@ -1,11 +1,18 @@
-"""Construct an importer backend for a parsed ``claude:`` or ``codex:`` URI."""
+"""Construct an importer backend for a parsed ``claude:``, ``codex:`` or ``opencode:`` URI."""
 
 from __future__ import annotations
 
+from ..base import PersistenceBackend
 from .backend import ImportBackend
 
 
-def open_importer(scheme: str, home: str, options: dict[str, str], uri: str) -> ImportBackend:
+def open_importer(scheme: str, home: str, options: dict[str, str], uri: str) -> PersistenceBackend:
+    if scheme == "opencode":
+        from ..opencode.backend import OpenCodeBackend
+
+        opencode = OpenCodeBackend(home, uri)
+        opencode.check_home()  # a home that is no readable directory fails the mount
+        return opencode
     if scheme == "claude":
         from ..claude.backend import ClaudeBackend
 
