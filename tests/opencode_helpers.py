@@ -166,3 +166,37 @@ def snapshot_files(home: pathlib.Path) -> dict[str, tuple[bytes, int]]:
         if path.is_file() and not path.name.endswith(("-shm", "-wal")):
             out[str(path.relative_to(home))] = (path.read_bytes(), path.stat().st_mtime_ns)
     return out
+
+
+def backend_for(tmp: pathlib.Path, sessions: list[dict[str, Any]], layout: str = "db") -> Any:
+    """A backend over a fresh home holding ``sessions`` in the given layout."""
+    from dsh_query_server.persistence.opencode.backend import OpenCodeBackend
+
+    home = tmp / f"opencode-{layout}"
+    (write_db if layout == "db" else write_legacy)(home, sessions)
+    return OpenCodeBackend(str(home), f"opencode:{home}")
+
+
+def rows(ins: Any) -> list[tuple[Any, ...]]:
+    """(seq, type, surfaceOp, sourceEventSeqs, class) per event."""
+    from .import_helpers import checked
+
+    classes = checked(ins, ins.meta.to_value()["id"])
+    out = []
+    for e in ins.events:
+        v = e.to_value()
+        op = v.get("surfaceOp")
+        if isinstance(op, dict):
+            op = f"R({op['start']}..{op['end']})"
+        out.append((e.seq, e.type, op, v.get("sourceEventSeqs"), classes[e.seq]))
+    return out
+
+
+def surface_ids(ins: Any) -> list[str]:
+    from dsh_query_server.session.fold import fold_surface
+
+    out = []
+    for seq in fold_surface(ins.events).nodes:
+        d = ins.events[seq].data()
+        out.append((d if ins.events[seq].type == "user/message" else d["message"])["id"])
+    return out
