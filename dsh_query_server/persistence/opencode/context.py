@@ -50,29 +50,46 @@ def completes(summary: Message, request: Message) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Compaction:
-    """A compaction request that took effect: the model's context became the messages
-    ``request`` .. ``summary`` (in store order), then ``tail`` (the messages from the part's
-    ``tail_start_id`` up to the request), then everything after the summary."""
+    """A compaction request that took effect when ``summary`` completed it: the model's context
+    became ``order`` (message ids: the request through its first summary, the kept tail from
+    the part's ``tail_start_id``, then the messages up to ``summary``), then what follows."""
 
     request: str
     summary: str
-    through: list[str]  # request .. summary
-    tail: list[str]
+    order: list[str]
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
     compactions: dict[str, Compaction]  # by the summary that completes it
-    ineffective: list[str]  # requests whose tail_start_id names no earlier message
     prunes: list[tuple[int, list[str]]]  # (time.compacted, tool part ids), by time
     revert: int | None  # index of the first message a pending revert removes
     partial_revert: bool  # the revert would also cut parts of the message before it
+    order: list[str]  # the model's next context, as message ids (``native_order``)
+
+
+def _tail_id(part: Part) -> str | None:
+    return nonempty(part.value.get("tail_start_id")) if part.value is not None else None
+
+
+def _summary_of(messages: list[Message], i: int) -> int | None:
+    """The first summary after the request at ``i`` that answers it, finished or not."""
+    m = messages[i]
+    for j in range(i + 1, len(messages)):
+        info = messages[j].info
+        if (
+            messages[j].role == "assistant"
+            and info
+            and info.get("summary")
+            and (info.get("parentID") == m.id)
+        ):
+            return j
+    return None
 
 
 def plan(session: Session, messages: list[Message]) -> Plan:
     index = {m.id: i for i, m in enumerate(messages)}
     compactions: dict[str, Compaction] = {}
-    ineffective: list[str] = []
     for i, m in enumerate(messages):
         part = compaction_part(m)
         if part is None or part.value is None:
@@ -80,18 +97,82 @@ def plan(session: Session, messages: list[Message]) -> Plan:
         done = next((j for j in range(i + 1, len(messages)) if completes(messages[j], m)), None)
         if done is None:
             continue
-        tail: list[str] = []
-        start = nonempty(part.value.get("tail_start_id"))
-        if start is not None and start != m.id:
-            t = index.get(start)
-            if t is None or t > i:
-                ineffective.append(m.id)  # OpenCode then keeps the whole history
-                continue
-            tail = [x.id for x in messages[t:i]]
-        through = [x.id for x in messages[i : done + 1]]
-        compactions[messages[done].id] = Compaction(m.id, messages[done].id, through, tail)
+        ids = [x.id for x in messages]
+        first = _summary_of(messages, i) or done
+        start = _tail_id(part)
+        t = index.get(start) if start is not None else None
+        if start is not None and (t is None or t > i):
+            continue  # a tail OpenCode cannot find: it then keeps the whole history
+        tail = ids[t:i] if t is not None else []
+        order = ids[i : first + 1] + tail + ids[first + 1 : done + 1]
+        compactions[messages[done].id] = Compaction(m.id, messages[done].id, order)
     revert, partial = _revert(session, messages)
-    return Plan(compactions, ineffective, _prunes(messages), revert, partial)
+    kept = messages if revert is None else messages[:revert]
+    return Plan(compactions, _prunes(messages), revert, partial, native_order(kept))
+
+
+def native_order(messages: list[Message]) -> list[str]:
+    """The messages of the model's next context, in its order (message-v2.ts
+    ``filterCompacted``): walking back from the newest, a request whose summary completed ends
+    the walk, or, with a ``tail_start_id``, the message it names does; the last request with a
+    tail in what is kept then goes first with its first summary, before the tail."""
+    kept: list[Message] = []
+    completed: set[object] = set()
+    retain: str | None = None
+    for m in reversed(messages):
+        kept.append(m)
+        if retain is not None:
+            if m.id == retain:
+                break
+            continue
+        if m.role == "user" and m.id in completed:
+            part = compaction_part(m)
+            if part is None:
+                continue
+            retain = _tail_id(part)
+            if retain is None or m.id == retain:
+                break
+            continue
+        info = m.info
+        if m.role == "assistant" and info and info.get("summary") and info.get("finish"):
+            if error_of(m) is None:
+                completed.add(info.get("parentID"))
+    kept.reverse()
+    ids = [m.id for m in kept]
+    c = next(
+        (
+            i
+            for i in range(len(kept) - 1, -1, -1)
+            if any(
+                p.type == "compaction" and p.value and "tail_start_id" in p.value
+                for p in kept[i].parts
+            )
+            and kept[i].role == "user"
+        ),
+        None,
+    )
+    if c is None:
+        return ids
+    part = next(
+        p
+        for p in kept[c].parts
+        if p.type == "compaction" and p.value and "tail_start_id" in p.value
+    )
+    s = next(
+        (
+            j
+            for j in range(c + 1, len(kept))
+            if kept[j].role == "assistant"
+            and (kept[j].info or {}).get("summary")
+            and (kept[j].info or {}).get("parentID") == kept[c].id
+        ),
+        None,
+    )
+    start = _tail_id(part)
+    t = ids.index(start) if start is not None and start in ids else None
+    if t is None or s is None or t >= c:
+        return ids
+    return ids[c : s + 1] + ids[t:c] + ids[s + 1 :]
 
 
 def _prunes(messages: list[Message]) -> list[tuple[int, list[str]]]:

@@ -92,12 +92,12 @@ class OpenCodeEmitter(Emitter):
         content: list[object] | None = None,
     ) -> int:
         """Append (or, with ``span``, replace by) a copy of the surface event ``source``: the
-        same data under the id ``<id>#copy``, citing the source; ``content`` replaces a tool
+        same data under the id ``<native id>#copy``, citing the source; ``content`` replaces a tool
         result's content."""
         event = self.events[source]
         data = event.data()
         message = data if event.type == "user/message" else data["message"]
-        message["id"] = f"{message['id']}#copy"
+        message["id"] = f"{str(message['id']).removesuffix('#copy')}#copy"
         if content is not None:
             message["content"][0]["content"] = content
         provenance = data.pop("import", {})

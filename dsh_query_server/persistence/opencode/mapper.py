@@ -107,27 +107,21 @@ class OpenCodeMapper:
         self.owner: dict[int, str] = {}  # surface seq -> message id
         self.result_of: dict[str, int] = {}  # tool part id -> its latest tool/result
         self.part_of: dict[int, str] = {}  # tool/result seq -> tool part id
-        self.version: dict[int, int] = {}  # tool/result seq -> the prune rewrite of it
         self.markers: dict[str, int] = {}  # compaction request id -> its compaction/start
         self.prunes = deque(self.plan.prunes)
         self.cleared: dict[str, int] = {}  # tool part id -> the prune marker that cleared it
         self.blank: set[int] = set()  # tool/results whose content is the cleared text
-        self.kept: list[int] | None = None  # the surface before the first reverted message
 
     def run(self) -> tuple[list[Event], list[str]]:
         em, session = self.em, self.native.session
         em.locate(session.created, session=self.sid)
         em.opaque("opencode/session", session.record, len(jsoncodec.dumps(session.record)))
-        for i, m in enumerate(self.native.messages):
-            if i == self.plan.revert:
-                self.kept = list(em.nodes)
+        for m in self.native.messages:
             self._prune(m.time)
             self._message(m)
         self._prune(None)
         em.finish()
-        self._revert()
-        if self.plan.ineffective:
-            em.reason("compaction-tail-missing")
+        self._reconcile()
         title = session.title
         if title and not is_default_title(title):
             em.locate(session.updated, session=self.sid)
@@ -180,7 +174,7 @@ class OpenCodeMapper:
             self._assistant(m)
             done = self.plan.compactions.get(m.id)
             if done is not None:
-                self._compacted(done.through + done.tail, self.markers.get(done.request))
+                self._compacted(done.order, self.markers.get(done.request))
         else:
             em.locate(m.time, message=m.id)
             em.opaque("opencode/message", m.info, m.size)
@@ -336,8 +330,9 @@ class OpenCodeMapper:
         em = self.em
         state = obj((p.value or {}).get("state")) or {}
         result = _result(state)
-        if result is None:
-            return  # pending or running: a call without a result (importers.md §0.4)
+        if result is None:  # pending or running: a call without a result (importers.md §0.4)
+            em.reason("unfinished-tools")
+            return
         content, is_error = result
         meta = {k: v for k, v in state.items() if k not in ("input", "output", "attachments")}
         em.locate(_end(state), message=m.id, part=p.id)
@@ -370,7 +365,6 @@ class OpenCodeMapper:
         if seq is not None and seq in self.em.kinds and seq not in self.blank:
             new = self.em.rewrite_result(seq, [_text(CLEARED)], marker)
             self.blank.add(new)
-            self.version[seq] = new
             self._swap(seq, new)
 
     def _copy(self, source: int, span: list[int] | None, markers: list[int] | None) -> int:
@@ -396,32 +390,32 @@ class OpenCodeMapper:
             new = self._copy(source, span if k == 0 else None, markers)
             self._swap(source, new)
 
-    def _revert(self) -> None:
-        """A pending revert (session.revert): OpenCode deletes the reverted messages before its
-        next request, so the surface becomes the one before them, with later prunes applied."""
+    def _reconcile(self) -> None:
+        """End of the records: the surface is made the model's next context (``Plan.order``).
+        A pending revert (session.revert) is why it differs, as OpenCode deletes the reverted
+        messages before its next request; otherwise one of the compaction rules' rarer turns
+        is. From the first position that differs, the rest is replaced by copies of each
+        message's latest events, or by a placeholder when nothing follows."""
         em, session = self.em, self.native.session
         if self.plan.partial_revert:
             em.reason("partial-revert")
-        if self.plan.revert is None or session.revert is None:
-            return
-        em.locate(None, session=self.sid)
-        marker = em.log("opencode/revert", {"record": session.revert}, synthetic=True)
-        target = [self._latest(s) for s in self.kept or []]
+        markers: list[int] = []
+        if self.plan.revert is not None and session.revert is not None:
+            em.locate(None, session=self.sid)
+            markers.append(em.log("opencode/revert", {"record": session.revert}, synthetic=True))
+        elif self.markers:
+            markers.append(max(self.markers.values()))
+        target = [s for message in self.plan.order for s in self.owned.get(message, [])]
         nodes = list(em.nodes)
         k = 0
         while k < min(len(nodes), len(target)) and nodes[k] == target[k]:
             k += 1
         span, rest = nodes[k:], target[k:]
         if span and not rest:
-            em.placeholder(span, [marker], eof=True)
+            em.placeholder(span, markers, eof=True)
             return
         for j, source in enumerate(rest):
-            self._copy(source, span if j == 0 and span else None, [marker] if j == 0 else None)
-
-    def _latest(self, seq: int) -> int:
-        while seq in self.version:
-            seq = self.version[seq]
-        return seq
+            self._copy(source, span if j == 0 and span else None, markers if j == 0 else None)
 
 
 def _last_with_content(steps: list[tuple[Part | None, list[Part]]]) -> int:
