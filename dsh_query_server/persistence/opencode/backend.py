@@ -29,6 +29,7 @@ from .rows import Native, Session
 
 SAFE_AGE_MS = 2_000  # a row updated this recently may change again within the same millisecond
 CACHE_BYTES = 64 * 1024 * 1024
+BULK_WINDOW = 4096  # a window this long or longer is a bulk read (importing/backend.py's too)
 Clock = Callable[[], int]
 
 
@@ -41,7 +42,7 @@ class _Entry:
     """One listed session: its header, its revision, and where it is read from."""
 
     header: Header
-    revision: str
+    revision: str | None  # None when the listing asked for headers only
     legacy: Listed | None = None
 
 
@@ -58,9 +59,9 @@ def _depths(parents: dict[str, str | None], sid: str) -> int:
 
 
 def _parents(
-    db: dict[str, tuple[Session, str, str]], legacy: dict[str, Listed]
+    db: dict[str, tuple[Session, str | None]], legacy: dict[str, Listed]
 ) -> dict[str, str | None]:
-    parents: dict[str, str | None] = {sid: s.parent for sid, (s, _, _) in db.items()}
+    parents: dict[str, str | None] = {sid: s.parent for sid, (s, _) in db.items()}
     parents.update((sid, listed.session.parent) for sid, listed in legacy.items())
     return parents
 
@@ -118,9 +119,12 @@ class OpenCodeBackend:
         self.db = database or Database(self.db_path)
         self.legacy = LegacyStore(home)
         self._lock = threading.Lock()
-        self._listed: tuple[int, dict[str, tuple[Session, str, str]]] | None = None
+        # the last database listing: its generation, and per session its revision (None when
+        # only headers were asked for)
+        self._listed: tuple[int, dict[str, tuple[Session, str | None]], bool] | None = None
         self._warned: object = None
-        self._cache: OrderedDict[tuple[str, str], tuple[Inspection, int]] = OrderedDict()
+        # per session: the proof of the rows its last read came from, that read, its bytes
+        self._cache: OrderedDict[str, tuple[str, Inspection, int]] = OrderedDict()
         self._cached_bytes = 0
 
     # -- the contract ------------------------------------------------------------------
@@ -160,13 +164,15 @@ class OpenCodeBackend:
         return True
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
-        return [e.header for e in self._entries(token or NULL_TOKEN).values()]
+        entries = self._entries(token or NULL_TOKEN, revisions=False)
+        return [e.header for e in entries.values()]
 
     def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
-        return [Snapshot(e.header, e.revision) for e in self._entries(token or NULL_TOKEN).values()]
+        entries = self._entries(token or NULL_TOKEN, revisions=True)
+        return [Snapshot(e.header, e.revision or "") for e in entries.values()]
 
     def stored_count(self, session_id: str) -> int | None:
-        if session_id not in self._entries(NULL_TOKEN):
+        if session_id not in self._entries(NULL_TOKEN, revisions=False):
             return None
         return len(self.inspect(session_id).events)
 
@@ -176,12 +182,21 @@ class OpenCodeBackend:
     def inspect_window(
         self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
     ) -> Window:
-        """A slice of ``inspect``'s log. A log read once is kept (bounded) under the proof of its
-        rows, which is checked again here, so a window costs that check, not a mapping."""
+        """A slice of ``inspect``'s log. A log read for a window is kept (bounded) under the proof
+        of its rows, checked again at the next window, so a window costs that check, not a
+        mapping. A bulk window (the search index's) that holds the whole log keeps nothing: such
+        logs are read once."""
         token = token or NULL_TOKEN
-        key = self._proof(session_id)
-        hit = self._cache_get(session_id, key) if key is not None else None
-        ins = hit if hit is not None else self._inspect(session_id, token)[0]
+        hit = None
+        if self._cached(session_id):  # else a plain read: its proof comes with its rows
+            key = self._proof(session_id)
+            hit = self._cache_get(session_id, key) if key is not None else None
+        if hit is None:
+            ins, proof = self._inspect(session_id, token)
+            if last - first < BULK_WINDOW or len(ins.events) > last - first + 1:
+                self._cache_put(session_id, proof, ins)
+        else:
+            ins = hit
         n = len(ins.events)
         lo = min(max(first, 0), n)
         events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
@@ -190,23 +205,24 @@ class OpenCodeBackend:
 
     # -- listing -----------------------------------------------------------------------
 
-    def _entries(self, token: CancelToken) -> dict[str, _Entry]:
+    def _entries(self, token: CancelToken, *, revisions: bool) -> dict[str, _Entry]:
         out: dict[str, _Entry] = {}
         if not self.check_home():
             return out
-        db = self._db_sessions()
+        db = self._db_sessions(revisions)
         legacy = {
             sid: listed for sid, listed in self._legacy_sessions(token).items() if sid not in db
         }
         parents = _parents(db, legacy)
-        for sid, (session, _, revision) in db.items():
+        for sid, (session, revision) in db.items():
             depth = _depths(parents, sid)
             out[sid] = _Entry(header_of(session, self.db_path, depth), revision)
         for sid, listed in legacy.items():
             token.raise_if_cancelled()
             depth = _depths(parents, sid)
             header = header_of(listed.session, listed.path, depth)
-            out[sid] = _Entry(header, self.legacy.revision(listed), listed)
+            revision = self.legacy.revision(listed) if revisions else None
+            out[sid] = _Entry(header, revision, listed)
         return out
 
     def _legacy_sessions(self, token: CancelToken) -> dict[str, Listed]:
@@ -215,19 +231,20 @@ class OpenCodeBackend:
         except OSError as exc:
             raise OpenCodeError(f"opencode storage is unreadable: {exc.strerror}") from None
 
-    def _db_sessions(self) -> dict[str, tuple[Session, str, str]]:
-        """The database's sessions with their revisions; reused while no other connection has
-        committed since they were read (``PRAGMA data_version``)."""
+    def _db_sessions(self, revisions: bool) -> dict[str, tuple[Session, str | None]]:
+        """The database's sessions, with their revisions when asked (one scan of the message and
+        part tables); reused while no other connection has committed since they were read
+        (``PRAGMA data_version``)."""
         with self._lock:
             try:
                 generation = self.db.current()
                 listed = self._listed
                 if generation is None:
                     return {}
-                if listed is not None and listed[0] == generation:
+                if listed is not None and listed[0] == generation and (listed[2] or not revisions):
                     return listed[1]
                 now = self._clock() // 1_000_000
-                got = self.db.read(lambda c, s: self._scan(c, s, now))
+                got = self.db.read(lambda c, s: self._scan(c, s, now, revisions))
             except UnknownSchema as exc:
                 self._warn(str(exc))
                 return {}
@@ -235,18 +252,21 @@ class OpenCodeBackend:
                 raise OpenCodeError(str(exc)) from None
             if got is None:
                 return {}
-            self._listed = (got[1], got[0])
+            self._listed = (got[1], got[0], revisions)
             return got[0]
 
     def _scan(
-        self, conn: sqlite3.Connection, schema: Schema, now: int
-    ) -> dict[str, tuple[Session, str, str]]:
-        aggs = queries.aggregates(conn, schema)
+        self, conn: sqlite3.Connection, schema: Schema, now: int, revisions: bool
+    ) -> dict[str, tuple[Session, str | None]]:
+        aggs = queries.aggregates(conn, schema) if revisions else {}
         columns = queries.session_columns(schema)
-        out: dict[str, tuple[Session, str, str]] = {}
+        out: dict[str, tuple[Session, str | None]] = {}
         for session, row in queries.sessions(conn, schema):
-            pair = aggs.get(session.id, (Aggregate(), Aggregate()))
-            out[session.id] = (session, self.db_path, self._revision(columns, row, pair, now))
+            revision = None
+            if revisions:
+                pair = aggs.get(session.id, (Aggregate(), Aggregate()))
+                revision = self._revision(columns, row, pair, now)
+            out[session.id] = (session, revision)
         return out
 
     def _revision(
@@ -300,38 +320,41 @@ class OpenCodeBackend:
                 native = self.legacy.load(listed, token)
             except LegacyChanged as exc:
                 raise OpenCodeError(str(exc)) from None
-            db = self._db_sessions() if self.check_home() else {}
+            db = self._db_sessions(False) if self.check_home() else {}
             legacy = {k: v for k, v in self._legacy_sessions(token).items() if k not in db}
             depth = _depths(_parents(db, legacy), sid)
             proof = self.legacy.revision(listed)
         token.raise_if_cancelled()
         header = header_of(native.session, native.path, depth)
         events, reasons = OpenCodeMapper(native, header.to_value()["createdAt"]).run()
-        ins = Inspection(header_of(native.session, native.path, depth, reasons), events)
-        self._cache_put(sid, proof, ins)
-        return ins, proof
+        return Inspection(header_of(native.session, native.path, depth, reasons), events), proof
 
     # -- the window cache --------------------------------------------------------------
 
+    def _cached(self, sid: str) -> bool:
+        with self._lock:
+            return sid in self._cache
+
     def _cache_get(self, sid: str, proof: str) -> Inspection | None:
         with self._lock:
-            hit = self._cache.get((sid, proof))
-            if hit is None:
+            hit = self._cache.get(sid)
+            if hit is None or hit[0] != proof:
                 return None
-            self._cache.move_to_end((sid, proof))
-            return hit[0]
+            self._cache.move_to_end(sid)
+            return hit[1]
 
     def _cache_put(self, sid: str, proof: str, ins: Inspection) -> None:
         size = sum(len(e.raw) for e in ins.events)
-        if size > CACHE_BYTES // 4:
-            return
         with self._lock:
-            for key in [k for k in self._cache if k[0] == sid]:
-                self._cached_bytes -= self._cache.pop(key)[1]
-            self._cache[(sid, proof)] = (ins, size)
+            old = self._cache.pop(sid, None)
+            if old is not None:
+                self._cached_bytes -= old[2]
+            if size > CACHE_BYTES // 4:
+                return
+            self._cache[sid] = (proof, ins, size)
             self._cached_bytes += size
             while self._cached_bytes > CACHE_BYTES:
-                _, (_, dropped) = self._cache.popitem(last=False)
+                _, (_, _, dropped) = self._cache.popitem(last=False)
                 self._cached_bytes -= dropped
 
 

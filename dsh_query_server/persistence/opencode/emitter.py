@@ -5,6 +5,7 @@ results whose content a prune rewrote, and copies of earlier surface events."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 from ..importing.emitter import ABORTED, COMPLETED, Emitter, JSONObject
 
@@ -18,15 +19,14 @@ class OpenCodeEmitter(Emitter):
 
     def locate(self, time: int | None, **row: str) -> None:
         """The record being mapped: its ids (``session``, ``message``, ``part``) and time."""
-        self.at = dict[str, object](row)
+        self.at = cast(JSONObject, row)
         self.line, self.file, self.surfaced = None, None, 0
         self.time = self.last_time if time is None else time
 
     def provenance(self, synthetic: bool = False, *, eof: bool = False) -> JSONObject:
-        out: JSONObject = {} if eof else dict(self.at)
-        if synthetic:
-            out["synthetic"] = True
-        return out
+        if eof:
+            return {"synthetic": True} if synthetic else {}
+        return {**self.at, "synthetic": True} if synthetic else self.at
 
     # -- steps carry their step-start / step-finish parts ------------------------------
 

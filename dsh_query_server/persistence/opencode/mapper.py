@@ -259,9 +259,11 @@ class OpenCodeMapper:
         surfaced = 0
         for k, (start, group) in enumerate(steps):
             at = next((t for p in group if (t := _start(p)) is not None), None)
-            em.locate(m.time if at is None and k == 0 else at, message=m.id)
+            when = m.time if at is None and k == 0 else at
             if start is not None:
-                em.at["part"] = start.id
+                em.locate(when, message=m.id, part=start.id)
+            else:
+                em.locate(when, message=m.id)
             em.open_step(start.value if start is not None else None)
             content: list[object] = []
             tools: list[tuple[Part, str, str, str]] = []

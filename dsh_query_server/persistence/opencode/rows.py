@@ -52,15 +52,17 @@ class Part:
     value: JSONObject | None
     damage: Damage | None = None
     size: int = 0
+    type: str | None = field(init=False)
 
-    @property
-    def type(self) -> str | None:
-        return nonempty(self.value.get("type")) if self.value is not None else None
+    def __post_init__(self) -> None:
+        kind = nonempty(self.value.get("type")) if self.value is not None else None
+        object.__setattr__(self, "type", kind)
 
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One message (its ``info``; None when damaged) and its parts."""
+    """One message (its ``info``; None when damaged) and its parts. ``role`` and ``time`` (its
+    ``time.created``, else the store's creation time) are read from ``info``."""
 
     id: str
     info: JSONObject | None
@@ -68,15 +70,15 @@ class Message:
     damage: Damage | None = None
     size: int = 0
     created: int | None = None  # the store's creation time, which orders messages
+    role: str | None = field(init=False)
+    time: int | None = field(init=False)
 
-    @property
-    def role(self) -> str | None:
-        return nonempty(self.info.get("role")) if self.info is not None else None
-
-    @property
-    def time(self) -> int | None:
-        t = obj(self.info.get("time")) if self.info is not None else None
-        return ms(t.get("created")) if t is not None else self.created
+    def __post_init__(self) -> None:
+        info = self.info
+        t = obj(info.get("time")) if info is not None else None
+        created = ms(t.get("created")) if t is not None else None
+        object.__setattr__(self, "role", nonempty(info.get("role")) if info else None)
+        object.__setattr__(self, "time", created if created is not None else self.created)
 
 
 @dataclass(frozen=True, slots=True)
