@@ -374,8 +374,7 @@ def _load(
     if found is None:
         return None
     session, row = found
-    aggs = queries.aggregate_of(conn, schema, sid)
-    messages = queries.messages(conn, schema, sid)
+    messages, aggs = queries.messages(conn, schema, sid)
     depth, seen, cur = 0, {sid}, session.parent
     while cur is not None:  # as _depths does over a listing
         depth += 1

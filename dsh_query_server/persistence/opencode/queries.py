@@ -91,11 +91,24 @@ def aggregates(conn: sqlite3.Connection, schema: Schema) -> dict[str, tuple[Aggr
     return out
 
 
+def _updated(schema: Schema, table: str) -> str:
+    return "time_updated" if schema.has(table, "time_updated") else "NULL"
+
+
+def _aggregate(rows: list[tuple[object, object]]) -> Aggregate:
+    """The aggregate of (id, time_updated) rows, computed here so that a read proves the very
+    rows it mapped."""
+    times = [t for _, t in rows if isinstance(t, int)]
+    ids = [i for i, _ in rows if isinstance(i, str)]
+    return Aggregate(len(rows), max(times, default=None), max(ids, default=None))
+
+
 def aggregate_of(conn: sqlite3.Connection, schema: Schema, sid: str) -> tuple[Aggregate, Aggregate]:
+    """One session's aggregates, as ``messages`` computes them, without reading the data."""
     out: list[Aggregate] = []
     for table in ("message", "part"):
-        row = conn.execute(_aggregate_sql(table, schema, "WHERE session_id = ?"), (sid,)).fetchone()
-        out.append(Aggregate(row[1], row[2], row[3]) if row is not None else Aggregate())
+        sql = f"SELECT id, {_updated(schema, table)} FROM {table} WHERE session_id = ?"
+        out.append(_aggregate(conn.execute(sql, (sid,)).fetchall()))
     return out[0], out[1]
 
 
@@ -117,30 +130,39 @@ def parent_of(conn: sqlite3.Connection, schema: Schema, sid: str) -> tuple[str |
     return (nonempty(row[0]),) if row is not None else None
 
 
-def messages(conn: sqlite3.Connection, schema: Schema, sid: str) -> list[Message]:
+def messages(
+    conn: sqlite3.Connection, schema: Schema, sid: str
+) -> tuple[list[Message], tuple[Aggregate, Aggregate]]:
     """The session's messages in OpenCode's order (time_created, id), each with its parts in id
-    order (message-v2.ts ``stream``, ``hydrate``)."""
+    order (message-v2.ts ``stream``, ``hydrate``), and the aggregates of the rows read."""
     created = "time_created" if schema.has("message", "time_created") else "NULL"
     rows = conn.execute(
-        f"SELECT id, {created}, data FROM message WHERE session_id = ? ORDER BY {created}, id",
+        f"SELECT id, {created}, {_updated(schema, 'message')}, data FROM message"
+        f" WHERE session_id = ? ORDER BY {created}, id",
+        (sid,),
+    ).fetchall()
+    part_rows = conn.execute(
+        f"SELECT id, message_id, {_updated(schema, 'part')}, data FROM part"
+        " WHERE session_id = ? ORDER BY message_id, id",
         (sid,),
     ).fetchall()
     parts: dict[str, list[Part]] = {}
-    for pid, mid, data in conn.execute(
-        "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id",
-        (sid,),
-    ).fetchall():
+    for pid, mid, _, data in part_rows:
         value, damage = decode(data)
         if value is not None:
-            value = {"id": pid, **value}
+            value["id"] = pid
         parts.setdefault(mid, []).append(Part(pid, value, damage, _size(data)))
     out: list[Message] = []
-    for mid, time_created, data in rows:
+    for mid, time_created, _, data in rows:
         info, damage = decode(data)
         if info is not None:
-            info = {"id": mid, **info}
+            info["id"] = mid
         out.append(Message(mid, info, parts.get(mid, []), damage, _size(data), ms(time_created)))
-    return out
+    aggs = (
+        _aggregate([(r[0], r[2]) for r in rows]),
+        _aggregate([(r[0], r[2]) for r in part_rows]),
+    )
+    return out, aggs
 
 
 def _size(data: object) -> int:
