@@ -105,21 +105,21 @@ class LegacyStore:
         self._parsed = parsed
         return found
 
-    def _files(self, listed: Listed) -> list[tuple[str, list[tuple[str, str]]]]:
-        """The session's message files, each with its part files."""
-        return [
-            (path, _json_files(storage_dir(self.home, "part", mid)))
-            for mid, path in _json_files(storage_dir(self.home, "message", listed.session.id))
-        ]
+    def _files(self, listed: Listed) -> list[tuple[str, str, list[tuple[str, str]]]]:
+        """The session's message files, each with its part directory and part files."""
+        out: list[tuple[str, str, list[tuple[str, str]]]] = []
+        for mid, path in _json_files(storage_dir(self.home, "message", listed.session.id)):
+            folder = storage_dir(self.home, "part", mid)
+            out.append((path, folder, _json_files(folder)))
+        return out
 
     def revision(self, listed: Listed) -> str:
         h = hashlib.sha256()
         h.update(_stat_text(listed.path).encode())
         folder = storage_dir(self.home, "message", listed.session.id)
         h.update(_stat_text(folder).encode())
-        for path, parts in self._files(listed):
-            h.update(f"|{path}={_stat_text(path)}".encode())
-            h.update(_stat_text(os.path.dirname(parts[0][1]) if parts else "").encode())
+        for path, folder, parts in self._files(listed):
+            h.update(f"|{path}={_stat_text(path)}|{_stat_text(folder)}".encode())
             for _, part in parts:
                 h.update(f"|{part}={_stat_text(part)}".encode())
         return "opencode:legacy:" + h.hexdigest()[:16]
@@ -141,7 +141,7 @@ class LegacyStore:
             key = _stat_text(listed.path)
             session = session_of(session.id, value, int(key.split(":")[3]) if key != "-" else 0)
         messages: list[Message] = []
-        for path, parts in self._files(listed):
+        for path, _, parts in self._files(listed):
             token.raise_if_cancelled()
             mid = os.path.basename(path)[:-5]
             data = _read(path) or b""

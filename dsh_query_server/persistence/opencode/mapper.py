@@ -117,7 +117,8 @@ class OpenCodeMapper:
         em.locate(session.created, session=self.sid)
         em.opaque("opencode/session", session.record, len(jsoncodec.dumps(session.record)))
         for m in self.native.messages:
-            self._prune(m.time)
+            if m.time is not None:  # a message without a time leaves prunes where they are
+                self._prune(m.time)
             self._message(m)
         self._prune(None)
         em.finish()
