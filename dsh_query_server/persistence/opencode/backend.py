@@ -9,18 +9,16 @@ import sqlite3
 import stat as stat_module
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
 from ..base import Inspection, SessionPersistenceReadOnlyError, Snapshot, Window
-from ..importing.emitter import JSONObject
-from ..importing.values import MAX_SAFE
 from . import queries
+from .cache import InspectionCache
 from .database import Database, DatabaseError, Schema, UnknownSchema, warn
-from .emitter import PLUGIN
+from .headers import depth_of, header_of, parents_of
 from .layout import db_path
 from .legacy import LegacyChanged, LegacyStore, Listed
 from .mapper import OpenCodeMapper
@@ -28,7 +26,6 @@ from .queries import Aggregate
 from .rows import Native, Session
 
 SAFE_AGE_MS = 2_000  # a row updated this recently may change again within the same millisecond
-CACHE_BYTES = 64 * 1024 * 1024
 BULK_WINDOW = 4096  # a window this long or longer is a bulk read (importing/backend.py's too)
 Clock = Callable[[], int]
 
@@ -44,56 +41,6 @@ class _Entry:
     header: Header
     revision: str | None  # None when the listing asked for headers only
     legacy: Listed | None = None
-
-
-def _depths(parents: dict[str, str | None], sid: str) -> int:
-    """Parent links followed from ``sid`` until a root, an unknown parent or a cycle."""
-    depth, seen, cur = 0, {sid}, parents.get(sid)
-    while cur is not None:
-        depth += 1
-        if cur in seen or cur not in parents:
-            break
-        seen.add(cur)
-        cur = parents[cur]
-    return depth
-
-
-def _parents(
-    db: dict[str, tuple[Session, str | None]], legacy: dict[str, Listed]
-) -> dict[str, str | None]:
-    parents: dict[str, str | None] = {sid: s.parent for sid, (s, _) in db.items()}
-    parents.update((sid, listed.session.parent) for sid, listed in legacy.items())
-    return parents
-
-
-def header_of(
-    session: Session, path: str, depth: int, approximate: list[str] | None = None
-) -> Header:
-    value: JSONObject = {
-        "version": 0,
-        "id": session.id,
-        "createdAt": min(max(session.created, 0), MAX_SAFE),
-    }
-    if session.directory is not None and session.directory.startswith("/"):
-        value["cwd"] = session.directory
-    source: JSONObject = {"agent": PLUGIN}
-    if session.version is not None:
-        source["agentVersion"] = session.version
-    source["path"] = path
-    if session.parent is not None and session.parent != session.id:
-        value["parentSession"] = session.parent
-        value["origin"] = "subagent"
-        value["delegationDepth"] = max(depth, 1)
-        if session.agent is not None:
-            value["agentPreset"] = session.agent
-        source["lineage"] = "subagent"
-    reasons = list(approximate or [])
-    if session.directory is not None and not session.directory.startswith("/"):
-        reasons.insert(0, "cwd-not-absolute")
-    if approximate is not None and reasons:
-        source["approximate"] = reasons
-    value["source"] = source
-    return Header.from_value(value)
 
 
 def _fingerprint(ident: object, row: tuple[object, ...], aggs: tuple[Aggregate, Aggregate]) -> str:
@@ -123,9 +70,7 @@ class OpenCodeBackend:
         # only headers were asked for)
         self._listed: tuple[int, dict[str, tuple[Session, str | None]], bool] | None = None
         self._warned: object = None
-        # per session: the proof of the rows its last read came from, that read, its bytes
-        self._cache: OrderedDict[str, tuple[str, Inspection, int]] = OrderedDict()
-        self._cached_bytes = 0
+        self._cache = InspectionCache()
 
     # -- the contract ------------------------------------------------------------------
 
@@ -188,13 +133,13 @@ class OpenCodeBackend:
         logs are read once."""
         token = token or NULL_TOKEN
         hit = None
-        if self._cached(session_id):  # else a plain read: its proof comes with its rows
+        if session_id in self._cache:  # else a plain read: its proof comes with its rows
             key = self._proof(session_id)
-            hit = self._cache_get(session_id, key) if key is not None else None
+            hit = self._cache.get(session_id, key) if key is not None else None
         if hit is None:
             ins, proof = self._inspect(session_id, token)
             if last - first < BULK_WINDOW or len(ins.events) > last - first + 1:
-                self._cache_put(session_id, proof, ins)
+                self._cache.put(session_id, proof, ins)
         else:
             ins = hit
         n = len(ins.events)
@@ -213,13 +158,13 @@ class OpenCodeBackend:
         legacy = {
             sid: listed for sid, listed in self._legacy_sessions(token).items() if sid not in db
         }
-        parents = _parents(db, legacy)
+        parents = parents_of([s for s, _ in db.values()] + [x.session for x in legacy.values()])
         for sid, (session, revision) in db.items():
-            depth = _depths(parents, sid)
+            depth = depth_of(parents, sid)
             out[sid] = _Entry(header_of(session, self.db_path, depth), revision)
         for sid, listed in legacy.items():
             token.raise_if_cancelled()
-            depth = _depths(parents, sid)
+            depth = depth_of(parents, sid)
             header = header_of(listed.session, listed.path, depth)
             revision = self.legacy.revision(listed) if revisions else None
             out[sid] = _Entry(header, revision, listed)
@@ -322,40 +267,13 @@ class OpenCodeBackend:
                 raise OpenCodeError(str(exc)) from None
             db = self._db_sessions(False) if self.check_home() else {}
             legacy = {k: v for k, v in self._legacy_sessions(token).items() if k not in db}
-            depth = _depths(_parents(db, legacy), sid)
+            sessions = [s for s, _ in db.values()] + [x.session for x in legacy.values()]
+            depth = depth_of(parents_of(sessions), sid)
             proof = self.legacy.revision(listed)
         token.raise_if_cancelled()
         header = header_of(native.session, native.path, depth)
         events, reasons = OpenCodeMapper(native, header.to_value()["createdAt"]).run()
         return Inspection(header_of(native.session, native.path, depth, reasons), events), proof
-
-    # -- the window cache --------------------------------------------------------------
-
-    def _cached(self, sid: str) -> bool:
-        with self._lock:
-            return sid in self._cache
-
-    def _cache_get(self, sid: str, proof: str) -> Inspection | None:
-        with self._lock:
-            hit = self._cache.get(sid)
-            if hit is None or hit[0] != proof:
-                return None
-            self._cache.move_to_end(sid)
-            return hit[1]
-
-    def _cache_put(self, sid: str, proof: str, ins: Inspection) -> None:
-        size = sum(len(e.raw) for e in ins.events)
-        with self._lock:
-            old = self._cache.pop(sid, None)
-            if old is not None:
-                self._cached_bytes -= old[2]
-            if size > CACHE_BYTES // 4:
-                return
-            self._cache[sid] = (proof, ins, size)
-            self._cached_bytes += size
-            while self._cached_bytes > CACHE_BYTES:
-                _, (_, _, dropped) = self._cache.popitem(last=False)
-                self._cached_bytes -= dropped
 
 
 def _row_proof(conn: sqlite3.Connection, schema: Schema, sid: str) -> str | None:
@@ -376,7 +294,7 @@ def _load(
     session, row = found
     messages, aggs = queries.messages(conn, schema, sid)
     depth, seen, cur = 0, {sid}, session.parent
-    while cur is not None:  # as _depths does over a listing
+    while cur is not None:  # as depth_of does over a listing
         depth += 1
         if cur in seen:
             break
