@@ -49,6 +49,7 @@ os.environ["HOME"] = os.path.join(_home, "home")
 os.makedirs(os.environ["HOME"], mode=0o700)
 os.environ["DSH_HOME"] = os.path.join(_home, "home", ".dsh")
 os.environ["CLAUDE_CONFIG_DIR"] = os.path.join(_home, "home", ".claude")
+os.environ["XDG_DATA_HOME"] = os.path.join(_home, "home", ".local", "share")  # OpenCode's parent
 os.environ["CODEX_HOME"] = os.path.join(_home, "home", ".codex")
 
 

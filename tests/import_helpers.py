@@ -118,8 +118,16 @@ def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("HOME", "DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_STATE_HOME")
-        and k != "GEMINI_CLI_HOME"
+        if k
+        not in (
+            "HOME",
+            "DSH_HOME",
+            "CLAUDE_CONFIG_DIR",
+            "CODEX_HOME",
+            "GEMINI_CLI_HOME",
+            "XDG_STATE_HOME",
+            "XDG_DATA_HOME",
+        )
     }
     home = tmp / "user-home"
     home.mkdir(exist_ok=True)
@@ -129,5 +137,6 @@ def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
         CLAUDE_CONFIG_DIR=str(home / ".claude"),
         CODEX_HOME=str(home / ".codex"),
         XDG_STATE_HOME=str(home / ".state"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
     )
     return env

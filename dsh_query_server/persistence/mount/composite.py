@@ -243,6 +243,13 @@ def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
     gemini = os.path.abspath(os.path.join(gemini_user or env.get("HOME", ""), ".gemini"))
     if os.path.isdir(os.path.join(gemini, "tmp")):
         candidates.append((f"gemini:{_uri_path(gemini)}", gemini))
+    opencode = os.path.join(
+        _home(env, "XDG_DATA_HOME", os.path.join(".local", "share")), "opencode"
+    )
+    if os.path.isfile(os.path.join(opencode, "opencode.db")) or os.path.isdir(
+        os.path.join(opencode, "storage", "session")
+    ):
+        candidates.append((f"opencode:{_uri_path(opencode)}", opencode))
     out: list[str] = []
     seen: set[str] = set()
     for uri, location in candidates:

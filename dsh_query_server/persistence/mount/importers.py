@@ -1,11 +1,19 @@
-"""Construct an importer backend for a parsed ``claude:``, ``codex:`` or ``gemini:`` URI."""
+"""Construct an importer backend for a parsed ``claude:``, ``codex:``, ``gemini:`` or
+``opencode:`` URI."""
 
 from __future__ import annotations
 
+from ..contract.backend import PersistenceBackend
 from ..importing.backend import ImportBackend
 
 
-def open_importer(scheme: str, home: str, options: dict[str, str], uri: str) -> ImportBackend:
+def open_importer(scheme: str, home: str, options: dict[str, str], uri: str) -> PersistenceBackend:
+    if scheme == "opencode":
+        from ..opencode.backend import OpenCodeBackend
+
+        opencode = OpenCodeBackend(home, uri)
+        opencode.check_home()  # a home that is no readable directory fails the mount
+        return opencode
     if scheme == "claude":
         from ..claude.backend import ClaudeBackend
 

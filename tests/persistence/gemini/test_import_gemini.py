@@ -41,7 +41,8 @@ SUB = f"tmp/w/chats/{S}/{A}.jsonl"
 def section() -> str:
     text = DOC.read_text(encoding="utf-8")
     start = text.index("### 7.6 Worked example")
-    return text[start:]
+    end = text.find("\n## ", start)  # the next agent's section, if one follows
+    return text[start : None if end < 0 else end]
 
 
 def blocks(kind: str) -> list[str]:

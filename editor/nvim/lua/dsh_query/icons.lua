@@ -22,6 +22,7 @@ M.unicode = {
   ["sparkle"] = "✦", -- a Claude Code session / the claude-code group
   ["robot"] = "⚙", -- a Codex session / the codex group
   ["star-full"] = "★", -- a Gemini CLI session / the gemini-cli group
+  ["terminal"] = "❯", -- an OpenCode session / the opencode group
   ["folder"] = "▤", -- a workspace group
   ["question"] = "?", -- sessions without a workspace
 }
@@ -47,6 +48,7 @@ M.ascii = {
   ["sparkle"] = "C",
   ["robot"] = "X",
   ["star-full"] = "G",
+  ["terminal"] = "O",
   ["folder"] = "/",
   ["question"] = "?",
 }
