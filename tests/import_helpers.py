@@ -117,7 +117,15 @@ def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("HOME", "DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_STATE_HOME")
+        if k
+        not in (
+            "HOME",
+            "DSH_HOME",
+            "CLAUDE_CONFIG_DIR",
+            "CODEX_HOME",
+            "COPILOT_HOME",
+            "XDG_STATE_HOME",
+        )
     }
     home = tmp / "user-home"
     home.mkdir(exist_ok=True)
@@ -126,6 +134,7 @@ def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
         DSH_HOME=str(home / ".dsh"),
         CLAUDE_CONFIG_DIR=str(home / ".claude"),
         CODEX_HOME=str(home / ".codex"),
+        COPILOT_HOME=str(home / ".copilot"),
         XDG_STATE_HOME=str(home / ".state"),
     )
     return env

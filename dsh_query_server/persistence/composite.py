@@ -229,8 +229,8 @@ def _uri_path(path: str) -> str:
 
 
 def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
-    """§4.2: the embedded store, then whichever dsh, Claude Code and Codex homes exist now, each
-    once (a member whose realpath repeats an earlier one is left out)."""
+    """§4.2: the embedded store, then whichever dsh, Claude Code, Codex and Copilot CLI homes exist
+    now, each once (a member whose realpath repeats an earlier one is left out)."""
     candidates: list[tuple[str, str | None]] = [(embedded, None)]
     dsh = os.path.join(_home(env, "DSH_HOME", ".dsh"), "sessions")
     if os.path.isdir(dsh):
@@ -241,6 +241,9 @@ def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
     codex = _home(env, "CODEX_HOME", ".codex")
     if any(os.path.isdir(os.path.join(codex, d)) for d in ("sessions", "archived_sessions")):
         candidates.append((f"codex:{_uri_path(codex)}", codex))
+    copilot = _home(env, "COPILOT_HOME", ".copilot")
+    if os.path.isdir(os.path.join(copilot, "session-state")):
+        candidates.append((f"copilot:{_uri_path(copilot)}", copilot))
     out: list[str] = []
     seen: set[str] = set()
     for uri, location in candidates:

@@ -34,8 +34,13 @@ _OPTIONS = {
     # importers.md §1.1, §2.1: read-only foreign homes
     "claude": {"readOnly": ("true",)},
     "codex": {"readOnly": ("true",), "includeArchived": ("true", "false")},
+    "copilot": {"readOnly": ("true",)},  # importers.md §9.1
 }
-_HOME_DEFAULTS = {"claude": ("CLAUDE_CONFIG_DIR", "~/.claude"), "codex": ("CODEX_HOME", "~/.codex")}
+_HOME_DEFAULTS = {
+    "claude": ("CLAUDE_CONFIG_DIR", "~/.claude"),
+    "codex": ("CODEX_HOME", "~/.codex"),
+    "copilot": ("COPILOT_HOME", "~/.copilot"),
+}
 
 
 def _importer_home(scheme: str, location: str) -> str:

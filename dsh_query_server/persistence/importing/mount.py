@@ -1,4 +1,4 @@
-"""Construct an importer backend for a parsed ``claude:`` or ``codex:`` URI."""
+"""Construct an importer backend for a parsed ``claude:``, ``codex:`` or ``copilot:`` URI."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ def open_importer(scheme: str, home: str, options: dict[str, str], uri: str) -> 
         from ..claude.backend import ClaudeBackend
 
         backend: ImportBackend = ClaudeBackend(home, uri)
+    elif scheme == "copilot":
+        from ..copilot.backend import CopilotBackend
+
+        backend = CopilotBackend(home, uri)
     else:
         from ..codex.backend import CodexBackend
 
