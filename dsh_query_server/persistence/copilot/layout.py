@@ -45,6 +45,8 @@ def session_files(sv: Survey, home: str, token: CancelToken) -> list[SessionFile
             dirs.append(SessionFile(os.path.join(entry.path, EVENTS), entry.name, False))
         elif entry.name.endswith(".jsonl") and len(entry.name) > 6:
             flats.append(SessionFile(entry.path, entry.name[:-6], True))
+    if not flats:
+        return dirs
     have = {f.session_id for f in dirs if os.path.exists(f.path)}
     return dirs + [f for f in flats if f.session_id not in have]
 
