@@ -3,16 +3,20 @@ hand-written home per rule (tests/fixtures/copilot/<rule>/README says which)."""
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import shutil
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh_query_server.errors import QueryError
 from dsh_query_server.persistence.base import SessionPersistenceCorruptionError
 from dsh_query_server.persistence.composite import auto_uris
+from dsh_query_server.persistence.copilot import workspace
 from dsh_query_server.persistence.copilot.backend import CopilotBackend
 from dsh_query_server.persistence.importing.backend import ImportError_
 from dsh_query_server.persistence.uri import open_backend, parse_uri
@@ -479,3 +483,68 @@ def test_an_absent_home_lists_nothing_and_a_file_home_fails(tmp_path):
     with pytest.raises(QueryError, match="not a readable directory") as raised:
         open_backend(f"copilot:{tmp_path / 'plain'}")
     assert raised.value.code == "SESSION_QUERY_PERSISTENCE_FAILED"
+
+
+def test_records_of_odd_shapes_stay_opaque(tmp_path):
+    sid = "ffffffff-ffff-4fff-8fff-ffffffffffff"
+    start = json.dumps(
+        {"type": "session.start", "data": {"sessionId": sid, "startTime": "2026-01-03T09:00:00Z"}}
+    )
+    lines = [
+        start,
+        '{"type":"user.message","data":"not an object","id":"e1"}',
+        '{"type":7,"data":{},"id":"e2"}',
+        '{"type":"user.message","data":{"content":"ok"},"id":"e3","timestamp":"yesterday"}',
+        '{"type":"abort","data":{"reason":"user_initiated"},"id":"e4"}',
+        '{"type":"assistant.message","data":{"content":"x","toolRequests":[{"name":"bash"}]},"id":"e5"}',
+    ]
+    folder = tmp_path / "session-state" / sid
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_text("\n".join(lines) + "\n")
+    backend = backend_of(tmp_path)
+    ins = backend.inspect(sid)
+    checked(ins, sid)
+    assert [e.type for e in ins.events] == [
+        "copilot/session.start",
+        "copilot/user.message",
+        "copilot/record",
+        "turn/start",
+        "user/message",
+        "session/title",
+        "turn/end",  # the abort ends the turn it found open
+        "copilot/assistant.message",  # a tool request without its toolCallId
+    ]
+    assert ins.events[4].time == 1767430800000  # no parsable time: the previous one, createdAt
+    assert data(ins, 6)["reason"] == {"kind": "aborted", "reason": {"kind": "user"}}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60))
+def test_workspace_double_quoted_scalars_read_back(text):
+    """YAML's double-quoted style is a superset of JSON strings: any JSON string reads back."""
+    scalars = workspace.parse(f"id: x\nsummary: {json.dumps(text, ensure_ascii=False)}\n")
+    assert scalars["summary"].value == text
+    ascii_scalars = workspace.parse(f"summary: {json.dumps(text)}\nname: 'a''b'\n")
+    assert ascii_scalars["summary"] == workspace.Scalar(1, text) or any(
+        0xD800 <= ord(c) <= 0xDFFF or ord(c) > 0xFFFF for c in text
+    )
+    assert ascii_scalars["name"].value == "a'b"
+
+
+def test_workspace_scalar_forms_and_what_is_left_out():
+    scalars = workspace.parse(
+        "summary: Fix the login\n  bug quickly  # note\n"
+        "name: 'It''s mine'\n"
+        "block: |-\n  line1\n  line2\n"
+        "fold: >\n  a\n  b\n\n  c\n"
+        "list: [1, 2]\n"
+        'bad: "unterminated\n'
+        "nested:\n  key: value\n"
+    )
+    assert {k: v.value for k, v in scalars.items()} == {
+        "summary": "Fix the login bug quickly",
+        "name": "It's mine",
+        "block": "line1\nline2",
+        "fold": "a b\nc\n",
+    }
+    assert scalars["name"].line == 3

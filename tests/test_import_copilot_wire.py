@@ -44,8 +44,13 @@ def serve(tmp_path):
         server.close()
 
 
+def files(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
 def test_every_fixture_over_stdio_with_provenance(tmp_path, serve):
     home = merged_home(tmp_path / "copilot-home")
+    before = files(home)
     server = serve(["--persistence", f"copilot:{home}"])
     headers: dict[str, Any] = exercise(server)
     assert len(headers) == 13 and all(
@@ -80,6 +85,7 @@ def test_every_fixture_over_stdio_with_provenance(tmp_path, serve):
     ]
     status = server.call("sessionPersistence/status", {})
     assert status["writable"] is False and status["uri"].startswith("copilot:")
+    assert files(home) == before  # read, traced, searched: never written
 
 
 def test_bad_copilot_uris_over_the_wire(tmp_path, serve):

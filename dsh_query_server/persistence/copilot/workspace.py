@@ -35,15 +35,24 @@ def _indented(line: str) -> bool:
     return line[:1] in (" ", "\t")
 
 
+_COMMENT = re.compile(r"(?:\A|[ \t]+)#.*\Z")
+
+
 def _plain(first: str, more: list[str]) -> str | None:
-    text = re.sub(r"[ \t]+#.*\Z", "", first).strip()
-    parts = [text] + [m.strip() for m in more]
-    if not text or text[0] in "[{&*!|>%@`" or any(p.startswith("#") for p in parts[1:]):
+    """A plain scalar: its lines fold to one space each (a blank line is a newline); a comment
+    ends it."""
+    parts: list[str] = []
+    for raw in [first, *more]:
+        text, ended = _COMMENT.sub("", raw).strip(), _COMMENT.search(raw) is not None
+        parts.append(text)
+        if ended:
+            break
+    if not parts[0] or parts[0][0] in "[{&*!|>%@`#":
         return None
     out = ""
-    for p in parts:  # a blank continuation line is a newline, others fold to one space
+    for p in parts:
         out += "\n" if not p else (" " if out and not out.endswith("\n") else "") + p
-    return out
+    return out.rstrip("\n")
 
 
 def _quoted(first: str, more: list[str]) -> str | None:
