@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ... import jsoncodec
 from ..importing.emitter import OPAQUE_LIMIT, Emitter, JSONObject, scalar_record
@@ -64,27 +65,6 @@ class CopilotMapper:
     first_time: int | None = None  # a sub-agent log: its first record's time (its createdAt)
     preset: str | None = None  # ... and its agent name
     seen: bool = False  # a sub-agent log: whether any record of it was read
-    handlers: dict[str, Callable[[JSONObject, JSONObject, Record], bool]] = field(
-        default_factory=dict[str, Callable[[JSONObject, JSONObject, Record], bool]]
-    )
-
-    def __post_init__(self) -> None:
-        self.handlers = {
-            "user.message": self._user,
-            "system.message": self._system,
-            "assistant.message": self._assistant,
-            "tool.execution_complete": self._tool_result,
-            "assistant.turn_start": self._step_start,
-            "assistant.turn_end": self._step_end,
-            "abort": self._abort,
-            "session.resume": self._lifecycle,
-            "session.shutdown": self._lifecycle,
-            "session.compaction_start": self._compaction_start,
-            "session.compaction_complete": self._compaction_complete,
-            "session.context_cleared": self._cleared,
-            "session.truncation": self._truncation,
-            "session.title_changed": self._title,
-        }
 
     def feed(self, item: Item) -> None:
         if isinstance(item, BadSegment):
@@ -112,21 +92,12 @@ class CopilotMapper:
         if self.agent is None and key is not None:
             em.opaque(f"copilot/agent/{name}", v, rec.size)
             return
-        if data is not None:
-            self._note_model(name, data)
-        handler = self.handlers.get(name)
-        if data is None or handler is None or not handler(v, data, rec):
+        model_key = _MODEL_KEYS.get(name)
+        if data is not None and model_key is not None:
+            self.model = nonempty(data.get(model_key)) or self.model
+        handler = self.HANDLERS.get(name)
+        if data is None or handler is None or not handler(self, v, data, rec):
             em.opaque(f"copilot/{name}", v, rec.size)
-
-    def _note_model(self, kind: str, data: JSONObject) -> None:
-        key = {
-            "session.start": "selectedModel",
-            "session.resume": "selectedModel",
-            "session.model_change": "newModel",
-            "assistant.turn_start": "model",
-        }.get(kind)
-        if key is not None:
-            self.model = nonempty(data.get(key)) or self.model
 
     # -- messages (§9.3) ---------------------------------------------------------------
 
@@ -332,9 +303,7 @@ class CopilotMapper:
         if not isinstance(title, str):
             return False
         source: JSONObject = {"kind": "provider", "provider": PROVIDER}
-        if not self.em.native_title(2, title, source, _record_of(v, rec.size)):
-            return False
-        return True
+        return self.em.native_title(2, title, source, _record_of(v, rec.size))
 
     def finish(self, titles: list[tuple[str, int, str, str, int | None]]) -> None:
         """End of file: closers, then the workspace titles as (file, line, key, title, time)
@@ -347,3 +316,32 @@ class CopilotMapper:
                 em.native_title(3, title, {"kind": "user"}, {key: title})
             else:
                 em.native_title(2, title, {"kind": "provider", "provider": PROVIDER}, {key: title})
+
+    # The mapped record kinds (§9.3); a handler returning False leaves its record opaque.
+    HANDLERS: ClassVar[
+        dict[str, Callable[[CopilotMapper, JSONObject, JSONObject, Record], bool]]
+    ] = {
+        "user.message": _user,
+        "system.message": _system,
+        "assistant.message": _assistant,
+        "tool.execution_complete": _tool_result,
+        "assistant.turn_start": _step_start,
+        "assistant.turn_end": _step_end,
+        "abort": _abort,
+        "session.resume": _lifecycle,
+        "session.shutdown": _lifecycle,
+        "session.compaction_start": _compaction_start,
+        "session.compaction_complete": _compaction_complete,
+        "session.context_cleared": _cleared,
+        "session.truncation": _truncation,
+        "session.title_changed": _title,
+    }
+
+
+# The record kinds that name the current model, and the field that does (§9.3).
+_MODEL_KEYS = {
+    "session.start": "selectedModel",
+    "session.resume": "selectedModel",
+    "session.model_change": "newModel",
+    "assistant.turn_start": "model",
+}
