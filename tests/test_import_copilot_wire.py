@@ -85,6 +85,14 @@ def test_every_fixture_over_stdio_with_provenance(tmp_path, serve):
     ]
     status = server.call("sessionPersistence/status", {})
     assert status["writable"] is False and status["uri"].startswith("copilot:")
+    nodes = server.call("sessionQuery/treeChildren", {"view": "sessions"})["nodes"]
+    mine = {n["resource"]["sessionId"]: n for n in nodes if n.get("agent") == "copilot-cli"}
+    assert len(mine) == 13 and mine[S]["icon"] == "copilot"
+    assert "source: copilot-cli 1.0.10" in mine[S]["tooltip"].splitlines()
+    groups = server.call(
+        "sessionQuery/treeChildren", {"view": "sessions", "args": {"groupBy": "agent"}}
+    )
+    assert [(g["label"], g["icon"]) for g in groups["nodes"]] == [("copilot-cli", "copilot")]
     assert files(home) == before  # read, traced, searched: never written
 
 
