@@ -125,6 +125,7 @@ def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
             "CLAUDE_CONFIG_DIR",
             "CODEX_HOME",
             "GEMINI_CLI_HOME",
+            "COPILOT_HOME",
             "XDG_STATE_HOME",
             "XDG_DATA_HOME",
         )
@@ -136,6 +137,7 @@ def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
         DSH_HOME=str(home / ".dsh"),
         CLAUDE_CONFIG_DIR=str(home / ".claude"),
         CODEX_HOME=str(home / ".codex"),
+        COPILOT_HOME=str(home / ".copilot"),
         XDG_STATE_HOME=str(home / ".state"),
         XDG_DATA_HOME=str(home / ".local" / "share"),
     )

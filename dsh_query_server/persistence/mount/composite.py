@@ -227,8 +227,9 @@ def _uri_path(path: str) -> str:
 
 
 def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
-    """§4.2: the embedded store, then whichever dsh, Claude Code, Codex and Gemini CLI homes exist now, each
-    once (a member whose realpath repeats an earlier one is left out)."""
+    """§4.2: the embedded store, then whichever dsh, Claude Code, Codex, Gemini CLI, OpenCode and
+    Copilot CLI homes exist now, each once (a member whose realpath repeats an earlier one is left
+    out)."""
     candidates: list[tuple[str, str | None]] = [(embedded, None)]
     dsh = os.path.join(_home(env, "DSH_HOME", ".dsh"), "sessions")
     if os.path.isdir(dsh):
@@ -250,6 +251,9 @@ def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
         os.path.join(opencode, "storage", "session")
     ):
         candidates.append((f"opencode:{_uri_path(opencode)}", opencode))
+    copilot = _home(env, "COPILOT_HOME", ".copilot")
+    if os.path.isdir(os.path.join(copilot, "session-state")):
+        candidates.append((f"copilot:{_uri_path(copilot)}", copilot))
     out: list[str] = []
     seen: set[str] = set()
     for uri, location in candidates:

@@ -1,5 +1,5 @@
-"""Construct an importer backend for a parsed ``claude:``, ``codex:``, ``gemini:`` or
-``opencode:`` URI."""
+"""Construct an importer backend for a parsed ``claude:``, ``codex:``, ``gemini:``,
+``opencode:`` or ``copilot:`` URI."""
 
 from __future__ import annotations
 
@@ -22,6 +22,10 @@ def open_importer(scheme: str, home: str, options: dict[str, str], uri: str) -> 
         from ..gemini.backend import GeminiBackend
 
         backend = GeminiBackend(home, uri)
+    elif scheme == "copilot":
+        from ..copilot.backend import CopilotBackend
+
+        backend = CopilotBackend(home, uri)
     else:
         from ..codex.backend import CodexBackend
 

@@ -35,12 +35,14 @@ _OPTIONS = {
     "codex": {"readOnly": ("true",), "includeArchived": ("true", "false")},
     "gemini": {"readOnly": ("true",)},  # importers.md §7.1
     "opencode": {"readOnly": ("true",)},  # importers.md §8.1
+    "copilot": {"readOnly": ("true",)},  # importers.md §9.1
 }
 _HOME_DEFAULTS = {
     "claude": ("CLAUDE_CONFIG_DIR", "~/.claude"),
     "codex": ("CODEX_HOME", "~/.codex"),
     "gemini": ("GEMINI_CLI_HOME", "~/.gemini"),
     "opencode": ("XDG_DATA_HOME", "~/.local/share/opencode"),
+    "copilot": ("COPILOT_HOME", "~/.copilot"),
 }
 # The directory an env variable names when it is not the home itself: Gemini CLI takes
 # $GEMINI_CLI_HOME for the user's home (its own is .gemini in it); XDG_DATA_HOME is the parent of

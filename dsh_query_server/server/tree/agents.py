@@ -20,6 +20,7 @@ AGENT_ICONS = {
     "codex": "robot",
     "gemini-cli": "star-full",
     "opencode": "terminal",
+    "copilot-cli": "copilot",
 }
 
 

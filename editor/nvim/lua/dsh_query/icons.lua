@@ -23,6 +23,7 @@ M.unicode = {
   ["robot"] = "⚙", -- a Codex session / the codex group
   ["star-full"] = "★", -- a Gemini CLI session / the gemini-cli group
   ["terminal"] = "❯", -- an OpenCode session / the opencode group
+  ["copilot"] = "◈", -- a Copilot CLI session / the copilot-cli group
   ["folder"] = "▤", -- a workspace group
   ["question"] = "?", -- sessions without a workspace
 }
@@ -49,6 +50,7 @@ M.ascii = {
   ["robot"] = "X",
   ["star-full"] = "G",
   ["terminal"] = "O",
+  ["copilot"] = "P",
   ["folder"] = "/",
   ["question"] = "?",
 }
