@@ -241,6 +241,9 @@ def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
     codex = _home(env, "CODEX_HOME", ".codex")
     if any(os.path.isdir(os.path.join(codex, d)) for d in ("sessions", "archived_sessions")):
         candidates.append((f"codex:{_uri_path(codex)}", codex))
+    qwen = _home(env, "QWEN_RUNTIME_DIR", ".qwen")  # importers.md §10.1
+    if os.path.isdir(os.path.join(qwen, "projects")):
+        candidates.append((f"qwen:{_uri_path(qwen)}", qwen))
     out: list[str] = []
     seen: set[str] = set()
     for uri, location in candidates:

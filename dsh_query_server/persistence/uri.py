@@ -34,8 +34,13 @@ _OPTIONS = {
     # importers.md §1.1, §2.1: read-only foreign homes
     "claude": {"readOnly": ("true",)},
     "codex": {"readOnly": ("true",), "includeArchived": ("true", "false")},
+    "qwen": {"readOnly": ("true",), "includeArchived": ("true", "false")},  # importers.md §10.1
 }
-_HOME_DEFAULTS = {"claude": ("CLAUDE_CONFIG_DIR", "~/.claude"), "codex": ("CODEX_HOME", "~/.codex")}
+_HOME_DEFAULTS = {
+    "claude": ("CLAUDE_CONFIG_DIR", "~/.claude"),
+    "codex": ("CODEX_HOME", "~/.codex"),
+    "qwen": ("QWEN_RUNTIME_DIR", "~/.qwen"),
+}
 
 
 def _importer_home(scheme: str, location: str) -> str:

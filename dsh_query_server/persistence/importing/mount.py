@@ -10,6 +10,12 @@ def open_importer(scheme: str, home: str, options: dict[str, str], uri: str) -> 
         from ..claude.backend import ClaudeBackend
 
         backend: ImportBackend = ClaudeBackend(home, uri)
+    elif scheme == "qwen":
+        from ..qwen.backend import QwenBackend
+
+        backend = QwenBackend(
+            home, uri, include_archived=options.get("includeArchived") != "false"
+        )
     else:
         from ..codex.backend import CodexBackend
 
