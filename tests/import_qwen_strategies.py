@@ -90,7 +90,9 @@ def qwen_chat(draw: Any) -> tuple[list[dict[str, Any]], bytes]:
             }
         elif op == "result":
             call = draw(st.sampled_from([*calls, "unknown"]))
-            response = {"functionResponse": {"id": call, "name": "f", "response": {"output": f"out {i}"}}}
+            response = {
+                "functionResponse": {"id": call, "name": "f", "response": {"output": f"out {i}"}}
+            }
             parts = [response]
             if draw(st.booleans()):
                 parts.append({"text": f"extra {i}"})

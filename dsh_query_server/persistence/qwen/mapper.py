@@ -160,13 +160,13 @@ class QwenMapper:
             if history is not None:
                 record: JSONObject = {"record": _record_of(v, rec.size)}
                 marker = em.log("compaction/start", record, synthetic=True)
-                self._replace_all(history, marker, nonempty(v.get("uuid")))
+                self._replace_all(history, marker, nonempty(v.get("uuid")), str(subtype))
                 return None
         if subtype == "agent_bootstrap" and payload is not None:
             history = arr(payload.get("history"))
             if history is not None:
                 marker = em.opaque(_name("system", subtype), v, rec.size)
-                self._replace_all(history, marker, nonempty(v.get("uuid")))
+                self._replace_all(history, marker, nonempty(v.get("uuid")), str(subtype))
                 self.in_seed = self.launch = True
                 return None
         if subtype == "custom_title" and payload is not None and self._title(v, payload):
@@ -311,7 +311,9 @@ class QwenMapper:
 
     # -- compression and bootstrap histories (§10.4) -----------------------------------
 
-    def _replace_all(self, history: list[object], marker: int, uuid: str | None) -> None:
+    def _replace_all(
+        self, history: list[object], marker: int, uuid: str | None, origin: str
+    ) -> None:
         """The context becomes ``history`` (Content items): the first item replaces the whole
         surface, later ones append, citing the replaced event they repeat (Codex's rule,
         importers.md §2.4); an empty history leaves a placeholder."""
@@ -322,7 +324,7 @@ class QwenMapper:
         surface.cur = None
         markers = (owed[1] if owed is not None else []) + [marker]
         replaced = [(s, str(em.events[s].type), obj(em.events[s].data()) or {}) for s in span]
-        replay = _Replay(self, span, markers, replaced)
+        replay = _Replay(self, origin, span, markers, replaced)
         for item in history:
             d = obj(item)
             if d is None:
@@ -348,6 +350,7 @@ class _Replay:
     """A history being mapped over the surface it replaces."""
 
     mapper: QwenMapper
+    origin: str  # the subtype of the record carrying the history
     span: list[int]
     markers: list[int]
     replaced: list[tuple[int, str, JSONObject]]
@@ -410,7 +413,7 @@ class _Replay:
             surface.result(seq)
             return
         copy = self._copy_of("user/message", piece.blocks)
-        source: JSONObject = {"kind": "plugin", "plugin": PLUGIN, "compressedHistory": True}
+        source: JSONObject = {"kind": "plugin", "plugin": PLUGIN, "history": self.origin}
         if copy is not None and obj(copy[1].get("source")) is not None:
             source = obj(copy[1]["source"]) or source
         data: JSONObject = {
