@@ -13,9 +13,7 @@ def open_importer(scheme: str, home: str, options: dict[str, str], uri: str) -> 
     elif scheme == "qwen":
         from ..qwen.backend import QwenBackend
 
-        backend = QwenBackend(
-            home, uri, include_archived=options.get("includeArchived") != "false"
-        )
+        backend = QwenBackend(home, uri, include_archived=options.get("includeArchived") != "false")
     else:
         from ..codex.backend import CodexBackend
 
