@@ -90,8 +90,9 @@ def default_index(persistence: str | list[str] | None, prefix: str = "index") ->
 
 
 _MEANINGS = {
-    "persistence": "`auto` (the embedded SQLite store plus the dsh, Claude Code and Codex homes "
-    "that exist), one URI (`jsonl:<root>`, `sqlite:<path>`, `claude:<home>`, `codex:<home>`), "
+    "persistence": "`auto` (the embedded SQLite store plus the dsh, Claude Code, Codex and Qwen "
+    "Code homes that exist), one URI (`jsonl:<root>`, `sqlite:<path>`, `claude:<home>`, "
+    "`codex:<home>`, `qwen:<home>`), "
     "an array of 1–8 URIs mounted as one, or `null`",
     "index": "full-text index path, or `:memory:`",
     "readWindowMax": "largest `before`/`after` of `readEvent`",

@@ -29,6 +29,7 @@ os.makedirs(os.environ["HOME"], mode=0o700)
 os.environ["DSH_HOME"] = os.path.join(_home, "home", ".dsh")
 os.environ["CLAUDE_CONFIG_DIR"] = os.path.join(_home, "home", ".claude")
 os.environ["CODEX_HOME"] = os.path.join(_home, "home", ".codex")
+os.environ.pop("QWEN_RUNTIME_DIR", None)  # Qwen Code's home is then $HOME/.qwen: absent
 
 
 def pytest_configure(config):

@@ -117,7 +117,15 @@ def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("HOME", "DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_STATE_HOME")
+        if k
+        not in (
+            "HOME",
+            "DSH_HOME",
+            "CLAUDE_CONFIG_DIR",
+            "CODEX_HOME",
+            "QWEN_RUNTIME_DIR",
+            "XDG_STATE_HOME",
+        )
     }
     home = tmp / "user-home"
     home.mkdir(exist_ok=True)

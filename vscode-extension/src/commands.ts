@@ -390,10 +390,10 @@ async function mountPersistence(ctx: Ctx, args: unknown[]): Promise<void> {
       }
       uri = await vscode.window.showInputBox({
         title: "Mount Persistence",
-        prompt: "auto, jsonl:/absolute/root, sqlite:/absolute/file.db, claude:/home or codex:/home",
+        prompt: "auto, jsonl:/absolute/root, sqlite:/absolute/file.db, claude:/home, codex:/home or qwen:/home",
         value: current,
         validateInput: (v) =>
-          /^((jsonl|sqlite|claude|codex):.+|auto)$/.test(v.trim()) ? undefined : "auto, or starts with jsonl:, sqlite:, claude: or codex:",
+          /^((jsonl|sqlite|claude|codex|qwen):.+|auto)$/.test(v.trim()) ? undefined : "auto, or starts with jsonl:, sqlite:, claude:, codex: or qwen:",
       });
     } else {
       const picked = await vscode.window.showOpenDialog({

@@ -21,6 +21,7 @@ M.unicode = {
   ["info"] = "i",
   ["sparkle"] = "✦", -- a Claude Code session / the claude-code group
   ["robot"] = "⚙", -- a Codex session / the codex group
+  ["cloud"] = "☁", -- a Qwen Code session / the qwen-code group
   ["folder"] = "▤", -- a workspace group
   ["question"] = "?", -- sessions without a workspace
 }
@@ -45,6 +46,7 @@ M.ascii = {
   ["info"] = "i",
   ["sparkle"] = "C",
   ["robot"] = "X",
+  ["cloud"] = "Q",
   ["folder"] = "/",
   ["question"] = "?",
 }
