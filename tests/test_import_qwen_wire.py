@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from .import_helpers import FIXTURES, SPEC, isolated_env
+from .mcp_helpers import mcp_session, text_of
 from .search_helpers import StdioServer
 from .test_import_qwen_rules import _sid
 
@@ -102,6 +103,14 @@ def test_rewinds_and_compressions_trace_with_provenance(tmp_path, serve):
     assert [hit["header"]["id"] for hit in page["items"]] == [SID]
     status = server.call("sessionPersistence/status", {})
     assert status["writable"] is False and status["uri"] == f"qwen:{home}"
+    nodes = server.call("sessionQuery/treeChildren", {"view": "sessions"})["nodes"]
+    mine = {n["resource"]["sessionId"]: n for n in nodes if n.get("agent") == "qwen-code"}
+    assert set(mine) == {SID, AGENT} and mine[SID]["icon"] == "cloud"
+    assert "source: qwen-code 0.6.0" in mine[SID]["tooltip"].splitlines()
+    groups = server.call(
+        "sessionQuery/treeChildren", {"view": "sessions", "args": {"groupBy": "agent"}}
+    )
+    assert [(g["label"], g["icon"]) for g in groups["nodes"]] == [("qwen-code", "cloud")]
 
 
 def test_bad_qwen_uris_over_the_wire(tmp_path, serve):
@@ -151,3 +160,22 @@ def test_the_cli_filters_qwen_sessions(tmp_path):
     assert json.loads(sessions("--agent", "codex", "--json").stdout) == []
     table = sessions()
     assert table.returncode == 0 and "qwen-code" in table.stdout
+
+
+@pytest.mark.anyio
+async def test_mcp_tools_find_and_trace_qwen_sessions(tmp_path):
+    home = shutil.copytree(SPEC / "qwen", tmp_path / "q")
+    args = ["--persistence", f"qwen:{home}", "--index", ":memory:", "--workspace", "/w"]
+    async with mcp_session(tmp_path, args, env=qwen_env(tmp_path)) as session:
+        found = await session.call_tool("session_search", {"query": "rename"})
+        assert not found.is_error
+        items = (found.structured_content or {})["items"]
+        assert SID in [i["header"]["id"] for i in items]
+        traced = await session.call_tool("session_event_trace", {"session_id": SID, "seq": 13})
+        assert not traced.is_error and "Replacement chain: 20, 25" in text_of(traced)
+        assert (traced.structured_content or {})["replacementChain"] == [20, 25]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
