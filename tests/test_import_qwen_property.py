@@ -17,6 +17,7 @@ import tempfile
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dsh_query_server.persistence.qwen.backend import QwenBackend
 from dsh_query_server.session.fold import fold_surface
@@ -149,5 +150,77 @@ def test_qwen_imports_replay_and_match_qwen_codes_own_context(case):
         ins = backend.inspect(QWEN_SID)
         checked(ins, QWEN_SID)
         assert surface_parts(ins) == qwen_context(records), json.dumps(records)
+    finally:
+        shutil.rmtree(home)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_FIELDS = {
+    "uuid": st.sampled_from(["a", "b", "c", ""]) | _JSON,
+    "parentUuid": st.sampled_from([None, "a", "b", "zz"]) | _JSON,
+    "type": st.sampled_from(["user", "assistant", "tool_result", "system"]) | _JSON,
+    "subtype": st.sampled_from(
+        [
+            "chat_compression",
+            "rewind",
+            "slash_command",
+            "custom_title",
+            "agent_bootstrap",
+            "realtime_message",
+            "mid_turn_user_message",
+            "session_model",
+        ]
+    )
+    | _JSON,
+    "message": st.fixed_dictionaries({"role": _JSON, "parts": st.lists(_JSON, max_size=3) | _JSON})
+    | _JSON,
+    "systemPayload": st.fixed_dictionaries(
+        {"compressedHistory": _JSON, "history": _JSON, "customTitle": _JSON, "rawCommand": _JSON}
+    )
+    | _JSON,
+    "timestamp": st.sampled_from(["2026-01-01T00:00:00Z", "soon"]) | _JSON,
+    "agentRound": _JSON,
+    "usageMetadata": _JSON,
+    "forkedFrom": _JSON,
+}
+
+
+@st.composite
+def odd_records(draw: Any) -> list[dict[str, Any]]:
+    head = {
+        "uuid": "h",
+        "parentUuid": None,
+        "sessionId": QWEN_SID,
+        "type": "user",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "message": {"role": "user", "parts": [{"text": "hi"}]},
+    }
+    out = [head]
+    for _ in range(draw(st.integers(0, 12))):
+        record: dict[str, Any] = {"sessionId": QWEN_SID}
+        for key, values in _FIELDS.items():
+            if draw(st.booleans()):
+                record[key] = draw(values)
+        out.append(record)
+    return out
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(odd_records())
+def test_fields_of_any_json_kind_never_break_an_import(records):
+    home = pathlib.Path(tempfile.mkdtemp())
+    try:
+        chats = home / "projects/-w/chats"
+        chats.mkdir(parents=True)
+        body = b"".join(json.dumps(r).encode() + b"\n" for r in records)
+        (chats / f"{QWEN_SID}.jsonl").write_bytes(body)
+        ins = QwenBackend(str(home), "qwen:x").inspect(QWEN_SID)
+        checked(ins, QWEN_SID)
     finally:
         shutil.rmtree(home)

@@ -56,13 +56,19 @@ def _name(kind: object, subtype: object) -> str:
     return f"{base}/{subtype}" if isinstance(subtype, str) and subtype else base
 
 
+def subtype_of(v: JSONObject) -> str | None:
+    """A record's subtype; Qwen Code drops one that is not a string (validateTranscriptRecord)."""
+    subtype = v.get("subtype")
+    return subtype if isinstance(subtype, str) else None
+
+
 def _record_of(v: JSONObject, size: int) -> JSONObject:
     return scalar_record(v) if size > OPAQUE_LIMIT else v
 
 
 def _bare_text(v: JSONObject, message: JSONObject, parts: list[object]) -> str | None:
     """A prompt whose message is exactly one ``{text}`` part: its text."""
-    if v.get("type") != "user" or "subtype" in v or message.get("role") != "user":
+    if v.get("type") != "user" or subtype_of(v) is not None or message.get("role") != "user":
         return None
     only = obj(parts[0]) if len(parts) == 1 else None
     if only is None or list(only) != ["text"] or not isinstance(only["text"], str):
@@ -111,7 +117,7 @@ class QwenMapper:
     def record(self, rec: Record) -> None:
         v, em = rec.value, self.em
         em.begin(rec.line, parse_time(v.get("timestamp")))
-        kind, subtype = v.get("type"), v.get("subtype")
+        kind, subtype = v.get("type"), subtype_of(v)
         uuid, parent = nonempty(v.get("uuid")), v.get("parentUuid")
         if (
             uuid is None
@@ -120,7 +126,7 @@ class QwenMapper:
             or kind not in RECORD_TYPES
             or subtype in NON_CONVERSATION
         ):
-            em.opaque(_name(kind, subtype), v, rec.size)
+            em.opaque(_name(kind, v.get("subtype")), v, rec.size)
             return
         launch = self.launch and kind == "user" and subtype is None
         if self.in_seed and "forkedFrom" not in v and not launch:
@@ -153,20 +159,20 @@ class QwenMapper:
     # -- system records ----------------------------------------------------------------
 
     def _system(self, rec: Record, v: JSONObject, point: _Point) -> _Material | None:
-        em, subtype = self.em, v.get("subtype")
+        em, subtype = self.em, subtype_of(v)
         payload = obj(v.get("systemPayload"))
         if subtype == "chat_compression" and payload is not None:
             history = arr(payload.get("compressedHistory"))
             if history is not None:
                 record: JSONObject = {"record": _record_of(v, rec.size)}
                 marker = em.log("compaction/start", record, synthetic=True)
-                self._replace_all(history, marker, nonempty(v.get("uuid")), str(subtype))
+                self._replace_all(history, marker, nonempty(v.get("uuid")), subtype)
                 return None
         if subtype == "agent_bootstrap" and payload is not None:
             history = arr(payload.get("history"))
             if history is not None:
                 marker = em.opaque(_name("system", subtype), v, rec.size)
-                self._replace_all(history, marker, nonempty(v.get("uuid")), str(subtype))
+                self._replace_all(history, marker, nonempty(v.get("uuid")), subtype)
                 self.in_seed = self.launch = True
                 return None
         if subtype == "custom_title" and payload is not None and self._title(v, payload):
@@ -204,7 +210,7 @@ class QwenMapper:
     # -- message records ---------------------------------------------------------------
 
     def _message(self, rec: Record, v: JSONObject, point: _Point, launch: bool) -> _Material | None:
-        em, kind, subtype = self.em, str(v.get("type")), v.get("subtype")
+        em, kind, subtype = self.em, str(v.get("type")), subtype_of(v)
         message = obj(v.get("message"))
         if launch:
             self.launch = False  # the task prompt already ends the bootstrap history
@@ -259,7 +265,7 @@ class QwenMapper:
         }
 
     def _user(
-        self, v: JSONObject, kind: str, subtype: object, uuid: str | None, parts: list[object]
+        self, v: JSONObject, kind: str, subtype: str | None, uuid: str | None, parts: list[object]
     ) -> None:
         em = self.em
         pieces = split_user(parts)
@@ -297,9 +303,9 @@ class QwenMapper:
             self.surface.result(seq)
             meta = None
 
-    def _plugin_message(self, uuid: str | None, blocks: list[object], subtype: object) -> int:
+    def _plugin_message(self, uuid: str | None, blocks: list[object], subtype: str | None) -> int:
         source: JSONObject = {"kind": "plugin", "plugin": PLUGIN}
-        if isinstance(subtype, str):
+        if subtype is not None:
             source["subtype"] = subtype
         data: JSONObject = {
             "id": self.em.message_id(uuid),
