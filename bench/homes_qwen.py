@@ -175,7 +175,9 @@ def measure(home: Path, runs: int, agentsview: str | None) -> None:
     rng = random.Random(3)
     seqs = iter([rng.randrange(n) for _ in range(runs)])
     win = p50(lambda: backend.inspect_window(largest, (s := next(seqs)) - 50, s + 50), runs)
-    print(f"largest: {largest} ({sizes[largest] / 1e6:.1f} MB, {n} events): window ±50 {win:.2f} ms")
+    print(
+        f"largest: {largest} ({sizes[largest] / 1e6:.1f} MB, {n} events): window ±50 {win:.2f} ms"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, HOME=tmp, XDG_STATE_HOME=tmp, XDG_CACHE_HOME=tmp)
