@@ -258,3 +258,33 @@ def test_a_forked_sub_agent_and_a_nested_one(tmp_path):
 def test_every_fixture_imports_without_error(tmp_path, name):
     ins, classes = load(tmp_path, name)
     assert len(classes) == len(ins.events) > 0
+
+
+def test_a_parent_written_after_its_child_is_named(tmp_path):
+    sid = "0c0c0c0c-0000-4000-8000-000000000001"
+    base = {"sessionId": sid, "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
+    lines = [
+        {
+            **base,
+            "uuid": "u1",
+            "parentUuid": None,
+            "type": "user",
+            "message": {"role": "user", "parts": [{"text": "hello"}]},
+        },
+        {
+            **base,
+            "uuid": "a1",
+            "parentUuid": "later",
+            "type": "assistant",
+            "message": {"role": "model", "parts": [{"text": "hi"}]},
+        },
+        {**base, "uuid": "later", "parentUuid": "u1", "type": "system", "subtype": "ui_telemetry"},
+    ]
+    chats = tmp_path / "home/projects/-w/chats"
+    chats.mkdir(parents=True)
+    (chats / f"{sid}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    ins = QwenBackend(str(tmp_path / "home"), "qwen:x").inspect(sid)
+    checked(ins, sid)
+    # Qwen Code's leaf is "later", whose chain is [u1, later]: the answer is off its context
+    assert surface_ids(ins)[0] == "u1" and surface_ids(ins)[1].startswith("placeholder-")
+    assert reasons(ins) == ["late-parent", "placeholder"]

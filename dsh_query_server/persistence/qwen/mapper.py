@@ -103,6 +103,7 @@ class QwenMapper:
     in_seed: bool = False
     launch: bool = False  # a bootstrap was read: the next prompt is the sub-agent's task
     last_title: tuple[str, str] | None = None
+    bridged: set[str] = field(default_factory=set[str])  # parents read as lost (§10.4)
 
     def __post_init__(self) -> None:
         self.surface = Surface(self.em)
@@ -128,6 +129,8 @@ class QwenMapper:
         ):
             em.opaque(_name(kind, v.get("subtype")), v, rec.size)
             return
+        if uuid in self.bridged:
+            em.reason("late-parent")
         launch = self.launch and kind == "user" and subtype is None
         if self.in_seed and "forkedFrom" not in v and not launch:
             self.in_seed = False
@@ -152,6 +155,7 @@ class QwenMapper:
             return _ROOT
         if parent in self.points:
             return self.points[parent]
+        self.bridged.add(parent)
         if rewind or self.tail is None:
             return _ROOT
         return self.points[self.tail]
