@@ -51,6 +51,7 @@ os.environ["DSH_HOME"] = os.path.join(_home, "home", ".dsh")
 os.environ["CLAUDE_CONFIG_DIR"] = os.path.join(_home, "home", ".claude")
 os.environ["XDG_DATA_HOME"] = os.path.join(_home, "home", ".local", "share")  # OpenCode's parent
 os.environ["CODEX_HOME"] = os.path.join(_home, "home", ".codex")
+os.environ.pop("QWEN_RUNTIME_DIR", None)  # Qwen Code's home is then $HOME/.qwen: absent
 
 
 MARKERS = {

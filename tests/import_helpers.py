@@ -126,6 +126,7 @@ def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
             "CODEX_HOME",
             "GEMINI_CLI_HOME",
             "COPILOT_HOME",
+            "QWEN_RUNTIME_DIR",
             "XDG_STATE_HOME",
             "XDG_DATA_HOME",
         )

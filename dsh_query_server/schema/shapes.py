@@ -313,7 +313,7 @@ class CheckpointResult(Params):
 
 
 class MountParams(Params):
-    """``"auto"``, one URI, or an array of 1-8 distinct URIs mounted as one (importers.md §4.3)."""
+    """``"auto"``, one URI, or an array of 1-16 distinct URIs mounted as one (importers.md §4.3)."""
 
     uri: str | list[str]
 

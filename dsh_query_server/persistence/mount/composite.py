@@ -26,7 +26,8 @@ from ..contract.results import (
 )
 from .uri import open_backend, parse_uri
 
-MAX_MEMBERS = 8
+# importers.md §4.1: room for auto's nine members (§4.2) and a team's own stores.
+MAX_MEMBERS = 16
 
 
 class CompositeError(Exception):
@@ -254,6 +255,9 @@ def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
     copilot = _home(env, "COPILOT_HOME", ".copilot")
     if os.path.isdir(os.path.join(copilot, "session-state")):
         candidates.append((f"copilot:{_uri_path(copilot)}", copilot))
+    qwen = _home(env, "QWEN_RUNTIME_DIR", ".qwen")  # importers.md §10.1
+    if os.path.isdir(os.path.join(qwen, "projects")):
+        candidates.append((f"qwen:{_uri_path(qwen)}", qwen))
     out: list[str] = []
     seen: set[str] = set()
     for uri, location in candidates:
@@ -271,7 +275,7 @@ def _invalid(detail: str) -> QueryError:
 
 
 def persistence_members(value: object, embedded: str, env: Mapping[str, str]) -> list[str]:
-    """§4.3: the member URIs of a ``persistence`` value (``"auto"``, one URI or an array of 1-8
+    """§4.3: the member URIs of a ``persistence`` value (``"auto"``, one URI or an array of 1-16
     distinct URIs without ``"auto"``); a bad shape or member is INVALID_CONFIG."""
     if value == "auto":
         return auto_uris(embedded, env)

@@ -26,6 +26,10 @@ def open_importer(scheme: str, home: str, options: dict[str, str], uri: str) -> 
         from ..copilot.backend import CopilotBackend
 
         backend = CopilotBackend(home, uri)
+    elif scheme == "qwen":
+        from ..qwen.backend import QwenBackend
+
+        backend = QwenBackend(home, uri, include_archived=options.get("includeArchived") != "false")
     else:
         from ..codex.backend import CodexBackend
 

@@ -36,6 +36,7 @@ _OPTIONS = {
     "gemini": {"readOnly": ("true",)},  # importers.md §7.1
     "opencode": {"readOnly": ("true",)},  # importers.md §8.1
     "copilot": {"readOnly": ("true",)},  # importers.md §9.1
+    "qwen": {"readOnly": ("true",), "includeArchived": ("true", "false")},  # importers.md §10.1
 }
 _HOME_DEFAULTS = {
     "claude": ("CLAUDE_CONFIG_DIR", "~/.claude"),
@@ -43,6 +44,7 @@ _HOME_DEFAULTS = {
     "gemini": ("GEMINI_CLI_HOME", "~/.gemini"),
     "opencode": ("XDG_DATA_HOME", "~/.local/share/opencode"),
     "copilot": ("COPILOT_HOME", "~/.copilot"),
+    "qwen": ("QWEN_RUNTIME_DIR", "~/.qwen"),
 }
 # The directory an env variable names when it is not the home itself: Gemini CLI takes
 # $GEMINI_CLI_HOME for the user's home (its own is .gemini in it); XDG_DATA_HOME is the parent of

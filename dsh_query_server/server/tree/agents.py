@@ -21,6 +21,7 @@ AGENT_ICONS = {
     "gemini-cli": "star-full",
     "opencode": "terminal",
     "copilot-cli": "copilot",
+    "qwen-code": "cloud",
 }
 
 

@@ -24,6 +24,7 @@ M.unicode = {
   ["star-full"] = "★", -- a Gemini CLI session / the gemini-cli group
   ["terminal"] = "❯", -- an OpenCode session / the opencode group
   ["copilot"] = "◈", -- a Copilot CLI session / the copilot-cli group
+  ["cloud"] = "☁", -- a Qwen Code session / the qwen-code group
   ["folder"] = "▤", -- a workspace group
   ["question"] = "?", -- sessions without a workspace
 }
@@ -51,6 +52,7 @@ M.ascii = {
   ["star-full"] = "G",
   ["terminal"] = "O",
   ["copilot"] = "P",
+  ["cloud"] = "Q",
   ["folder"] = "/",
   ["question"] = "?",
 }
