@@ -414,6 +414,7 @@ def test_every_fixture_replays_reads_windows_and_is_never_written(tmp_path, name
     assert snapshot(home) == before
 
 
+@pytest.mark.slow
 def test_twenty_thousand_events_read_whole_and_in_windows(tmp_path):
     sid = "eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee"
     folder = tmp_path / "session-state" / sid

@@ -98,6 +98,7 @@ def test_every_fixture_over_stdio_with_provenance(tmp_path, serve):
     assert files(home) == before  # read, traced, searched: never written
 
 
+@pytest.mark.slow
 def test_bad_copilot_uris_over_the_wire(tmp_path, serve):
     server = serve(["--persistence", f"copilot:{tmp_path}/absent"])
     assert server.call("sessionQuery/listSessions", {}) == []
@@ -122,6 +123,7 @@ def test_bad_copilot_uris_over_the_wire(tmp_path, serve):
     )
 
 
+@pytest.mark.slow
 def test_auto_mounts_copilot_home_and_the_cli_filters_by_agent(tmp_path, serve):
     env = isolated_env(tmp_path)
     merged_home(Path(env["COPILOT_HOME"]))
@@ -150,6 +152,7 @@ def test_auto_mounts_copilot_home_and_the_cli_filters_by_agent(tmp_path, serve):
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_mcp_tools_find_and_trace_copilot_sessions(tmp_path):
     home = merged_home(tmp_path / "copilot-home")
     args = ["--persistence", f"copilot:{home}", "--index", ":memory:", "--workspace", "/w"]

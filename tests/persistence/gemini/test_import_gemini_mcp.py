@@ -12,7 +12,7 @@ import pytest
 from tests.import_helpers import FIXTURES
 from tests.mcp_helpers import mcp_session, text_of
 
-pytestmark = [pytest.mark.anyio, pytest.mark.wire]
+pytestmark = [pytest.mark.anyio, pytest.mark.wire, pytest.mark.slow]
 
 S = "0b6e4f1c-5a7d-4d1e-9c8b-2f3a4b5c6d7e"
 A = "9d0f3b2a-1c4e-4f5a-8b6c-7d8e9f0a1b2c"

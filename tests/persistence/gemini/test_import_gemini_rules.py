@@ -293,6 +293,7 @@ def _large(turns: int) -> bytes:
     return b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in out)
 
 
+@pytest.mark.slow
 def test_a_session_of_twenty_thousand_events(tmp_path):
     home = tmp_path / ".gemini"
     chats = home / "tmp/w/chats"

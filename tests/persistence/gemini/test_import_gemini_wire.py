@@ -90,6 +90,7 @@ def test_a_gemini_home_over_stdio(tmp_path, serve):
     assert status["writable"] is False and status["uri"].startswith("gemini:")
 
 
+@pytest.mark.slow
 def test_bad_gemini_uris_over_the_wire(tmp_path, serve):
     server = serve("--persistence", f"gemini:{tmp_path}/absent")
     assert server.call("sessionQuery/listSessions", {}) == []
@@ -108,6 +109,7 @@ def test_bad_gemini_uris_over_the_wire(tmp_path, serve):
     assert reply["error"]["data"]["code"] == "SESSION_QUERY_SESSION_NOT_FOUND"
 
 
+@pytest.mark.slow
 def test_auto_lists_gemini_beside_the_other_agents(tmp_path, serve):
     env = isolated_env(tmp_path)
     home_with_rules(os.path.join(env["HOME"], ".gemini"))

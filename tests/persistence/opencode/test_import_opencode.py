@@ -329,6 +329,7 @@ def test_a_torn_legacy_file_is_one_damaged_record(tmp_path):
     assert len([e for e in ins.events if e.type == "assistant/message"]) == 1
 
 
+@pytest.mark.slow
 def test_a_session_of_twenty_thousand_events(tmp_path):
     sid = "ses_4a1e0c2e7ffeLong00000001"
     messages = []

@@ -78,6 +78,7 @@ def test_an_opencode_home_over_stdio(tmp_path, serve):
     assert status["writable"] is False and status["uri"] == f"opencode:{home}"
 
 
+@pytest.mark.slow
 def test_auto_mounts_the_opencode_home_under_xdg_data_home(tmp_path, serve):
     env = isolated_env(tmp_path)
     opencode_home(tmp_path / "user-home" / ".local" / "share")
@@ -90,6 +91,7 @@ def test_auto_mounts_the_opencode_home_under_xdg_data_home(tmp_path, serve):
     assert "opencode" in agents
 
 
+@pytest.mark.slow
 def test_bad_opencode_uris_over_the_wire(tmp_path, serve):
     server = serve(["--persistence", f"opencode:{tmp_path}/absent"])
     assert server.call("sessionQuery/listSessions", {}) == []
@@ -104,6 +106,7 @@ def test_bad_opencode_uris_over_the_wire(tmp_path, serve):
     assert reply["error"]["data"]["code"] == "SESSION_QUERY_SESSION_NOT_FOUND"
 
 
+@pytest.mark.slow
 def test_the_command_line_lists_opencode_beside_the_other_agents(tmp_path):
     home = opencode_home(tmp_path)
     claude = shutil.copytree(SPEC / "claude", tmp_path / "claude")

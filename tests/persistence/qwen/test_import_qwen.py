@@ -338,6 +338,7 @@ def test_revisions_follow_the_chat_and_the_sidecars(spec):
     assert len(backend.inspect(SID).events) > 37
 
 
+@pytest.mark.slow
 def test_a_twenty_thousand_event_chat(tmp_path):
     sid = "eeeeeeee-0000-4000-8000-000000000005"
     records = []

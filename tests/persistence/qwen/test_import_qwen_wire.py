@@ -115,6 +115,7 @@ def test_rewinds_and_compressions_trace_with_provenance(tmp_path, serve):
     assert [(g["label"], g["icon"]) for g in groups["nodes"]] == [("qwen-code", "cloud")]
 
 
+@pytest.mark.slow
 def test_bad_qwen_uris_over_the_wire(tmp_path, serve):
     server = serve("--persistence", f"qwen:{tmp_path}/absent")
     assert server.call("sessionQuery/listSessions", {}) == []
@@ -125,6 +126,7 @@ def test_bad_qwen_uris_over_the_wire(tmp_path, serve):
     assert reply["error"]["data"]["code"] == "SESSION_QUERY_PERSISTENCE_FAILED"
 
 
+@pytest.mark.slow
 def test_auto_mounts_the_qwen_home_that_exists(tmp_path, serve):
     env = qwen_env(tmp_path)
     home = env["HOME"]
@@ -141,6 +143,7 @@ def test_auto_mounts_the_qwen_home_that_exists(tmp_path, serve):
     assert members[-1] == f"qwen:{runtime}"
 
 
+@pytest.mark.slow
 def test_the_cli_filters_qwen_sessions(tmp_path):
     home = shutil.copytree(SPEC / "qwen", tmp_path / "q")
     env = {**qwen_env(tmp_path), "COLUMNS": "120", "XDG_CACHE_HOME": str(tmp_path / "cache")}
@@ -165,6 +168,7 @@ def test_the_cli_filters_qwen_sessions(tmp_path):
 
 
 @pytest.mark.anyio
+@pytest.mark.slow
 async def test_mcp_tools_find_and_trace_qwen_sessions(tmp_path):
     home = shutil.copytree(SPEC / "qwen", tmp_path / "q")
     args = ["--persistence", f"qwen:{home}", "--index", ":memory:", "--workspace", "/w"]
