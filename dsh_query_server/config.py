@@ -90,9 +90,10 @@ def default_index(persistence: str | list[str] | None, prefix: str = "index") ->
 
 
 _MEANINGS = {
-    "persistence": "`auto` (the embedded SQLite store plus the dsh, Claude Code and Codex homes "
-    "that exist), one URI (`jsonl:<root>`, `sqlite:<path>`, `claude:<home>`, `codex:<home>`), "
-    "an array of 1–8 URIs mounted as one, or `null`",
+    "persistence": "`auto` (the embedded SQLite store plus the dsh, Claude Code, Codex, Gemini "
+    "CLI, OpenCode, Copilot CLI and Qwen Code homes that exist), one URI (`jsonl:<root>`, "
+    "`sqlite:<path>`, `claude:<home>`, `codex:<home>`, `gemini:<home>`, `opencode:<dir>`, "
+    "`copilot:<home>`, `qwen:<home>`), an array of 1–16 URIs mounted as one, or `null`",
     "index": "full-text index path, or `:memory:`",
     "readWindowMax": "largest `before`/`after` of `readEvent`",
     "persistedInspectConcurrency": "persisted logs read at once by title batches",

@@ -2,9 +2,9 @@
 
 Test runs are hermetic: servers started by tests keep their default store and search index in a
 private temporary directory, never in the user's ~/.local/state or ~/.cache, and never read a real
-home: the default persistence is ``auto`` (importers.md §4.2), which mounts whatever dsh, Claude
-Code and Codex histories lie under HOME, DSH_HOME, CLAUDE_CONFIG_DIR and CODEX_HOME, so each points
-into the temporary directory too (the machine that runs the tests may have histories of its own).
+home: the default persistence is ``auto`` (importers.md §4.2), which mounts whatever agent
+histories lie under HOME and each agent's variable (``AGENT_HOMES``), so each points into the
+temporary directory too (the machine that runs the tests may have histories of its own).
 This runs at import, before any test module copies os.environ for a server it starts.
 
 Markers (``--strict-markers``): every test is exactly one of ``unit``, ``wire``, ``postgres`` or
@@ -55,9 +55,18 @@ os.environ["XDG_DATA_HOME"] = os.path.join(_home, "data")
 # Empty homes: they exist (HOME) or not (the agents'), so `auto` finds the embedded store alone.
 os.environ["HOME"] = os.path.join(_home, "home")
 os.makedirs(os.environ["HOME"], mode=0o700)
-os.environ["DSH_HOME"] = os.path.join(_home, "home", ".dsh")
-os.environ["CLAUDE_CONFIG_DIR"] = os.path.join(_home, "home", ".claude")
-os.environ["CODEX_HOME"] = os.path.join(_home, "home", ".codex")
+# The variables that move an agent's home (importers.md §4.2), each to its default under HOME.
+AGENT_HOMES = {
+    "DSH_HOME": ".dsh",
+    "CLAUDE_CONFIG_DIR": ".claude",
+    "CODEX_HOME": ".codex",
+    "GEMINI_CLI_HOME": "",  # Gemini CLI's stand-in for HOME: its home is .gemini in it
+    "XDG_DATA_HOME": os.path.join(".local", "share"),  # OpenCode's is opencode/ in it
+    "COPILOT_HOME": ".copilot",
+    "QWEN_RUNTIME_DIR": ".qwen",
+}
+for _variable, _default in AGENT_HOMES.items():
+    os.environ[_variable] = os.path.join(os.environ["HOME"], _default)
 
 
 MARKERS = {

@@ -113,7 +113,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         "--agent",
         action="append",
         metavar="NAME",
-        help="only this agent's sessions: dsh, claude-code (or claude), codex; repeatable",
+        help="only this agent's sessions: dsh, claude-code (or claude), codex, gemini-cli (or "
+        "gemini), opencode, copilot-cli (or copilot), qwen-code (or qwen); repeatable",
     )
     sessions.add_argument("--cwd", metavar="DIR", help="only sessions whose cwd is DIR or below it")
     sessions.add_argument(

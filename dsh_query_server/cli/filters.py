@@ -35,7 +35,7 @@ def since_ms(text: str, now_ms: int | None = None) -> int:
 
 
 def _agent_matches(agent: str, wanted: str) -> bool:
-    # `claude` names claude-code as the URI scheme does.
+    # A URI scheme names its agent: `claude` claude-code, `gemini` gemini-cli, `qwen` qwen-code.
     return agent == wanted or agent.startswith(wanted + "-")
 
 

@@ -28,7 +28,9 @@ BACKOFF = 10.0
 
 # Stores on disk that another process may write. The test harness's ``test:`` backends are
 # steered call by call by their tests, so a background poll would disturb what they count.
-POLLED_SCHEMES = frozenset({"jsonl", "sqlite", "claude", "codex"})
+POLLED_SCHEMES = frozenset(
+    {"jsonl", "sqlite", "claude", "codex", "gemini", "opencode", "copilot", "qwen"}
+)
 
 
 def members(backend: PersistenceBackend | CompositeBackend) -> list[PersistenceBackend]:

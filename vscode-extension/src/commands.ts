@@ -401,10 +401,14 @@ async function mountPersistence(ctx: Ctx, args: unknown[]): Promise<void> {
       }
       uri = await vscode.window.showInputBox({
         title: "Mount Persistence",
-        prompt: "auto, jsonl:/absolute/root, sqlite:/absolute/file.db, claude:/home or codex:/home",
+        prompt:
+          "auto, jsonl:/absolute/root, sqlite:/absolute/file.db, claude:/home, codex:/home, " +
+          "gemini:/home, opencode:/dir, copilot:/home or qwen:/home",
         value: current,
         validateInput: (v) =>
-          /^((jsonl|sqlite|claude|codex):.+|auto)$/.test(v.trim()) ? undefined : "auto, or starts with jsonl:, sqlite:, claude: or codex:",
+          /^((jsonl|sqlite|claude|codex|gemini|opencode|copilot|qwen):.+|auto)$/.test(v.trim())
+            ? undefined
+            : "auto, or starts with jsonl:, sqlite:, claude:, codex:, gemini:, opencode:, copilot: or qwen:",
       });
     } else {
       const picked = await vscode.window.showOpenDialog({

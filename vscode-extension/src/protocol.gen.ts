@@ -145,7 +145,7 @@ export interface IdFilter {
   values: string[];
 }
 
-/** ``"auto"``, one URI, or an array of 1-8 distinct URIs mounted as one (importers.md §4.3). */
+/** ``"auto"``, one URI, or an array of 1-16 distinct URIs mounted as one (importers.md §4.3). */
 export interface MountParams {
   uri: string | string[];
 }

@@ -33,15 +33,33 @@ _OPTIONS = {
     # importers.md §1.1, §2.1: read-only foreign homes
     "claude": {"readOnly": ("true",)},
     "codex": {"readOnly": ("true",), "includeArchived": ("true", "false")},
+    "gemini": {"readOnly": ("true",)},  # importers.md §7.1
+    "opencode": {"readOnly": ("true",)},  # importers.md §8.1
+    "copilot": {"readOnly": ("true",)},  # importers.md §9.1
+    "qwen": {"readOnly": ("true",), "includeArchived": ("true", "false")},  # importers.md §10.1
 }
-_HOME_DEFAULTS = {"claude": ("CLAUDE_CONFIG_DIR", "~/.claude"), "codex": ("CODEX_HOME", "~/.codex")}
+_HOME_DEFAULTS = {
+    "claude": ("CLAUDE_CONFIG_DIR", "~/.claude"),
+    "codex": ("CODEX_HOME", "~/.codex"),
+    "gemini": ("GEMINI_CLI_HOME", "~/.gemini"),
+    "opencode": ("XDG_DATA_HOME", "~/.local/share/opencode"),
+    "copilot": ("COPILOT_HOME", "~/.copilot"),
+    "qwen": ("QWEN_RUNTIME_DIR", "~/.qwen"),
+}
+# The directory an env variable names when it is not the home itself: Gemini CLI takes
+# $GEMINI_CLI_HOME for the user's home (its own is .gemini in it); XDG_DATA_HOME is the parent of
+# OpenCode's data.
+_ENV_SUBDIR = {"gemini": ".gemini", "opencode": "opencode"}
 
 
 def _importer_home(scheme: str, location: str) -> str:
     """importers.md §1.1: empty means the agent's env variable or default; ``~`` is $HOME."""
     if not location:
         env, default = _HOME_DEFAULTS[scheme]
-        location = os.environ.get(env) or default
+        value = os.environ.get(env)
+        if value and scheme in _ENV_SUBDIR:
+            value = os.path.join(value, _ENV_SUBDIR[scheme])
+        location = value or default
     if location == "~" or location.startswith("~/"):
         home = os.environ.get("HOME", "")
         if not home:

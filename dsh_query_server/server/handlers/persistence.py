@@ -14,7 +14,7 @@ from .store import EmptyResult
 
 
 class MountParams(Params):
-    """``"auto"``, one URI, or an array of 1-8 distinct URIs mounted as one (importers.md §4.3)."""
+    """``"auto"``, one URI, or an array of 1-16 distinct URIs mounted as one (importers.md §4.3)."""
 
     uri: Annotated[Any, Spec(str | list[str])]  # the runtime checks it (INVALID_CONFIG)
 

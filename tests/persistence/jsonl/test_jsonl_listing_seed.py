@@ -73,6 +73,10 @@ def test_a_seeded_listing_is_the_cold_listing(
                     rewriter.append(session_id, [make_event("x/note", 0, 0, {"n": 9})])
                     rewriter.close()
                     present[session_id] = 1
+                # a new writer: ``writer`` remembers the ids and counts it wrote, and this outside
+                # change removed or replaced one of them
+                writer.close()
+                writer = JsonlBackend(str(root))
             elif change == "new" and session_id not in present:
                 writer.create(header(session_id, cwd="/p"))
                 writer.append(session_id, [make_event("x/note", 0, 0, {"n": 0})])

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_query_server.client import RpcError, StdioClient
+from dsh_query_server.persistence.mount.composite import MAX_MEMBERS
 from tests.import_helpers import SPEC
 
 pytestmark = [pytest.mark.wire, pytest.mark.slow]
@@ -152,7 +153,7 @@ def test_status_answers_the_members_of_the_current_mount(server, homes, picks):
         None,
         {"a": 1},
         ["sqlite:/a.db", "sqlite:/a.db"],
-        [f"sqlite:/m{i}.db" for i in range(9)],
+        [f"sqlite:/m{i}.db" for i in range(MAX_MEMBERS + 1)],
         ["sqlite:relative.db"],
         ["sqlite:/a.db", 7],
         "nope:/x",
