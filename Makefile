@@ -1,5 +1,7 @@
 # Two commands for a fresh machine: `make demo` and `make test`. Everything they need is
 # installed here, idempotently, with pinned versions (constraints.txt, package-lock.json).
+# `make check` is the fast loop while working: lint and the unit and wire tests side by side (no
+# system packages, no PostgreSQL, no editors; tests/conftest.py says what each marker means).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -7,19 +9,51 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
+# System packages (mk/*.mk): `$(call apt_install,<packages>)` installs them from the package lists
+# the machine has, and runs `apt-get update` only when that fails; --no-upgrade leaves a package
+# that is installed already as it is, and --no-install-recommends adds only what the named
+# packages depend on. (A dependency that must be newer than the installed one is still upgraded:
+# apt has no other way; fresh lists make that likelier, hence no update unless needed.)
+APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-upgrade --no-install-recommends
+apt_install = { $(APT_INSTALL) $(1) 2>/dev/null || { $(SUDO) apt-get update -qq && $(APT_INSTALL) $(1); }; }
+# Nothing is written outside the repository but into caches named ~/.cache/dsh-query-*: pip's
+# and npm's go there too (npm would use ~/.npm, pip ~/.cache/pip), and npm checks for no update.
+export PIP_CACHE_DIR ?= $(HOME)/.cache/dsh-query-pip
+export npm_config_cache ?= $(HOME)/.cache/dsh-query-npm
+export npm_config_update_notifier := false
 # Each client (mk/*.mk) adds the system packages and builds its tests need to TEST_DEPS. The
 # fragments are read before the rules below, so `test` sees the whole list.
 TEST_DEPS :=
 .DEFAULT_GOAL := demo
 -include mk/*.mk
 
-.PHONY: demo test install test-python bench clean
+.PHONY: demo test check install bench clean
 
 demo: install
 	$(BIN)/dsh-query demo
 
 test: install $(TEST_DEPS)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# Lint (mk/lint.mk's Python half) and, at the same time, the unit tests and the wire tests in two
+# pytest processes (one per core), with the `check` Hypothesis profile (fewer examples) and
+# without the tests marked slow. `make test` runs everything at full strength.
+CHECK_PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --hypothesis-profile=check
+CHECK_WIRE   := -m "wire and not postgres and not editor and not slow"
+check: install
+	@$(MAKE) --no-print-directory -j3 --output-sync=target check-lint check-unit check-wire
+
+.PHONY: check-lint check-unit check-wire
+check-lint:
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/pyright --pythonpath $(BIN)/python $(CHECK_PYRIGHT_PATHS)
+
+check-unit:
+	$(CHECK_PYTEST) -m "unit and not slow" $(PYTEST_ARGS)
+
+check-wire:
+	$(CHECK_PYTEST) $(CHECK_WIRE) $(PYTEST_ARGS)
 
 install: $(STAMP)
 

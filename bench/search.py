@@ -22,6 +22,9 @@ from .importers import server_cpu
 from .stats import Row, Stats, log, measure, measure_interleaved
 from .wire import WireClient
 
+# As the Makefile's apt_install: no package already installed is upgraded, no recommends.
+_APT_INSTALL = ["apt-get", "install", "-y", "-qq", "--no-upgrade", "--no-install-recommends"]
+
 
 def ensure_rg() -> str | None:
     """ripgrep for the search baseline, installed with apt when missing (idempotent)."""
@@ -34,9 +37,9 @@ def ensure_rg() -> str | None:
         log("cannot install ripgrep (not root, no sudo): the rg comparison is skipped")
         return None
     for command in (
-        ["apt-get", "install", "-y", "-qq", "ripgrep"],
+        [*_APT_INSTALL, "ripgrep"],
         ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "ripgrep"],
+        [*_APT_INSTALL, "ripgrep"],
     ):
         subprocess.run(
             sudo + command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
@@ -272,7 +275,7 @@ class SearchSection(BenchBase):
     def reconcile_in_process(self) -> None:
         """The no-change reconcile, timed inside one process on the index the server built."""
         from dsh_query_server.cancel import NULL_TOKEN
-        from dsh_query_server.persistence.binding import PersistenceBinding
+        from dsh_query_server.persistence.mount.binding import PersistenceBinding
         from dsh_query_server.persistence.sqlite import SqliteBackend
         from dsh_query_server.search.reconcile import SearchIndex
         from dsh_query_server.session.store import SessionStore

@@ -1,7 +1,7 @@
 """The server's configuration as one typed struct (protocol.md §1, semantics.md §6.1). Its
-defaults are the only ones: the server's loader (server/config.py), the search service, the
+defaults are the only ones: the server's loader (core/config.py), the search service, the
 command line and the README's configuration table (``readme_table``, checked by
-tests/test_config.py) all read them from here.
+tests/core/test_config.py) all read them from here.
 
 A base module: it imports only resolve.py, the plain defaults a client reads without msgspec.
 """
@@ -64,9 +64,10 @@ def default_persistence() -> str:
 
 
 _MEANINGS = {
-    "persistence": "`auto` (the embedded SQLite store plus the dsh, Claude Code and Codex homes "
-    "that exist), one URI (`jsonl:<root>`, `sqlite:<path>`, `claude:<home>`, `codex:<home>`), "
-    "an array of 1–8 URIs mounted as one, or `null`",
+    "persistence": "`auto` (the embedded SQLite store plus the dsh, Claude Code, Codex, Gemini "
+    "CLI, OpenCode, Copilot CLI and Qwen Code homes that exist), one URI (`jsonl:<root>`, "
+    "`sqlite:<path>`, `claude:<home>`, `codex:<home>`, `gemini:<home>`, `opencode:<dir>`, "
+    "`copilot:<home>`, `qwen:<home>`), an array of 1–16 URIs mounted as one, or `null`",
     "index": "full-text index path, or `:memory:`",
     "readWindowMax": "largest `before`/`after` of `readEvent`",
     "persistedInspectConcurrency": "persisted logs read at once by title batches",

@@ -39,6 +39,9 @@ STORE_SESSION_NOT_FOUND = "SESSION_STORE_SESSION_NOT_FOUND"
 STORE_READ_ONLY = "SESSION_STORE_READ_ONLY"
 STORE_PERSISTENCE_FAILED = "SESSION_STORE_PERSISTENCE_FAILED"
 
+# What a single-target load can fail with (semantics.md §3.0.5), in that order.
+LOAD = (SESSION_NOT_FOUND, PERSISTENCE_FAILED, CORRUPT_SESSION, SOURCE_CONFLICT)
+
 # Codes reported as JSON-RPC InvalidParams (-32602); every other code is RequestFailed (-32803).
 VALIDATION_CODES = frozenset(
     {

@@ -1,8 +1,12 @@
-"""Private files and directories: everything we create is 0700 (dirs) or 0600 (files)."""
+"""Private files and directories: everything we create is 0700 (dirs) or 0600 (files); and the
+SQLite file header the store (persistence/sqlite/location.py) and the command line's input check
+(cli/stores.py) both look for."""
 
 from __future__ import annotations
 
 import os
+
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 
 
 def fsync_dir(path: str) -> None:

@@ -29,8 +29,8 @@ SNIPPET_CHARS = 240
 
 # Schemes whose location is a path (persistence.md §1, importers.md §1.1), and those whose empty
 # or ``~`` location names the agent's home.
-PATH_SCHEMES = ("jsonl", "sqlite", "claude", "codex")
-HOME_SCHEMES = ("claude", "codex")
+PATH_SCHEMES = ("jsonl", "sqlite", "claude", "codex", "gemini", "opencode", "copilot", "qwen")
+HOME_SCHEMES = ("claude", "codex", "gemini", "opencode", "copilot", "qwen")
 
 
 def state_dir() -> str:
@@ -77,19 +77,40 @@ def _uri_path(path: str) -> str:
     return path.replace("%", "%25").replace("?", "%3F")
 
 
+def _importer_homes(env: Mapping[str, str]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """importers.md §4.2's importer members in order: (scheme, home, the entries of which one
+    marks a history: a directory, or a file for ``opencode.db``)."""
+    return [
+        ("claude", _home(env, "CLAUDE_CONFIG_DIR", ".claude"), ("projects",)),
+        ("claude", _home(env, None, ".claude-vscode"), ("projects",)),
+        ("codex", _home(env, "CODEX_HOME", ".codex"), ("sessions", "archived_sessions")),
+        # §7.1: GEMINI_CLI_HOME stands in for HOME, Gemini CLI's home is .gemini in it
+        ("gemini", os.path.join(_home(env, "GEMINI_CLI_HOME", ""), ".gemini"), ("tmp",)),
+        (
+            "opencode",  # §8.1: XDG_DATA_HOME is the parent of OpenCode's data
+            os.path.join(_home(env, "XDG_DATA_HOME", os.path.join(".local", "share")), "opencode"),
+            ("opencode.db", os.path.join("storage", "session")),
+        ),
+        ("copilot", _home(env, "COPILOT_HOME", ".copilot"), ("session-state",)),
+        ("qwen", _home(env, "QWEN_RUNTIME_DIR", ".qwen"), ("projects",)),
+    ]
+
+
+def _holds(home: str, entry: str) -> bool:
+    path = os.path.join(home, entry)
+    return os.path.isfile(path) if entry.endswith(".db") else os.path.isdir(path)
+
+
 def auto_uris(embedded: str, env: Mapping[str, str]) -> list[str]:
-    """importers.md §4.2: the embedded store, then whichever dsh, Claude Code and Codex homes
-    exist now, each once (a member whose realpath repeats an earlier one is left out)."""
+    """importers.md §4.2: the embedded store, then dsh's root and each agent's home that exists
+    now, each once (a member whose realpath repeats an earlier one is left out)."""
     candidates: list[tuple[str, str | None]] = [(embedded, None)]
     dsh = os.path.join(_home(env, "DSH_HOME", ".dsh"), "sessions")
     if os.path.isdir(dsh):
         candidates.append((f"jsonl:{_uri_path(dsh)}?readOnly=true", dsh))
-    for home in (_home(env, "CLAUDE_CONFIG_DIR", ".claude"), _home(env, None, ".claude-vscode")):
-        if os.path.isdir(os.path.join(home, "projects")):
-            candidates.append((f"claude:{_uri_path(home)}", home))
-    codex = _home(env, "CODEX_HOME", ".codex")
-    if any(os.path.isdir(os.path.join(codex, d)) for d in ("sessions", "archived_sessions")):
-        candidates.append((f"codex:{_uri_path(codex)}", codex))
+    for scheme, home, entries in _importer_homes(env):
+        if any(_holds(home, entry) for entry in entries):
+            candidates.append((f"{scheme}:{_uri_path(home)}", home))
     out: list[str] = []
     seen: set[str] = set()
     for uri, location in candidates:

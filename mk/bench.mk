@@ -14,7 +14,7 @@ export BENCH_ARGS
 bench: bench-deps
 
 bench-deps: install
-	@command -v rg >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep; }
+	@command -v rg >/dev/null 2>&1 || $(call apt_install,ripgrep)
 	@test -x $(BIN)/py-spy || $(BIN)/python -m pip install -q "$(BENCH_PYSPY)"
 	@$(BIN)/python -m pip show agentsview 2>/dev/null | grep -qx "Version: $(BENCH_AGENTSVIEW_VERSION)" || $(BIN)/python -m pip install -q "$(BENCH_AGENTSVIEW)" || echo "agentsview not installed: bench.agentsview will say so"
 

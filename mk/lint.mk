@@ -4,6 +4,9 @@
 # ESLint in package-lock.json. `make test` runs it (TEST_DEPS) before the tests.
 
 LINT_PATHS := dsh_query_server tests bench
+# What `make check` type-checks: all of it but the editor tests, whose Playwright is installed only
+# by vscode-playwright (a system-level install `make check` does not make).
+CHECK_PYRIGHT_PATHS := dsh_query_server bench $(wildcard tests/*.py) $(filter-out tests/editors/,$(wildcard tests/*/))
 
 TEST_DEPS += lint
 
@@ -11,7 +14,7 @@ TEST_DEPS += lint
 
 lint: lint-python lint-extension
 
-# vscode-playwright: tests/test_vscode_e2e.py imports playwright, which pyright must resolve.
+# vscode-playwright: tests/editors/vscode/test_vscode_e2e.py imports playwright, which pyright must resolve.
 lint-python: install vscode-playwright
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)

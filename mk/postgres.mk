@@ -1,6 +1,6 @@
 # PostgreSQL backend (postgres.md §7): the tests start their own PostgreSQL 15 from Debian's
 # `postgresql` package (tests/pg_server.py); the system cluster is never used. Idempotent: apt-get
-# runs only when pg_ctl is missing. psycopg comes with the venv (pyproject + constraints.txt).
+# runs only when pg_ctl is missing (the Makefile's apt_install). psycopg comes with the venv (pyproject + constraints.txt).
 
 PG_BINDIR := /usr/lib/postgresql/15/bin
 
@@ -9,8 +9,8 @@ PG_BINDIR := /usr/lib/postgresql/15/bin
 TEST_DEPS += postgres-deps
 
 postgres-deps:
-	@test -x $(PG_BINDIR)/pg_ctl || ($(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql)
+	@test -x $(PG_BINDIR)/pg_ctl || $(call apt_install,postgresql)
 
 # Only the PostgreSQL tests.
 test-postgres: install postgres-deps
-	$(BIN)/python -m pytest -q tests/test_postgres*.py $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m postgres $(PYTEST_ARGS)

@@ -5,19 +5,19 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import sys
 from typing import Any
 
-from dsh_query_server.model.event import Event
+from dsh_query_server import jsoncodec
+from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.jsonl import escape_segment, project_dir
 from dsh_query_server.session.store import LiveSnapshot, SessionStore
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
-# The environment a server under test runs in: this checkout and the test backends (wire_backends).
-TEST_ENV = {
-    **os.environ,
-    "PYTHONPATH": ROOT,
-    "DSH_QUERY_TEST_BACKEND_FACTORY": "tests.wire_backends:make",
-}
+# The environment a server under test runs in: this checkout.
+TEST_ENV = {**os.environ, "PYTHONPATH": ROOT}
+# The server under test with the test backends mountable as test:<name> (harness_server.py).
+TEST_SERVER = [sys.executable, "-m", "tests.harness_server"]
 
 _ids = iter(range(10**9))
 
@@ -154,6 +154,36 @@ def chunk(seq: int, text: str = "x", *, time: int | None = None, index: int = 0)
 def hdr(sid: str, created: int = 0, **kw: Any) -> dict[str, Any]:
     """A session header as a JSON object (version 0)."""
     return {"version": 0, "id": sid, "createdAt": created, **kw}
+
+
+# A plausible createdAt (epoch ms) for tests whose headers need a real-looking time.
+EPOCH_MS = 1_700_000_000_000
+
+
+def header(session_id: str = "s", created: int = 1, **fields: Any) -> Header:
+    """A session header (version 0) from wire-named fields (``cwd``, ``parentSession``, ...), in
+    the model's canonical order; a field given as None is left out."""
+    given = {k: v for k, v in fields.items() if v is not None}
+    return Header.build(version=0, id=session_id, createdAt=created, **given)
+
+
+def header_value(session_id: str, created: int, **fields: Any) -> dict[str, Any]:
+    """``hdr`` without the fields given as None (any wire field, the importers' ``source``
+    included, in the order given)."""
+    return hdr(session_id, created, **{k: v for k, v in fields.items() if v is not None})
+
+
+def transcript_header_line(session_id: str, cwd: str, created: int = 1) -> bytes:
+    """The first line of a dsh JSONL transcript, written by hand (persistence.md §4.4)."""
+    line = {
+        "type": "session",
+        "version": 0,
+        "id": session_id,
+        "createdAt": created,
+        "cwd": cwd,
+        "delegationDepth": 0,
+    }
+    return jsoncodec.dumps(line) + b"\n"
 
 
 def write_transcript(root: pathlib.Path, header: dict[str, Any], events: list[Any]) -> pathlib.Path:

@@ -8,12 +8,9 @@ from typing import Any
 
 from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.model.event import Event, Header
-from dsh_query_server.persistence.base import (
-    Inspection,
-    PersistenceBackend,
-    SessionPersistenceCorruptionError,
-    Snapshot,
-)
+from dsh_query_server.persistence.contract.backend import PersistenceBackend
+from dsh_query_server.persistence.contract.errors import SessionPersistenceCorruptionError
+from dsh_query_server.persistence.contract.results import Inspection, Snapshot
 
 
 class MemoryBackend:

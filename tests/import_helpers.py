@@ -8,13 +8,15 @@ import pathlib
 import shutil
 from typing import Any
 
-from dsh_query_server.persistence.base import Inspection
+from dsh_query_server.persistence.contract.results import Inspection
 from dsh_query_server.session.fold import fold_surface
 from dsh_query_server.session.validate import replay_error
+from tests.conftest import AGENT_HOMES
 
 FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 SPEC = FIXTURES / "spec"
 REAL = FIXTURES / "real"
+DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
 
 
 def jl(*records: Any) -> bytes:
@@ -113,19 +115,10 @@ def actual_table(ins: Inspection) -> list[tuple[Any, ...]]:
 
 
 def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
-    """A server environment whose every home lies inside ``tmp`` (tests never read a real one)."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("HOME", "DSH_HOME", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_STATE_HOME")
-    }
+    """A server environment whose every home lies inside ``tmp`` (tests never read a real one):
+    HOME, the state directory and each agent's variable (conftest.AGENT_HOMES) under it."""
     home = tmp / "user-home"
     home.mkdir(exist_ok=True)
-    env.update(
-        HOME=str(home),
-        DSH_HOME=str(home / ".dsh"),
-        CLAUDE_CONFIG_DIR=str(home / ".claude"),
-        CODEX_HOME=str(home / ".codex"),
-        XDG_STATE_HOME=str(home / ".state"),
-    )
+    env = dict(os.environ, HOME=str(home), XDG_STATE_HOME=str(home / ".state"))
+    env.update({variable: str(home / default) for variable, default in AGENT_HOMES.items()})
     return env

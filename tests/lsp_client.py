@@ -41,9 +41,12 @@ def make_client() -> LanguageClient:
     return client
 
 
-def config(*flags: str, env: dict[str, str] | None = None) -> ClientServerConfig:
+def config(
+    *flags: str, env: dict[str, str] | None = None, server: list[str] = SERVER
+) -> ClientServerConfig:
+    """``server``: the command (builders.TEST_SERVER for one that mounts test: backends)."""
     return ClientServerConfig(
-        server_command=[*SERVER, *flags], client_factory=make_client, server_env=env
+        server_command=[*server, *flags], client_factory=make_client, server_env=env
     )
 
 

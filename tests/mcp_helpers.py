@@ -15,8 +15,8 @@ from mcp.client.session import ListRootsFnT
 from mcp.client.stdio import stdio_client
 
 from dsh_query_server.model.event import Event, Header
-from dsh_query_server.persistence.uri import open_backend
-from tests.hub_helpers import short_run_dir, using_hubs
+from dsh_query_server.persistence.mount.uri import open_backend
+from tests.hub.hub_helpers import short_run_dir, using_hubs
 
 T0 = 1700000000000
 

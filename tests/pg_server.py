@@ -73,6 +73,14 @@ class PgServer:
     def restart(self, mode: str = "fast") -> None:
         self.pg_ctl("restart", "-w", "-m", mode, "-l", str(self.base / "server.log"))
 
+    def halt(self) -> None:
+        """Stop the server, keeping its directory, for an outage that ``start`` ends."""
+        self.pg_ctl("stop", "-w", "-m", "fast")
+
+    def start(self) -> None:
+        """Start the halted server; it returns once the server accepts connections."""
+        self.pg_ctl("start", "-w", "-l", str(self.base / "server.log"))
+
     def stop(self) -> None:
         """Stop the server and remove its directory."""
         self.pg_ctl("stop", "-w", "-m", "fast", check=False)

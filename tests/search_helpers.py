@@ -7,7 +7,7 @@ import pathlib
 import subprocess
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -15,13 +15,17 @@ from dsh_query_server.cancel import NULL_TOKEN, CancelToken
 from dsh_query_server.errors import QueryError
 from dsh_query_server.jsoncodec import to_builtins
 from dsh_query_server.model.event import Event
-from dsh_query_server.persistence.base import Snapshot
-from dsh_query_server.persistence.binding import PersistenceBinding
+from dsh_query_server.model.params import decode
+from dsh_query_server.persistence.contract.results import Snapshot
+from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.search.config import SearchConfig
 from dsh_query_server.search.service import SearchService
+from dsh_query_server.search.wire import SessionEventSearchRequest, SessionSearchRequest
 from dsh_query_server.session.store import SessionStore
 
 from .fakes import MemoryBackend
+
+T = TypeVar("T")
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 
@@ -53,12 +57,23 @@ def code(fn: Callable[..., Any], *args: Any, **kw: Any) -> tuple[str, str]:
     return exc.code, exc.message
 
 
+def from_json(search: Callable[..., T]) -> Callable[..., T]:
+    """A search method of the service taking its request as the JSON the wire carries, decoded
+    as the server decodes it (the method's params struct, model/params.py)."""
+    kind = SessionEventSearchRequest if search.__name__ == "search_events" else SessionSearchRequest
+
+    def call(request: Any, *rest: Any) -> T:
+        return search(decode(kind, request), *rest)
+
+    return call
+
+
 def sessions(service: SearchService, query: str, **request: Any) -> dict[str, Any]:
-    return j(service.search_sessions({"query": query, **request}))
+    return j(from_json(service.search_sessions)({"query": query, **request}))
 
 
 def events(service: SearchService, sid: str, query: str, **request: Any) -> dict[str, Any]:
-    return j(service.search_events({"sessionId": sid, "query": query, **request}))
+    return j(from_json(service.search_events)({"sessionId": sid, "query": query, **request}))
 
 
 def ids(page: dict[str, Any]) -> list[str]:

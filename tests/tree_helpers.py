@@ -7,11 +7,13 @@ import asyncio
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from .builders import TEST_ENV
+from .builders import TEST_ENV, TEST_SERVER
 from .lsp_client import config, init_params
 
 
-@pytest_lsp.fixture(config=config("--persistence", "none", env=TEST_ENV), name="client")
+@pytest_lsp.fixture(
+    config=config("--persistence", "none", env=TEST_ENV, server=TEST_SERVER), name="client"
+)
 async def client_fixture(lsp_client: LanguageClient):
     # Manual checkpoints: what is persisted is exactly what each test wrote.
     await lsp_client.initialize_session(

@@ -1,4 +1,4 @@
-"""Backends a test server can mount as ``test:<name>`` (see persistence/uri.py's test hook).
+"""Backends a test server can mount as ``test:<name>`` (tests/harness_server.py registers them).
 
 They run inside the server process, so tests steer them through files (markers and flags).
 
@@ -39,13 +39,10 @@ from dsh_query_server import errors
 from dsh_query_server.cancel import SessionQueryCancelled
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Header
-from dsh_query_server.persistence.base import (
-    Inspection,
-    SessionPersistenceCorruptionError,
-    Snapshot,
-)
+from dsh_query_server.persistence.contract.errors import SessionPersistenceCorruptionError
+from dsh_query_server.persistence.contract.results import Inspection, Snapshot
 
-from .builders import A, U
+from .builders import A, U, hdr
 from .fakes import MemoryBackend
 
 READ_OPS = ("list", "list_snapshots", "inspect")
@@ -65,13 +62,12 @@ class SlowBackend(MemoryBackend):
         super()._enter(op, arg, token)
 
 
-def header(sid: str, created: int, **extra) -> Header:
-    return Header.from_value({"version": 0, "id": sid, "createdAt": created, **extra})
-
-
 def seed(backend: MemoryBackend) -> MemoryBackend:
-    backend.put(header("persisted-a", 1, cwd="/p"), [U(0, "alpha needle"), A(1, "beta answer")])
-    backend.put(header("persisted-b", 2), [U(0, "gamma needle")])
+    backend.put(
+        Header.from_value(hdr("persisted-a", 1, cwd="/p")),
+        [U(0, "alpha needle"), A(1, "beta answer")],
+    )
+    backend.put(Header.from_value(hdr("persisted-b", 2)), [U(0, "gamma needle")])
     return backend
 
 
@@ -164,7 +160,7 @@ class InconsistentBackend(MemoryBackend):
         if mode == "phantom":
             self.revisions["ghost"] = 1
         if mode == "churn-live":  # the live session's persisted copy, rewritten by a checkpointer
-            self.put(header("live", 5, cwd="/p"), [U(0, "live needle")])
+            self.put(Header.from_value(hdr("live", 5, cwd="/p")), [U(0, "live needle")])
         if mode == "badlog":
             h, events = self.sessions["persisted-a"]
             self.sessions["persisted-a"] = (h, [events[0], A(2, "after a gap")])
@@ -175,7 +171,7 @@ class InconsistentBackend(MemoryBackend):
         if self.mode == "flip" and self.counter % 2 == 0:
             headers = [h for h in headers if h.id != "persisted-b"]
         if self.mode == "phantom":
-            headers.append(header("ghost", 3))
+            headers.append(Header.from_value(hdr("ghost", 3)))
         if self.mode == "duplicates":
             headers = headers + headers
         return headers

@@ -44,9 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URI",
         action="append",
         help="backend to mount: auto, jsonl:<root>, sqlite:<file>, claude:<home>, "
-        "codex:<home>, or none; repeat it to mount several as one (default: auto, "
-        "the embedded sqlite store plus the dsh, Claude Code and Codex homes that "
-        "exist)",
+        "codex:<home>, gemini:<home>, opencode:<dir>, copilot:<home>, qwen:<home>, or none; repeat "
+        "it to mount several as one (default: auto, the embedded sqlite store plus the dsh, Claude "
+        "Code, Codex, Gemini CLI, OpenCode, Copilot CLI and Qwen Code homes "
+        "that exist)",
     )
     common.add_argument("--json", action="store_true", help="print JSON instead of tables")
     sub = parser.add_subparsers(dest="command", required=True)

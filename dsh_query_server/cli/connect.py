@@ -85,6 +85,16 @@ def connect(
         private_client.close()
 
 
+class NotMounted(Exception):
+    """The hub of a command's configuration runs without its store: the mount's code and
+    message (opening.py)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 def fail(exc: Exception) -> None:
     """A coded error, or a hub that cannot be reached, prints one line and exits 2; anything
     else is a bug and propagates."""
@@ -95,6 +105,9 @@ def fail(exc: Exception) -> None:
 
     if isinstance(exc, RpcError):
         sys.stderr.write(f"error {exc.data_code or exc.code}: {exc.message}\n")
+        sys.exit(2)
+    if isinstance(exc, NotMounted):
+        sys.stderr.write(f"error {exc.code}: {exc.message}\n")
         sys.exit(2)
     if isinstance(exc, (AmbiguousId, HubStartError, RunDirError, HubGone)):
         sys.stderr.write(f"error: {exc}\n")

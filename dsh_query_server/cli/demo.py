@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..client import Client
 from .connect import connect
-from .render import safe, show_event_trace, show_events, show_lineage, show_sessions
+from .events import show_events
+from .render import safe, show_event_trace, show_lineage, show_sessions
 
 if TYPE_CHECKING:
-    from ..server.runtime import Runtime
+    from ..core.runtime import Runtime
 
 DEMO_WORKSPACE = "/home/ana/projects/payments-api"  # the demo's main project
 BASE_TIME = 1_764_460_800_000  # 2025-11-30T00:00:00Z, so the demo looks the same every run

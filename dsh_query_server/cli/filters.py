@@ -35,7 +35,7 @@ def since_ms(text: str, now_ms: int | None = None) -> int:
 
 
 def _agent_matches(agent: str, wanted: str) -> bool:
-    # `claude` names claude-code as the URI scheme does.
+    # A URI scheme names its agent: `claude` claude-code, `gemini` gemini-cli, `qwen` qwen-code.
     return agent == wanted or agent.startswith(wanted + "-")
 
 
@@ -62,4 +62,34 @@ def session_filter(
     return keep
 
 
-__all__ = ["session_filter", "since_ms"]
+SURFACES = ("current", "shadowed", "log-only")
+
+
+def event_filter(
+    types: list[str] | None, skip_types: list[str] | None, classes: list[str] | None
+) -> tuple[Callable[[dict[str, Any]], bool] | None, str]:
+    """An event-record predicate for ``--type``, ``--skip-type`` (shell-style patterns such as
+    ``tool/*``) and ``--class``, and the same filters in words for a heading; (None, "") for
+    none."""
+    from fnmatch import fnmatchcase
+
+    if not types and not skip_types and not classes:
+        return None, ""
+
+    def keep(record: dict[str, Any]) -> bool:
+        kind = str(record.get("type"))
+        if types and not any(fnmatchcase(kind, t) for t in types):
+            return False
+        if skip_types and any(fnmatchcase(kind, t) for t in skip_types):
+            return False
+        return not classes or record.get("surface") in classes
+
+    said = [
+        *(f"--type {t}" for t in types or []),
+        *(f"--skip-type {t}" for t in skip_types or []),
+        *(f"--class {c}" for c in classes or []),
+    ]
+    return keep, " ".join(said)
+
+
+__all__ = ["SURFACES", "event_filter", "session_filter", "since_ms"]

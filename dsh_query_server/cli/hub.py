@@ -88,7 +88,7 @@ def run_hub(args: argparse.Namespace) -> None:
     import contextlib
     import logging
 
-    from ..mcp.bridge import METHODS as MCP_METHODS
+    from ..mcp.bridge import run_tool
     from .serve import quiet_pygls
 
     logging.basicConfig(
@@ -104,7 +104,7 @@ def run_hub(args: argparse.Namespace) -> None:
             idle_exit=args.idle_exit,
             tcp=_tcp(args.tcp),
             tcp_token_file=args.tcp_token_file,
-            extra_methods=MCP_METHODS,
+            tools=run_tool,
         )
     except SystemExit as exc:  # a refused token file or directory, said on stderr
         code = exc.code if isinstance(exc.code, int) else 2
@@ -216,7 +216,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
         help="the one server your CLI, editors and agents share: run it, or status|stop|list",
         description="Without an action, run the hub of this configuration in the foreground.",
     )
-    hub.add_argument("action", nargs="?", choices=ACTIONS)
+    hub.add_argument(
+        "action",
+        nargs="?",
+        choices=ACTIONS,
+        help="status, stop or list the hubs; ensure (start if needed, print its status as JSON) "
+        "and connect (stdio joined to the hub) are for editors; none: run the hub here",
+    )
     hub.add_argument("--index", metavar="PATH", help="full-text index path, or :memory:")
     hub.add_argument(
         "--checkpoint", choices=CHECKPOINT_MODES, help="how live events reach persistence"

@@ -22,6 +22,19 @@ def _schema(argv: list[str]) -> int | None:
 def _mcp(argv: list[str]) -> int | None:
     from ..mcp.server import main
 
+    if "-h" in argv or "--help" in argv:
+        # --demo is this command line's, not the MCP server's: its help lists it too.
+        from ..mcp.config import parser
+
+        mcp = parser()
+        mcp.add_argument(
+            "--demo",
+            action="store_true",
+            help="serve the demo corpus (as serve --demo), with the demo's main project as "
+            "the workspace unless --workspace is given",
+        )
+        mcp.print_help()
+        return 0
     if "--demo" not in argv:
         return main(argv)
     # The demo corpus, as `serve --demo` preloads it; the workspace is the demo's main project

@@ -1,23 +1,33 @@
-"""How client commands print what the server answered: rich tables and trees, or JSON. Session
-content is data, never rich markup: every string from the server is escaped."""
+"""How client commands print what the server answered: one-line tables (lines.py) and trees, or
+JSON. Session content is data, never rich markup: every string from the server is escaped or
+carried in a ``Text``."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..client import Client
+from ..client import Client, RpcError
+from . import style
+from .ids import Parents, parents_of, resolve_id, short_ids
 
 
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
+def print_result(client: Client, method: str, params: dict[str, Any]) -> None:
+    """A result printed as it is, as ``print_json`` prints it: a hub indents it itself
+    (hub/render), so a large one (a long session's surface) is never decoded here."""
+    print_pretty(client.request_pretty(method, params))
+
+
 def print_pretty(text: bytes) -> None:
-    """JSON text already indented as print_json indents (Client.request_pretty)."""
+    """JSON text indented as ``print_json`` indents it (Client.request_pretty)."""
     sys.stdout.flush()
     sys.stdout.buffer.write(text + b"\n")
 
@@ -28,12 +38,6 @@ def when(ms: Any, fmt: str = "%Y-%m-%d %H:%M") -> str:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(fmt)
 
 
-def first_line(text: str, width: int = 70, escape: bool = True) -> str:
-    line = text.split("\n", 1)[0]
-    line = line if len(line) <= width else line[: width - 1] + "…"
-    return safe(line) if escape else line
-
-
 def safe(value: Any) -> str:
     """Session content is data, never rich markup: escape every string we print."""
     from rich.markup import escape
@@ -41,10 +45,39 @@ def safe(value: Any) -> str:
     return escape(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
 
 
-def console() -> Any:
-    from rich.console import Console
+def plural(n: int, noun: str) -> str:
+    """``1 session``, ``2 sessions``."""
+    return f"{n} {noun if n == 1 else noun + 's'}"
 
-    return Console()
+
+def seq_ranges(seqs: Iterable[int]) -> str:
+    """Seqs as ranges with their count: up to three runs listed (``#7–#9, #12, 4 events``), more
+    as their span (``#7–#946, 191 events in 24 runs``); ``—`` for none."""
+    ordered = sorted(set(seqs))
+    if not ordered:
+        return "—"
+    if len(ordered) == 1:
+        return f"#{ordered[0]}"
+    runs: list[tuple[int, int]] = []
+    for seq in ordered:
+        if runs and seq == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], seq)
+        else:
+            runs.append((seq, seq))
+    count = plural(len(ordered), "event")
+    if len(runs) > 3:
+        return f"#{ordered[0]}–#{ordered[-1]}, {count} in {len(runs)} runs"
+    shown = ", ".join(f"#{a}" if a == b else f"#{a}–#{b}" for a, b in runs)
+    return f"{shown}, {count}"
+
+
+def chain(seqs: list[int]) -> str:
+    """A replacement chain in its order (``#5 → #9 → #12``); a long one as its ends."""
+    if not seqs:
+        return "—"
+    if len(seqs) <= 4:
+        return " → ".join(f"#{s}" for s in seqs)
+    return f"#{seqs[0]} → … → #{seqs[-1]}, {plural(len(seqs), 'event')}"
 
 
 def agent_of(header: dict[str, Any]) -> str:
@@ -54,6 +87,72 @@ def agent_of(header: dict[str, Any]) -> str:
     return agent if isinstance(agent, str) and agent else "dsh"
 
 
+@dataclass
+class Listing:
+    """What ``listSessions`` answered, with the ids as they are shown and taken."""
+
+    records: list[dict[str, Any]]
+    parents: Parents = field(init=False)
+    _short: dict[str, str] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.parents = parents_of(self.records)
+
+    @property
+    def ids(self) -> list[str]:
+        return [r["header"]["id"] for r in self.records]
+
+    def short(self, sid: str) -> str:
+        if self._short is None:
+            self._short = short_ids(self.ids, self.parents)
+        return self._short.get(sid, sid)
+
+    def resolve(self, text: str) -> str:
+        """An id, its shown form or a prefix (ids.py) as the id the server knows."""
+        return resolve_id(text, self.ids, self.parents)
+
+
+def listing(client: Client) -> Listing:
+    return Listing(client.request("sessionQuery/listSessions"))
+
+
+NOT_FOUND = "SESSION_QUERY_SESSION_NOT_FOUND"
+
+
+def on_session(
+    client: Client, text: str, as_json: bool, show: Callable[[str, str | None], None]
+) -> None:
+    """``show(id, name)`` for the session ``text`` names (an id, its shown form or a prefix;
+    ``name``: the id as listed, for a heading). ``--json`` shows no name, so an exact id is used
+    as it is: the listing, which on a hub's large corpus costs more than the command, is read
+    only when the server does not know ``text`` as an id (``show`` fails before printing)."""
+    if not as_json:
+        listed = listing(client)
+        sid = listed.resolve(text)
+        return show(sid, listed.short(sid))
+    try:
+        return show(text, None)
+    except RpcError as exc:
+        if exc.data_code != NOT_FOUND:
+            raise
+        sid = listing(client).resolve(text)
+        if sid == text:
+            raise
+    show(sid, None)
+
+
+def titles(client: Client, ids: list[str]) -> dict[str, str]:
+    """Each session's current title, where it has one."""
+    if not ids:
+        return {}
+    out: dict[str, str] = {}
+    for t in client.request("sessionQuery/readTitles", {"sessionIds": ids}):
+        title = t.get("value", {}).get("title", {}).get("title")
+        if isinstance(title, str) and title.strip():
+            out[t["sessionId"]] = title
+    return out
+
+
 def show_sessions(
     client: Client,
     as_json: bool,
@@ -61,123 +160,109 @@ def show_sessions(
     limit: int | None = None,
     page: bool = True,
 ) -> None:
-    """One line per session, cut to the terminal; ids as their shortest unique prefix."""
-    if as_json and keep is None and limit is None:
-        return print_pretty(client.request_pretty("sessionQuery/listSessions"))
-    listed = client.request("sessionQuery/listSessions")
-    sessions = [r for r in listed if keep is None or keep(r["header"])]
+    """One line per session, fitted to the terminal; ids as they are shown and taken (ids.py).
+    JSON carries the server's records plus ``title`` where a session has one."""
+    listed = listing(client)
+    sessions = [r for r in listed.records if keep is None or keep(r["header"])]
     more = len(sessions) - limit if limit is not None and len(sessions) > limit else 0
     sessions = sessions[:limit] if more else sessions
+    title_of = titles(client, [s["header"]["id"] for s in sessions])
     if as_json:
-        return print_json(sessions)
-    from .ids import short_ids
+        return print_json(
+            [
+                {**r, "title": title_of[r["header"]["id"]]} if r["header"]["id"] in title_of else r
+                for r in sessions
+            ]
+        )
+    from rich.text import Text
+
+    from .describe import one_line
     from .lines import Column, emit, render, terminal_width
 
-    ids = [s["header"]["id"] for s in sessions]
-    titles = client.request("sessionQuery/readTitles", {"sessionIds": ids}) if ids else []
-    title_of = {
-        t["sessionId"]: t.get("value", {}).get("title", {}).get("title", "") for t in titles
-    }
-    short = short_ids(r["header"]["id"] for r in listed)
     columns = [
-        Column("id"),
+        Column("id", style=style.ID),
         Column("agent"),
         Column("created (UTC)"),
-        Column("state"),
-        Column("title", flexible=True),
-        Column("parent", flexible=True),
-        Column("cwd", flexible=True),
+        Column("state", drop=3),
+        Column("title", flexible=True, keep=24),
+        Column("parent", flexible=True, keep=10, drop=1, style=style.ID),
+        Column("cwd", flexible=True, keep=16, drop=2),
     ]
-    rows = []
+    rows: list[list[Any]] = []
     for record in sessions:
         h = record["header"]
         state = "+".join(
             n for n, on in (("live", record["live"]), ("persisted", record["persisted"])) if on
         )
-        parent = h.get("parentSession", "")
+        parent = h.get("parentSession")
         rows.append(
             [
-                short.get(h["id"], h["id"]),
+                listed.short(h["id"]),
                 agent_of(h),
                 when(h.get("createdAt")),
-                state,
-                first_line(title_of.get(h["id"], ""), 200, escape=False),
-                short.get(parent, parent) if isinstance(parent, str) else "",
+                Text(state, style="bold" if record["live"] else ""),
+                one_line(title_of.get(h["id"], "")),
+                listed.short(parent) if isinstance(parent, str) else "",
                 str(h.get("cwd", "")),
             ]
         )
-    shown = (
-        f"{len(sessions)} of {len(listed)}" if len(sessions) != len(listed) else str(len(sessions))
-    )
-    lines = [f"{shown} sessions (newest first)", *render(columns, rows, terminal_width())]
+    total = len(listed.records)
+    if not total:
+        heading = "no sessions"
+    elif not sessions:
+        heading = f"none of {plural(total, 'session')} match"
+    elif len(sessions) == total:
+        heading = f"{plural(total, 'session')} (newest first)"
+    else:
+        heading = f"{len(sessions)} of {total} sessions (newest first)"
+    lines: list[Any] = [Text(heading, style=style.HEADER)]
+    if sessions:
+        lines += render(columns, rows, terminal_width())
     if more:
-        lines.append(f"… {more} more (--limit N shows more)")
-    emit(lines, page)
-
-
-def show_events(
-    client: Client, session_id: str, as_json: bool, limit: int | None = None, page: bool = True
-) -> None:
-    """One line per event, cut to the terminal, through $PAGER on a terminal."""
-    from .lines import Column, emit, render, terminal_width
-
-    events = client.request("sessionQuery/listEvents", {"sessionId": session_id})
-    total = len(events)
-    events = events[:limit] if limit is not None else events
-    if as_json:
-        return print_json(events)
-    docs = client.request("sessionQuery/filterEvents", {"sessionId": session_id, "filters": []})
-    text = {d["seq"]: d["text"] for d in docs}
-    day = when(events[0]["time"], "%Y-%m-%d") if events else ""
-    columns = [
-        Column("seq", right=True),
-        Column("type"),
-        Column("surface"),
-        Column("time"),
-        Column("text", flexible=True),
-    ]
-    rows = [
-        [
-            str(e["seq"]),
-            str(e["type"]),
-            str(e["surface"]),
-            when(e["time"], "%H:%M:%S"),
-            first_line(text.get(e["seq"], ""), 200, escape=False),
-        ]
-        for e in events
-    ]
-    lines = [
-        f"events of {session_id} ({total}, from {day} UTC)",
-        *render(columns, rows, terminal_width()),
-    ]
-    if len(events) < total:
-        lines.append(f"… {total - len(events)} more events (--limit N shows more)")
+        lines.append(Text(f"… {more} more (--limit N shows more)", style=style.DIM))
     emit(lines, page)
 
 
 def show_lineage(client: Client, session_id: str, as_json: bool) -> None:
+    if as_json:
+        return print_result(client, "sessionQuery/traceSession", {"sessionId": session_id})
+    from rich.text import Text
     from rich.tree import Tree
 
-    trace = client.request("sessionQuery/traceSession", {"sessionId": session_id})
-    if as_json:
-        return print_json(trace)
+    from .describe import one_line
+    from .lines import cut
 
-    def label(record: dict[str, Any], target: bool = False) -> str:
+    trace = client.request("sessionQuery/traceSession", {"sessionId": session_id})
+    listed = listing(client)
+    records = [trace["target"], *trace["ancestors"]]
+    stack = list(trace["descendants"])
+    while stack:
+        node = stack.pop()
+        records.append(node["session"])
+        stack.extend(node["descendants"])
+    title_of = titles(client, [r["header"]["id"] for r in records])
+
+    def label(record: dict[str, Any], target: bool = False) -> Text:
         h = record["header"]
-        flags = " ".join(
+        flags = [
             f for f, on in (("live", record["live"]), ("persisted", record["persisted"])) if on
-        )
-        name = f"[bold]{safe(h['id'])}[/bold]" if target else safe(h["id"])
-        return (
-            f"{name} [dim]({flags}{', sub-agent' if h.get('origin') == 'subagent' else ''})[/dim]"
-        )
+        ]
+        if h.get("origin") == "subagent":
+            flags.append("sub-agent")
+        out = Text(listed.short(h["id"]), style=f"{style.ID} bold" if target else style.ID)
+        title = one_line(title_of.get(h["id"], ""))
+        if title:
+            out.append("  " + cut(title, 60))
+        out.append(f"  ({', '.join(flags) or 'not stored'})", style=style.DIM)
+        if target:
+            out.append("  ◀ this session", style="bold")
+        return out
 
     top: Tree | None = None
     cursor: Tree | None = None
     if not trace["complete"]:
-        top = cursor = Tree(
-            f"[red]parent {safe(trace['unresolvedParentId'])} is not in the corpus[/red]"
-        )
+        missing = listed.short(trace["unresolvedParentId"])
+        top = cursor = Tree(Text(f"parent {missing} is not in the corpus", style="red"))
     for record, is_target in [(r, False) for r in reversed(trace["ancestors"])] + [
         (trace["target"], True)
     ]:
@@ -188,34 +273,36 @@ def show_lineage(client: Client, session_id: str, as_json: bool) -> None:
         )
         top, cursor = top or node, node
     assert cursor is not None  # the target is always there
-    stack = [(cursor, trace["descendants"])]
-    while stack:
-        parent, children = stack.pop()
+    branches = [(cursor, trace["descendants"])]
+    while branches:
+        parent, children = branches.pop()
         for child in children:
-            stack.append((parent.add(label(child["session"])), child["descendants"]))
-    console().print(top)
+            branches.append((parent.add(label(child["session"])), child["descendants"]))
+    style.console().print(top)
 
 
-def show_event_trace(client: Client, session_id: str, seq: int, as_json: bool) -> None:
-    from rich.table import Table
-
-    trace = client.request("sessionQuery/traceEvent", {"sessionId": session_id, "seq": seq})
+def show_event_trace(
+    client: Client, session_id: str, seq: int, as_json: bool, name: str | None = None
+) -> None:
+    params = {"sessionId": session_id, "seq": seq}
     if as_json:
-        return print_json(trace)
+        return print_result(client, "sessionQuery/traceEvent", params)
+    from rich.text import Text
+
+    from .lines import Column, emit, render, terminal_width
+
+    trace = client.request("sessionQuery/traceEvent", params)
     t = trace["target"]
-    table = Table(
-        title=f"trace of {safe(session_id)} #{seq}: {safe(t['type'])} ({t['surface']})",
-        title_justify="left",
-    )
-    table.add_column("relationship")
-    table.add_column("seqs")
+    surface = t["surface"]
+    title = Text(f"trace of {name or session_id} #{seq}: {t['type']} (", style=style.HEADER)
+    title.append(surface, style=style.SURFACE.get(surface, ""))
+    title.append(")")
     rows = [
-        ("replaced by", [trace["replacedBy"]] if "replacedBy" in trace else []),
-        ("replacement chain", trace["replacementChain"]),
-        ("replaced events", trace["replacedEventSeqs"]),
-        ("sources", trace["sourceEventSeqs"]),
-        ("derived events", trace["derivedEventSeqs"]),
+        ["replaced by", seq_ranges([trace["replacedBy"]] if "replacedBy" in trace else [])],
+        ["replacement chain", chain(trace["replacementChain"])],
+        ["replaced events", seq_ranges(trace["replacedEventSeqs"])],
+        ["sources", seq_ranges(trace["sourceEventSeqs"])],
+        ["derived events", seq_ranges(trace["derivedEventSeqs"])],
     ]
-    for name, seqs in rows:
-        table.add_row(name, ", ".join(map(str, seqs)) or "—")
-    console().print(table)
+    columns = [Column("relationship"), Column("seqs", flexible=True)]
+    emit([title, *render(columns, rows, terminal_width())], page=False)

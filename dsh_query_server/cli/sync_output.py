@@ -4,22 +4,10 @@ line per source on stderr, and the one JSON object of ``--json`` on stdout."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from typing import TextIO
 
 from .. import jsoncodec
-from .sync_group import Report
-
-
-@dataclass(frozen=True, slots=True)
-class Skip:
-    """A skipped or failed session."""
-
-    id: str
-    source: str
-    reason: str
-    seq: int | None = None
-    message: str = ""
+from ..sync.group import Report, Skip
 
 
 def parser() -> argparse.ArgumentParser:

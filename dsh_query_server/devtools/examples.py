@@ -1,14 +1,21 @@
 """The JSON examples of docs/reference.md: one scripted session against the real server.
 
-Every example is a request this module sends to ``python -m dsh_query_server`` over stdio and the
-answer it got, so the reference shows what the server does, not what someone remembered. Times
-are given explicitly and the backend lives in a temporary folder shown as ``/data``, so the
-output is the same on every run (tests/test_reference.py regenerates it and compares).
+Every example is a request this module sends to ``python -m dsh_query_server`` over stdio (and,
+for a hub's own ``hub/*`` methods, to a ``dsh-query hub`` over its socket) and the answer it got,
+so the reference shows what the server does, not what someone remembered. Times are given
+explicitly and the backend lives in a temporary folder shown as ``/data``; what a hub cannot
+give the same twice (its pid, when it started) is shown as ``HUB_SHOWN`` says, so the output is
+the same on every run (tests/docs/test_reference.py regenerates it and compares).
 """
 
 from __future__ import annotations
 
+import glob
+import os
+import subprocess
+import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +81,7 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
         {"kind": "surface", "values": ["current"]}, {"kind": "text", "text": "budget"}]}),
     ("sessionQuery/readEvent", {"sessionId": "s1", "seq": 1, "before": 1, "after": 0}),
     ("sessionQuery/readSurface", {"sessionId": "s1"}),
+    ("sessionQuery/readTimeline", {"sessionId": "s1"}),
     ("sessionQuery/readSession", {"sessionId": "s2"}),
     ("sessionQuery/readTitle", {"sessionId": "s1"}),
     ("sessionQuery/readTitles", {"sessionIds": ["s1", "nope"]}),
@@ -95,11 +103,28 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
 ]  # fmt: skip
 ERRORS: list[tuple[str, dict[str, Any]]] = [
     ("sessionQuery/readEvent", {"sessionId": "s1", "seq": 99}),
+    ("sessionQuery/readSurface", {"sessionId": "s1", "throughSeq": 99}),
     ("sessionQuery/listEvents", {"sessionId": 7}),
     ("sessionQuery/searchSessions", {"query": "   "}),
     ("sessionStore/append", {"sessionId": "s1", "events": [{"type": "user/message"}]}),
     ("sessionPersistence/mount", {"uri": "sqlite:relative.db"}),
 ]
+
+
+# The hub: its methods, in this order (hub/stop last: it ends the hub), and the calls kept as
+# error examples.
+HUB_OPTIONS: dict[str, Any] = {"persistence": None, "index": ":memory:"}
+HUB_SCRIPT: list[tuple[str, dict[str, Any]]] = [
+    ("hub/status", {}),
+    ("hub/render", {"method": "sessionQuery/readTitles", "params": {"sessionIds": ["nope"]}}),
+    ("hub/callTool", {"name": "session_search", "arguments": {"query": "retry budget"},
+                      "workspace": {"roots": ["/work/app"], "base": "/work/app"},
+                      "caller": None, "maxResults": 5}),
+    ("hub/render", {"method": "hub/stop"}),
+    ("hub/stop", {}),
+]  # fmt: skip
+HUB_SHOWN = {"pid": 4242, "startedAt": T0, "uptimeMs": 1500}
+HUB_START_SECONDS = 30.0
 
 
 def _swap(value: Any, old: str, new: str) -> Any:
@@ -121,6 +146,43 @@ def run() -> list[Example]:
                     out.append(Example(method, params, result=_swap(result, tmp, DATA)))
                 except RpcError as exc:
                     out.append(Example(method, params, error=_swap(exc.error, tmp, DATA)))
+        out += _hub_examples(tmp)
+    return out
+
+
+def _hub_examples(tmp: str) -> list[Example]:
+    """HUB_SCRIPT against a hub of its own, whose socket lives in ``tmp``."""
+    from ..hub.client import HubClient
+
+    env = {**os.environ, "XDG_RUNTIME_DIR": tmp}
+    command = [sys.executable, "-m", "dsh_query_server.cli", "hub", "--idle-exit", "0"]
+    command += ["--persistence", "none", "--index", ":memory:"]
+    hub = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    out: list[Example] = []
+    try:
+        sockets: list[str] = []
+        deadline = time.monotonic() + HUB_START_SECONDS
+        while not sockets and hub.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+            sockets = glob.glob(os.path.join(tmp, "dsh-query", "hub-*.json"))
+        if not sockets:
+            raise RuntimeError("the examples' hub did not start")
+        client = HubClient.connect(sockets[0].removesuffix(".json") + ".sock")
+        with client:
+            client.initialize(HUB_OPTIONS)
+            for method, params in HUB_SCRIPT:
+                try:
+                    result = client.request(method, params)
+                    if method == "hub/status":
+                        result = {**result, **HUB_SHOWN}
+                    out.append(Example(method, params, result=_swap(result, tmp, DATA)))
+                except RpcError as exc:
+                    out.append(Example(method, params, error=_swap(exc.error, tmp, DATA)))
+        hub.wait(HUB_START_SECONDS)
+    finally:
+        if hub.poll() is None:
+            hub.kill()
+            hub.wait()
     return out
 
 

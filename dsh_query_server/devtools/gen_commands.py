@@ -3,7 +3,7 @@
     python -m dsh_query_server.devtools.gen_commands          # rewrite the generated files
     python -m dsh_query_server.devtools.gen_commands --check  # exit 1 if any has drifted
 
-Both outputs are committed; tests/test_tree.py runs the check.
+Both outputs are committed; tests/server/tree/test_tree.py runs the check.
 """
 
 from __future__ import annotations

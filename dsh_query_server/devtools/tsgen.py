@@ -18,9 +18,9 @@ from .. import schema as wire_schema
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "vscode-extension" / "src" / "protocol.gen.ts"
 HEADER = """\
-// Generated from the protocol's JSON Schema (dsh_query_server/schema.py) by
+// Generated from the protocol's JSON Schema (dsh_query_server/schema/) by
 // `python -m dsh_query_server.devtools.tsgen`. Do not edit: change the schema and regenerate
-// (tests/test_schema.py fails while this file differs from what the generator writes).
+// (tests/schema/test_schema.py fails while this file differs from what the generator writes).
 """
 _PRIMITIVE = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean"}
 _PRIMITIVE |= {"null": "null"}
@@ -120,8 +120,10 @@ def generate(document: dict[str, Any] | None = None) -> str:
     out = [HEADER]
     for name, s in doc["$defs"].items():
         out.append(declaration(name, s) + "\n")
-    out.append("/** Params and result of every request, by method name. */")
-    out.append("export interface RequestMap {")
+    out.append(
+        "/** Params and result of every request, by method name: `request()` is typed by it. */"
+    )
+    out.append("export interface Requests {")
     for method, m in doc["methods"].items():
         params, result = ts_type(m["params"], "  "), ts_type(m["result"], "  ")
         out.append(f"  {json.dumps(method)}: {{ params: {params}; result: {result} }};")

@@ -164,4 +164,4 @@ class HubClient:
         self.close()
 
 
-__all__ = ["HubClient", "HubGone"]
+__all__ = ["HubClient", "HubGone", "RpcError"]

@@ -19,16 +19,15 @@ import socket
 import struct
 import sys
 import time
-from collections.abc import Mapping
 from typing import Any
 
 from ..errors import QueryError
 from ..rundir import RunDirError, write_private
 from ..server.app import QueryServer
-from ..server.methods import Call
 from ..server.sockets import Connection
 from ..server.stdio import tune_malloc
 from ..server.tcpauth import TokenGate, token_for
+from .handlers import HubTcp, ToolRunner
 from .key import hub_key
 from .paths import HubPaths, paths_for
 from .service import Hub
@@ -77,13 +76,13 @@ class Daemon:
         idle_exit: float,
         tcp: tuple[str, int] | None,
         tcp_token_file: str | None,
-        extra_methods: Mapping[str, Call] | None,
+        tools: ToolRunner | None,
     ) -> None:
         self.paths = paths
         self.idle_exit = idle_exit
         self.tcp = tcp
         self.tcp_token_file = tcp_token_file
-        self.hub = Hub(options, paths, extra_methods=extra_methods, stop=self.stop)
+        self.hub = Hub(options, paths, tools=tools, stop=self.stop)
         self.listeners: list[asyncio.Server] = []
         self.done: asyncio.Future[None] | None = None
         self._stopping = False
@@ -140,7 +139,7 @@ class Daemon:
         token, path, made = token_for(bound, self.tcp_token_file)
         gate = TokenGate(token)
         self._token_file = path if made else None
-        self.hub.tcp = {"host": host, "port": bound, "tokenFile": path}
+        self.hub.tcp = HubTcp(host, bound, path)
         self.listeners.append(server)
 
     async def _idle(self) -> None:
@@ -185,7 +184,7 @@ def run(
     idle_exit: float = IDLE_EXIT_DEFAULT,
     tcp: tuple[str, int] | None = None,
     tcp_token_file: str | None = None,
-    extra_methods: Mapping[str, Call] | None = None,
+    tools: ToolRunner | None = None,
 ) -> int:
     """Run the hub of ``options`` in this process; the exit status (2: refused)."""
     tune_malloc()
@@ -207,7 +206,7 @@ def run(
             idle_exit=idle_exit,
             tcp=tcp,
             tcp_token_file=tcp_token_file,
-            extra_methods=extra_methods,
+            tools=tools,
         )
     except QueryError as exc:
         sys.stderr.write(f"dsh-query hub: {exc.message}\n")

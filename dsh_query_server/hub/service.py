@@ -1,6 +1,6 @@
 """The hub's one service shared by every connection (hub.md §2): one runtime (live store,
 binding, checkpointer, search index, instance id), one worker pool, change notifications to
-every initialized connection, and the hub's own methods ``hub/status`` and ``hub/stop``.
+every initialized connection, and what the hub's own methods (handlers.py) answer.
 
 Each connection has its own ``QueryServer`` and so its own LSP lifecycle, request ids and
 cancellation tokens; its ``initialize`` attaches it to the runtime when its options resolve to
@@ -12,30 +12,35 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import msgspec
 from pygls.protocol import default_converter
 
-from .. import __version__, errors, jsoncodec
+from .. import __version__, errors
 from ..cancel import CancelToken
+from ..core.config import build_config, merge
+from ..core.runtime import Runtime
 from ..errors import QueryError
-from ..persistence.uri import display_uri
+from ..persistence.mount.uri import display_uri
 from ..server.app import QueryServer
-from ..server.config import build_config, merge
-from ..server.dispatch import encode_frame, invoke, worker_pool
-from ..server.methods import INLINE, METHODS, Call
+from ..server.dispatch import encode_frame, worker_pool
 from ..server.notifier import ChangeNotifier
-from ..server.runtime import Runtime
 from ..server.sockets import Connection
+from .handlers import (
+    CallToolParams,
+    CallToolResult,
+    HubIndex,
+    HubStatus,
+    HubTcp,
+    MountFailure,
+    ToolRunner,
+    serve_runtime,
+)
 from .key import hub_key, resolved
+from .methods import METHODS
 from .paths import HubPaths
-
-STATUS = "hub/status"
-STOP = "hub/stop"
-RENDER = "hub/render"  # [ours]: a query method's result, indented for a command line to print
 
 
 def other_configuration(key: str) -> QueryError:
@@ -52,12 +57,12 @@ class Hub:
         options: dict[str, Any],
         paths: HubPaths,
         *,
-        extra_methods: Mapping[str, Call] | None = None,
+        tools: ToolRunner | None = None,
         stop: Callable[[], None] = lambda: None,
     ) -> None:
         """``options``: the validated configuration options (flags over ``--config``);
-        ``extra_methods``: added to the method table (the MCP bridge's); ``stop``: begins the
-        hub's orderly exit (on the event loop)."""
+        ``tools``: runs ``hub/callTool`` (the MCP layer's tools); ``stop``: begins the hub's
+        orderly exit (on the event loop)."""
         self.options = options
         self.config = build_config(options)
         self.resolved = resolved(options)
@@ -70,26 +75,17 @@ class Hub:
         self.notifier = ChangeNotifier(self._broadcast)
         self.runtime = Runtime(self.config, self.notifier.mark)
         self.connections: dict[QueryServer, Connection[QueryServer]] = {}
-        self.tcp: dict[str, Any] | None = None  # {host, port, tokenFile} with --tcp
+        self.tcp: HubTcp | None = None  # with --tcp
         self.last_active = time.monotonic()
+        self.tools = tools
         self._stop = stop
-        self.methods: dict[str, Call] = {
-            **METHODS,
-            STATUS: lambda rt, p, t: self.status(),
-            STOP: self._stop_method,
-            RENDER: self._render,
-            **(extra_methods or {}),
-        }
+        serve_runtime(self.runtime, self)
 
     # -- connections (Service, server/app.py) ----------------------------------------------------
 
     def open(self, connection: Connection[QueryServer]) -> QueryServer:
         server = QueryServer(
-            self,
-            methods=self.methods,
-            inline=INLINE,
-            executor=self.executor,
-            converter=self.converter,
+            self, methods=METHODS, executor=self.executor, converter=self.converter
         )
         self.connections[server] = connection
         self.last_active = time.monotonic()
@@ -99,11 +95,7 @@ class Hub:
         """One initialize on a connection of nobody's, so that the LSP types' structuring code
         is built before the first client waits for it (~80 ms, then under a millisecond)."""
         server = QueryServer(
-            self,
-            methods=self.methods,
-            inline=INLINE,
-            executor=self.executor,
-            converter=self.converter,
+            self, methods=METHODS, executor=self.executor, converter=self.converter
         )
         server.protocol.set_writer(_Discard())
         server.protocol.handle_message(
@@ -149,43 +141,37 @@ class Hub:
 
     # -- the hub's methods -------------------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> HubStatus:
         config = dict(self.resolved)
         config["persistence"] = _displayed(config["persistence"])
-        search = self.runtime.search
-        out: dict[str, Any] = {
-            "pid": self.pid,
-            "key": self.key,
-            "socket": self.paths.socket,
-            "startedAt": int(self.started * 1000),
-            "connections": len(self.connections),
-            "uptimeMs": int((time.time() - self.started) * 1000),
-            "config": config,
-            "index": {"path": self.config.search.path, "file": search.index_path},
-            "version": __version__,
-        }
-        if self.tcp is not None:
-            out["tcp"] = self.tcp
-        return out
+        failed = self.runtime.start_failure
+        extra: dict[str, Any] = {} if self.tcp is None else {"tcp": self.tcp}
+        if failed is not None and self.runtime.binding.current() is None:
+            extra["mountFailure"] = MountFailure(failed.code, failed.message)
+        return HubStatus(
+            pid=self.pid,
+            key=self.key,
+            socket=self.paths.socket,
+            startedAt=int(self.started * 1000),
+            connections=len(self.connections),
+            uptimeMs=int((time.time() - self.started) * 1000),
+            config=config,
+            index=HubIndex(self.config.search.path, self.runtime.search.index_path),
+            version=__version__,
+            **extra,
+        )
 
-    def _stop_method(self, rt: Runtime, params: dict[str, Any], token: CancelToken) -> Any:
-        """hub/stop: answered {} first; the stop waits for this answer like any in flight."""
+    def stop(self) -> None:
+        """hub/stop (a worker thread): the stop runs on the loop and waits for this answer like
+        any other in flight."""
         loop = self.notifier.loop
         if loop is not None:
             loop.call_soon_threadsafe(self._stop)
-        return {}
 
-    def _render(self, rt: Runtime, params: dict[str, Any], token: CancelToken) -> Any:
-        """hub/render {method, params}: the method's result as the command line prints --json
-        (indented by 2), in the response as that JSON text, so that a thin client writes it out
-        without decoding it (a 10,000-session listing: ~10 ms here, ~130 ms as json.dumps)."""
-        method = params.get("method")
-        call = METHODS.get(method) if isinstance(method, str) else None
-        if call is None:
-            raise QueryError(errors.INVALID_REQUEST, f"{RENDER}: method must be a query method")
-        result = invoke(call, rt, params.get("params"), token)
-        raw = result if type(result) is msgspec.Raw else msgspec.Raw(jsoncodec.dumps(result))
-        return msgspec.Raw(msgspec.json.format(raw, indent=2))
+    def run_tool(self, rt: Runtime, p: CallToolParams, token: CancelToken) -> CallToolResult:
+        if self.tools is None:
+            raise QueryError(errors.INVALID_REQUEST, "this hub runs no tools")
+        return self.tools(rt, p, token)
 
     def info(self) -> dict[str, Any]:
         """hub-<key>.json (hub.md §1)."""
@@ -195,7 +181,7 @@ class Hub:
             "socket": self.paths.socket,
             "started": int(self.started * 1000),
             "version": __version__,
-            "config": self.status()["config"],
+            "config": self.status().config,
         }
 
     async def drain_all(self) -> None:
@@ -220,4 +206,4 @@ def _displayed(persistence: Any) -> Any:
     return persistence if persistence is None else display_uri(persistence)
 
 
-__all__ = ["RENDER", "STATUS", "STOP", "Hub", "other_configuration"]
+__all__ = ["Hub", "other_configuration"]

@@ -1,13 +1,8 @@
 """The MCP tools run inside the hub (hub.md §3, **[ours]**): ``dsh-query mcp`` keeps speaking
 MCP to its agent (schema checks, the scheduler, the deadline, the roots/list scope step) and
-sends each tool call to its hub as ``hub/callTool``; the hub runs the very tool functions an
-in-process server runs (tools.py, search_tool.py) against its shared service, so a tool answers
-the same either way.
-
-params ``{name, arguments, workspace: {roots, base}, caller, maxResults}``; result
-``{text, structured}``, ``{error: {code, message}}`` (a tool error, already sanitized) or
-``{interrupted: true}`` (the request's token fired: the MCP side decides between its timeout
-and a cancellation, tools.md §1.10).
+sends each tool call to its hub as ``hub/callTool`` (hub/handlers.py); the hub runs it with
+``run_tool``, the very tool functions an in-process server runs (tools.py, search_tool.py),
+against its shared service, so a tool answers the same either way.
 """
 
 from __future__ import annotations
@@ -17,20 +12,15 @@ from typing import Any
 
 from .. import errors, jsoncodec
 from ..cancel import CancelToken
+from ..core.runtime import Runtime
 from ..errors import QueryError
-from ..query.workspace import Workspace
-from ..server.methods import Call as MethodCall
-from ..server.runtime import Runtime
+from ..hub.handlers import CallToolParams, CallToolResult, ToolFailure
+from ..model.workspace import Workspace
 from .args import TOOL_BY_NAME, ToolError
 from .search_tool import RUN
 from .tools import TOOL_FAILED, Call, Interrupted
 
 log = logging.getLogger("dsh_query_server.mcp")
-CALL_TOOL = "hub/callTool"
-
-
-def _invalid(detail: str) -> QueryError:
-    return QueryError(errors.INVALID_REQUEST, f"{CALL_TOOL}: {detail}")
 
 
 def run(name: str, call: Call, arguments: dict[str, Any]) -> Any:
@@ -47,36 +37,18 @@ def run(name: str, call: Call, arguments: dict[str, Any]) -> Any:
         return ToolError(TOOL_FAILED, "session query operation failed")
 
 
-def call_tool(rt: Runtime, p: dict[str, Any], token: CancelToken) -> Any:
-    name = p.get("name")
-    arguments = p.get("arguments")
-    workspace = p.get("workspace")
-    caller = p.get("caller")
-    max_results = p.get("maxResults")
-    if not isinstance(name, str) or name not in TOOL_BY_NAME:
-        raise _invalid("name must be a tool name")
-    if not isinstance(arguments, dict):
-        raise _invalid("arguments must be an object")
-    roots = workspace.get("roots") if isinstance(workspace, dict) else None
-    base = workspace.get("base") if isinstance(workspace, dict) else None
-    if not (isinstance(roots, list) and all(isinstance(r, str) for r in roots)):
-        raise _invalid("workspace.roots must be an array of strings")
-    if not isinstance(base, str):
-        raise _invalid("workspace.base must be a string")
-    if caller is not None and not isinstance(caller, str):
-        raise _invalid("caller must be a string or null")
-    if not (isinstance(max_results, int) and not isinstance(max_results, bool) and max_results > 0):
-        raise _invalid("maxResults must be a positive integer")
-    call = Call(rt, token, Workspace(roots, base), caller, max_results)
-    outcome = run(name, call, arguments)
+def run_tool(rt: Runtime, p: CallToolParams, token: CancelToken) -> CallToolResult:
+    """hub/callTool in the hub (its ToolRunner): the tool's outcome as the result."""
+    if p.name not in TOOL_BY_NAME:
+        raise QueryError(errors.INVALID_REQUEST, "name must be a tool name")
+    workspace = Workspace(p.workspace.roots, p.workspace.base)
+    outcome = run(p.name, Call(rt, token, workspace, p.caller, p.maxResults), p.arguments)
     if isinstance(outcome, Interrupted):
-        return {"interrupted": True}
+        return CallToolResult(interrupted=True)
     if isinstance(outcome, ToolError):
-        return {"error": {"code": outcome.code, "message": outcome.message}}
+        return CallToolResult(error=ToolFailure(outcome.code, outcome.message))
     text, structured = outcome
-    return {"text": text, "structured": jsoncodec.to_builtins(structured)}
+    return CallToolResult(text=text, structured=jsoncodec.to_builtins(structured))
 
 
-METHODS: dict[str, MethodCall] = {CALL_TOOL: call_tool}
-
-__all__ = ["CALL_TOOL", "METHODS", "call_tool", "run"]
+__all__ = ["run", "run_tool"]

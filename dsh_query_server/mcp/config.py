@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ..config import persistence_text
+from ..core.config import ServerConfig, build_config, cache_dir, default_persistence, merge
 from ..errors import QueryError
 from ..hub.key import CONFIG_KEYS
 from ..search import ownership
-from ..server.config import ServerConfig, build_config, cache_dir, default_persistence, merge
 from ..values import MAX_SAFE_INTEGER
 from .args import is_json_integer
 
@@ -36,15 +36,38 @@ class McpConfig:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dsh-query mcp", description="MCP server over stdio.")
-    p.add_argument("--persistence", metavar="URI")
-    p.add_argument("--index", metavar="PATH")
-    p.add_argument("--checkpoint", choices=("auto", "manual"))
+    p = argparse.ArgumentParser(
+        prog="dsh-query mcp",
+        description="Serve the session-history tools to an agent over MCP (stdio).",
+    )
+    p.add_argument(
+        "--persistence",
+        metavar="URI",
+        help="backend to read: auto (default), jsonl:<root>, sqlite:<file>, claude:<home>, "
+        "codex:<home>, postgres://…, or none",
+    )
+    p.add_argument("--index", metavar="PATH", help="full-text index path, or :memory:")
+    p.add_argument(
+        "--checkpoint", choices=("auto", "manual"), help="how live events reach persistence"
+    )
     p.add_argument("--config", metavar="FILE", help="configuration keys as a JSON object")
-    p.add_argument("--max-search-results", metavar="N")
-    p.add_argument("--search-timeout-ms", metavar="N")
-    p.add_argument("--workspace", metavar="DIR", action="append")
-    p.add_argument("--caller-session", metavar="ID")
+    p.add_argument(
+        "--max-search-results", metavar="N", help="most hits a search returns (default 100)"
+    )
+    p.add_argument(
+        "--search-timeout-ms", metavar="N", help="a search's deadline in ms (default 30000)"
+    )
+    p.add_argument(
+        "--workspace",
+        metavar="DIR",
+        action="append",
+        help="only sessions whose cwd is under DIR; repeatable (tools.md §1.2)",
+    )
+    p.add_argument(
+        "--caller-session",
+        metavar="ID",
+        help="the calling agent's own session (default $DSH_QUERY_CALLER_SESSION)",
+    )
     p.add_argument(
         "--no-hub",
         action="store_true",

@@ -13,13 +13,12 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Protocol
 
 from ..cancel import CancelToken
-from ..client import RpcError
+from ..core.runtime import Runtime
 from ..hub.channel import HubChannel
-from ..hub.client import HubGone
+from ..hub.client import HubGone, RpcError
 from ..hub.start import HubStartError, connect
-from ..query.workspace import Workspace
+from ..model.workspace import Workspace
 from ..rundir import RunDirError
-from ..server.runtime import Runtime
 from . import bridge
 from .args import ToolError
 from .tools import FAILED_MESSAGE, TOOL_FAILED, Call, Interrupted
@@ -28,6 +27,7 @@ log = logging.getLogger("dsh_query_server.mcp")
 
 CANCEL_POLL_SECONDS = 0.02  # CancelToken has no callback: how often a waiting call looks at it
 REQUEST_CANCELLED = -32800
+CALL_TOOL = "hub/callTool"  # hub/handlers.py
 
 
 class ToolRunner(Protocol):
@@ -114,7 +114,7 @@ class HubTools:
                 return Interrupted()
             try:
                 channel = self._ensure()
-                msg_id, future = channel.submit(bridge.CALL_TOOL, params)
+                msg_id, future = channel.submit(CALL_TOOL, params)
                 return self._outcome(channel, msg_id, future, token)
             except _Retry:
                 continue

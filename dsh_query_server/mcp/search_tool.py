@@ -17,9 +17,10 @@ from msgspec import UNSET
 
 from .. import errors
 from ..errors import QueryError
+from ..model.params import decode
 from ..query.loaded import Record
 from ..search.scope import Scope
-from ..search.wire import SessionSearchPage
+from ..search.wire import SessionSearchPage, SessionSearchRequest
 from . import args as A
 from . import tools
 from .render import availability, iso_time
@@ -76,7 +77,7 @@ def session_search(call: Call, a: dict[str, Any]) -> Result:
     search = call.runtime.search
 
     def scoped(r: dict[str, Any]) -> tuple[SessionSearchPage, frozenset[str]]:
-        return search.search_sessions_scoped(dict(r), scope, call.token)
+        return search.search_sessions_scoped(decode(SessionSearchRequest, r), scope, call.token)
 
     def first_scoped() -> tuple[SessionSearchPage, frozenset[str]] | None:
         try:
@@ -87,7 +88,7 @@ def session_search(call: Call, a: dict[str, Any]) -> Result:
             raise
 
     fetch: Fetch = scoped
-    first = call.svc("searchSessions", first_scoped)
+    first = call.svc("sessionQuery/searchSessions", first_scoped)
     if first is None:
         listed = _listed_request(call, request, parents, include_roots)
         if listed is None:
@@ -95,10 +96,10 @@ def session_search(call: Call, a: dict[str, Any]) -> Result:
         request = listed
 
         def unscoped(r: dict[str, Any]) -> tuple[SessionSearchPage, frozenset[str]]:
-            return search.search_sessions(dict(r), call.token), frozenset()
+            return search.search_sessions(decode(SessionSearchRequest, r), call.token), frozenset()
 
         fetch = unscoped
-        first = call.svc("searchSessions", lambda: unscoped(request))
+        first = call.svc("sessionQuery/searchSessions", lambda: unscoped(request))
     hits, capped = _pages(call, request, first, fetch)
     return _search_result(call, hits, capped)
 
@@ -109,7 +110,9 @@ def _listed_request(
     """Steps 2-4 literally: one listSessions snapshot ``V`` and the clauses it gives; None when
     the result is empty without a search."""
     service = call.runtime.service
-    records: list[Record] = call.svc("listSessions", lambda: service.corpus(call.token))
+    records: list[Record] = call.svc(
+        "sessionQuery/listSessions", lambda: service.corpus(call.token)
+    )
     visible = [r for r in records if call.workspace.visible(r.header.cwd)]
     call.visible_ids.update(r.header.id for r in visible)
     session_filters: list[dict[str, Any]] = list(request["sessionFilters"])
@@ -152,7 +155,7 @@ def _pages(
             return hits, capped
         _next_cursor(seen_cursors, page.nextCursor)
         request["cursor"] = page.nextCursor
-        page, visible_parents = call.svc("searchSessions", lambda: fetch(request))
+        page, visible_parents = call.svc("sessionQuery/searchSessions", lambda: fetch(request))
 
 
 def _search_result(call: Call, hits: list[Any], capped: bool) -> Result:

@@ -28,8 +28,8 @@ from mcp.shared.exceptions import MCPError
 
 from .. import __version__
 from ..cancel import CancelToken
-from ..query.workspace import Workspace
-from ..server.runtime import Runtime
+from ..core.runtime import Runtime
+from ..model.workspace import Workspace
 from . import config as mcp_config
 from .args import TOOL_BY_NAME, TOOLS, ToolError, check_schema
 from .runners import ToolRunner

@@ -16,13 +16,15 @@ from msgspec import UNSET
 
 from .. import errors, jsoncodec
 from ..cancel import CancelToken
+from ..core.runtime import Runtime
 from ..errors import QueryError
 from ..model.event import Event, Header
+from ..model.params import decode
+from ..model.workspace import Workspace
 from ..query import lineage
 from ..query.loaded import Record
 from ..query.text import extract_text
-from ..query.workspace import Workspace
-from ..server.runtime import Runtime
+from ..search.wire import SessionEventSearchRequest
 from . import args as A
 from .args import ToolError
 from .render import availability, indent_text, iso_time, js_number, js_stringify
@@ -93,7 +95,9 @@ class Call:
 
     # -- the sanitizer -------------------------------------------------------------------------
 
-    def svc(self, op: str, fn: Callable[[], T]) -> T:
+    def svc(self, method: str, fn: Callable[[], T]) -> T:
+        """``fn``, the service call behind ``method`` (a registered method's name, which
+        tests/mcp/test_mcp_registry.py checks), with its failures sanitized."""
         if self.token.cancelled:
             raise Interrupted()
         try:
@@ -102,7 +106,7 @@ class Call:
             if self.token.cancelled:
                 raise Interrupted() from None
             try:
-                log.warning("%s failed", op, exc_info=exc)
+                log.warning("%s failed", method, exc_info=exc)
             except Exception:  # noqa: BLE001 - a failing logger is a tool failure
                 raise ToolError(TOOL_FAILED, FAILED_MESSAGE) from None
             code = exc.code if isinstance(exc, (QueryError, ToolError)) else TOOL_FAILED
@@ -128,7 +132,9 @@ class Call:
         """One filterSessions listing; a missing and a hidden target take this same path."""
         service = self.runtime.service
         filters = [{"kind": "id", "values": [target]}]
-        records = self.svc("filterSessions", lambda: service.filter_sessions(filters, self.token))
+        records = self.svc(
+            "sessionQuery/filterSessions", lambda: service.filter_sessions(filters, self.token)
+        )
         if len(records) != 1:
             raise unauthorized()
         header = _header(records[0].header)
@@ -147,7 +153,7 @@ class Call:
         if not ids:
             return {}
         service = self.runtime.service
-        results = self.svc("readTitleSnapshots", lambda: service.read_titles(ids, self.token))
+        results = self.svc("sessionQuery/readTitles", lambda: service.read_titles(ids, self.token))
         out: dict[str, tuple[str, dict[str, Any]]] = {}
         for entry in results:
             sid = entry.sessionId
@@ -248,7 +254,9 @@ def session_event_search(call: Call, a: dict[str, Any]) -> Result:
     seq_from, seq_to = A.seq_range(a.get("seq_from"), a.get("seq_to"))
     service = call.runtime.service
     if target == call.caller:
-        events = call.svc("listEvents", lambda: service.list_events(target, call.token))
+        events = call.svc(
+            "sessionQuery/listEvents", lambda: service.list_events(target, call.token)
+        )
         starts = [e.seq for e in events if e.type == "step/start"]
         if not starts:
             raise ToolError(
@@ -286,7 +294,10 @@ def session_event_search(call: Call, a: dict[str, Any]) -> Result:
     capped = False
     seen: set[str] = set()
     while True:
-        page = call.svc("searchEvents", lambda: search.search_events(dict(request), call.token))
+        page = call.svc(
+            "sessionQuery/searchEvents",
+            lambda: search.search_events(decode(SessionEventSearchRequest, request), call.token),
+        )
         call.recheck(page.session, target)
         for hit in page.items:
             if len(hits) == call.max_results:
@@ -307,8 +318,10 @@ def session_trace(call: Call, a: dict[str, Any]) -> Result:
     target = call.target(a)
     call.authorize(target)
     service = call.runtime.service
-    records: list[Record] = call.svc("listSessions", lambda: service.corpus(call.token))
-    trace = call.svc("traceSession", lambda: lineage.trace(records, target))
+    records: list[Record] = call.svc(
+        "sessionQuery/listSessions", lambda: service.corpus(call.token)
+    )
+    trace = call.svc("sessionQuery/traceSession", lambda: lineage.trace(records, target))
     target_header = call.recheck(trace.target.header, target)
     ancestors: list[Record] = []
     by_id = {r.header.id: r for r in records}
@@ -398,10 +411,11 @@ def _seqs(values: list[Any]) -> str:
 
 def session_event_trace(call: Call, a: dict[str, Any]) -> Result:
     seq = A.nonneg(a["seq"], "seq")
+    assert seq is not None  # required by the tool's input schema
     target = call.target(a)
     call.authorize(target)
     service = call.runtime.service
-    obs = call.svc("traceEvent", lambda: service.trace_event(target, seq, call.token))
+    obs = call.svc("sessionQuery/traceEvent", lambda: service.trace_event(target, seq, call.token))
     call.recheck(obs.session, target)
     text, title = call.titles([target])[target]
     t = obs.target
@@ -428,13 +442,14 @@ def session_event_trace(call: Call, a: dict[str, Any]) -> Result:
 
 def session_event_read(call: Call, a: dict[str, Any]) -> Result:
     seq = A.nonneg(a["seq"], "seq")
+    assert seq is not None  # required by the tool's input schema
     before = A.nonneg(a.get("before"), "before")
     after = A.nonneg(a.get("after"), "after")
     target = call.target(a)
     call.authorize(target)
     service = call.runtime.service
     window = call.svc(
-        "readEvent",
+        "sessionQuery/readEvent",
         lambda: service.read_event(
             target,
             seq,
@@ -451,7 +466,7 @@ def session_event_read(call: Call, a: dict[str, Any]) -> Result:
     for event in events:
         if event.seq == seq:
             continue
-        side = "before" if isinstance(event.seq, int) and event.seq < (seq or 0) else "after"
+        side = "before" if isinstance(event.seq, int) and event.seq < seq else "after"
         neighbours[side].append(
             {"seq": event.seq, "type": event.type, "time": event.time, "text": extract_text(event)}
         )

@@ -1,4 +1,4 @@
-"""Reads through a mounted backend's contract (base.py): the whole log, or a window of it by the
+"""Reads through a mounted backend's contract (contract/): the whole log, or a window of it by the
 cheapest path the mount offers (``Capabilities``), with each backend result checked once here."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from typing import cast
 
 from ..cancel import NULL_TOKEN, CancelToken
 from ..model.event import Header
-from .base import Inspection, Window
-from .binding import Binding
+from .contract.results import Inspection, Window
+from .mount.binding import Binding
 
 
 def list_headers(binding: Binding, token: CancelToken = NULL_TOKEN) -> list[Header]:

@@ -80,18 +80,6 @@ def check_cancelled(token: CancelToken) -> None:
         raise cancelled()
 
 
-def require_string(value: Any, field: str) -> str:
-    if not isinstance(value, str):
-        raise QueryError(errors.INVALID_REQUEST, f"{field} must be a string")
-    return value
-
-
-def require_number(value: Any, field: str) -> Any:
-    if not is_number(value):
-        raise QueryError(errors.INVALID_REQUEST, f"{field} must be a number")
-    return value
-
-
 def not_found(session_id: str) -> QueryError:
     return QueryError(
         errors.SESSION_NOT_FOUND, f'session "{session_id}" not found', session_id=session_id

@@ -13,8 +13,9 @@ from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError, cancelled, inner_message
 from ..model.event import Header, headers_compatible
 from ..persistence.adapters import list_headers, read_log, read_window
-from ..persistence.base import Inspection, SessionPersistenceCorruptionError, Window
-from ..persistence.binding import Binding, PersistenceBinding
+from ..persistence.contract.errors import SessionPersistenceCorruptionError
+from ..persistence.contract.results import Inspection, Window
+from ..persistence.mount.binding import Binding, PersistenceBinding
 from ..session.store import SessionStore
 from .loaded import Loaded, LoadedWindow, Record, check_cancelled, conflict, not_found
 

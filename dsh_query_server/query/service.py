@@ -6,6 +6,10 @@ always awaited until it settles, and cancellation is observed at the checkpoints
 The service keeps no cache, no listener and no persisted state between calls. Loading is in
 ``loading``, titles in ``titles``; both titles and the tree's labels (``labels``) run on the
 service's one worker pool, ``self.pool``.
+
+Requests arrive decoded: each method's params struct (model/params.py, server/handlers/) has
+checked the JSON kind of every field it can (semantics.md §3.0.2). What the service still checks
+is what depends on its configuration or its own language: window bounds and filters.
 """
 
 from __future__ import annotations
@@ -20,11 +24,12 @@ from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model import wire
 from ..model.event import Event
-from ..persistence.binding import PersistenceBinding
+from ..model.timeline import SessionTimeline
+from ..persistence.mount.binding import PersistenceBinding
 from ..session.store import SessionStore
 from ..session.validate import message_shape_error, replay_error
 from ..values import is_integer, is_nonneg_safe_integer, json_number
-from . import lineage, trace
+from . import lineage, timeline, trace
 from .filters import (
     EventPredicate,
     session_matches,
@@ -36,8 +41,6 @@ from .loaded import (
     LoadedWindow,
     Record,
     check_cancelled,
-    require_number,
-    require_string,
     target_in,
     target_index,
 )
@@ -122,6 +125,7 @@ class SessionQueryService:
     def filter_sessions(
         self, filters: Any, token: CancelToken = NULL_TOKEN
     ) -> list[wire.SessionRecord]:
+        """``filters`` as the request holds them: validated here first (§3.2 step 1)."""
         clauses = validate_session_filters(filters)
         return [
             r.to_wire()
@@ -132,9 +136,8 @@ class SessionQueryService:
     # -- one session (§3.3–§3.7) ---------------------------------------------------------------
 
     def list_events(
-        self, session_id: Any, token: CancelToken = NULL_TOKEN
+        self, session_id: str, token: CancelToken = NULL_TOKEN
     ) -> list[wire.SessionEventRecord]:
-        session_id = require_string(session_id, "sessionId")
         loaded = self.load(session_id, token, outline=True)  # records carry no payloads
         classes = loaded.fold().classes()
         record = wire.SessionEventRecord  # positional: sessionId, seq, type, time, surface
@@ -144,9 +147,9 @@ class SessionQueryService:
         ]
 
     def filter_events(
-        self, session_id: Any, filters: Any, token: CancelToken = NULL_TOKEN
+        self, session_id: str, filters: Any, token: CancelToken = NULL_TOKEN
     ) -> list[wire.SessionEventSearchDocument]:
-        session_id = require_string(session_id, "sessionId")
+        """``filters`` as the request holds them: validated here, before the load (§3.4)."""
         clauses = validate_event_filters(filters)
         loaded = self.load(session_id, token)
         fold = loaded.fold()
@@ -180,14 +183,14 @@ class SessionQueryService:
 
     def read_event(
         self,
-        session_id: Any,
-        seq: Any,
+        session_id: str,
+        seq: int | float,
         before: Any = UNSET,
         after: Any = UNSET,
         token: CancelToken = NULL_TOKEN,
     ) -> wire.SessionEventWindow:
-        session_id = require_string(session_id, "sessionId")
-        require_number(seq, "seq")
+        """``seq`` is any JSON number; ``before`` and ``after`` are as the request holds them
+        (UNSET when absent): their bound is the configuration's, checked here before the load."""
         before = self._window_bound(before, "before")
         after = self._window_bound(after, "after")
         # The window around a seq that can name an event; other seqs load nothing but still
@@ -213,25 +216,37 @@ class SessionQueryService:
         )
 
     def read_surface(
-        self, session_id: Any, token: CancelToken = NULL_TOKEN
+        self, session_id: str, token: CancelToken = NULL_TOKEN, through_seq: int | None = None
     ) -> wire.SessionSurfaceSnapshot:
-        session_id = require_string(session_id, "sessionId")
+        """The current surface, or with ``through_seq`` the surface after events
+        ``0..through_seq`` (views.md §1): past the last seq only after the whole log folded."""
         loaded = self.load(session_id, token)
         fold = loaded.fold()
-        surface = [loaded.events[s] for s in fold.nodes]
+        if through_seq is None:
+            nodes = fold.nodes
+        else:
+            target_index(loaded, through_seq)  # EVENT_NOT_FOUND past the last seq
+            nodes = timeline.surface_through(loaded.events, fold, through_seq)
+        surface = [loaded.events[s] for s in nodes]
         for event in surface:
             _check_message_shape(event, session_id)
         last = loaded.events[-1].seq if loaded.events else None
         return wire.SessionSurfaceSnapshot(
             session=wire.raw(loaded.header),
-            capturedThroughSeq=last,
+            capturedThroughSeq=last if through_seq is None else through_seq,
             events=[wire.raw(e) for e in surface],
         )
 
+    def read_timeline(self, session_id: str, token: CancelToken = NULL_TOKEN) -> SessionTimeline:
+        """views.md §2: one single-target load, one fold, one pass."""
+        loaded = self.load(session_id, token, outline=True)  # no chunk payload is read
+        fold = loaded.fold()
+        check_cancelled(token)
+        return timeline.build_timeline(wire.raw(loaded.header), loaded.header, loaded.events, fold)
+
     def read_session(
-        self, session_id: Any, token: CancelToken = NULL_TOKEN
+        self, session_id: str, token: CancelToken = NULL_TOKEN
     ) -> wire.SessionLogSnapshot:
-        session_id = require_string(session_id, "sessionId")
         loaded = self.load(session_id, token)
         problem = replay_error(loaded.header.to_value(), loaded.events, session_id)
         if problem:
@@ -243,30 +258,27 @@ class SessionQueryService:
     # -- titles (§3.8) ------------------------------------------
 
     def read_titles(
-        self, session_ids: Any, token: CancelToken = NULL_TOKEN
+        self, session_ids: list[str], token: CancelToken = NULL_TOKEN
     ) -> list[wire.SessionTitleObservationResult]:
         return self.titles.read_titles(session_ids, token)
 
     def read_title(
-        self, session_id: Any, token: CancelToken = NULL_TOKEN
+        self, session_id: str, token: CancelToken = NULL_TOKEN
     ) -> wire.SessionTitleObservation:
         return self.titles.read_title(session_id, token)
 
     # -- lineage and traces (§3.9, §3.10, §5) --------------------------------------------
 
     def trace_session(
-        self, session_id: Any, token: CancelToken = NULL_TOKEN
+        self, session_id: str, token: CancelToken = NULL_TOKEN
     ) -> wire.SessionLineageTrace:
-        session_id = require_string(session_id, "sessionId")
         records = self.corpus(token)
         check_cancelled(token)
         return lineage.trace(records, session_id)
 
     def trace_event(
-        self, session_id: Any, seq: Any, token: CancelToken = NULL_TOKEN
+        self, session_id: str, seq: int | float, token: CancelToken = NULL_TOKEN
     ) -> wire.SessionEventTraceObservation:
-        session_id = require_string(session_id, "sessionId")
-        require_number(seq, "seq")
         loaded = self.load(session_id, token, outline=True)  # relationships need no payloads
         check_cancelled(token)
         index = target_index(loaded, seq)

@@ -85,7 +85,12 @@ def extract_text(event: Event) -> str:
     """The event's semantic text: trimmed non-empty parts joined with newlines ('' for none)."""
     if event.type not in _TEXT_TYPES:
         return ""
-    parts = (trim(p) for p in _parts(event.type, event.data()))
+    return text_of(event.type, event.data())
+
+
+def text_of(etype: Any, data: Any) -> str:
+    """``extract_text`` of an event of type ``etype`` whose data the caller already decoded."""
+    parts = (trim(p) for p in _parts(etype, data))
     return "\n".join(p for p in parts if p)
 
 
@@ -114,7 +119,7 @@ def _folding() -> tuple[re.Pattern[str], dict[str, str]]:
     character to the smallest member of its class turns that match into equality. For all but
     a few dozen characters that member is what str.lower gives; the rest (İ, ı, ſ, σ/Σ, ...) are
     replaced first. Whitespace and other uncased characters fold to themselves.
-    tests/test_text_fold.py checks all of this over every code point.
+    tests/query/test_text_fold.py checks all of this over every code point.
     """
     r = range(sys.maxunicode + 1)
     changed = compress(r, map(ne, map(_sre.unicode_tolower, r), r))

@@ -10,7 +10,7 @@ from .. import errors
 from ..errors import QueryError
 from ..model import wire
 from ..model.event import Event
-from ..persistence.base import Window
+from ..persistence.contract.results import Window
 from ..values import json_number
 
 

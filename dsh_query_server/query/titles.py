@@ -10,7 +10,6 @@ last title is, so a title costs a few small window reads.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from msgspec import UNSET
 
@@ -20,10 +19,10 @@ from ..errors import QueryError
 from ..model import wire
 from ..model.event import Event, Header, headers_compatible
 from ..persistence.adapters import read_window
-from ..persistence.base import Window
-from ..persistence.binding import Binding
+from ..persistence.contract.results import Window
+from ..persistence.mount.binding import Binding
 from ..session.store import LiveSnapshot
-from .loaded import check_cancelled, conflict, not_found, require_string
+from .loaded import check_cancelled, conflict, not_found
 from .loading import Loader, inspect_call
 from .titlefold import last_title_event, title_from, title_window
 from .workers import WorkerPool, run_claims
@@ -39,9 +38,9 @@ class Titles:
 
     # -- readTitles / readTitle -------------------------------------------------------------
 
-    def read_titles(self, session_ids: Any, token: CancelToken = NULL_TOKEN) -> list[TitleResult]:
-        if not isinstance(session_ids, list) or not all(isinstance(s, str) for s in session_ids):
-            raise QueryError(errors.INVALID_REQUEST, "sessionIds must be an array of strings")
+    def read_titles(
+        self, session_ids: list[str], token: CancelToken = NULL_TOKEN
+    ) -> list[TitleResult]:
         unique: list[str] = list(dict.fromkeys(session_ids))
         if not unique:
             return []
@@ -59,9 +58,8 @@ class Titles:
         return [results[sid] for sid in unique]
 
     def read_title(
-        self, session_id: Any, token: CancelToken = NULL_TOKEN
+        self, session_id: str, token: CancelToken = NULL_TOKEN
     ) -> wire.SessionTitleObservation:
-        session_id = require_string(session_id, "sessionId")
         result = self.read_titles([session_id], token)[0]
         if result.status == "fulfilled" and isinstance(result.value, wire.SessionTitleObservation):
             return result.value

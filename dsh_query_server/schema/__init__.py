@@ -1,15 +1,17 @@
 """The JSON Schema of the wire protocol: every method's params, result and error data.
 
-Built from the msgspec structs the server encodes (model/wire.py, search/wire.py, the tree's
-TreeNode) and the method table (server/methods.py). Three things the structs cannot say are added
-here, each checked against the structs when the schema is built:
+Built from the method registry (server/registry.py): every method a hub's connection answers
+(hub/methods.py: the server's table, server/methods.py, and the hub's own ``hub/*``, which a
+private server answers -32601), each with its params struct, result type, error codes and summary
+(its handler's docstring), and from the structs they reach. What the structs cannot say is added here, each checked against the structs when the
+schema is built:
 
 - what a ``msgspec.Raw`` field holds (a header, an event, lineage nodes: ``RAW_FIELDS``);
-- the type the spec promises for a field the struct passes through untyped (``FIELD_TYPES``);
-- the params of each method (the handlers take plain JSON and validate it themselves, with the
-  error precedence of semantics.md §3.12) and the codes each method can answer (``METHOD_SHAPES``).
+- the type the spec promises for a result field the struct passes through untyped
+  (``FIELD_TYPES``); a field that states it itself (``Spec``, model/params.py: the lenient params
+  fields) needs no entry.
 
-The shapes live in shapes.py, the method table in methods.py.
+The additions live in shapes.py.
 
 ``python -m dsh_query_server.schema`` (``dsh-query schema``) prints it; the extension's
 protocol types and docs/reference.md are generated from it (dsh_query_server/devtools/).
@@ -27,13 +29,14 @@ from msgspec import Raw
 
 from .. import errors
 from ..errors import QueryError
+from ..hub.methods import METHODS
+from ..model.params import spec_of
 from ..server.app import to_rpc_error
-from ..server.methods import COMMANDS, METHODS
-from .methods import METHOD_SHAPES, NOTIFICATIONS, Method
-from .shapes import FIELD_TYPES, NAMED_UNIONS, OPEN_OBJECTS, RAW_FIELDS, ErrorData
+from ..server.methods import COMMANDS
+from .shapes import FIELD_TYPES, NAMED_UNIONS, NOTIFICATIONS, OPEN_OBJECTS, RAW_FIELDS, ErrorData
 from .shapes import codes as error_codes
 
-__all__ = ["FIELD_TYPES", "METHOD_SHAPES", "RAW_FIELDS", "Method", "build", "dumps", "main"]
+__all__ = ["FIELD_TYPES", "RAW_FIELDS", "build", "dumps", "main"]
 
 SCHEMA_VERSION = 1
 _REF = "#/$defs/{name}"
@@ -81,24 +84,40 @@ def _name_unions(node: Any, named: dict[str, Any]) -> Any:
     return node
 
 
+def _stated(structs: dict[str, type[msgspec.Struct]]) -> dict[tuple[str, str], object]:
+    """(struct, field) -> the type a field states with ``Spec`` (model/params.py)."""
+    return {
+        (name, field.name): spec.type
+        for name, cls in structs.items()
+        for field in msgspec.structs.fields(cls)
+        if (spec := spec_of(field.type)) is not None
+    }
+
+
 def build() -> dict[str, Any]:
     """The whole schema document (a JSON value)."""
-    if set(METHOD_SHAPES) != set(METHODS):
-        missing = sorted(set(METHODS) ^ set(METHOD_SHAPES))
-        raise ValueError(f"schema and method table disagree on: {', '.join(missing)}")
     roots: list[object] = [ErrorData]
-    for method in METHOD_SHAPES.values():
+    for method in METHODS.values():
         roots += [method.params, method.result]
     roots += [params for params, _ in NOTIFICATIONS.values()]
     structs: dict[str, type[msgspec.Struct]] = {}
     for root in roots:
         _walk_structs(root, structs)
-    patches = {**RAW_FIELDS, **FIELD_TYPES}
-    for (struct, field), tp in patches.items():
+    # The added types reach more structs (a Raw header, a lenient field's filters), which may
+    # state types of their own: walk until nothing new is reached.
+    patches: dict[tuple[str, str], object] = {}
+    while True:
+        found = {**RAW_FIELDS, **FIELD_TYPES, **_stated(structs)}
+        reached = {k: tp for k, tp in found.items() if k[0] in structs}
+        if reached.keys() == patches.keys():
+            break
+        patches = reached
+        for tp in patches.values():
+            _walk_structs(tp, structs)
+    for struct, field in {**RAW_FIELDS, **FIELD_TYPES}:
         if struct not in structs:
             raise ValueError(f"a field type names {struct}, which no method uses")
         _wire_name(structs[struct], field)
-        _walk_structs(tp, structs)
     for name, cls in structs.items():
         for field in msgspec.structs.fields(cls):
             if _holds_raw(field.type) and (name, field.name) not in RAW_FIELDS:
@@ -124,7 +143,7 @@ def build() -> dict[str, Any]:
     methods: dict[str, Any] = {}
     it = iter(schemas[: len(roots)])
     error_data = next(it)
-    for name, method in METHOD_SHAPES.items():
+    for name, method in METHODS.items():
         answered = [*dict.fromkeys(method.errors), E.INTERNAL]
         methods[name] = {
             "summary": method.summary,
@@ -136,10 +155,7 @@ def build() -> dict[str, Any]:
         name: {"summary": summary, "params": next(it)}
         for name, (_, summary) in NOTIFICATIONS.items()
     }
-    commands = {
-        command: {"method": next(m for m, call in METHODS.items() if call is target)}
-        for command, target in COMMANDS.items()
-    }
+    commands = {command: {"method": method.name} for command, method in COMMANDS.items()}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "dsh-query-server JSON-RPC protocol",

@@ -24,8 +24,8 @@ from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
 from ..persistence.adapters import checked_window
-from ..persistence.base import WindowReader
-from ..persistence.binding import Binding
+from ..persistence.contract.capabilities import WindowReader
+from ..persistence.mount.binding import Binding
 from ..query.text import extract_text
 from ..session.fold import Fold, FoldError, fold_events
 from ..session.store import LiveSnapshot

@@ -24,8 +24,8 @@ from .. import errors
 from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_message
 from ..model.event import Header, headers_compatible
-from ..persistence.base import BulkResult, Snapshot
-from ..persistence.binding import Binding, PersistenceBinding
+from ..persistence.contract.results import BulkResult, Snapshot
+from ..persistence.mount.binding import Binding, PersistenceBinding
 from ..query.loaded import conflict
 from ..session.store import SessionStore
 from .documents import (

@@ -1,7 +1,8 @@
 """Search request normalization (semantics.md §6.6), run before a search joins the queue.
 
-The result is an owned, immutable copy of the request: filter clauses are frozen structs with
-tuple values, so a caller that mutates its request afterwards changes nothing (§0.4). The
+The request arrives decoded leniently (search/wire.py): every field is checked here, in §6.6's
+order. The result is an owned, immutable copy of the request: filter clauses are frozen structs
+with tuple values, so a caller that mutates its request afterwards changes nothing (§0.4). The
 canonical fingerprint that cursors bind is computed here, once.
 """
 
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from msgspec import UNSET
 
 from .. import errors
 from ..errors import QueryError
@@ -18,6 +21,7 @@ from ..values import MAX_SAFE_INTEGER, collapse_whitespace, is_safe_integer
 from .config import SearchConfig
 from .cursor import events_fingerprint, sessions_fingerprint
 from .schema import sanitize
+from .wire import SessionEventSearchRequest, SessionSearchRequest
 
 SEARCH_EVENT_KINDS = {kind: cls for kind, cls in EVENT_KINDS.items() if kind != "text"}
 LIMIT_CEILING = MAX_SAFE_INTEGER - 1  # 2^53-2: limit + 1 must stay a safe integer
@@ -43,14 +47,14 @@ class EventSearch:
     fingerprint: str
 
 
-def _object(request: Any) -> dict[str, Any]:
-    if not isinstance(request, dict):
-        raise QueryError(errors.INVALID_REQUEST, "request must be an object")
-    return request
+def _session_filters(value: Any) -> tuple[Any, ...]:
+    if value is None or value is UNSET:
+        return ()
+    return tuple(validate_session_filters(value))
 
 
 def _event_filters(value: Any) -> tuple[Any, ...]:
-    if value is None:
+    if value is None or value is UNSET:
         return ()
     if isinstance(value, list):
         # Kinds are checked across the whole list first: a text clause is refused with its own
@@ -67,10 +71,9 @@ def _event_filters(value: Any) -> tuple[Any, ...]:
     return tuple(validate_filters(value, SEARCH_EVENT_KINDS))
 
 
-def _cursor(request: dict[str, Any]) -> str | None:
-    if "cursor" not in request:
+def _cursor(cursor: Any) -> str | None:
+    if cursor is UNSET:
         return None
-    cursor = request["cursor"]
     if not isinstance(cursor, str):
         raise QueryError(errors.INVALID_CURSOR, "session-search cursor must be text")
     return cursor
@@ -90,7 +93,7 @@ def _query(value: Any) -> str:
 
 
 def _limit(value: Any, config: SearchConfig) -> int:
-    if value is None:
+    if value is None or value is UNSET:
         return config.default_limit
     ceiling = min(config.max_limit, LIMIT_CEILING)
     if not (is_safe_integer(value) and 1 <= value <= ceiling):
@@ -100,29 +103,24 @@ def _limit(value: Any, config: SearchConfig) -> int:
     return int(value)
 
 
-def normalize_sessions(request: Any, config: SearchConfig) -> SessionSearch:
-    request = _object(request)
-    session_filters = request.get("sessionFilters")
-    session_filters = (
-        () if session_filters is None else tuple(validate_session_filters(session_filters))
-    )
-    event_filters = _event_filters(request.get("eventFilters"))
-    cursor = _cursor(request)
-    query = _query(request.get("query"))
-    limit = _limit(request.get("limit"), config)
+def normalize_sessions(request: SessionSearchRequest, config: SearchConfig) -> SessionSearch:
+    session_filters = _session_filters(request.sessionFilters)
+    event_filters = _event_filters(request.eventFilters)
+    cursor = _cursor(request.cursor)
+    query = _query(request.query)
+    limit = _limit(request.limit, config)
     fingerprint = sessions_fingerprint(query, session_filters, event_filters, limit)
     return SessionSearch(query, session_filters, event_filters, limit, cursor, fingerprint)
 
 
-def normalize_events(request: Any, config: SearchConfig) -> EventSearch:
-    request = _object(request)
-    session_id = request.get("sessionId")
+def normalize_events(request: SessionEventSearchRequest, config: SearchConfig) -> EventSearch:
+    session_id = request.sessionId
     if not isinstance(session_id, str):
         raise QueryError(errors.INVALID_FILTER, "session-search session id must be text")
-    filters = _event_filters(request.get("filters"))
-    cursor = _cursor(request)
-    query = _query(request.get("query"))
-    limit = _limit(request.get("limit"), config)
+    filters = _event_filters(request.filters)
+    cursor = _cursor(request.cursor)
+    query = _query(request.query)
+    limit = _limit(request.limit, config)
     fingerprint = events_fingerprint(session_id, query, filters, limit)
     return EventSearch(session_id, query, filters, limit, cursor, fingerprint)
 

@@ -14,7 +14,6 @@ import uuid
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from .. import errors
 from ..cancel import (
@@ -22,7 +21,7 @@ from ..cancel import (
     CancelToken,
 )
 from ..errors import QueryError, cancelled
-from ..persistence.binding import PersistenceBinding
+from ..persistence.mount.binding import PersistenceBinding
 from ..session.store import SessionStore
 from . import ownership
 from .config import SearchConfig
@@ -35,8 +34,10 @@ from .snippet import snippet_at
 from .wire import (
     SessionEventSearchHit,
     SessionEventSearchPage,
+    SessionEventSearchRequest,
     SessionSearchHit,
     SessionSearchPage,
+    SessionSearchRequest,
     header_raw,
 )
 
@@ -128,18 +129,20 @@ class SearchService:
 
     # -- searches ------------------------------------------------------------------------------
 
-    def search_sessions(self, request: Any, token: CancelToken = NULL_TOKEN) -> SessionSearchPage:
+    def search_sessions(
+        self, request: SessionSearchRequest, token: CancelToken = NULL_TOKEN
+    ) -> SessionSearchPage:
         return self._sessions(request, token, None)[0]
 
     def search_sessions_scoped(
-        self, request: Any, scope: Scope, token: CancelToken = NULL_TOKEN
+        self, request: SessionSearchRequest, scope: Scope, token: CancelToken = NULL_TOKEN
     ) -> tuple[SessionSearchPage, frozenset[str]]:
         """searchSessions restricted to ``scope`` (search/scope.py), decided against the same
         index state the page comes from; also the hits' parent ids that are visible sessions."""
         return self._sessions(request, token, scope)
 
     def _sessions(
-        self, request: Any, token: CancelToken, scope: Scope | None
+        self, request: SessionSearchRequest, token: CancelToken, scope: Scope | None
     ) -> tuple[SessionSearchPage, frozenset[str]]:
         self._check_enabled()
         search = normalize_sessions(request, self.config)
@@ -183,7 +186,7 @@ class SearchService:
         return page, parents
 
     def search_events(
-        self, request: Any, token: CancelToken = NULL_TOKEN
+        self, request: SessionEventSearchRequest, token: CancelToken = NULL_TOKEN
     ) -> SessionEventSearchPage:
         self._check_enabled()
         search = normalize_events(request, self.config)

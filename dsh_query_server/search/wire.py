@@ -1,4 +1,5 @@
-"""Search result shapes on the wire (semantics.md §1.8, §6.9), in the style of model/wire.py.
+"""Search requests and results on the wire (semantics.md §1.8, §6.6, §6.9), in the style of
+model/wire.py.
 
 Result headers are rebuilt from the index columns, so they never carry ``origin`` and keep an
 optional key exactly when its column is non-null.
@@ -6,12 +7,36 @@ optional key exactly when its column is non-null.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from msgspec import UNSET, Raw, UnsetType
 
 from .. import jsoncodec
+from ..model.filters import SeqFilter, SessionFilter, SurfaceFilter, TimeFilter, TypeFilter
+from ..model.params import Params, Spec
 from ..model.wire import Wire
+
+SearchEventFilter = SeqFilter | TimeFilter | TypeFilter | SurfaceFilter
+
+
+# Search requests are lenient (model/params.py): a search says SEARCH_DISABLED before it looks at
+# any field, then checks them in §6.6's order with their own codes (search/request.py).
+
+
+class SessionSearchRequest(Params):
+    query: Annotated[Any, Spec(str)]
+    sessionFilters: Annotated[Any, Spec(list[SessionFilter])] = UNSET
+    eventFilters: Annotated[Any, Spec(list[SearchEventFilter])] = UNSET
+    limit: Annotated[Any, Spec(int)] = UNSET
+    cursor: Annotated[Any, Spec(str)] = UNSET
+
+
+class SessionEventSearchRequest(Params):
+    sessionId: Annotated[Any, Spec(str)]
+    query: Annotated[Any, Spec(str)]
+    filters: Annotated[Any, Spec(list[SearchEventFilter])] = UNSET
+    limit: Annotated[Any, Spec(int)] = UNSET
+    cursor: Annotated[Any, Spec(str)] = UNSET
 
 
 class SessionEventSearchHit(Wire):

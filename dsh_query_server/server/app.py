@@ -1,7 +1,7 @@
 """The JSON-RPC server (protocol.md): one ``QueryServer`` per connection, pygls for the LSP
 lifecycle and ``workspace/executeCommand``; our own framing (transport.py, stdio.py,
 sockets.py), envelope checks and routing (protocol.py) and one dispatch path for the method table
-(dispatch.py, methods.py); ``sessionQuery/didChange`` from notifier.py. Results are encoded with
+(dispatch.py, methods.py, handlers/); ``sessionQuery/didChange`` from notifier.py. Results are encoded with
 msgspec.
 
 What a connection serves comes from its ``Service``: ``serve`` builds a private runtime when its
@@ -27,14 +27,15 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 
 from .. import __version__, errors, jsoncodec
+from ..core.config import ServerConfig, build_config, merge
+from ..core.runtime import Runtime
 from ..errors import QueryError
-from .config import ServerConfig, build_config, merge
 from .dispatch import Dispatcher
-from .methods import COMMANDS, INLINE, METHODS, Call
+from .methods import COMMANDS, METHODS
 from .notifier import ChangeNotifier
 from .protocol import QueryProtocol
+from .registry import Method
 from .rpcerrors import SERVER_NOT_INITIALIZED, to_rpc_error
-from .runtime import Runtime
 from .stdio import serve_stdio, tune_malloc
 
 log = logging.getLogger("dsh_query_server")
@@ -69,8 +70,7 @@ class QueryServer(LanguageServer):
         self,
         service: Service,
         *,
-        methods: Mapping[str, Call] = METHODS,
-        inline: frozenset[str] = INLINE,
+        methods: Mapping[str, Method] = METHODS,
         executor: ThreadPoolExecutor | None = None,
         converter: Any = None,
     ) -> None:
@@ -84,7 +84,6 @@ class QueryServer(LanguageServer):
         )
         self.service = service
         self.methods = methods
-        self.inline = inline
         self.runtime: Runtime | None = None
         self.dispatcher = Dispatcher(executor)
         self._register()
@@ -115,21 +114,21 @@ class QueryServer(LanguageServer):
 
         # The method table is dispatched by QueryProtocol and never registered with pygls;
         # commands are registered (executeCommandProvider lists them) and run by the dispatcher.
-        for command, call in COMMANDS.items():
-            self.command(command)(self._command_handler(call))
+        for command, method in COMMANDS.items():
+            self.command(command)(self._command_handler(method))
 
-    def _command_handler(self, call: Call) -> Callable[..., Any]:
+    def _command_handler(self, method: Method) -> Callable[..., Any]:
         async def handler(ls: QueryServer, *args: Any) -> Any:
             params = args[0] if args else {}
-            return jsoncodec.to_builtins(await ls.run(call, params))
+            return jsoncodec.to_builtins(await ls.run(method, params))
 
         return handler
 
-    async def run(self, call: Call, params: Any) -> Any:
+    async def run(self, method: Method, params: Any) -> Any:
         runtime = self.runtime
         if runtime is None:  # pygls answers nothing but initialize before it
             raise JsonRpcException(message="server not initialized", code=SERVER_NOT_INITIALIZED)
-        return await self.dispatcher.run(self.protocol.msg_id, call, runtime, params)
+        return await self.dispatcher.run(self.protocol.msg_id, method, runtime, params)
 
 
 class PrivateService:

@@ -1,5 +1,5 @@
-"""The one dispatch path for the method table (methods.py): a call runs with the request's own
-cancellation token, in a worker thread or (methods.INLINE) on the thread that read it, and its
+"""The one dispatch path for the method table (methods.py): a method runs with the request's own
+cancellation token, in a worker thread or (``Method.inline``) on the thread that read it, and its
 result or coded failure is encoded into a frame with msgspec. Requests over the wire, LSP
 ``workspace/executeCommand`` and notifications for our methods all go through ``Dispatcher``.
 """
@@ -18,11 +18,11 @@ from msgspec import Raw
 
 from .. import errors, jsoncodec
 from ..cancel import CancelToken
+from ..core.runtime import Runtime
 from ..errors import QueryError
 from .envelope import UNDECODABLE, request_id
-from .methods import Call
+from .registry import Method
 from .rpcerrors import INTERNAL, error_object, to_rpc_error
-from .runtime import Runtime
 from .transport import JOIN_BELOW, frame_parts, header
 
 log = logging.getLogger("dsh_query_server")
@@ -68,8 +68,8 @@ class Tokens:
         return True
 
 
-def invoke(call: Call, runtime: Runtime, params: Any, token: CancelToken) -> Any:
-    """Run one call: params checked for being an object, bugs logged and answered INTERNAL."""
+def invoke(method: Method, runtime: Runtime, params: Any, token: CancelToken) -> Any:
+    """Run one method: params checked for being an object, bugs logged and answered INTERNAL."""
     try:
         if params is None:
             params = {}
@@ -77,7 +77,7 @@ def invoke(call: Call, runtime: Runtime, params: Any, token: CancelToken) -> Any
             raise QueryError(errors.INVALID_REQUEST, UNDECODABLE_MESSAGE)
         if not isinstance(params, dict):
             raise QueryError(errors.INVALID_REQUEST, "params must be an object")
-        return call(runtime, params, token)
+        return method.run(runtime, params, token)
     except QueryError:
         raise
     except BaseException:  # a bug: log it with its traceback, answer INTERNAL
@@ -119,7 +119,7 @@ def worker_pool() -> ThreadPoolExecutor:
 
 
 class Dispatcher:
-    """Runs calls of the method table with a token each and answers them."""
+    """Runs methods of the table with a token each and answers them."""
 
     def __init__(self, executor: ThreadPoolExecutor | None = None) -> None:
         """``executor``: shared by every connection of a hub; a private one by default."""
@@ -127,11 +127,11 @@ class Dispatcher:
         self.executor = executor or worker_pool()
 
     def answer(
-        self, msg_id: Any, call: Call, runtime: Runtime, params: Any, token: CancelToken
+        self, msg_id: Any, method: Method, runtime: Runtime, params: Any, token: CancelToken
     ) -> Frame:
-        """Run the call on this thread and encode its answer."""
+        """Run the method on this thread and encode its answer."""
         try:
-            result = invoke(call, runtime, params, token)
+            result = invoke(method, runtime, params, token)
         except QueryError as exc:
             message = {"jsonrpc": "2.0", "id": msg_id, "error": error_object(exc)}
             return encode_frame(message, msg_id)
@@ -141,51 +141,51 @@ class Dispatcher:
                 return frame
         return encode_frame({"jsonrpc": "2.0", "id": msg_id, "result": result}, msg_id)
 
-    def answer_inline(self, msg_id: Any, call: Call, runtime: Runtime, params: Any) -> Frame:
+    def answer_inline(self, msg_id: Any, method: Method, runtime: Runtime, params: Any) -> Frame:
         """Answer on this thread with a token of its own, never registered, so nothing fires it:
         a token names one request (the jsonl backend shares a root survey among one request's
         calls)."""
-        return self.answer(msg_id, call, runtime, params, CancelToken())
+        return self.answer(msg_id, method, runtime, params, CancelToken())
 
     def submit(
         self,
         msg_id: Any,
-        call: Call,
+        method: Method,
         runtime: Runtime,
         params: Any,
         deliver: Callable[[Frame], None],
     ) -> None:
-        """Run the call in a worker thread under a token registered for ``msg_id`` and hand its
+        """Run the method in a worker thread under a token registered for ``msg_id`` and hand its
         encoded answer to ``deliver`` (in that thread)."""
         token = self.tokens.register(msg_id)
 
         def work() -> None:
             try:
-                frame = self.answer(msg_id, call, runtime, params, token)
+                frame = self.answer(msg_id, method, runtime, params, token)
             finally:
                 self.tokens.release(msg_id)
             deliver(frame)
 
         self.executor.submit(work)
 
-    def notify(self, call: Call, runtime: Runtime, params: Any) -> None:
+    def notify(self, method: Method, runtime: Runtime, params: Any) -> None:
         """A notification for one of our methods: run, never answered."""
 
         def work() -> None:
             try:
-                invoke(call, runtime, params, CancelToken())
+                invoke(method, runtime, params, CancelToken())
             except QueryError:
                 pass
 
         self.executor.submit(work)
 
-    async def run(self, msg_id: Any, call: Call, runtime: Runtime, params: Any) -> Any:
+    async def run(self, msg_id: Any, method: Method, runtime: Runtime, params: Any) -> Any:
         """For pygls handlers (``workspace/executeCommand``): the result, or the coded failure as
         the JsonRpcException pygls answers with."""
         token = self.tokens.register(msg_id)
         try:
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self.executor, invoke, call, runtime, params, token)
+            return await loop.run_in_executor(self.executor, invoke, method, runtime, params, token)
         except QueryError as exc:
             raise to_rpc_error(exc) from None
         finally:

@@ -15,9 +15,11 @@ from typing import Any
 
 import msgspec
 
-from .methods import Call
+from .methods import METHODS, Method
 
-OWN_PREFIXES = ("sessionQuery/", "sessionStore/", "sessionPersistence/")
+# The namespaces of our methods: a request in one of them keeps its params as plain JSON, even
+# for a method no handler registers (answered -32601 like any unknown method).
+OWN_PREFIXES = tuple(sorted({name.split("/", 1)[0] + "/" for name in METHODS}))
 
 
 def valid_id(msg_id: Any) -> bool:
@@ -143,26 +145,26 @@ def _decode(text: str) -> Any:
         return UNDECODABLE
 
 
-def own_request(message: Any, methods: Mapping[str, Call]) -> tuple[Any, str, Call, Any] | None:
-    """(id, method, call, params) of a well-formed request for a method of ``methods``, else
-    None (the protocol's envelope checks and pygls deal with everything else)."""
+def own_request(message: Any, methods: Mapping[str, Method]) -> tuple[Any, Method, Any] | None:
+    """(id, method, params) of a well-formed request for a method of ``methods``, else None (the
+    protocol's envelope checks and pygls deal with everything else)."""
     if type(message) is dict and message.get("jsonrpc") == "2.0" and "id" in message:
-        method = message.get("method")
-        call = methods.get(method) if isinstance(method, str) else None
+        name = message.get("method")
+        method = methods.get(name) if isinstance(name, str) else None
         msg_id = message["id"]
-        if call is not None and isinstance(method, str) and valid_id(msg_id):
+        if method is not None and valid_id(msg_id):
             params = message.get("params")
-            return msg_id, method, call, {} if params is None else params
+            return msg_id, method, {} if params is None else params
     return None
 
 
-def own_notification(message: Any, methods: Mapping[str, Call]) -> tuple[Call, Any] | None:
-    """(call, params) of a well-formed notification for a method of ``methods``, else None."""
+def own_notification(message: Any, methods: Mapping[str, Method]) -> tuple[Method, Any] | None:
+    """(method, params) of a well-formed notification for a method of ``methods``, else None."""
     if type(message) is dict and message.get("jsonrpc") == "2.0" and "id" not in message:
-        method = message.get("method")
-        call = methods.get(method) if type(method) is str else None
-        if call is not None:
-            return call, message.get("params")
+        name = message.get("method")
+        method = methods.get(name) if type(name) is str else None
+        if method is not None:
+            return method, message.get("params")
     return None
 
 

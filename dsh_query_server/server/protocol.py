@@ -5,7 +5,7 @@ frames.
 Every transport hands this class whole frame bodies: stdio's reader thread through ``take``,
 the socket transports (sockets.py) through ``receive`` on the event loop. Each request for our
 methods runs in a worker thread with its own cancellation token; the few that need no worker
-(the host's ``inline`` methods while nothing is in flight, params that are not an object) are answered by the
+(an inline method while nothing is in flight, params that are not an object) are answered by the
 thread that read them, and stdio's thread hands a request for our methods straight to its worker
 while the loop has caught up with everything read before it. ``$/cancelRequest`` fires the
 token, so a backend call that has started is awaited and the answer is the coded -32800.
@@ -30,10 +30,11 @@ import msgspec
 from lsprotocol import types
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 
+from ..core.runtime import Runtime
 from .dispatch import Dispatcher, Frame, encode_frame
 from .envelope import OWN_PREFIXES, own_notification, own_request, refused_message, valid_id
-from .methods import Call
 from .pygls_seam import CapabilitiesProtocol, PyglsOutbound
+from .registry import Method
 from .rpcerrors import (
     INVALID_PARAMS,
     JSONRPC_INVALID_REQUEST,
@@ -41,7 +42,6 @@ from .rpcerrors import (
     JSONRPC_PARSE_ERROR,
     SERVER_NOT_INITIALIZED,
 )
-from .runtime import Runtime
 
 
 class Host(Protocol):
@@ -50,8 +50,7 @@ class Host(Protocol):
 
     runtime: Runtime | None  # set once this connection's initialize succeeded
     dispatcher: Dispatcher
-    methods: Mapping[str, Call]  # our methods (the method table, and the hub's own)
-    inline: frozenset[str]  # those answered without a worker while nothing is in flight
+    methods: Mapping[str, Method]  # our methods (the method table, and a hub's own)
 
     def ended(self, code: int) -> None:
         """exit was handled (0 after a shutdown, else 1), requests in flight answered."""
@@ -272,19 +271,19 @@ class QueryProtocol(CapabilitiesProtocol):
 
     # -- our methods --------------------------------------------------------------------------------
 
-    def _request(self, msg_id: Any, method: str, call: Call, params: Any) -> None:
+    def _request(self, msg_id: Any, method: Method, params: Any) -> None:
         if self.shutting_down:  # the LSP rule: after shutdown only exit is handled
-            log.warning("request %r after shutdown ignored", method)
+            log.warning("request %r after shutdown ignored", method.name)
             return
         runtime = self.host.runtime
         if runtime is None:
             self._reject(msg_id, SERVER_NOT_INITIALIZED, "server not initialized")
             return
-        if not self._inline(msg_id, method, call, params):
-            self._submit(asyncio.get_running_loop(), msg_id, method, call, params)
+        if not self._inline(msg_id, method, params):
+            self._submit(asyncio.get_running_loop(), msg_id, method, params)
 
     def _submit(
-        self, loop: asyncio.AbstractEventLoop, msg_id: Any, method: str, call: Call, params: Any
+        self, loop: asyncio.AbstractEventLoop, msg_id: Any, method: Method, params: Any
     ) -> bool:
         """Run the request in a worker thread, its token registered before the next message is
         read (so a $/cancelRequest behind it finds it); False, doing nothing, when the request
@@ -295,21 +294,21 @@ class QueryProtocol(CapabilitiesProtocol):
         with self._count_lock:
             self._inflight += 1
         self.host.dispatcher.submit(
-            msg_id, call, runtime, params, lambda frame: self._answered(loop, frame)
+            msg_id, method, runtime, params, lambda frame: self._answered(loop, frame)
         )
         return True
 
-    def _inline(self, msg_id: Any, method: str, call: Call, params: Any) -> bool:
-        """Answer now, on this thread, a request that needs no worker: an INLINE method while
+    def _inline(self, msg_id: Any, method: Method, params: Any) -> bool:
+        """Answer now, on this thread, a request that needs no worker: an inline method while
         no request is in flight, or params that are not an object. It is answered before the
         next message is read, so no cancel can reach it (§3.0.6: it is past its last
         checkpoint); a params type failure is validation, which beats cancellation anyway."""
         runtime = self.host.runtime
         if runtime is None or self.shutting_down:
             return False
-        if type(params) is dict and (self._inflight or method not in self.host.inline):
+        if type(params) is dict and (self._inflight or not method.inline):
             return False
-        self.write_frame(self.host.dispatcher.answer_inline(msg_id, call, runtime, params))
+        self.write_frame(self.host.dispatcher.answer_inline(msg_id, method, runtime, params))
         return True
 
     def _answered(self, loop: asyncio.AbstractEventLoop, frame: Frame) -> None:

@@ -1,5 +1,5 @@
 """The two places where the server depends on how pygls 2.1 behaves rather than on a hook it
-documents (docs/architecture.md "Where we depend on pygls internals"; tests/test_pygls_seam.py
+documents (docs/architecture.md "Where we depend on pygls internals"; tests/server/test_pygls_seam.py
 pins each behaviour, so a pygls upgrade that changes one fails there first).
 
 1. **pygls' own messages are re-encoded on their way out.** pygls writes the messages it makes

@@ -9,9 +9,9 @@ import {
   Methods,
   type SessionEventSearchDocument,
   type SessionEventSearchHit,
-  type SessionEventSearchPage,
+  type SessionEventSearchRequest,
   type SessionRecord,
-  type SessionSearchPage,
+  type SessionSearchRequest,
 } from "./protocol";
 import { formatTime } from "./render";
 import { availability, hitDescription, refFromArgs, type SessionRef } from "./refs";
@@ -76,7 +76,7 @@ function newestFirst(records: SessionRecord[]): SessionRecord[] {
 async function pickSession(ctx: Ctx, title: string): Promise<string | undefined> {
   let records: SessionRecord[];
   try {
-    records = await ctx.server.request<SessionRecord[]>(Methods.listSessions, {});
+    records = await ctx.server.request(Methods.listSessions, {});
   } catch (err) {
     showError("Session Query", err);
     return undefined;
@@ -127,9 +127,13 @@ interface HitItem extends vscode.QuickPickItem {
 }
 
 const LOAD_MORE: HitItem = { label: "$(ellipsis) Load more…", alwaysShow: true, more: true };
+const OPEN_VIEW: vscode.QuickInputButton = {
+  iconPath: new vscode.ThemeIcon("graph-line"),
+  tooltip: "Open in the Session View",
+};
 
 function hitItem(label: string, hit: SessionEventSearchHit): HitItem {
-  return { label, description: hitDescription(hit), detail: hit.snippet, alwaysShow: true, hit };
+  return { label, description: hitDescription(hit), detail: hit.snippet, alwaysShow: true, hit, buttons: [OPEN_VIEW] };
 }
 
 /**
@@ -228,6 +232,13 @@ async function searchPick(
       void run(qp.value, false);
     }
   });
+  qp.onDidTriggerItemButton((e) => {
+    const hit = e.item.hit;
+    if (hit) {
+      qp.hide();
+      ctx.sessionViews.open(hit.sessionId, hit.seq);
+    }
+  });
   qp.onDidHide(() => {
     if (timer) {
       clearTimeout(timer);
@@ -247,11 +258,11 @@ async function searchSessions(ctx: Ctx): Promise<void> {
     title: "Search Sessions",
     placeholder: "Type a phrase to search every session (phrase match, case and accents folded)",
     fetch: async (query, cursor) => {
-      const params: Record<string, unknown> = { query, limit };
+      const params: SessionSearchRequest = { query, limit };
       if (cursor) {
         params.cursor = cursor;
       }
-      const page = await ctx.server.request<SessionSearchPage>(Methods.searchSessions, params);
+      const page = await ctx.server.request(Methods.searchSessions, params);
       return {
         items: page.items.map((h) => {
           const item = hitItem(`$(comment-discussion) ${h.header.id}`, h.bestMatch);
@@ -274,11 +285,11 @@ async function searchInSession(ctx: Ctx, args: unknown[]): Promise<void> {
     title: `Search in ${sessionId}`,
     placeholder: "Type a phrase to search this session",
     fetch: async (query, cursor) => {
-      const params: Record<string, unknown> = { sessionId, query, limit };
+      const params: SessionEventSearchRequest = { sessionId, query, limit };
       if (cursor) {
         params.cursor = cursor;
       }
-      const page = await ctx.server.request<SessionEventSearchPage>(Methods.searchEvents, params);
+      const page = await ctx.server.request(Methods.searchEvents, params);
       return { items: page.items.map((h) => hitItem(`$(symbol-event) #${h.seq} ${h.type}`, h)), nextCursor: page.nextCursor };
     },
   });
@@ -304,7 +315,7 @@ async function filterSessions(ctx: Ctx): Promise<void> {
   const { filters } = parseSessionFilters(text);
   let records: SessionRecord[];
   try {
-    records = await ctx.server.request<SessionRecord[]>(Methods.filterSessions, { filters });
+    records = await ctx.server.request(Methods.filterSessions, { filters });
   } catch (err) {
     showError("Filter Sessions", err);
     return;
@@ -339,7 +350,7 @@ async function filterEvents(ctx: Ctx, args: unknown[]): Promise<void> {
   const { filters } = parseEventFilters(text);
   let docs: SessionEventSearchDocument[];
   try {
-    docs = await ctx.server.request<SessionEventSearchDocument[]>(Methods.filterEvents, { sessionId, filters });
+    docs = await ctx.server.request(Methods.filterEvents, { sessionId, filters });
   } catch (err) {
     showError("Filter Events", err);
     return;
@@ -383,17 +394,21 @@ async function mountPersistence(ctx: Ctx, args: unknown[]): Promise<void> {
     if (choice.id === "uri") {
       let current = "";
       try {
-        const status = await ctx.server.request<{ uri: string | string[] | null }>(Methods.status, {});
+        const status = await ctx.server.request(Methods.status, {});
         current = Array.isArray(status.uri) ? (status.uri[0] ?? "") : (status.uri ?? "");
       } catch {
         // not running: the mount below reports it
       }
       uri = await vscode.window.showInputBox({
         title: "Mount Persistence",
-        prompt: "auto, jsonl:/absolute/root, sqlite:/absolute/file.db, claude:/home or codex:/home",
+        prompt:
+          "auto, jsonl:/absolute/root, sqlite:/absolute/file.db, claude:/home, codex:/home, " +
+          "gemini:/home, opencode:/dir, copilot:/home or qwen:/home",
         value: current,
         validateInput: (v) =>
-          /^((jsonl|sqlite|claude|codex):.+|auto)$/.test(v.trim()) ? undefined : "auto, or starts with jsonl:, sqlite:, claude: or codex:",
+          /^((jsonl|sqlite|claude|codex|gemini|opencode|copilot|qwen):.+|auto)$/.test(v.trim())
+            ? undefined
+            : "auto, or starts with jsonl:, sqlite:, claude:, codex:, gemini:, opencode:, copilot: or qwen:",
       });
     } else {
       const picked = await vscode.window.showOpenDialog({
@@ -411,8 +426,8 @@ async function mountPersistence(ctx: Ctx, args: unknown[]): Promise<void> {
     return;
   }
   try {
-    const result = await ctx.server.request<{ uri: string | string[]; writable: boolean }>(Methods.mount, {
-      uri: given ?? uri?.trim(),
+    const result = await ctx.server.request(Methods.mount, {
+      uri: given ?? uri?.trim() ?? "", // one of them is set (checked above)
     });
     const shown = Array.isArray(result.uri) ? result.uri.join(" + ") : result.uri;
     void vscode.window.showInformationMessage(
@@ -455,7 +470,7 @@ async function exportSession(ctx: Ctx, args: unknown[]): Promise<void> {
     return;
   }
   // The save dialog has already asked before replacing a file.
-  const result = await ctx.server.request<{ path: string; entries: unknown[] }>("sessionQuery/exportSession", {
+  const result = await ctx.server.request(Methods.exportSession, {
     sessionId: id,
     outputPath: target.fsPath,
     includeDescendants: true,
@@ -469,7 +484,7 @@ async function exportSession(ctx: Ctx, args: unknown[]): Promise<void> {
 async function checkpointNow(ctx: Ctx, args: unknown[]): Promise<void> {
   const ref = refFromArgs(args);
   try {
-    const result = await ctx.server.request<{ flushed: Record<string, number> }>(
+    const result = await ctx.server.request(
       Methods.checkpoint,
       ref ? { sessionId: ref.sessionId } : {},
     );
@@ -579,5 +594,12 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     reg(COMMANDS.restartServer, "Restart Server", () => ctx.server.restart()),
     reg(COMMANDS.showOutput, "Show Server Output", () => ctx.output.show(true)),
     reg(COMMANDS.groupSessions, "Group Sessions", (...a) => groupSessions(a)),
+    reg(COMMANDS.openSessionView, "Open Session View", async (...a) => {
+      const ref = refFromArgs(a);
+      const id = ref?.sessionId ?? (await sessionFor(ctx, a, "Open Session View"));
+      if (id !== undefined) {
+        ctx.sessionViews.open(id, ref?.seq);
+      }
+    }),
   ];
 }

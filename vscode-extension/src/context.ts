@@ -2,6 +2,7 @@
 
 import type * as vscode from "vscode";
 import type { SessionDocumentProvider } from "./documents";
+import type { SessionViews } from "./sessionView";
 import type { SessionRef } from "./refs";
 import type { ServerManager } from "./server";
 import type { ServerTreeProvider, TreeElement } from "./tree";
@@ -19,6 +20,8 @@ export interface Ctx {
   server: ServerManager;
   output: vscode.OutputChannel;
   docs: SessionDocumentProvider;
+  /** The session view panels (docs/views.md §3). */
+  sessionViews: SessionViews;
   views: Views;
   /** The session (and event) the user last selected in any view. */
   selection: { session?: string; event?: SessionRef };

@@ -3,13 +3,7 @@
 
 import * as vscode from "vscode";
 import { formatError } from "./errors";
-import {
-  Methods,
-  type Rpc,
-  type SessionEventWindow,
-  type SessionLogSnapshot,
-  type SessionSurfaceSnapshot,
-} from "./protocol";
+import { Methods, type Rpc } from "./protocol";
 import { clampWindow, renderError, renderEventWindow, renderSessionLog, renderSurface, type Rendered } from "./render";
 import type { Settings } from "./settings";
 import { SCHEME, fromUriParts, toUriParts, type DocTarget } from "./uri";
@@ -26,9 +20,12 @@ export function uriTarget(uri: vscode.Uri): DocTarget {
 export async function renderTarget(rpc: Rpc, target: DocTarget, settings: Settings): Promise<Rendered> {
   switch (target.kind) {
     case "event": {
+      if (target.seq === undefined) {
+        throw new Error("an event document needs a seq"); // fromUriParts always gives one
+      }
       const before = clampWindow(settings.before, settings.readWindowMax);
       const after = clampWindow(settings.after, settings.readWindowMax);
-      const w = await rpc.request<SessionEventWindow>(Methods.readEvent, {
+      const w = await rpc.request(Methods.readEvent, {
         sessionId: target.sessionId,
         seq: target.seq,
         before,
@@ -37,9 +34,9 @@ export async function renderTarget(rpc: Rpc, target: DocTarget, settings: Settin
       return renderEventWindow(w, before, after);
     }
     case "surface":
-      return renderSurface(await rpc.request<SessionSurfaceSnapshot>(Methods.readSurface, { sessionId: target.sessionId }));
+      return renderSurface(await rpc.request(Methods.readSurface, { sessionId: target.sessionId }));
     case "log":
-      return renderSessionLog(await rpc.request<SessionLogSnapshot>(Methods.readSession, { sessionId: target.sessionId }));
+      return renderSessionLog(await rpc.request(Methods.readSession, { sessionId: target.sessionId }));
   }
 }
 

@@ -10,6 +10,7 @@ import type { DidChangeParams } from "./protocol";
 import { ServerManager } from "./server";
 import { GROUPING_SETTING, groupingDescription, readGrouping, sessionsTarget } from "./grouping";
 import { needsRestart } from "./settings";
+import { SessionViews } from "./sessionView";
 import { ServerTreeProvider, selectionOf, type TreeElement } from "./tree";
 import { SCHEME } from "./uri";
 
@@ -37,11 +38,18 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
   const eventsView = vscode.window.createTreeView(VIEW_IDS.events, { treeDataProvider: events, showCollapseAll: true });
   const traceView = vscode.window.createTreeView(VIEW_IDS.trace, { treeDataProvider: trace, showCollapseAll: true });
   const docs = new SessionDocumentProvider(rpc, () => server.settings);
+  const sessionViews = new SessionViews(context.extensionUri, {
+    request: (method, params) => server.request(method, params),
+    windowMax: () => server.settings.readWindowMax,
+    traceEvent: (sessionId, seq) => ctx.traceEvent(sessionId, seq),
+    traceSession: (sessionId) => ctx.traceSession(sessionId),
+  });
 
   const ctx: Ctx = {
     server,
     output,
     docs,
+    sessionViews,
     views: { sessions, events, trace, sessionsView, eventsView, traceView },
     selection: {},
     async showSession(sessionId, opts = {}) {
@@ -108,6 +116,7 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
     eventsView,
     traceView,
     docs,
+    sessionViews,
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, docs),
     ...registerCommands(ctx),
     sessionsView.onDidChangeSelection((e) => {
@@ -145,6 +154,9 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
         events.refresh();
         trace.refresh();
         docs.refresh();
+        if (state === "running") {
+          sessionViews.refresh();
+        }
       }
     }),
     server.onDidChange((p: DidChangeParams) => coalesce(p)),
@@ -207,6 +219,7 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
     }
     if (p.corpus || ids.size > 0) {
       docs.refresh(p.corpus ? undefined : ids);
+      sessionViews.refresh(p.corpus ? undefined : ids);
     }
   }
 

@@ -12,7 +12,7 @@ export const GROUPINGS: readonly TreeGrouping[] = ["none", "agent", "workspace"]
 
 export const GROUPING_LABELS: Record<TreeGrouping, { label: string; detail: string; description: string }> = {
   none: { label: "None", detail: "All sessions, newest first", description: "" },
-  agent: { label: "Agent", detail: "Claude Code, Codex and dsh sessions apart", description: "by agent" },
+  agent: { label: "Agent", detail: "Each agent's sessions apart (Claude Code, Codex, Gemini CLI, …, dsh)", description: "by agent" },
   workspace: { label: "Workspace", detail: "One group per working directory (cwd)", description: "by workspace" },
 };
 

@@ -4,20 +4,16 @@
 
 import { spawn } from "node:child_process";
 import * as net from "node:net";
+import type { HubStatus } from "./protocol.gen";
 import { HUB_OPTIONS_ENV, type Launch } from "./settings";
+
+export type { HubStatus };
 
 /** How long `dsh-query hub ensure` may take (the hub waits up to 10 s for its socket). */
 const ENSURE_TIMEOUT_MS = 20_000;
 
-/** The hub's status as `hub ensure` prints it (hub.md §2 `hub/status`). */
-export interface HubStatus {
-  pid: number;
-  key: string;
-  socket: string;
-}
-
-/** Runs `launch` (`hub ensure`) and reads the status it prints; rejects with its last stderr
- * line when it fails. */
+/** Runs `launch` (`hub ensure`) and reads the status it prints (`hub/status`, hub.md §2);
+ * rejects with its last stderr line when it fails. */
 export function ensureHub(launch: Launch, options: Record<string, unknown>, cwd: string): Promise<HubStatus> {
   return new Promise<HubStatus>((resolve, reject) => {
     const child = spawn(launch.command, launch.args, {

@@ -23,6 +23,7 @@ export const COMMANDS = {
   showSession: "dshQuery.showSession",
   exportSession: "dshQuery.exportSession",
   groupSessions: "dshQuery.groupSessions",
+  openSessionView: "dshQuery.openSessionView",
 } as const;
 
 const CLIENT_COMMANDS = new Set<string>(Object.values(COMMANDS));

@@ -1,6 +1,6 @@
-// Generated from the protocol's JSON Schema (dsh_query_server/schema.py) by
+// Generated from the protocol's JSON Schema (dsh_query_server/schema/) by
 // `python -m dsh_query_server.devtools.tsgen`. Do not edit: change the schema and regenerate
-// (tests/test_schema.py fails while this file differs from what the generator writes).
+// (tests/schema/test_schema.py fails while this file differs from what the generator writes).
 
 /** The server assigns ``seq``, and ``time`` (now, epoch ms) when it is absent. */
 export interface AppendEvent {
@@ -28,8 +28,25 @@ export interface AvailabilityFilter {
   values: Availability[];
 }
 
+/** One MCP tool call (tools.md §1) as ``dsh-query mcp`` forwards it. */
+export interface CallToolParams {
+  name: string;
+  arguments: { [key: string]: unknown };
+  workspace: ToolWorkspace;
+  caller?: string | null;
+  maxResults?: number;
+}
+
+/** One of: ``{text, structured}``; ``{error}``; ``{interrupted: true}`` (the request was cancelled: the MCP side tells its deadline from a cancellation). */
+export interface CallToolResult {
+  text?: string;
+  structured?: { [key: string]: unknown };
+  error?: ToolFailure;
+  interrupted?: boolean;
+}
+
 export interface CheckpointParams {
-  sessionId?: string;
+  sessionId?: string | null;
 }
 
 /** Per targeted live session with events: the last seq the backend now holds. */
@@ -112,12 +129,13 @@ export interface ExportEntry {
   attachmentId?: string | null;
 }
 
+/** ``outputPath`` is absolute. Absent or null: ``includeDescendants`` false, ``includeMedia`` true, ``overwrite`` false, no ``workspaceRoots`` (tools.md §2.4). */
 export interface ExportParams {
   sessionId: string;
   outputPath: string;
-  includeDescendants?: boolean;
-  includeMedia?: boolean;
-  overwrite?: boolean;
+  includeDescendants?: boolean | null;
+  includeMedia?: boolean | null;
+  overwrite?: boolean | null;
   workspaceRoots?: string[] | null;
 }
 
@@ -140,12 +158,49 @@ export interface FilterSessionsParams {
   filters: SessionFilter[];
 }
 
+/** The configured index path, and the file this hub holds (a slot when another process holds the first, search/ownership.py); ``file`` is null until the index is opened. */
+export interface HubIndex {
+  path: string;
+  file: string | null;
+}
+
+/** A hub's process, key, socket and connections, and the resolved configuration it serves (passwords redacted). */
+export interface HubStatus {
+  pid: number;
+  key: string;
+  socket: string;
+  startedAt: number;
+  connections: number;
+  uptimeMs: number;
+  config: { [key: string]: unknown };
+  index: HubIndex;
+  version: string;
+  tcp?: HubTcp;
+  mountFailure?: MountFailure;
+}
+
+/** ``{}``: the hub answers, then leaves as on SIGTERM. */
+export type HubStopped = Record<string, never>;
+
+/** With ``--tcp``: where the hub listens and the file holding the token a client presents. */
+export interface HubTcp {
+  host: string;
+  port: number;
+  tokenFile: string;
+}
+
 export interface IdFilter {
   kind: "id";
   values: string[];
 }
 
-/** ``"auto"``, one URI, or an array of 1-8 distinct URIs mounted as one (importers.md §4.3). */
+/** Why the configured persistence is not mounted: the hub could not mount it when it started (the mount's code and message; the hub then serves live sessions alone). */
+export interface MountFailure {
+  code: string;
+  message: string;
+}
+
+/** ``"auto"``, one URI, or an array of 1-16 distinct URIs mounted as one (importers.md §4.3). */
 export interface MountParams {
   uri: string | string[];
 }
@@ -167,6 +222,14 @@ export interface ParentFilter {
 export interface PersistenceMember {
   uri: string;
   writable: boolean;
+  postgres?: PostgresMemberStatus;
+}
+
+/** A ``postgres:`` member's connection (postgres.md §1.4); ``lastError`` is scrubbed. */
+export interface PostgresMemberStatus {
+  reachable: boolean;
+  notifications: "listening" | "off" | "polling" | "reconnecting";
+  lastError?: string;
 }
 
 export interface ProviderTitleSource {
@@ -175,7 +238,7 @@ export interface ProviderTitleSource {
   model?: { [key: string]: unknown };
 }
 
-/** ``seq`` is any number: one that names no event is EVENT_NOT_FOUND (semantics.md §3.0.2). */
+/** ``seq`` is any number: one that names no event is EVENT_NOT_FOUND (semantics.md §3.0.2). ``before`` and ``after`` are integers from 0 to ``readWindowMax`` (INVALID_WINDOW). */
 export interface ReadEventParams {
   sessionId: string;
   seq: number;
@@ -183,8 +246,24 @@ export interface ReadEventParams {
   after?: number;
 }
 
+/** ``throughSeq``: the surface after events 0..throughSeq (views.md §1); absent or null, the current surface. Checked after sessionId, before the load (semantics.md §3.12). */
+export interface ReadSurfaceParams {
+  sessionId: string;
+  throughSeq?: number | null;
+}
+
 export interface ReadTitlesParams {
   sessionIds: string[];
+}
+
+/** The usage the agent recorded for one response, normalised (views.md §2); a field the source does not record is null. ``context`` is the whole prompt as the provider counted it. */
+export interface RecordedUsage {
+  input: number | null;
+  cacheRead: number | null;
+  cacheWrite: number | null;
+  output: number | null;
+  reasoning: number | null;
+  context: number | null;
 }
 
 export interface RejectionReason {
@@ -192,6 +271,14 @@ export interface RejectionReason {
   message: string;
   cause?: string;
 }
+
+/** A method of the server's table and its params. */
+export interface RenderParams {
+  method: string;
+  params?: { [key: string]: unknown };
+}
+
+export type ReplacementKind = "compaction" | "tool-result-rewrite";
 
 export type SearchEventFilter = SeqFilter | TimeFilter | TypeFilter | SurfaceFilter;
 
@@ -344,6 +431,15 @@ export interface SessionSurfaceSnapshot {
   events: SessionEvent[];
 }
 
+export interface SessionTimeline {
+  session: SessionHeader;
+  capturedThroughSeq: number | null;
+  contextWindow: number | null;
+  steps: TimelineStep[];
+  replacements: TimelineReplacement[];
+  peak: TimelinePeak | null;
+}
+
 export interface SessionTitleObservation {
   session: SessionHeader;
   title?: SessionTitleSnapshot;
@@ -362,6 +458,13 @@ export interface SessionTitleSnapshot {
   source: TitleSource;
   eventSeq: number;
   updatedAt: number;
+}
+
+/** What a replacement shadowed: how many events, the first and last in surface order. */
+export interface ShadowedSpan {
+  count: number;
+  firstSeq: number;
+  lastSeq: number;
 }
 
 export interface StatusResult {
@@ -384,6 +487,15 @@ export interface SurfaceReplace {
   end: number;
 }
 
+/** A surface measured (views.md §2): its events, the code points of their text (semantics.md §6.4) and ``ceil(chars / 4)``, an estimate every view labels "≈ tokens". */
+export interface SurfaceSize {
+  events: number;
+  chars: number;
+  approxTokens: number;
+}
+
+export type SurfaceType = "assistant/message" | "tool/result" | "user/message";
+
 export interface TextFilter {
   kind: "text";
   text: string;
@@ -395,9 +507,50 @@ export interface TimeFilter {
   to?: number;
 }
 
+/** The step with the largest ``approxTokens`` (the earliest on a tie). */
+export interface TimelinePeak {
+  seq: number;
+  approxTokens: number;
+  recordedContext: number | null;
+}
+
+/** One ``replace`` surface op: ``before`` is the surface through ``seq - 1``, ``after`` through ``seq``. */
+export interface TimelineReplacement {
+  seq: number;
+  time: number;
+  type: SurfaceType;
+  kind: ReplacementKind;
+  shadowed: ShadowedSpan;
+  before: SurfaceSize;
+  after: SurfaceSize;
+}
+
+/** One model response: the ``assistant/message`` at ``seq``, and the surface before it. */
+export interface TimelineStep {
+  seq: number;
+  time: number;
+  turn: number | null;
+  step: number | null;
+  model: string | null;
+  surface: SurfaceSize;
+  recorded: RecordedUsage | null;
+}
+
 export type TitleSource = FallbackTitleSource | UserTitleSource | ProviderTitleSource;
 
 export type TitleStatus = "fulfilled" | "rejected";
+
+/** The tool's sanitized error (tools.md §1.10). */
+export interface ToolFailure {
+  code: string;
+  message: string;
+}
+
+/** The MCP side's workspace after its roots step (tools.md §1.2). */
+export interface ToolWorkspace {
+  roots: string[];
+  base: string;
+}
 
 export interface TraceEventParams {
   sessionId: string;
@@ -410,9 +563,10 @@ export interface TreeArgs {
   groupBy?: TreeGrouping;
 }
 
+/** Without ``nodeId`` (or with null): the view's roots, for which ``args`` holds what the view needs (protocol.md §6). */
 export interface TreeChildrenParams {
   view: ServerView;
-  nodeId?: string;
+  nodeId?: string | null;
   args?: TreeArgs;
 }
 
@@ -465,31 +619,36 @@ export interface UserTitleSource {
   kind: "user";
 }
 
-/** Params and result of every request, by method name. */
-export interface RequestMap {
-  "sessionQuery/listSessions": { params: NoParams; result: SessionRecord[] };
+/** Params and result of every request, by method name: `request()` is typed by it. */
+export interface Requests {
+  "hub/callTool": { params: CallToolParams; result: CallToolResult };
+  "hub/render": { params: RenderParams; result: unknown };
+  "hub/status": { params: NoParams; result: HubStatus };
+  "hub/stop": { params: NoParams; result: HubStopped };
+  "sessionPersistence/mount": { params: MountParams; result: MountResult };
+  "sessionPersistence/status": { params: NoParams; result: StatusResult };
+  "sessionPersistence/unmount": { params: NoParams; result: EmptyResult };
+  "sessionQuery/exportSession": { params: ExportParams; result: ExportResult };
+  "sessionQuery/filterEvents": { params: FilterEventsParams; result: SessionEventSearchDocument[] };
   "sessionQuery/filterSessions": { params: FilterSessionsParams; result: SessionRecord[] };
   "sessionQuery/listEvents": { params: SessionIdParams; result: SessionEventRecord[] };
-  "sessionQuery/filterEvents": { params: FilterEventsParams; result: SessionEventSearchDocument[] };
+  "sessionQuery/listSessions": { params: NoParams; result: SessionRecord[] };
   "sessionQuery/readEvent": { params: ReadEventParams; result: SessionEventWindow };
-  "sessionQuery/readSurface": { params: SessionIdParams; result: SessionSurfaceSnapshot };
   "sessionQuery/readSession": { params: SessionIdParams; result: SessionLogSnapshot };
+  "sessionQuery/readSurface": { params: ReadSurfaceParams; result: SessionSurfaceSnapshot };
+  "sessionQuery/readTimeline": { params: SessionIdParams; result: SessionTimeline };
   "sessionQuery/readTitle": { params: SessionIdParams; result: SessionTitleObservation };
   "sessionQuery/readTitles": { params: ReadTitlesParams; result: SessionTitleObservationResult[] };
-  "sessionQuery/traceSession": { params: SessionIdParams; result: SessionLineageTrace };
-  "sessionQuery/traceEvent": { params: TraceEventParams; result: SessionEventTraceObservation };
-  "sessionQuery/exportSession": { params: ExportParams; result: ExportResult };
-  "sessionQuery/searchSessions": { params: SessionSearchRequest; result: SessionSearchPage };
   "sessionQuery/searchEvents": { params: SessionEventSearchRequest; result: SessionEventSearchPage };
+  "sessionQuery/searchSessions": { params: SessionSearchRequest; result: SessionSearchPage };
+  "sessionQuery/traceEvent": { params: TraceEventParams; result: SessionEventTraceObservation };
+  "sessionQuery/traceSession": { params: SessionIdParams; result: SessionLineageTrace };
   "sessionQuery/treeChildren": { params: TreeChildrenParams; result: TreeChildrenResult };
   "sessionQuery/treeParent": { params: TreeParentParams; result: TreeParentResult };
-  "sessionStore/create": { params: CreateParams; result: CreateResult };
   "sessionStore/append": { params: AppendParams; result: AppendResult };
-  "sessionStore/remove": { params: SessionIdParams; result: EmptyResult };
   "sessionStore/checkpoint": { params: CheckpointParams; result: CheckpointResult };
-  "sessionPersistence/mount": { params: MountParams; result: MountResult };
-  "sessionPersistence/unmount": { params: NoParams; result: EmptyResult };
-  "sessionPersistence/status": { params: NoParams; result: StatusResult };
+  "sessionStore/create": { params: CreateParams; result: CreateResult };
+  "sessionStore/remove": { params: SessionIdParams; result: EmptyResult };
 }
 
 /** Params of every notification, by method name. */
@@ -533,7 +692,7 @@ export const ERROR_RPC_CODES: Readonly<Record<ErrorCode, number>> = {
 /** Server-side `workspace/executeCommand` ids and the request each one runs. */
 export const SERVER_COMMANDS = {
   "dshQuery.server.mount": "sessionPersistence/mount",
+  "dshQuery.server.status": "sessionPersistence/status",
   "dshQuery.server.unmount": "sessionPersistence/unmount",
   "dshQuery.server.checkpoint": "sessionStore/checkpoint",
-  "dshQuery.server.status": "sessionPersistence/status",
 } as const;

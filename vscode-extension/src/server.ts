@@ -19,7 +19,7 @@ import {
   type StreamInfo,
 } from "vscode-languageclient/node";
 import { StderrTail, formatError } from "./errors";
-import { Methods, type DidChangeParams, type Rpc } from "./protocol";
+import { Methods, type DidChangeParams, type Method, type Params, type Result, type Rpc } from "./protocol";
 import { connectSocket, ensureHub, type HubStatus } from "./hub";
 import {
   RECONNECT_DELAYS_MS,
@@ -151,7 +151,7 @@ export class ServerManager implements vscode.Disposable {
     return this._state === "running" ? this : undefined;
   }
 
-  async request<R = unknown>(method: string, params: object): Promise<R> {
+  async request<M extends Method>(method: M, params: Params<M>): Promise<Result<M>> {
     const client = this.client;
     if (!client || this._state !== "running") {
       throw new Error(
@@ -160,7 +160,7 @@ export class ServerManager implements vscode.Disposable {
           : "The Session Query server is not running (Session Query: Restart Server).",
       );
     }
-    const result = await client.sendRequest<R>(method, params);
+    const result = await client.sendRequest<Result<M>>(method, params);
     if (result === null && this._state !== "running") {
       throw new Error("The Session Query server stopped before answering.");
     }

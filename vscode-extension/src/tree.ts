@@ -6,7 +6,7 @@
 import * as vscode from "vscode";
 import { formatError, isCancellation, isMethodNotFound } from "./errors";
 import { COMMANDS } from "./ids";
-import { Methods, type Rpc, type ServerView, type TreeChildrenResult, type TreeNode, type TreeParentResult } from "./protocol";
+import { Methods, type Rpc, type ServerView, type TreeChildrenParams, type TreeNode } from "./protocol";
 
 export interface TreeTarget {
   view: ServerView;
@@ -201,9 +201,9 @@ export class ServerTreeProvider implements vscode.TreeDataProvider<TreeElement>,
     return [...this.elements.values()].filter((el) => this.isLive(el));
   }
 
-  private params(nodeId?: string): Record<string, unknown> {
+  private params(nodeId?: string): TreeChildrenParams {
     const t = this.target as TreeTarget;
-    const p: Record<string, unknown> = { view: t.view };
+    const p: TreeChildrenParams = { view: t.view };
     if (nodeId !== undefined) {
       p.nodeId = nodeId;
     }
@@ -224,7 +224,7 @@ export class ServerTreeProvider implements vscode.TreeDataProvider<TreeElement>,
     if (!rpc || !this.target) {
       return [];
     }
-    const result = await rpc.request<TreeChildrenResult>(Methods.treeChildren, this.params(parent?.node.id));
+    const result = await rpc.request(Methods.treeChildren, this.params(parent?.node.id));
     return Array.isArray(result?.nodes) ? result.nodes.filter((n) => n && typeof n === "object") : [];
   }
 
@@ -315,7 +315,7 @@ export class ServerTreeProvider implements vscode.TreeDataProvider<TreeElement>,
     if (!rpc || !this.target) {
       return undefined;
     }
-    const result = await rpc.request<TreeParentResult>(Methods.treeParent, this.params(nodeId));
+    const result = await rpc.request(Methods.treeParent, { view: (this.target as TreeTarget).view, nodeId });
     const parentId = result?.nodeId;
     if (typeof parentId !== "string") {
       return undefined;

@@ -1,8 +1,17 @@
 // A fake of the server's tree methods for unit tests: sessions (paged with a "more" node),
 // events of a session, node ids that encode what they need, and a request log.
 
-import type { Rpc, TreeNode, TreeParentResult } from "../src/protocol";
-import type { TreeChildrenParams, TreeParentParams } from "../src/protocol.gen";
+import type {
+  Method,
+  Params,
+  Result,
+  Rpc,
+  TreeChildrenParams,
+  TreeChildrenResult,
+  TreeNode,
+  TreeParentParams,
+  TreeParentResult,
+} from "../src/protocol";
 
 export interface FakeSession {
   id: string;
@@ -60,24 +69,26 @@ export class FakeTreeServer implements Rpc {
     return nodes;
   }
 
-  async request<R>(method: string, params: object): Promise<R> {
+  async request<M extends Method>(method: M, params: Params<M>): Promise<Result<M>> {
     this.log.push({ method, params: JSON.parse(JSON.stringify(params)) });
     await Promise.resolve();
     if (this.failWith) {
       throw this.failWith;
     }
+    // M is not narrowed by comparing `method`: the casts say what this branch answers.
     if (method === "sessionQuery/treeChildren") {
-      return { nodes: this.children(params as TreeChildrenParams) } as R;
+      const result: TreeChildrenResult = { nodes: this.children(params as TreeChildrenParams) };
+      return result as Result<M>;
     }
     if (method === "sessionQuery/treeParent") {
-      return this.parent(params as TreeParentParams) as R;
+      return this.parent(params as TreeParentParams) as Result<M>;
     }
     throw new RpcError(-32601, `unknown method ${method}`);
   }
 
   private children(params: TreeChildrenParams): TreeNode[] {
     if (params.view === "sessions") {
-      if (params.nodeId === undefined) {
+      if (params.nodeId === undefined || params.nodeId === null) {
         return this.page(0);
       }
       if (params.nodeId.startsWith("more:")) {

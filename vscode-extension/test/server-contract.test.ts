@@ -1,6 +1,6 @@
 // The data layer against the real Python server (tree.py and friends), over stdio with
 // vscode-jsonrpc, the transport vscode-languageclient uses. Runs when DSH_QUERY_PYTHON names a
-// Python with dsh-query-server installed (tests/test_vscode_extension.py sets it); skipped otherwise.
+// Python with dsh-query-server installed (tests/editors/vscode/test_vscode_extension.py sets it); skipped otherwise.
 import { strict as assert } from "node:assert";
 import { spawn, type ChildProcess } from "node:child_process";
 import { after, before, test } from "node:test";
@@ -9,7 +9,7 @@ import * as vscode from "vscode";
 import { renderTarget } from "../src/documents";
 import { sessionsTarget } from "../src/grouping";
 import { knownCommand } from "../src/ids";
-import type { DidChangeParams, Rpc, SessionEventSearchPage, SessionSearchPage } from "../src/protocol";
+import type { DidChangeParams, Rpc } from "../src/protocol";
 import { TARGET_MARKER } from "../src/render";
 import { readSettings } from "../src/settings";
 import { ServerTreeProvider, nodeCommand, nodeKind, selectionOf, type TreeElement } from "../src/tree";
@@ -30,7 +30,7 @@ function user(text: string) {
   return {
     type: "user/message",
     time: (t += 1000),
-    surfaceOp: "append",
+    surfaceOp: "append" as const,
     data: { id: `u${t}`, role: "user", content: [{ type: "text", text }], source: { kind: "user" } },
   };
 }
@@ -38,7 +38,7 @@ function assistant(text: string) {
   return {
     type: "assistant/message",
     time: (t += 1000),
-    surfaceOp: "append",
+    surfaceOp: "append" as const,
     data: {
       turn: 1,
       step: 1,
@@ -255,14 +255,14 @@ test("documents: event window, surface and log through renderTarget", { skip }, 
 });
 
 test("search pages with nextCursor", { skip }, async () => {
-  const first = await rpc.request<SessionSearchPage>("sessionQuery/searchSessions", { query: "QUOKKA", limit: 1 });
+  const first = await rpc.request("sessionQuery/searchSessions", { query: "QUOKKA", limit: 1 });
   assert.equal(first.items.length, 1);
   assert.equal(first.items[0].header.id, PARENT);
   assert.match(first.items[0].bestMatch.snippet, /quokka/i);
-  const inside = await rpc.request<SessionEventSearchPage>("sessionQuery/searchEvents", { sessionId: PARENT, query: "quokka", limit: 1 });
+  const inside = await rpc.request("sessionQuery/searchEvents", { sessionId: PARENT, query: "quokka", limit: 1 });
   assert.equal(inside.items.length, 1);
   assert.ok(inside.nextCursor, "a second hit is on the next page");
-  const next = await rpc.request<SessionEventSearchPage>("sessionQuery/searchEvents", { sessionId: PARENT, query: "quokka", limit: 1, cursor: inside.nextCursor });
+  const next = await rpc.request("sessionQuery/searchEvents", { sessionId: PARENT, query: "quokka", limit: 1, cursor: inside.nextCursor });
   assert.equal(next.items.length, 1);
   assert.equal(next.nextCursor, undefined);
 });

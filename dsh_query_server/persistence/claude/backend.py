@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ... import jsoncodec
 from ...cancel import CancelToken
 from ...model.event import Header
-from ..base import Inspection
+from ..contract.results import Inspection
 from ..importing.backend import (
     Candidate,
     ImportBackend,

@@ -12,7 +12,7 @@ from functools import partial
 from ... import jsoncodec
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Header
-from ..base import Inspection
+from ..contract.results import Inspection
 from ..importing.backend import (
     Candidate,
     ImportBackend,

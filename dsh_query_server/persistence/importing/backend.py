@@ -15,13 +15,8 @@ from dataclasses import dataclass, replace
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
-from ..base import (
-    Inspection,
-    SessionPersistenceCorruptionError,
-    SessionPersistenceReadOnlyError,
-    Snapshot,
-    Window,
-)
+from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
+from ..contract.results import Inspection, Snapshot, Window
 from .lines import Item, Record, read_items, read_lines
 from .survey import Clock, Proofs, Survey
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos

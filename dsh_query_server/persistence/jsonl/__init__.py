@@ -8,7 +8,10 @@
 - ``durable``: record encoding and durable writes (§4.11);
 - ``survey``: the root survey and revisions (§4.7, §4.10);
 - ``proofs``: the same survey, skipping directories whose stat proves them unchanged;
-- ``window``: window reads of a verified transcript (the shared algorithm is ../windows.py);
+- ``listing``: the listed headers and revisions, kept while their stat proves them (§4.8);
+- ``identity``: a transcript's header names its own path (§4.8 step 4.6);
+- ``window``: window reads of a verified transcript (the shared algorithm is
+  ../logical/windows.py);
 - ``backend``: ``JsonlBackend`` itself.
 """
 

@@ -20,23 +20,22 @@ from ...cancel import NULL_TOKEN, CancelToken
 from ...files import fsync_dir, make_private_dirs
 from ...model.event import Event, Header, is_valid_seq_at
 from ...values import is_nonneg_safe_integer
-from .. import logical
-from ..base import (
+from ..contract.backend import PersistenceBackend
+from ..contract.capabilities import RawArtifactReader, WindowReader
+from ..contract.errors import SessionPersistenceReadOnlyError
+from ..contract.results import (
     Inspection,
-    PersistenceBackend,
-    RawArtifactReader,
     SessionLocation,
-    SessionPersistenceReadOnlyError,
     SessionRawArtifact,
     Snapshot,
     StoredLog,
     Window,
-    WindowReader,
 )
-from ..legacy import render_json
-from ..memo import VerificationMemo
-from ..records import Piece, pack
-from ..windows import Verified, read_window
+from ..logical import log as logical
+from ..logical.legacy import render_json
+from ..logical.memo import VerificationMemo
+from ..logical.records import Piece, pack
+from ..logical.windows import Verified, read_window
 from .decode import Decoded, StoredPieces, decode_raw, decode_zstd
 from .durable import (
     append_durably,
@@ -47,34 +46,26 @@ from .durable import (
 )
 from .errors import (
     JsonlBackendError,
-    corrupt,
     duplicate,
     exists_on_disk,
     mismatch_error,
     not_found,
 )
 from .frames import zstd_frame
-from .header import header_line, listed_header, read_raw_header, read_zstd_header
+from .header import header_line
+from .identity import check_identity
+from .listing import HeaderListing
 from .paths import COMPRESSIONS, OPPOSITE, TRANSCRIPT, escape_segment, project_dir, transcript_path
 from .proofs import KeptProofs, RootSurveyor
 from .raw import FILENAME, raw_content
 from .survey import (
     Listed,
-    ListedHeader,
     SessionDir,
     StatKey,
     Survey,
     revision_of,
-    revision_of_key,
 )
 from .window import Located, TranscriptHints, TranscriptWindows
-
-
-def _same_existing_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):
-        return False
 
 
 def _check_contiguous(session_id: str, events: list[Event], stored: int) -> None:
@@ -121,11 +112,9 @@ class JsonlBackend:
         self._tracked: set[str] = set()  # created or written through this instance
         self._counts: dict[str, int] = {}  # stored event count after our last good append
         self._locations: dict[str, Located] = {}
-        self._headers: dict[str, ListedHeader] = {}  # by transcript path, from the last listing
-        # The last survey whose encoding was verified, and the last listing every entry of which
-        # is proven by that survey's stats: both kept while the survey returns that same list.
+        # The last survey whose encoding was verified, kept while the survey returns that same
+        # list (the listing keeps its headers the same way: listing.py).
         self._verified: Survey | None = None
-        self._listed: Listed | None = None
         # Each request's (token's) last survey, for _locate's reuse; an entry goes with its token,
         # so a finished request's survey is not kept until the next one.
         self._surveys: weakref.WeakKeyDictionary[CancelToken, Survey] = weakref.WeakKeyDictionary()
@@ -134,6 +123,7 @@ class JsonlBackend:
         self._memo: VerificationMemo[Verified[TranscriptHints]] = VerificationMemo()
         # Directory reads kept as proofs between surveys (proofs.py).
         self._surveyor = RootSurveyor(self.root)
+        self._header_listing = HeaderListing(self.root, self._surveyor, self._lock)
         self._check_root()
 
     @property
@@ -220,94 +210,12 @@ class JsonlBackend:
             self._encoding = self._encoding or encoding or "zstd"
             return self._encoding
 
-    # -- identity (§4.8 step 4.6) --------------------------------------------------------------
-
-    def _expected_transcript(self, header: Header, path: str, encoding: str) -> str:
-        cwd = None if header.cwd is UNSET else header.cwd
-        if header.id == "" or cwd == "":
-            raise corrupt(f'corrupt session log "{path}": header id cannot name a storage path')
-        return transcript_path(self.root, cwd, header.id, encoding)
-
-    def _check_path_identity(self, header: Header, path: str, encoding: str) -> bool:
-        """Raises when the header does not name this path; True when it names it exactly."""
-        expected = self._expected_transcript(header, path, encoding)
-        if expected == path:
-            return True
-        if not _same_existing_file(expected, path):
-            raise corrupt(
-                f'corrupt session log "{path}": header id "{header.id}" and cwd '
-                f'identify "{expected}"'
-            )
-        return False
-
-    def _check_identity(self, session_id: str, header: Header, located: Located) -> None:
-        if header.id != session_id:
-            raise corrupt(
-                f'corrupt session log "{located.path}": requested id "{session_id}" '
-                f'does not match header id "{header.id}"'
-            )
-        self._check_path_identity(header, located.path, located.encoding)
-
     # -- listing (§4.8) ------------------------------------------------------------------------
 
     def _listing(self, token: CancelToken) -> Listed:
         """Listed headers with their revisions, from the survey's stat (§4.8 steps 1–4)."""
         sessions, encoding = self._root_encoding(token)
-        if encoding is None:
-            return Listed(sessions, [], [], False)
-        kept = self._listed
-        if kept is not None and kept.sessions is sessions:
-            # The same survey list: every transcript's stat is the one its header was proven by
-            # (each entry was exact and safe), so every step below would give the same answer.
-            return kept
-        read_header = read_zstd_header if encoding == "zstd" else read_raw_header
-        safe_before = self._surveyor.safe_before()
-        listed: list[Header] = []
-        revisions: list[str] = []
-        seen: set[str] = set()
-        known_headers = self._headers
-        headers: dict[str, ListedHeader] = {}
-        proven = True
-        for session in sessions:
-            # The survey verified the encoding: every session's one kind is this one. A
-            # transcript only grows: while its inode, size and times are unchanged, so is its
-            # first line, and the header parsed last time is reused instead of read again, and
-            # with it the path identity check when that was an exact match (a pure function of
-            # the header, the root and the encoding). As for directories (proofs.py), a stat
-            # proves the header only when the transcript's mtime was safely older than its read.
-            key = session.keys[0]
-            known = known_headers.get(session.path)
-            if known is not None and known.key == key and known.exact and known.safe:
-                entry = known  # the stat it was proven by (a seeded one's too: sync's state)
-            else:
-                path = session.transcript(encoding)
-                if known is not None and known.key == key and known.safe:
-                    header, revision, exact = known.header, known.revision, known.exact
-                else:
-                    try:
-                        line = read_header(path, token)
-                    except FileNotFoundError:
-                        continue
-                    parsed = None if line is None else listed_header(line)
-                    if parsed is None:
-                        continue
-                    header, revision, exact = parsed, revision_of_key(key), False
-                if not exact:
-                    exact = self._check_path_identity(header, path, encoding)
-                entry = ListedHeader(key, revision, header, exact, key[3] < safe_before)
-                proven = proven and entry.exact and entry.safe
-            headers[session.path] = entry
-            header_id = entry.header.id
-            if header_id in seen:
-                raise duplicate(header_id)
-            seen.add(header_id)
-            listed.append(entry.header)
-            revisions.append(entry.revision)
-        self._headers = headers
-        result = Listed(sessions, listed, revisions, proven and len(listed) == len(sessions))
-        if result.proven:
-            self._listed = result
-        return result
+        return self._header_listing.listed(sessions, encoding, token)
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
         return list(self._listing(token).headers)
@@ -324,25 +232,12 @@ class JsonlBackend:
     def export_listing(self) -> list[tuple[str, StatKey, str, bool]]:
         """The last listing's headers that their transcript's stat proves (read safely): (path,
         stat key, header JSON, exact), for ``seed_listing`` in a later process (sync's state)."""
-        with self._lock:
-            headers = list(self._headers.items())
-        return [
-            (path, e.key, e.header.raw.decode("utf-8"), e.exact) for path, e in headers if e.safe
-        ]
+        return self._header_listing.export()
 
     def seed_listing(self, entries: list[tuple[str, StatKey, str, bool]]) -> None:
-        """Headers an earlier listing of this root read (``export_listing``). As within one
-        process, a transcript whose stat is still the key is not read again: a transcript only
-        grows, and its stat was safely after the write when it was read (§4.8). Entries this
-        backend listed itself win."""
-        seeded: dict[str, ListedHeader] = {}
-        for path, key, header, exact in entries:
-            revision = revision_of_key(key)
-            seeded[path] = ListedHeader(
-                key, revision, Header.from_json(header.encode()), exact, True
-            )
-        with self._lock:
-            self._headers = {**seeded, **self._headers}
+        """Headers an earlier listing of this root read (``export_listing``); see
+        ``HeaderListing.seed``."""
+        self._header_listing.seed(entries)
 
     def export_proofs(self) -> KeptProofs:
         """The directory proofs of the last survey (proofs.py), for ``seed_proofs`` in a later
@@ -355,6 +250,9 @@ class JsonlBackend:
         self._surveyor.seed(kept)
 
     # -- lookup and reading (§4.9) -------------------------------------------------------------
+
+    def _check_identity(self, session_id: str, header: Header, located: Located) -> None:
+        check_identity(self.root, session_id, header, located)
 
     def _session_lock(self, session_id: str) -> threading.Lock:
         with self._lock:
@@ -594,7 +492,7 @@ class JsonlBackend:
         return Located(path, encoding)
 
 
-if TYPE_CHECKING:  # the contract (base.py), checked by pyright
+if TYPE_CHECKING:  # the contract (persistence/contract/), checked by pyright
     _backend: type[PersistenceBackend] = JsonlBackend
     _windows: type[WindowReader] = JsonlBackend
     _raw: type[RawArtifactReader] = JsonlBackend

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 import zstandard
 
 from ...model.event import Event, Header
-from ..logical import StreamedLog
-from ..records import Piece
+from ..logical.log import StreamedLog
+from ..logical.records import Piece
 from .errors import corrupt
 from .frames import decode_frame, decode_torn_frame, header_frame_line, scan_frames
 from .header import stored_header

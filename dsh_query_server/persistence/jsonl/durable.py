@@ -7,7 +7,7 @@ import os
 
 from ... import jsoncodec
 from ...model.event import Event
-from ..records import PACKED_TAGS, PackedRow
+from ..logical.records import PACKED_TAGS, PackedRow
 from .errors import RollbackError
 from .lines import is_utf8
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..base import SessionPersistenceCorruptionError
+from ..contract.errors import SessionPersistenceCorruptionError
 from .paths import SUFFIX
 
 

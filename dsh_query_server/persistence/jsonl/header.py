@@ -17,7 +17,7 @@ from ... import jsoncodec
 from ...cancel import CancelToken
 from ...model.event import HEADER_FIELDS, Header
 from ...values import is_nonneg_safe_integer, is_number, json_number
-from ..base import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
+from ..contract.errors import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
 from .errors import corrupt
 from .frames import decode_frame, frame_end, header_frame_line
 

@@ -10,9 +10,9 @@ from msgspec import UNSET
 from ... import jsoncodec
 from ...model.event import Event, is_valid_seq_at
 from ...values import MAX_SAFE_INTEGER
-from ..legacy import StaleShape, render_json
-from ..logical import StreamedLog
-from ..records import PACKED_TAGS, KeptLine, MalformedRow, Piece, kept_line, unpack_line
+from ..logical.legacy import StaleShape, render_json
+from ..logical.log import StreamedLog
+from ..logical.records import PACKED_TAGS, KeptLine, MalformedRow, Piece, kept_line, unpack_line
 from .errors import corrupt
 
 _PACKED_TAG_BYTES = {tag.encode(): tag for tag in PACKED_TAGS}

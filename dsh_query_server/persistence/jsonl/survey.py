@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from ...cancel import CancelToken
 from ...model.event import Header
-from ..base import Snapshot
+from ..contract.results import Snapshot
 from .errors import flat_layout_error
 from .paths import SUFFIX, TRANSCRIPT
 

@@ -13,10 +13,10 @@ import zstandard
 
 from ...cancel import CancelToken
 from ...model.event import Event, Header
-from ..base import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
-from ..legacy import NeedsHistory, StaleShape
-from ..logical import StreamedLog
-from ..windows import Verification, WindowSource
+from ..contract.errors import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
+from ..logical.legacy import NeedsHistory, StaleShape
+from ..logical.log import StreamedLog
+from ..logical.windows import Verification, WindowSource
 from .decode import Decoded, decode_raw, decode_zstd
 from .frames import decode_frame, decode_torn_frame, frame_end, is_one_line
 from .header import stored_header

@@ -1,7 +1,8 @@
 """The ``postgres:`` backend (postgres.md): a shared PostgreSQL store for a team.
 
 conninfo: the mount URI, redaction; schema: DDL and the opening checks; rows: the record
-encoding; connection: pool, transactions, failures; backend: the persistence contract.
+encoding; pool: the connections; connection: transactions, retries, cancellation, failures;
+backend: the persistence contract.
 """
 
 from .backend import PostgresBackend, open_postgres

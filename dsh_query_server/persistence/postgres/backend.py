@@ -22,17 +22,11 @@ from ... import jsoncodec
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
 from ...values import is_nonneg_safe_integer
-from .. import legacy, logical
-from ..base import (
-    BulkResult,
-    Inspection,
-    SessionPersistenceCorruptionError,
-    SessionPersistenceReadOnlyError,
-    Snapshot,
-    StoredLog,
-    Window,
-)
-from ..memo import VerificationMemo
+from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
+from ..contract.results import BulkResult, Inspection, Snapshot, StoredLog, Window
+from ..logical import legacy
+from ..logical import log as logical
+from ..logical.memo import VerificationMemo
 from . import bulk, rows, schema, writes
 from .connection import Conn, Pool
 from .conninfo import PgMount, parse_postgres_uri

@@ -5,7 +5,7 @@ bounded the search index build at ~18,000 events/s. Here one ``REPEATABLE READ R
 transaction reads the session rows of up to ``IDS_PER_READ`` ids and, in one statement ordered
 by session and seq, the rows of as many of them as fit in ``ROWS_PER_READ`` events; the token
 is checked between transactions (and cancels a running statement). Every id's log is then
-decoded and verified by the very steps ``inspect`` runs (rows.py, logical.py) on rows of one
+decoded and verified by the very steps ``inspect`` runs (rows.py, logical/log.py) on rows of one
 snapshot, so each result is what ``inspect(id)`` would have given at that snapshot, errors
 included.
 """
@@ -20,8 +20,8 @@ from operator import itemgetter
 from typing import LiteralString, cast
 
 from ...cancel import NULL_TOKEN, CancelToken
-from .. import logical
-from ..base import BulkResult, Inspection
+from ..contract.results import BulkResult, Inspection
+from ..logical import log as logical
 from . import rows, schema
 from .connection import Conn, Pool
 from .schema import StoreIdentity
@@ -65,7 +65,7 @@ def _not_found(session_id: str) -> LookupError:
 def inspect_many(
     source: Source, session_ids: Sequence[str], limit: int, token: CancelToken = NULL_TOKEN
 ) -> Iterator[tuple[str, BulkResult]]:
-    """``BulkInspector.inspect_many`` (base.py) for the ``postgres:`` backend."""
+    """``BulkInspector.inspect_many`` (contract/capabilities.py) for the ``postgres:`` backend."""
     ids = list(session_ids)
     start = 0
     while start < len(ids):

@@ -1,10 +1,12 @@
-"""Connections of the ``postgres:`` backend (postgres.md §1.4, §3.1, §4): the pool, the
-transactions every operation runs in, cancellation, and how failures become messages.
+"""Connections of the ``postgres:`` backend (postgres.md §1.4, §3.1, §4): the transactions every
+operation runs in on a pooled connection (pool.py), cancellation, and how failures become
+messages.
 
 Connections are autocommit; an operation runs one statement on its own, or opens an explicit
-transaction. A read retries once on a connection that broke under it (a restart); every other
-failure becomes one scrubbed message that names the store by its redacted URI. One watcher thread
-per pool cancels the statements of reads whose token fired.
+transaction. A read retries once on a connection that broke under it (a restart), never when no
+connection could be had (the server is down); every other failure becomes one scrubbed message
+that names the store by its redacted URI. One watcher thread per pool cancels the statements of
+reads whose token fired.
 """
 
 from __future__ import annotations
@@ -18,25 +20,23 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 import psycopg
-import psycopg_pool
 from psycopg import errors as pg_errors
-from psycopg.pq import ConnStatus, DiagnosticField, ExecStatus, TransactionStatus
+from psycopg.pq import ConnStatus, DiagnosticField, ExecStatus
 from psycopg.pq.abc import PGresult
 
 from ...cancel import NULL_TOKEN, CancelToken, SessionQueryCancelled
 from .conninfo import PgMount
 from .errors import AppendInDoubtError, PostgresUnavailableError
+from .pool import Conn, ConnectionPool, PoolTimeout
 
 log = logging.getLogger(__name__)
 
-Conn = psycopg.Connection[tuple[object, ...]]
 T = TypeVar("T")
 
 _CANCEL_POLL_SECONDS = 0.05
 _REPEATABLE_READ = psycopg.IsolationLevel.REPEATABLE_READ
 _READ_COMMITTED = psycopg.IsolationLevel.READ_COMMITTED
 _RETRIABLE_SQLSTATES = ("57P01", "57P02", "57P03")
-_PARK_SECONDS = 30.0  # a parked connection goes back through the pool at least this often
 _NO_SUCH_STATEMENT = b"26000"  # invalid_sql_statement_name: not prepared on this connection
 
 Row = tuple[bytes | None, ...]
@@ -51,35 +51,20 @@ def _retriable(exc: BaseException) -> bool:
 
 
 class Pool:
-    """One mount's connection pool and its failure vocabulary."""
+    """One mount's connections (pool.py) and its failure vocabulary."""
 
     def __init__(self, mount: PgMount) -> None:
         self.mount = mount
         self.reachable = False
         self.last_error: str | None = None
         self._fsync_warned = False
-        self._pool: psycopg_pool.ConnectionPool[Conn] = psycopg_pool.ConnectionPool(
+        self._connections = ConnectionPool(
             mount.conninfo(),
-            min_size=1,
-            max_size=mount.pool_size,
-            open=False,
-            kwargs={"autocommit": True},
+            size=mount.pool_size,
+            timeout_seconds=mount.pool_timeout_ms / 1000,
             configure=self._configure,
-            check=_check_idle,
-            timeout=mount.pool_timeout_ms / 1000,
-            name="dsh-query-postgres",
         )
         self._watcher = CancelWatcher()
-        # One connection parked between probes (the listing's token statement, run twice per
-        # search), so that they skip the pool's checkout and return. It is handed back to the
-        # pool whenever anyone else asks the pool for a connection (``_demand`` counts those
-        # waiting), after _PARK_SECONDS, and at close: parking never keeps a connection from
-        # another caller.
-        self._park_lock = threading.Lock()
-        self._parked: tuple[Conn, float] | None = None
-        self._demand = 0
-        self._closed = False
-        self._pool.open(wait=False)
 
     def _configure(self, conn: Conn) -> None:
         """Commits are durable (§3.7): a server configured with synchronous_commit off gets
@@ -102,12 +87,7 @@ class Pool:
             )
 
     def close(self) -> None:
-        with self._park_lock:
-            self._closed = True
-            parked, self._parked = self._parked, None
-        if parked is not None:
-            self._pool.putconn(parked[0])
-        self._pool.close()
+        self._connections.close()
         self._watcher.close()
 
     # -- messages ------------------------------------------------------------------------
@@ -134,7 +114,7 @@ class Pool:
             message = "postgres server is read-only (a standby?); appends need the primary"
         elif isinstance(exc, pg_errors.InsufficientPrivilege):
             message = f'postgres role "{self.user}" lacks a privilege: {detail}'
-        elif isinstance(exc, psycopg_pool.PoolTimeout):
+        elif isinstance(exc, PoolTimeout):
             return self.unavailable(f"no connection within {self.mount.pool_timeout_ms} ms")
         elif isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
             return self.unavailable(detail)
@@ -149,44 +129,14 @@ class Pool:
 
     # -- connections and transactions -----------------------------------------------------
 
-    @contextmanager
-    def connection(self) -> Generator[Conn, None, None]:
-        conn = self._checkout(probe=False)
+    def _checkout(self, token: CancelToken) -> Conn:
+        """A connection; failing to get one (the server refused or did not answer, or every
+        connection stayed busy) fails the operation at once: a retry is for a connection that
+        broke under a statement, not for a server that is down."""
         try:
-            with conn:  # as pool.connection(): commit, or roll back on an error
-                yield conn
-        finally:
-            self._checkin(conn, probe=False)
-        self.reachable = True
-
-    def _checkout(self, probe: bool) -> Conn:
-        """A connection: for a probe the parked one when it is still idle and quiet (as the
-        pool's check, _check_idle, would find it), else one from the pool; any other caller
-        first hands the parked one back to the pool."""
-        with self._park_lock:
-            parked, self._parked = self._parked, None
-            self._demand += 1
-        try:
-            if parked is not None:
-                conn, since = parked
-                if probe and time.monotonic() - since < _PARK_SECONDS and _quiet(conn):
-                    return conn
-                self._pool.putconn(conn)
-            return self._pool.getconn()
-        finally:
-            with self._park_lock:
-                self._demand -= 1
-
-    def _checkin(self, conn: Conn, probe: bool) -> None:
-        """A probe parks its idle connection unless one is parked, anyone waits for the pool,
-        or the pool is closing; every other connection goes back to the pool."""
-        if probe and not conn.closed:
-            idle = conn.pgconn.transaction_status == TransactionStatus.IDLE
-            with self._park_lock:
-                if idle and self._parked is None and self._demand == 0 and not self._closed:
-                    self._parked = (conn, time.monotonic())
-                    return
-        self._pool.putconn(conn)
+            return self._connections.get()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self.failure(exc, token) from None
 
     def read(self, work: Callable[[Conn], T], token: CancelToken = NULL_TOKEN) -> T:
         """``work`` in one REPEATABLE READ READ ONLY transaction, retried once on a broken
@@ -218,8 +168,8 @@ class Pool:
         restart), unless the token fired."""
         for attempt in (0, 1):
             token.raise_if_cancelled()
+            conn = self._checkout(token)
             try:
-                conn = self._checkout(probe)  # not pool.connection(): no commit at the end
                 try:
                     if probe:
                         result = work(conn)
@@ -227,11 +177,11 @@ class Pool:
                         with self._watcher.watching(conn, token):
                             result = work(conn)
                 finally:
-                    self._checkin(conn, probe)
+                    self._connections.put(conn)
                 self.reachable = True
                 token.raise_if_cancelled()
                 return result
-            except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            except psycopg.Error as exc:
                 if attempt == 0 and _retriable(exc) and not token.cancelled:
                     continue
                 raise self.failure(exc, token) from None
@@ -240,18 +190,21 @@ class Pool:
     def write(self, work: Callable[[Conn], T], in_doubt: str | None = None) -> T:
         """``work`` in one READ COMMITTED transaction (appends take no token, §4). A connection
         lost after ``work`` finished was lost during COMMIT: that is ``in_doubt`` (§3.7)."""
+        conn = self._checkout(NULL_TOKEN)
         finished = False
         try:
-            with self.connection() as conn:
-                conn.isolation_level, conn.read_only = _READ_COMMITTED, None
-                with conn.transaction():
-                    result = work(conn)
-                    finished = True
+            conn.isolation_level, conn.read_only = _READ_COMMITTED, None
+            with conn.transaction():
+                result = work(conn)
+                finished = True
+            self.reachable = True
             return result
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+        except psycopg.Error as exc:
             if finished and in_doubt is not None and _retriable(exc):
                 raise AppendInDoubtError(self.scrub(f"{in_doubt}: {str(exc).strip()}")) from None
             raise self.failure(exc, NULL_TOKEN) from None
+        finally:
+            self._connections.put(conn)
 
 
 def _probe(conn: Conn, name: bytes, text: bytes, token: CancelToken) -> Row | None:
@@ -331,23 +284,6 @@ def _result(conn: Conn, token: CancelToken) -> PGresult:
     if len(results) != 1:
         raise psycopg.OperationalError(f"expected one result, got {len(results)}")
     return results[0]
-
-
-def _quiet(conn: Conn) -> bool:
-    """An idle pooled connection receives nothing (it never LISTENs), so a socket with input
-    pending holds a server's termination notice or EOF (a restart)."""
-    if conn.closed or conn.pgconn.transaction_status != TransactionStatus.IDLE:
-        return False
-    readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
-    return not readable
-
-
-def _check_idle(conn: Conn) -> None:
-    """The pool's checkout check without a round trip for a quiet connection (``_quiet``); any
-    other is checked by a round trip, which raises for a broken connection so that the pool
-    replaces it."""
-    if not _quiet(conn):
-        psycopg_pool.ConnectionPool.check_connection(conn)
 
 
 class _Watched:

@@ -34,8 +34,8 @@ _REFUSED = {
 }
 _SSLMODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
 _TARGET_ATTRS = ("any", "read-write", "read-only", "primary", "standby", "prefer-standby")
+_CONNECT_TIMEOUT = 10  # seconds, or the statement timeout when shorter (at least libpq's 2)
 _DEFAULTS = {
-    "connect_timeout": "10",
     "keepalives_idle": "30",
     "keepalives_interval": "10",
     "keepalives_count": "3",
@@ -262,6 +262,12 @@ def parse_postgres_uri(uri: str) -> PgMount:
     values = {key: str(value) for key, value in libpq.items() if value is not None}
     _check_values(parser, values)
     read_only = bool(settings.get("readOnly", False))
+    statement_ms = int(str(settings.get("statementTimeoutMs", 30000)))
+    # A server that does not answer fails an operation no later than a statement would time out.
+    connect = (
+        _CONNECT_TIMEOUT if statement_ms == 0 else min(_CONNECT_TIMEOUT, -(-statement_ms // 1000))
+    )
+    values.setdefault("connect_timeout", str(max(2, connect)))
     for key, default in _DEFAULTS.items():
         values.setdefault(key, default)
     if not read_only and "," in values.get("host", ""):
@@ -273,7 +279,7 @@ def parse_postgres_uri(uri: str) -> PgMount:
         read_only=read_only,
         pool_size=int(str(settings.get("poolSize", 4))),
         pool_timeout_ms=int(str(settings.get("poolTimeoutMs", 5000))),
-        statement_timeout_ms=int(str(settings.get("statementTimeoutMs", 30000))),
+        statement_timeout_ms=statement_ms,
         application_name=str(settings.get("applicationName", "dsh-query")),
         listen=bool(settings.get("listen", True)),
         secrets=_secrets(uri, query_secrets),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import LiteralString
 
 from ...cancel import CancelToken
-from ..base import Snapshot
+from ..contract.results import Snapshot
 from . import rows
 from .connection import Conn, Pool
 from .errors import PostgresUnavailableError

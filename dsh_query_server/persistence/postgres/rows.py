@@ -15,8 +15,8 @@ from msgspec import UNSET
 from ... import jsoncodec
 from ...model.event import Event, Header
 from ...values import MAX_SAFE_INTEGER, is_nonneg_safe_integer, is_safe_integer
-from .. import records
-from ..base import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
+from ..contract.errors import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
+from ..logical import records
 
 MAX_MEMBERS = 1024
 MAX_DATA_BYTES = 1_048_576

@@ -14,7 +14,7 @@ from psycopg import errors as pg_errors
 
 from ... import jsoncodec
 from ...model.event import Header
-from ..base import SessionPersistenceCorruptionError
+from ..contract.errors import SessionPersistenceCorruptionError
 from . import rows, schema
 from .connection import Conn
 from .errors import PostgresUnavailableError, SessionAppendConflictError

@@ -6,7 +6,7 @@
 - ``rows``: events rows written and read, the committed-prefix rule (§5.5, §5.6);
 - ``sessions``: sessions rows and their rules (§5.4, §5.6 step 2);
 - ``queries``: the read statements and stored tail discovery (§5.6, §5.7);
-- ``backend``: ``SqliteBackend``, its window reads through ../windows.py.
+- ``backend``: ``SqliteBackend``, its window reads through ../logical/windows.py.
 """
 
 from .backend import RowHints, SqliteBackend

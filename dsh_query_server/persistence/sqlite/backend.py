@@ -29,20 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
-from .. import legacy, logical
-from ..base import (
-    Inspection,
-    OutlineReader,
-    PersistenceBackend,
-    SessionPersistenceCorruptionError,
-    SessionPersistenceReadOnlyError,
-    Snapshot,
-    StoredLog,
-    Window,
-    WindowReader,
-)
-from ..memo import VerificationMemo
-from ..windows import Verification, Verified, WindowSource, read_window
+from ..contract.backend import PersistenceBackend
+from ..contract.capabilities import OutlineReader, WindowReader
+from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
+from ..contract.results import Inspection, Snapshot, StoredLog, Window
+from ..logical import legacy
+from ..logical import log as logical
+from ..logical.memo import VerificationMemo
+from ..logical.windows import Verification, Verified, WindowSource, read_window
 from .codec import ROW_DEFECTS, Text, to_text
 from .location import birth_ns, check_location, create_private_file
 from .queries import discover_tail, not_found, select_rows, select_session, select_span, span_events
@@ -166,7 +160,7 @@ class SqliteBackend:
         self._listing: tuple[tuple[Any, ...], tuple[Snapshot, ...]] | None = None
         self._commits = 0
         if not self._memory:
-            check_location(self._path, create_parents=self.writable)  # mount-time checks
+            check_location(self._path, create_parents=False)  # mount-time checks, no creation
 
     @property
     def uri(self) -> str:
@@ -184,11 +178,14 @@ class SqliteBackend:
 
     # -- opening ---------------------------------------------------------------------------
 
-    def _prepare_file(self) -> bool:
-        """The file checks just before the first open; False when a read-only mount has none."""
-        if check_location(self._path, create_parents=self.writable):
-            return True
-        if not self.writable:
+    def _prepare_file(self, create: bool) -> bool:
+        """The file checks just before an open; False when there is nothing to open yet. Only a
+        write (``create``) makes the directory and the file: until then a read finds an absent
+        or empty file holding no sessions, and leaves it so (persistence.md §1, §5.3)."""
+        create = create and self.writable
+        if check_location(self._path, create_parents=create):
+            return create or os.stat(self._path).st_size > 0
+        if not create:
             return False
         create_private_file(self._path)
         return True
@@ -234,10 +231,11 @@ class SqliteBackend:
             expect_pragma(conn, "synchronous", 2, self._path)
         return Store(conn, self._source(store_identity(conn, self._path)))
 
-    def _open(self) -> Store | None:
-        """Open the database; None when a read-only mount finds it absent or pristine."""
+    def _open(self, create: bool) -> Store | None:
+        """Open the database; None when a read finds it absent or empty, or a read-only mount
+        finds it pristine."""
         started = time.monotonic()
-        if not self._memory and not self._prepare_file():
+        if not self._memory and not self._prepare_file(create):
             return None
         conn = self._connect()
         try:
@@ -250,13 +248,16 @@ class SqliteBackend:
         return store
 
     @contextmanager
-    def _locked(self, token: CancelToken = NULL_TOKEN) -> Generator[Store | None]:
-        """The opened store (opening it lazily), held under the lock for the block."""
+    def _locked(
+        self, token: CancelToken = NULL_TOKEN, *, create: bool = False
+    ) -> Generator[Store | None]:
+        """The opened store (opening it lazily; ``create``: making it, for a write), held under
+        the lock for the block. None while there is no store to read."""
         token.raise_if_cancelled()
         with self._lock:
             token.raise_if_cancelled()
             if self._store is None:
-                self._store = self._open()
+                self._store = self._open(create)
                 token.raise_if_cancelled()
             yield self._store
 
@@ -401,11 +402,12 @@ class SqliteBackend:
         columns = header_columns(header)
         session_id = header.id
         with self._locked() as store:
-            assert store is not None  # a writable mount always opens or raises
             if session_id in self._created:
                 raise ValueError(f'session "{session_id}" already exists in this backend')
-            with transaction(store.conn, "BEGIN"):
-                stored = select_session(store.conn, session_id) is not None
+            stored = False  # no store yet: its first append makes it
+            if store is not None:
+                with transaction(store.conn, "BEGIN"):
+                    stored = select_session(store.conn, session_id) is not None
             if stored:
                 raise ValueError(
                     f'session "{session_id}" already has a persisted log on disk; load/resume it'
@@ -463,8 +465,8 @@ class SqliteBackend:
             return
         first = batch_start(session_id, events)
         rows = physical_rows(events)
-        with self._locked() as store:
-            assert store is not None  # a writable mount always opens or raises
+        with self._locked(create=True) as store:
+            assert store is not None  # a write opens (creating) or raises
             try:
                 self._verified[session_id] = self._append_rows(store, session_id, first, rows)
             finally:
@@ -477,7 +479,7 @@ class SqliteBackend:
                 self._store = None
 
 
-if TYPE_CHECKING:  # the contract (base.py), checked by pyright
+if TYPE_CHECKING:  # the contract (persistence/contract/), checked by pyright
     _backend: type[PersistenceBackend] = SqliteBackend
     _windows: type[WindowReader] = SqliteBackend
     _outline: type[OutlineReader] = SqliteBackend

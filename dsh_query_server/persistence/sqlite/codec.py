@@ -12,7 +12,7 @@ from msgspec import UNSET
 
 from ... import jsoncodec
 from ...values import MAX_SAFE_INTEGER
-from .. import records
+from ..logical import records
 
 MAX_PACKED_MEMBERS = 1024
 MAX_PACKED_DATA_BYTES = 1_048_576

@@ -1,12 +1,12 @@
 """File safety (persistence.md §5.3): a private parent directory and a private regular file,
-created so, checked at mount and before the first open."""
+created so at the first write, checked at mount and before every open."""
 
 from __future__ import annotations
 
 import os
 import stat
 
-from ...files import make_private_dirs
+from ...files import SQLITE_MAGIC, make_private_dirs
 from .schema import SessionDatabaseRefused
 
 # ---------------------------------------------------------------------------------------------
@@ -35,11 +35,27 @@ def _require_private_dir(directory: str, st: os.stat_result) -> None:
         )
 
 
+def _require_database(path: str) -> None:
+    """**[ours]** A file that is not a SQLite database, or cannot be read, is refused for that
+    reason before its ownership and mode are judged: blaming the permissions of a file that is
+    not a store at all sends people the wrong way. An empty file is a database not yet begun."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_MAGIC))
+    except PermissionError:
+        raise SessionDatabaseRefused(
+            f'session database "{path}" cannot be read: permission denied'
+        ) from None
+    if head and head != SQLITE_MAGIC:
+        raise SessionDatabaseRefused(f'session database "{path}" is not a SQLite database')
+
+
 def _require_private_file(path: str, st: os.stat_result) -> None:
     if stat.S_ISLNK(st.st_mode) or not stat.S_ISREG(st.st_mode):
         raise SessionDatabaseRefused(
             f'session database "{path}" must be a regular file, not a symbolic link'
         )
+    _require_database(path)
     if _POSIX and (st.st_uid != os.geteuid() or st.st_mode & 0o077):
         raise SessionDatabaseRefused(
             f'session database "{path}" must be owned by the current user and accessible only'

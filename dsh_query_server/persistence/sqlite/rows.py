@@ -11,8 +11,8 @@ from msgspec import UNSET
 from ... import jsoncodec
 from ...model.event import Event, is_valid_seq_at
 from ...values import MAX_SAFE_INTEGER, is_nonneg_safe_integer, is_safe_integer
-from .. import records
-from ..base import SessionPersistenceCorruptionError
+from ..contract.errors import SessionPersistenceCorruptionError
+from ..logical import records
 from .codec import (
     MAX_PACKED_DATA_BYTES,
     MAX_PACKED_MEMBERS,

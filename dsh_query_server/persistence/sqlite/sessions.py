@@ -12,7 +12,7 @@ from typing import Any
 from msgspec import UNSET
 
 from ...model.event import Header
-from ..base import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
+from ..contract.errors import SessionFormatUnsupportedError, SessionPersistenceCorruptionError
 from .codec import Text, from_text, to_text
 from .rows import is_int
 

@@ -14,15 +14,16 @@ The server computes every node, so VS Code and Neovim render the same tree. Desi
   (seqs never move: logs only grow).
 * **Cost.** One service call per level where possible. A sessions/lineage level is one corpus
   listing (no log loads) plus, for the labels of the sessions shown on that page only, a
-  title/first-message projection through the query service (``query.labels``: live sessions
+  title/first-message projection through the query service (``labels``: live sessions
   from memory, persisted-only ones on the service's worker pool, the cost of ``readTitles`` of
   the page) and the "lagging" check. An event level is one single-target load and fold.
   ``treeParent`` is free except where a position must be recomputed (a session's page, a
   descendant's parent): one listing.
 
-Modules: ``ids`` (codec, kinds, paging), ``nodes`` (wire shapes, labels), ``context`` (one
-request's service calls), one module per view (``sessions``, ``events``, ``lineage``,
-``event_trace``), ``registry`` (the views, the two requests), ``commands`` (ids the editors share).
+Modules: ``ids`` (codec, kinds, paging), ``labels`` (the title/first-message projection and the
+lag check), ``nodes`` (wire shapes, labels), ``context`` (one request's service calls), one
+module per view (``sessions``, ``events``, ``lineage``, ``event_trace``), ``registry`` (the views,
+the two requests), ``commands`` (ids the editors share).
 """
 
 from __future__ import annotations

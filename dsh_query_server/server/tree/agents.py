@@ -15,7 +15,14 @@ DSH = "dsh"
 UNKNOWN = "unknown"  # a `source` without a usable `agent` string (never from our importers)
 
 # Codicons per agent; dsh sessions keep the live/history/sub-agent icons of nodes.session_node.
-AGENT_ICONS = {"claude-code": "sparkle", "codex": "robot"}
+AGENT_ICONS = {
+    "claude-code": "sparkle",
+    "codex": "robot",
+    "gemini-cli": "star-full",
+    "opencode": "terminal",
+    "copilot-cli": "copilot",
+    "qwen-code": "cloud",
+}
 
 
 class _SourceOnly(msgspec.Struct):

@@ -2,7 +2,7 @@
 
 The editors' copies are generated from this module by ``python -m
 dsh_query_server.devtools.gen_commands`` (editor/nvim/lua/dsh_query/commands.lua and
-vscode-extension/src/commandIds.ts, both committed); tests/test_tree.py fails when they drift.
+vscode-extension/src/commandIds.ts, both committed); tests/server/tree/test_tree.py fails when they drift.
 """
 
 from __future__ import annotations

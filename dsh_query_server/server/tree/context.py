@@ -8,12 +8,12 @@ from collections.abc import Mapping, Sequence
 
 from ... import errors
 from ...cancel import CancelToken
+from ...core.runtime import Runtime
 from ...errors import QueryError
-from ...persistence.binding import Binding
-from ...query.labels import Lag, SessionInfo, read_labels, read_lags
+from ...persistence.mount.binding import Binding
 from ...query.loaded import Loaded, Record
-from ..runtime import Runtime
 from .ids import Key, encode_id
+from .labels import Lag, SessionInfo, read_labels, read_lags
 
 LABEL_BUDGET_SECONDS = 2.0  # time a level may spend reading persisted logs for labels
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from ... import errors
 from ...errors import QueryError
 from ...query import lineage
-from ...query.labels import Lag, SessionInfo
 from ...query.loaded import Record, check_cancelled
 from .context import Ctx
 from .ids import (
@@ -27,6 +26,7 @@ from .ids import (
     page_start,
 )
 from .kinds import Kind, View
+from .labels import Lag, SessionInfo
 from .nodes import TreeNode, more_node, session_node, unresolved_node
 
 

@@ -13,13 +13,13 @@ from msgspec import UNSET, UnsetType
 from ... import jsoncodec
 from ...errors import QueryError
 from ...model.event import Event
-from ...query.labels import Lag, SessionInfo
 from ...query.loaded import Record
 from ...query.text import extract_text
 from ...values import collapse_whitespace, is_number
 from .agents import AGENT_ICONS, DSH, agent_of, source_line, source_of, source_path
 from .commands import OPEN_EVENT
 from .ids import ERR, Key, encode_id
+from .labels import Lag, SessionInfo
 
 JSONValue = Any  # a number when is_number() says so, else anything JSON
 

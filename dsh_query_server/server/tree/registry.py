@@ -1,16 +1,18 @@
-"""The registry of tree views and the two requests that read it, ``sessionQuery/treeChildren``
-and ``sessionQuery/treeParent`` (protocol.md §6)."""
+"""The registry of tree views and the two reads of it behind ``sessionQuery/treeChildren`` and
+``sessionQuery/treeParent`` (protocol.md §6; their handlers are server/handlers/tree.py)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
 
+from msgspec import UNSET
+
 from ... import errors
 from ...cancel import CancelToken
+from ...core.runtime import Runtime
 from ...errors import QueryError
 from ...values import is_number
-from ..runtime import Runtime
 from . import event_trace, events, lineage, sessions
 from .context import Ctx
 from .ids import ERR, Args, Key, encode_id, invalid
@@ -22,16 +24,6 @@ log = logging.getLogger(__name__)
 VIEWS: Mapping[str, View] = {
     view.name: view for view in (sessions.VIEW, lineage.VIEW, events.VIEW, event_trace.VIEW)
 }
-
-Params = Mapping[str, object]
-
-
-def _view_of(params: Params) -> View:
-    name = params.get("view")
-    view = VIEWS.get(name) if isinstance(name, str) else None
-    if view is None:
-        raise invalid(f"view must be one of {', '.join(VIEWS)}")
-    return view
 
 
 def require_args(args: object, fields: Sequence[str]) -> Args:
@@ -77,33 +69,37 @@ def _guarded(
         return [error_node(ctx.view, internal, parent, root_args)]
 
 
-def tree_children(rt: Runtime, params: Params, token: CancelToken) -> dict[str, list[TreeNode]]:
-    view = _view_of(params)
+def tree_children(
+    rt: Runtime, view_name: str, node_id: str | None, args: object, token: CancelToken
+) -> list[TreeNode]:
+    """A view's roots (``node_id`` None), or a node's children. ``args`` is the request's (UNSET
+    when absent), checked here against what the view's roots need."""
+    view = VIEWS[view_name]
     ctx = Ctx(rt, token, view.name)
-    node_id = params.get("nodeId")
     if node_id is None:
         # Args are read only for roots: a node id carries its own (it is self-describing).
-        args = require_args(params.get("args", {}) if view.args else {}, view.args)
-        ctx.scope = root_scope(view, params.get("args"))
-        root_args = view.root_args(args) + ([] if ctx.scope is None else [ctx.scope])
-        return {"nodes": _guarded(ctx, None, root_args, lambda: view.roots(ctx, args))}
+        asked = require_args(({} if args is UNSET else args) if view.args else {}, view.args)
+        ctx.scope = root_scope(view, args)
+        root_args = view.root_args(asked) + ([] if ctx.scope is None else [ctx.scope])
+        return _guarded(ctx, None, root_args, lambda: view.roots(ctx, asked))
     key = decode_id(view, node_id)
     if key[1] == ERR:
-        return {"nodes": []}
+        return []
     kind, own, ctx.scope = split_key(view, key)
     children = kind.children
     if children is None:  # a leaf
-        return {"nodes": []}
-    return {"nodes": _guarded(ctx, key, [], lambda: children(ctx, *own))}
+        return []
+    return _guarded(ctx, key, [], lambda: children(ctx, *own))
 
 
-def tree_parent(rt: Runtime, params: Params, token: CancelToken) -> dict[str, str]:
-    view = _view_of(params)
-    key = decode_id(view, params.get("nodeId"))
+def tree_parent(rt: Runtime, view_name: str, node_id: str, token: CancelToken) -> str | None:
+    """A node's parent id, None for a root."""
+    view = VIEWS[view_name]
+    key = decode_id(view, node_id)
     if key[1] == ERR:
         parent = key[2]
         found = None if not isinstance(parent, list) else tuple(parent)
     else:
         kind, own, scope = split_key(view, key)
         found = kind.parent(Ctx(rt, token, view.name, scope), *own)
-    return {} if found is None else {"nodeId": encode_id(found)}
+    return None if found is None else encode_id(found)

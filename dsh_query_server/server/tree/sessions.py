@@ -12,7 +12,6 @@ from msgspec import UNSET
 from ... import errors
 from ...errors import QueryError
 from ...query import lineage
-from ...query.labels import Lag, SessionInfo
 from ...query.loaded import Record
 from . import groups
 from .context import Ctx
@@ -20,6 +19,7 @@ from .events import event_page, page_holder
 from .groups import GROUP_VALUE, GROUPING
 from .ids import INDEX, LINK_PAGE, PAGE, SESSION, Args, Key, page_bounds, page_offset, page_start
 from .kinds import Kind, View
+from .labels import Lag, SessionInfo
 from .nodes import TreeNode, TreeResource, join, more_node, session_node, unresolved_node
 
 

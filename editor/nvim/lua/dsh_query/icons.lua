@@ -21,6 +21,10 @@ M.unicode = {
   ["info"] = "i",
   ["sparkle"] = "✦", -- a Claude Code session / the claude-code group
   ["robot"] = "⚙", -- a Codex session / the codex group
+  ["star-full"] = "★", -- a Gemini CLI session / the gemini-cli group
+  ["terminal"] = "❯", -- an OpenCode session / the opencode group
+  ["copilot"] = "◈", -- a Copilot CLI session / the copilot-cli group
+  ["cloud"] = "☁", -- a Qwen Code session / the qwen-code group
   ["folder"] = "▤", -- a workspace group
   ["question"] = "?", -- sessions without a workspace
 }
@@ -45,6 +49,10 @@ M.ascii = {
   ["info"] = "i",
   ["sparkle"] = "C",
   ["robot"] = "X",
+  ["star-full"] = "G",
+  ["terminal"] = "O",
+  ["copilot"] = "P",
+  ["cloud"] = "Q",
   ["folder"] = "/",
   ["question"] = "?",
 }

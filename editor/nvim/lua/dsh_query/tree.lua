@@ -193,8 +193,9 @@ local function line_of(item, agent_width)
     parts[#parts + 1] = icon .. " "
     col = col + #icon + 1
   end
-  -- Session nodes name their agent (claude-code, codex, dsh): a column before the label, shown
-  -- once the tree holds a session of another agent than dsh (a dsh-only corpus stays as it was).
+  -- Session nodes name their agent (claude-code, codex, gemini-cli, opencode, copilot-cli,
+  -- qwen-code, dsh): a column before the label, shown once the tree holds a session of another
+  -- agent than dsh (a dsh-only corpus stays as it was).
   if agent_width and nonempty(node.agent) then
     local agent = string.format("%-" .. agent_width .. "s ", node.agent)
     hls[#hls + 1] = { "DshQueryAgent", col, col + #node.agent }

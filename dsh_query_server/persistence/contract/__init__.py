@@ -1,0 +1,9 @@
+"""The persistence contract (persistence.md §2) that the query service and the checkpointer use,
+by responsibility: ``backend`` (the operations every backend has), ``capabilities`` (the optional
+read paths, resolved once at mount), ``results`` (what reads return) and ``errors`` (what they
+raise).
+
+Backends are synchronous objects: the server runs every request in a worker thread, so a backend
+call that has started is always awaited until it settles (semantics.md §3.0.6) simply because the
+request's own thread is the one making it. Cancellation reaches a backend through ``token``.
+"""

@@ -1,0 +1,111 @@
+"""A backend's optional read paths (persistence.md §2): one protocol each, and ``Capabilities``,
+which resolves them once when a backend is mounted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ...cancel import NULL_TOKEN, CancelToken
+from ...model.event import Header
+from .backend import PersistenceBackend
+from .results import BulkResult, Inspection, SessionLocation, SessionRawArtifact, Window
+
+
+@runtime_checkable
+class WindowReader(Protocol):
+    """Optional: the logical events first..last (first >= 0) of ``inspect``'s log, clipped, with
+    exactly the errors of ``inspect``."""
+
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window: ...
+
+
+@runtime_checkable
+class CheapWindows(Protocol):
+    """Optional, with WindowReader: ``cheap_windows`` is true when, once a log is verified at a
+    revision, a window reads only its own rows (the search index then reads long logs window by
+    window)."""
+
+    @property
+    def cheap_windows(self) -> bool: ...
+
+
+@runtime_checkable
+class OutlineReader(Protocol):
+    """Optional: ``inspect`` whose packed chunk members are ``records.ChunkOutline``s (seq and time
+    only), for reads that need no chunk payloads (listEvents, traceEvent)."""
+
+    def inspect_outline(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection: ...
+
+
+@runtime_checkable
+class BulkInspector(Protocol):
+    """Optional: ``inspect`` of many ids in few round trips, for the search index build.
+
+    Yields ``(id, result)`` for every id of ``session_ids``, in order. ``result`` is what
+    ``inspect(id)`` would give at some moment during the call: the Inspection, or the exception
+    it would raise (returned, not raised). It is None for an id whose stored log holds more than
+    ``limit`` events (or that the backend cannot read in bulk): the caller reads it its own way.
+    A failure of the store itself, or cancellation, raises from the iterator."""
+
+    def inspect_many(
+        self, session_ids: Sequence[str], limit: int, token: CancelToken = NULL_TOKEN
+    ) -> Iterator[tuple[str, BulkResult]]: ...
+
+
+@runtime_checkable
+class ListedLookup(Protocol):
+    """Optional: the header ``list(token)`` would list for ``session_id`` (None when it lists
+    none), failing exactly when and as ``list`` would, for a single-target load (semantics.md
+    §3.0.5 step 4) that needs one id's listed header, not a copy of the whole listing."""
+
+    def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None: ...
+
+
+@runtime_checkable
+class RawArtifactReader(Protocol):
+    """Optional (tools.md §2.1): a session's stored bytes, for export only. ``read_raw`` is
+    None when no artifact is stored, never mutates and never changes a revision; its errors are
+    classified as persistence.md §2.3. A backend offers it when ``supports_raw_artifacts``."""
+
+    @property
+    def supports_raw_artifacts(self) -> bool: ...
+
+    def locate(self, header: Header) -> SessionLocation | None: ...
+
+    def read_raw(
+        self, session_id: str, token: CancelToken = NULL_TOKEN
+    ) -> SessionRawArtifact | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """A mounted backend's optional read paths, checked once when it is mounted."""
+
+    windows: WindowReader | None
+    outline: OutlineReader | None
+    cheap_windows: bool
+    raw: RawArtifactReader | None = None
+    listed: ListedLookup | None = None
+    bulk: BulkInspector | None = None
+
+    @staticmethod
+    def of(backend: PersistenceBackend) -> Capabilities:
+        windows = backend if isinstance(backend, WindowReader) else None
+        return Capabilities(
+            windows=windows,
+            outline=backend if isinstance(backend, OutlineReader) else None,
+            cheap_windows=(
+                windows is not None and isinstance(backend, CheapWindows) and backend.cheap_windows
+            ),
+            raw=(
+                backend
+                if isinstance(backend, RawArtifactReader) and backend.supports_raw_artifacts
+                else None
+            ),
+            listed=backend if isinstance(backend, ListedLookup) else None,
+            bulk=backend if isinstance(backend, BulkInspector) else None,
+        )

@@ -1,0 +1,72 @@
+"""What the persistence contract's reads return (persistence.md §2): listings, inspections,
+windows, stored logs and raw artifacts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...model.event import Event, Header
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRawArtifact:
+    """A session's stored log as bytes (tools.md §2.1): what export writes verbatim."""
+
+    meta: Header
+    filename: str
+    content: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLocation:
+    """Where a session's artifact lives (informational, tools.md §2.1)."""
+
+    kind: str
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    header: Header
+    revision: str
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """The logical log: stored valid prefix, normalized, plus in-memory closers."""
+
+    meta: Header
+    events: list[Event] = field(default_factory=list[Event])
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A slice of the logical log that ``inspect`` would return, read without decoding the rest.
+
+    ``events`` are the logical events ``start`` .. ``start + len(events) - 1``: the requested
+    range clipped to the log, whose length is ``length``. A backend offers it through the optional
+    ``inspect_window(id, first, last, token)``, with the errors ``inspect`` would raise."""
+
+    meta: Header
+    length: int
+    start: int
+    events: list[Event] = field(default_factory=list[Event])
+    title: int | None = None  # seq of the log's last session/title event (title reads), if any
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLog:
+    """What the storage holds for one session, before legacy normalization and closers.
+
+    ``torn`` is true when the physical log has a torn tail (or a torn Zstandard frame) that an
+    append must refuse. ``revision`` is the revision of exactly the bytes or rows read."""
+
+    header: Header
+    events: list[Event]
+    torn: bool
+    revision: str
+
+
+# What ``BulkInspector.inspect_many`` gives for one id: the Inspection ``inspect`` would return,
+# the exception it would raise, or None when the id is left to the caller's own read.
+BulkResult = Inspection | Exception | None

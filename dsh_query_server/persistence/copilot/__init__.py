@@ -1,0 +1,1 @@
+"""The ``copilot:<home>`` importer: GitHub Copilot CLI session-state logs (importers.md §9)."""

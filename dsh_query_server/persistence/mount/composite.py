@@ -1,0 +1,258 @@
+"""Several persistence members mounted as one binding (importers.md §4.1), and the member list of
+``auto`` (§4.2). The server parses ``persistence`` arrays and ``"auto"`` and mounts the result;
+this module only composes backends."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
+
+from ... import errors, jsoncodec
+from ...cancel import NULL_TOKEN, CancelToken
+from ...errors import QueryError
+from ...model.event import Event, Header
+from ...resolve import auto_uris
+from ..contract.backend import PersistenceBackend
+from ..contract.capabilities import Capabilities, RawArtifactReader
+from ..contract.errors import SessionPersistenceReadOnlyError, SessionRawArtifactsUnsupportedError
+from ..contract.results import (
+    BulkResult,
+    Inspection,
+    SessionLocation,
+    SessionRawArtifact,
+    Snapshot,
+    Window,
+)
+from .uri import open_backend, parse_uri
+
+# importers.md §4.1: room for auto's nine members (§4.2) and a team's own stores.
+MAX_MEMBERS = 16
+
+
+class CompositeError(Exception):
+    """A plain failure of the composite (PERSISTENCE_FAILED on the wire)."""
+
+
+class CompositeBackend:
+    """Members in order, one identity. Reads go to the member that listed the id; writes go to
+    the first writable member, which refuses an id another member already lists."""
+
+    def __init__(self, members: Sequence[PersistenceBackend], uri: str) -> None:
+        if not 1 <= len(members) <= MAX_MEMBERS:
+            raise ValueError(f"a composite has 1 to {MAX_MEMBERS} members, got {len(members)}")
+        self.members = list(members)
+        self._uri = uri
+        self._lock = threading.Lock()
+        self._owner: dict[str, int] = {}  # id -> member, from the latest successful listing
+        self._target = next((i for i, m in enumerate(self.members) if m.writable), None)
+        self._caps = [Capabilities.of(m) for m in self.members]  # resolved once, at mount
+        self._raw = [caps.raw for caps in self._caps]  # tools.md §2.1
+
+    @property
+    def uri(self) -> str:
+        return self._uri
+
+    @property
+    def writable(self) -> bool:
+        return self._target is not None
+
+    def _each(
+        self, token: CancelToken, call: Callable[[PersistenceBackend], list[Header]]
+    ) -> list[tuple[int, Header]]:
+        out: list[tuple[int, Header]] = []
+        for i, member in enumerate(self.members):
+            token.raise_if_cancelled()
+            out.extend((i, h) for h in call(member))
+        return out
+
+    def _record(self, listed: list[tuple[int, str]]) -> None:
+        owner: dict[str, int] = {}
+        for i, sid in listed:
+            if sid in owner:
+                raise CompositeError(
+                    f'persistence members {owner[sid]} and {i} both list session "{sid}"'
+                )
+            owner[sid] = i
+        with self._lock:
+            self._owner = owner
+
+    def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
+        token = token or NULL_TOKEN  # callers of the older contract pass None
+        pairs = self._each(token, lambda m: m.list(token))
+        self._record([(i, str(h.id)) for i, h in pairs])
+        return [h for _, h in pairs]
+
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
+        token = token or NULL_TOKEN
+        out: list[tuple[int, Snapshot]] = []
+        for i, member in enumerate(self.members):
+            token.raise_if_cancelled()
+            out.extend((i, s) for s in member.list_snapshots(token))
+        self._record([(i, str(s.header.id)) for i, s in out])
+        return [Snapshot(s.header, f"{i}/{s.revision}") for i, s in out]
+
+    def _owner_of(self, session_id: str, token: CancelToken) -> int | None:
+        return self._owners([session_id], token)[0]
+
+    def _owners(self, session_ids: Sequence[str], token: CancelToken) -> list[int | None]:
+        """The member that lists each id, by the last listing; one new listing when it did not
+        list them all."""
+        with self._lock:
+            known = self._owner
+        if any(sid not in known for sid in session_ids):
+            self.list(token)
+            with self._lock:
+                known = self._owner
+        return [known.get(sid) for sid in session_ids]
+
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
+        token = token or NULL_TOKEN
+        owner = self._owner_of(session_id, token)
+        if owner is None:
+            raise CompositeError(f'session "{session_id}" not found')
+        return self.members[owner].inspect(session_id, token)
+
+    def inspect_many(
+        self, session_ids: Sequence[str], limit: int, token: CancelToken = NULL_TOKEN
+    ) -> Iterator[tuple[str, BulkResult]]:
+        """base.BulkInspector: each run of consecutive ids one member owns goes to that member's
+        bulk read; an id of a member without one, or that no member lists, is left to the caller
+        (None), whose ``inspect`` then answers it exactly as before."""
+        owners = self._owners(session_ids, token)
+        start = 0
+        while start < len(session_ids):
+            owner, end = owners[start], start + 1
+            while end < len(session_ids) and owners[end] == owner:
+                end += 1
+            reader = None if owner is None else self._caps[owner].bulk
+            if reader is None:
+                for sid in session_ids[start:end]:
+                    yield sid, None
+            else:
+                yield from reader.inspect_many(session_ids[start:end], limit, token)
+            start = end
+
+    @property
+    def supports_raw_artifacts(self) -> bool:
+        return any(reader is not None for reader in self._raw)
+
+    def locate(self, header: Header) -> SessionLocation | None:
+        return None  # tools.md §2.1: a composite names no single location
+
+    def read_raw(
+        self, session_id: str, token: CancelToken = NULL_TOKEN
+    ) -> SessionRawArtifact | None:
+        """Delegated to the member that lists the id (tools.md §2.1); a member without raw
+        artifacts raises the unsupported error, so export writes its logical log."""
+        token.raise_if_cancelled()
+        owner = self._owner_of(session_id, token)
+        if owner is None:
+            return None
+        reader = self._raw[owner]
+        if reader is None:
+            raise SessionRawArtifactsUnsupportedError
+        return reader.read_raw(session_id, token)
+
+    @property
+    def cheap_windows(self) -> bool:
+        return all(caps.cheap_windows for caps in self._caps)
+
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window:
+        """The owner's window read, or the slice of its ``inspect`` when it has none."""
+        owner = self._owner_of(session_id, token)
+        if owner is None:
+            raise CompositeError(f'session "{session_id}" not found')
+        windows = self._caps[owner].windows
+        if windows is not None:
+            return windows.inspect_window(session_id, first, last, token)
+        ins = self.members[owner].inspect(session_id, token)
+        n = len(ins.events)
+        lo = min(max(first, 0), n)
+        events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
+        title = next((e.seq for e in reversed(ins.events) if e.type == "session/title"), None)
+        return Window(ins.meta, n, lo, events, title)
+
+    def _writer(self) -> PersistenceBackend:
+        if self._target is None:
+            raise SessionPersistenceReadOnlyError(f'persistence backend "{self.uri}" is read-only')
+        return self.members[self._target]
+
+    def create(self, header: Header) -> None:
+        writer = self._writer()
+        sid = str(header.id)
+        owner = self._owner_of(sid, NULL_TOKEN)
+        if owner is not None and owner != self._target:
+            raise CompositeError(f'session "{sid}" is already stored by persistence member {owner}')
+        writer.create(header)
+
+    def append(self, session_id: str, events: list[Event]) -> None:
+        self._writer().append(session_id, events)
+
+    def stored_count(self, session_id: str) -> int | None:
+        if self._target is None:
+            return None
+        return self.members[self._target].stored_count(session_id)
+
+    def close(self) -> None:
+        for member in self.members:
+            member.close()
+
+
+def open_composite(
+    uris: Sequence[str], uri: str, open_member: Callable[[str], PersistenceBackend]
+) -> CompositeBackend:
+    """Open every member or none (§4.1: mounting is atomic)."""
+    opened: list[PersistenceBackend] = []
+    try:
+        for member in uris:
+            opened.append(open_member(member))
+        return CompositeBackend(opened, uri)
+    except BaseException:
+        for backend in opened:
+            backend.close()
+        raise
+
+
+def _invalid(detail: str) -> QueryError:
+    return QueryError(errors.INVALID_CONFIG, f"session-query: {detail}")
+
+
+def persistence_members(value: object, embedded: str, env: Mapping[str, str]) -> list[str]:
+    """§4.3: the member URIs of a ``persistence`` value (``"auto"``, one URI or an array of 1-16
+    distinct URIs without ``"auto"``); a bad shape or member is INVALID_CONFIG."""
+    if value == "auto":
+        return auto_uris(embedded, env)
+    if isinstance(value, str):
+        parse_uri(value)
+        return [value]
+    members = cast(list[object], value) if isinstance(value, list) else None
+    if members is None or not 1 <= len(members) <= MAX_MEMBERS:
+        raise _invalid(f'persistence must be "auto", a URI or an array of 1 to {MAX_MEMBERS} URIs')
+    uris: list[str] = []
+    for member in members:
+        if not isinstance(member, str) or member == "auto":
+            raise _invalid('persistence array members must be URIs (not "auto")')
+        if member in uris:
+            raise _invalid(f'persistence array repeats "{member}"')
+        parse_uri(member)
+        uris.append(member)
+    return uris
+
+
+def open_persistence(
+    value: object, embedded: str, env: Mapping[str, str]
+) -> PersistenceBackend | CompositeBackend:
+    """Mount a ``persistence`` value: one URI as itself, ``"auto"`` or an array as a composite
+    whose ``uri`` is ``"auto"`` or the array's compact JSON (what the default index hashes)."""
+    uris = persistence_members(value, embedded, env)
+    if isinstance(value, str) and value != "auto":
+        return open_backend(value)
+    text = "auto" if value == "auto" else jsoncodec.dumps(uris).decode("utf-8")
+    return open_composite(uris, text, open_backend)
+
+
+if TYPE_CHECKING:  # the contract (persistence/contract/), checked by pyright
+    _raw: type[RawArtifactReader] = CompositeBackend

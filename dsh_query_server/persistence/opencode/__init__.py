@@ -1,0 +1,2 @@
+"""The ``opencode:<dir>`` importer (importers.md §8): OpenCode's SQLite store and its legacy JSON
+storage read as dsh logical logs."""

@@ -1,0 +1,1 @@
+"""The ``qwen:<home>`` importer (importers.md §10): Qwen Code's chat records as dsh logs."""
