@@ -146,7 +146,14 @@ class StoredLogs:
     ) -> Window:
         """The logical events first..last (first >= 0, clipped) of ``log``'s log, with its
         errors: a window read, or the whole log inspected and sliced."""
-        return self.windows(session_id, token).read(first, last)
+        if self._windows is None:
+            return _sliced(self.log(session_id, token), first, last)
+        _check_cancelled(token)
+        try:
+            window = self._windows.inspect_window(session_id, first, last, token)
+            return checked_window(window, first, last)
+        except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
+            raise stored_log_failure(session_id, exc, token, "inspect session") from None
 
     def windows(self, session_id: str, token: CancelToken = NULL_TOKEN) -> LogWindows:
         """Several windows of one log for one request (titles, tree labels)."""
@@ -226,17 +233,12 @@ class LogWindows:
         self._whole: Inspection | None = None
 
     def read(self, first: int, last: int) -> Window:
-        """The logical events first..last (first >= 0, clipped), mapped as ``log`` maps."""
-        logs, session_id, token = self._logs, self._session_id, self._token
-        if not self._windowed:
-            if self._whole is None:
-                self._whole = logs.log(session_id, token)
-            return _sliced(self._whole, first, last)
-        _check_cancelled(token)
-        try:
-            return logs.stored_window(session_id, first, last, token)
-        except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
-            raise stored_log_failure(session_id, exc, token, "inspect session") from None
+        """``StoredLogs.window``: the logical events first..last (first >= 0, clipped)."""
+        if self._windowed:
+            return self._logs.window(self._session_id, first, last, self._token)
+        if self._whole is None:
+            self._whole = self._logs.log(self._session_id, self._token)
+        return _sliced(self._whole, first, last)
 
 
 class LogSequence(Sequence[Event]):
