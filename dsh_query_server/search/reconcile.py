@@ -12,9 +12,7 @@ asked for both listings, so its failures and changes are seen exactly as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from msgspec import Raw
@@ -342,7 +340,7 @@ class SearchIndex:
                 skipped.append(sid)
                 continue
             check(token)
-            _index(sid, snapshot, partial(_bulk_read, logs, sid, result, tok), token, plan)
+            _index(logs, sid, snapshot, result, token, plan)
         return frozenset(skipped)
 
     def _observe_live(
@@ -398,15 +396,17 @@ class SearchIndex:
 
 
 def _index(
+    logs: StoredLogs,
     sid: str,
     snapshot: Snapshot,
-    read_log: Callable[[], Read],
+    result: BulkResult,
     token: CancelToken | None,
     plan: WritePlan,
 ) -> None:
-    """Step 2.2 for one snapshot: ``read_log`` inspects it; its documents go to the plan."""
+    """Step 2.2 for one snapshot: its log as ``inspect`` gives it (``result``, else read now);
+    its documents go to the plan."""
     try:
-        read = read_log()
+        read = _read(logs, sid, result, NULL_TOKEN if token is None else token)
         check(token)
         if not headers_compatible(snapshot.header, read.meta):
             raise conflict(sid)
@@ -416,8 +416,8 @@ def _index(
         raise _Unstable from None
 
 
-def _bulk_read(logs: StoredLogs, sid: str, result: BulkResult, token: CancelToken) -> Read:
-    """The Read of one bulk result: as ``read_persisted`` would give it."""
+def _read(logs: StoredLogs, sid: str, result: BulkResult, token: CancelToken) -> Read:
+    """The Read of one bulk result, as ``read_persisted`` gives it; None: read it now."""
     if result is None:
         return read_persisted(logs, sid, token)
     if isinstance(result, Exception):
