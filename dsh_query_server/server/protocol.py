@@ -324,7 +324,8 @@ class QueryProtocol(LanguageServerProtocol):
         result = yield from super().lsp_initialize(params)
         runtime = self._server.runtime
         search = runtime is not None and runtime.config.search.open_at != "never"
-        result.capabilities.experimental = {
+        offered = result.capabilities  # the LSP server capabilities, not persistence's
+        offered.experimental = {
             "sessionQuery": {
                 "version": 1,
                 "search": search,
