@@ -16,7 +16,16 @@ from ...model.event import Event
 from ...query.loaded import Record
 from ...query.text import extract_text
 from ...values import collapse_whitespace, is_number
-from .agents import AGENT_ICONS, DSH, agent_of, source_line, source_of, source_path
+from .agents import (
+    AGENT_ICONS,
+    COMPACTION_HELPER,
+    COMPACTION_ICON,
+    agent_of,
+    kin_of,
+    source_line,
+    source_of,
+    source_path,
+)
 from .commands import OPEN_EVENT
 from .ids import ERR, Key, encode_id
 from .labels import Lag, SessionInfo
@@ -24,6 +33,9 @@ from .labels import Lag, SessionInfo
 JSONValue = Any  # a number when is_number() says so, else anything JSON
 
 LABEL_CHARS = 80
+# A session's title is cut shorter than other labels so that the description after it (what the
+# session is to its parent, agent, date, state) still shows in a side bar.
+TITLE_CHARS = 44
 SUMMARY_CHARS = 60
 TOOLTIP_TEXT_CHARS = 500
 
@@ -61,6 +73,9 @@ class TreeNode(msgspec.Struct, omit_defaults=True):
     # Session nodes only: the agent that wrote it (importers.md §0.8 ``source.agent``, else
     # "dsh"), for clients that show it as a column (Neovim) rather than in the description.
     agent: str | UnsetType = UNSET
+    # Event nodes only: the event's class (semantics.md §1.8), for clients that colour the icon;
+    # the description says the same word, so colour never carries it alone.
+    surface: str | UnsetType = UNSET
 
 
 # -- formatting ------------------------------------------------------------------------------
@@ -72,6 +87,19 @@ def truncate(text: str, limit: int) -> str:
 
 def one_line(text: str, limit: int) -> str:
     return truncate(collapse_whitespace(text), limit)
+
+
+def title_text(text: str, limit: int = TITLE_CHARS) -> str:
+    """One line of at most ``limit`` characters, cut after a whole word when one ends in the
+    last third (a title reads better cut between words)."""
+    text = collapse_whitespace(text)
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    space = head.rfind(" ")
+    if space >= limit * 2 // 3:
+        head = head[:space]
+    return head.rstrip(" ,.;:-–—") + "…"
 
 
 def iso_time(ms: JSONValue) -> str | None:
@@ -132,6 +160,8 @@ def session_node(
     collapsible: str = "collapsed",
     role: str | None = None,
 ) -> TreeNode:
+    """A session: its title (else first message, else id) cut to TITLE_CHARS, and a description
+    that always names the agent, the date and the state (``role`` first when given)."""
     header = record.header
     sid = header.id
     label = None
@@ -144,15 +174,23 @@ def session_node(
         badges.append("persisted")
     if lag is not None and lag.lagging:
         badges.append("lagging")
-    sub = header.origin == "subagent" or header.parent_session is not UNSET
     source = source_of(header)
     agent = agent_of(header, source)
-    # An imported session shows its agent's icon; for dsh's own the sub-agent shape comes
-    # first (it says where the session came from); liveness is in the badges.
-    icon = AGENT_ICONS.get(agent) or (
-        "type-hierarchy-sub" if sub else "circle-filled" if record.live else "history"
+    kin = kin_of(header, source)
+    sub = header.origin == "subagent" or header.parent_session is not UNSET
+    # A compaction helper says so (its first message is the parent's conversation, not a
+    # title); an imported session shows its agent's icon; for dsh's own the sub-agent shape
+    # comes first (it says where the session came from); liveness is in the badges.
+    icon = (
+        COMPACTION_ICON
+        if kin == COMPACTION_HELPER
+        else AGENT_ICONS.get(agent)
+        or ("type-hierarchy-sub" if sub else "circle-filled" if record.live else "history")
     )
+    shown = "Compaction helper" if kin == COMPACTION_HELPER else title_text(label) if label else sid
     lines = [one_line(label, 200)] if label else []
+    if kin == COMPACTION_HELPER:
+        lines.insert(0, "Compaction helper: the model call that wrote a compaction's summary")
     lines.append(f"id: {sid}")
     lines.append(f"source: {source_line(source, agent)}")
     path = source_path(source)
@@ -164,6 +202,7 @@ def session_node(
         lines.append(f"parent: {type_text(header.parent_session)}")
     if header.origin is not UNSET:
         lines.append(f"origin: {type_text(header.origin)}")
+    preset = header.agent_preset if isinstance(header.agent_preset, str) else None
     if header.agent_preset is not UNSET:
         lines.append(f"agent: {type_text(header.agent_preset)}")
     created = iso_time(header.created_at)
@@ -176,12 +215,9 @@ def session_node(
     lines.append(f"state: {state}")
     return TreeNode(
         id=encode_id(key),
-        label=one_line(label, LABEL_CHARS) if label else sid,
+        label=shown,
         collapsible=collapsible,
-        # dsh is the default agent: naming it on every row would only add noise.
-        description=join(
-            role, None if agent == DSH else agent, relative_time(header.created_at), *badges
-        ),
+        description=join(role, preset, agent, relative_time(header.created_at), *badges),
         tooltip="\n".join(lines),
         icon=icon,
         contextValue="session.live" if record.live else "session.persisted",
@@ -209,6 +245,7 @@ def event_node(
         contextValue=f"event.{surface}",
         resource=TreeResource(sessionId=session_id, seq=seq),
         command=open_event(session_id, seq),
+        surface=surface,
     )
 
 
