@@ -29,6 +29,7 @@ export type {
   SessionSearchPage,
   SessionSurfaceSnapshot,
   SessionTimeline,
+  SessionTitleObservationResult,
   Surface,
   TreeChildrenResult,
   TreeGrouping,

@@ -34,8 +34,8 @@ JSONValue = Any  # a number when is_number() says so, else anything JSON
 
 LABEL_CHARS = 80
 # A session's title is cut shorter than other labels so that the description after it (what the
-# session is to its parent, agent, date, state) still shows in a side bar.
-TITLE_CHARS = 44
+# session is to its parent, agent, date, state) still shows in a side bar about 520 px wide.
+TITLE_CHARS = 32
 SUMMARY_CHARS = 60
 TOOLTIP_TEXT_CHARS = 500
 
@@ -113,7 +113,8 @@ def iso_time(ms: JSONValue) -> str | None:
 
 
 def relative_time(ms: JSONValue, now: float | None = None) -> str | None:
-    """ "just now", "5 min ago", "3 h ago", "12 d ago", else the UTC date."""
+    """ "just now", "5 min ago", "3 h ago", "12 d ago"; else "Feb 10" within the current year
+    and the UTC date before it (all UTC)."""
     if not is_number(ms):
         return None
     delta = (_time.time() if now is None else now) - ms / 1000
@@ -126,7 +127,15 @@ def relative_time(ms: JSONValue, now: float | None = None) -> str | None:
     if 0 <= delta < 30 * 86400:
         return f"{int(delta // 86400)} d ago"
     iso = iso_time(ms)
-    return None if iso is None else iso[:10]
+    if iso is None:
+        return None
+    this_year = _time.strftime("%Y", _time.gmtime(_time.time() if now is None else now))
+    if iso[:4] == this_year:
+        return f"{_MONTHS[int(iso[5:7]) - 1]} {int(iso[8:10])}"
+    return iso[:10]
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def clock_time(ms: JSONValue) -> str | None:
@@ -161,7 +170,8 @@ def session_node(
     role: str | None = None,
 ) -> TreeNode:
     """A session: its title (else first message, else id) cut to TITLE_CHARS, and a description
-    that always names the agent, the date and the state (``role`` first when given)."""
+    that always names the agent, the date and the state (``role`` first when given); the rest
+    (agent preset, cwd, ids) is in the tooltip."""
     header = record.header
     sid = header.id
     label = None
@@ -202,7 +212,6 @@ def session_node(
         lines.append(f"parent: {type_text(header.parent_session)}")
     if header.origin is not UNSET:
         lines.append(f"origin: {type_text(header.origin)}")
-    preset = header.agent_preset if isinstance(header.agent_preset, str) else None
     if header.agent_preset is not UNSET:
         lines.append(f"agent: {type_text(header.agent_preset)}")
     created = iso_time(header.created_at)
@@ -217,7 +226,7 @@ def session_node(
         id=encode_id(key),
         label=shown,
         collapsible=collapsible,
-        description=join(role, preset, agent, relative_time(header.created_at), *badges),
+        description=join(role, agent, relative_time(header.created_at), *badges),
         tooltip="\n".join(lines),
         icon=icon,
         contextValue="session.live" if record.live else "session.persisted",

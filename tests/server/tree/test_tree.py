@@ -97,8 +97,8 @@ async def test_sessions_roots_labels_badges_and_icons(client, tmp_path):
     # Labels: title, else the first user message (after the seed for a sub-agent), else the id;
     # cut after a whole word so that the description still shows.
     assert archived["label"] == "Archived work"
-    assert fresh["label"] == "Please fix the very very very very very…"
-    assert len(fresh["label"]) <= 44
+    assert fresh["label"] == "Please fix the very very very…"
+    assert len(fresh["label"]) <= 32
     assert bare["label"] == "bare"
     assert shared["label"] == "shared start"
     # Badges, icons, context values: the agent, the date and the state are always named.

@@ -8,8 +8,7 @@ sub-agent: both sit under the session they serve, the helper marked as one."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
+import re
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -20,13 +19,12 @@ from dsh_query_server.core.runtime import Runtime
 from dsh_query_server.server import tree
 from dsh_query_server.server.tree.nesting import forest
 from tests.builders import header_value
+from tests.import_helpers import COMPACT_AGENT, claude_home_with_a_compaction_helper
 from tests.tree_helpers import call, children, client_fixture, kids, parent, runtime_over, sid
 
 pytestmark = pytest.mark.wire
 
 client = client_fixture  # the shared server fixture, under the name the tests take
-
-SPEC_CLAUDE = Path(__file__).resolve().parents[2] / "fixtures" / "spec" / "claude"
 
 
 @st.composite
@@ -151,44 +149,26 @@ def test_nested_sessions_page_with_more_nodes():
 
 # -- over the wire: a Claude Code session with its sub-agent and its compaction helper ----------
 
-COMPACT_AGENT = "acompact-5e1f0a"
-
-
-def claude_home_with_a_compaction_helper(tmp_path: Path) -> Path:
-    """The importers.md §1.5 home plus a compaction helper transcript for claude-demo, laid out
-    as Claude Code lays them (``<session>/subagents/agent-acompact-<hex>.jsonl``, sidechain
-    records with the helper's ``agentId``; written here by hand)."""
-    home = shutil.copytree(SPEC_CLAUDE, tmp_path / "claude")
-    folder = home / "projects" / "-w" / "claude-demo" / "subagents"
-    common = f'"sessionId":"claude-demo","agentId":"{COMPACT_AGENT}","isSidechain":true'
-    (folder / f"agent-{COMPACT_AGENT}.jsonl").write_text(
-        f'{{"type":"user","uuid":"k1","parentUuid":null,{common},'
-        '"timestamp":"2026-01-01T00:00:39.000Z","cwd":"/w","version":"2.1.38",'
-        '"message":{"role":"user","content":"Summarise the conversation so far."}}\n'
-        f'{{"type":"assistant","uuid":"k2","parentUuid":"k1",{common},'
-        '"timestamp":"2026-01-01T00:00:40.000Z","message":{"id":"mk","role":"assistant",'
-        '"model":"claude-x","content":[{"type":"text","text":"Summary: listed files."}]}}\n'
-    )
-    return home
-
 
 async def test_a_claude_sessions_sub_agent_and_compaction_helper_sit_under_it(client, tmp_path):
     home = claude_home_with_a_compaction_helper(tmp_path)
     await call(client, "sessionPersistence/mount", {"uri": f"claude:{home}"})
     [session] = await children(client, "sessions")
     assert session["label"] == "File cleanup"
-    assert session["description"].startswith("claude-code · 2026-01-01 · persisted")
+    day = "(Jan 1|2026-01-01)"  # the UTC day, without its year within the current year
+    assert re.fullmatch(f"claude-code · {day} · persisted", session["description"])
     nested = (await children(client, "sessions", session["id"]))[2:]
     assert [(n["resource"]["sessionId"], n["label"]) for n in nested] == [
         ("claude-demo/agent-ab12", "Rename b.py to c.py"),
         (f"claude-demo/agent-{COMPACT_AGENT}", "Compaction helper"),
     ]
     sub, helper = nested
-    assert (
-        sub["description"] == "sub-agent · general-purpose · claude-code · 2026-01-01 · persisted"
-    )
+    assert re.fullmatch(f"sub-agent · claude-code · {day} · persisted", sub["description"])
+    assert "agent: general-purpose" in sub["tooltip"].splitlines()
     assert sub["icon"] == "sparkle"
-    assert helper["description"] == "compaction helper · claude-code · 2026-01-01 · persisted"
+    assert re.fullmatch(
+        f"compaction helper · claude-code · {day} · persisted", helper["description"]
+    )
     assert helper["icon"] == "fold"
     assert helper["tooltip"].startswith("Compaction helper: ")
     # The lineage view names the helper the same way.
