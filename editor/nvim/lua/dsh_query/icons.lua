@@ -23,6 +23,7 @@ M.unicode = {
   ["robot"] = "⚙", -- a Codex session / the codex group
   ["folder"] = "▤", -- a workspace group
   ["question"] = "?", -- sessions without a workspace
+  ["fold"] = "⊟", -- a compaction helper session
 }
 
 M.ascii = {
@@ -47,6 +48,7 @@ M.ascii = {
   ["robot"] = "X",
   ["folder"] = "/",
   ["question"] = "?",
+  ["fold"] = "z",
 }
 
 M.fallback = { unicode = "•", ascii = "-" }
