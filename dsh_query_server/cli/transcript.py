@@ -163,8 +163,7 @@ def head(event: Json) -> Head:
     etype, data = event.get("type"), event.get("data")
     if etype == "assistant/message":
         model = _get(_get(_get(data, "message"), "source"), "model")
-        notes = ["copy"] if event.get("sourceEventSeqs") else []
-        return Head("assistant", model if isinstance(model, str) else None, notes)
+        return Head("assistant", model if isinstance(model, str) else None)
     if etype == "tool/result":
         return Head("tool result")
     source = _get(data, "source")

@@ -220,3 +220,47 @@ def test_rendering_a_page_in_colour_keeps_every_word(home):
     plain = show.render(page, 80, colour=False)
     assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
     assert "\x1b[31mshadowed" in coloured and "\x1b[90mlog-only" in coloured
+
+
+def test_the_demo_ends_with_the_chart_the_surface_and_the_page(tmp_path):
+    env = {
+        **os.environ,
+        "COLUMNS": "80",
+        "TMPDIR": str(tmp_path),  # where the demo's page goes
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "dsh_query_server.cli", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    chart = lines.index(
+        next(line for line in lines if "dsh-query timeline fix-flaky-tests" in line)
+    )
+    surface = lines.index(
+        next(line for line in lines if "dsh-query show fix-flaky-tests --context" in line)
+    )
+    page = lines.index(
+        next(line for line in lines if "dsh-query export fix-flaky-tests --html" in line)
+    )
+    assert chart < surface < page == len(lines) - 3
+    assert lines[chart + 1] == "Context of fix-flaky-tests · 25 events · 4 model responses"
+    assert "1 ▲ compaction: 4 events, #1–#13, replaced by #18" in lines[chart:surface]
+    assert "█ recorded context (tokens)" in lines[chart:surface]  # the demo records usage
+    shown = heads(lines[surface:page])
+    assert [(s, c) for _, s, _, c in shown] == [
+        (18, "current"),
+        (19, "current"),
+        (22, "current"),
+        (23, "current"),
+    ]
+    path = Path(lines[-1].strip())
+    assert path.parent.parent == tmp_path and path.name == "dsh-session-fix-flaky-tests.html"
+    assert path.stat().st_mode & 0o777 == 0o600 and path.parent.stat().st_mode & 0o777 == 0o700
+    text = path.read_text()
+    assert text.startswith("<!DOCTYPE html>") and '"sessionId":"fix-flaky-tests"' in text
