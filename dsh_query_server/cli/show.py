@@ -184,7 +184,9 @@ def _message(row: Message, page: Page, step_of: dict[int, int], width: int) -> l
     event = row.event
     seq = event["seq"]
     said = head(event)
-    line = Text("▌ ", style=CLASS_STYLE.get(row.surface or "", ""))
+    line = Text()
+    line.append("▌", style=CLASS_STYLE.get(row.surface or "", ""))
+    line.append(" ")
     line.append(said.who, style=ROLE_STYLE.get(said.who, "bold"))
     line.append(f" #{seq}")
     if said.notes:
