@@ -76,8 +76,8 @@ def test_every_message_shows_its_class_as_a_highlight_group_and_the_word(shown):
     lines = shown["snaps"]["demo"]
     assert lines[0] == 'dsh-query · Session "claude-demo" · File cleanup'
     assert lines[1].startswith("claude-code · created 2026-01-01 00:00 UTC · 38 events")
-    heads = [line for line in lines if line.startswith("▌ ")]
-    assert [int(re.match(r"▌ \S+(?: result)? #(\d+)", h).group(1)) for h in heads] == [
+    heads = [re.match(r"▌ \S+(?: result)? #(\d+)", line) for line in lines]
+    assert [int(h.group(1)) for h in heads if h] == [
         2, 5, 6, 9, 12, 16, 18, 22, 24, 26, 29, 33, 35
     ]  # fmt: skip
     for seq, word, group in (
