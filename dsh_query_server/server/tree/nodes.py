@@ -36,7 +36,8 @@ LABEL_CHARS = 80
 # A session's title is cut shorter than other labels so that the description after it (what the
 # session is to its parent, agent, date, state) still shows in a side bar about 520 px wide.
 TITLE_CHARS = 32
-SUMMARY_CHARS = 60
+# An event's summary is short for the same reason: its class word comes after it.
+SUMMARY_CHARS = 24
 TOOLTIP_TEXT_CHARS = 500
 
 SURFACE_ICONS = {
@@ -325,7 +326,7 @@ def event_label(seq: int, event: Event, text: str) -> str:
         summary = kind if isinstance(kind, str) else ""
     elif text:
         summary = text.split("\n", 1)[0]
-    summary = one_line(summary, SUMMARY_CHARS)
+    summary = title_text(summary, SUMMARY_CHARS)
     if not summary:
         return f"#{seq} {etype}"
     return f'#{seq} {etype} "{summary}"' if event.type in _QUOTED else f"#{seq} {etype} {summary}"
