@@ -521,6 +521,7 @@ export interface TreeNode {
   resource?: TreeResource;
   command?: TreeCommand;
   agent?: string;
+  surface?: Surface;
 }
 
 export interface TreeParentParams {
