@@ -4,9 +4,10 @@
 
 Builds a raw and a Zstandard root and an SQLite store with the same sessions (cached under
 ``--dir``), then times, each as p50 and min: ``list`` (what listSessions asks of a backend), and a
-readEvent's backend calls (``list`` then ``inspect_window`` of ±50 events, one token), for the
-SQLite store (its listing is reused while the database is unchanged), for the JSONL roots with
-the survey by proofs, and for the JSONL roots with the full survey every request (as before).
+readEvent's reads through the mount's door (the point lookup, then the window of ±50 events, one
+token), for the SQLite store (its listing is reused while the database is unchanged), for the
+JSONL roots with the survey by proofs, and for the JSONL roots with the full survey every request
+(as before; a readEvent's lookup does not survey).
 Each JSONL root also gets its floor: a bare loop of the survey's stats (``stat_floor``), the least
 any exact request costs (README known limits). No server, no wire: the stdio figures are
 ``make bench``.
@@ -25,6 +26,7 @@ from dsh_query_server.cancel import CancelToken
 from dsh_query_server.model.event import Event, Header, make_event
 from dsh_query_server.persistence.jsonl import JsonlBackend, escape_segment, project_dir
 from dsh_query_server.persistence.jsonl.survey import survey_root
+from dsh_query_server.persistence.reads import StoredLogs
 from dsh_query_server.persistence.sqlite import SqliteBackend
 
 PROJECTS = 20
@@ -140,13 +142,12 @@ def main() -> None:
     seq = args.events // 2
 
     def read_event(backend: SqliteBackend | JsonlBackend) -> Callable[[], object]:
+        logs = StoredLogs(backend)  # the mount's door, as a readEvent reads (query/loading.py)
+
         def call() -> object:
-            token = CancelToken()  # as query/loading.py: the listed header of the target only
-            if isinstance(backend, JsonlBackend):
-                backend.list_one(target, token)
-            else:
-                backend.list(token)
-            return backend.inspect_window(target, seq - 50, seq + 50, token)
+            token = CancelToken()  # one request: the target's point lookup, then its window
+            logs.header(target, token)
+            return logs.window(target, seq - 50, seq + 50, token)
 
         return call
 
@@ -165,7 +166,7 @@ def main() -> None:
     for name, backend in backends:
         listing = timed(lambda b=backend: b.list(CancelToken()), args.repeat)
         reading = timed(read_event(backend), args.repeat)
-        print(f"  {name:26} list {listing} ms   list+inspect_window ±50 {reading} ms")
+        print(f"  {name:26} list {listing} ms   lookup+window ±50 {reading} ms")
     for name, call in floors:
         print(f"  {name:26} 2 stats per session {timed(call, args.repeat)} ms")
 

@@ -122,3 +122,24 @@ def isolated_env(tmp: pathlib.Path) -> dict[str, str]:
     env = dict(os.environ, HOME=str(home), XDG_STATE_HOME=str(home / ".state"))
     env.update({variable: str(home / default) for variable, default in AGENT_HOMES.items()})
     return env
+
+
+COMPACT_AGENT = "acompact-5e1f0a"
+
+
+def claude_home_with_a_compaction_helper(tmp_path: pathlib.Path) -> pathlib.Path:
+    """The importers.md §1.5 home plus a compaction helper transcript for claude-demo, laid out
+    as Claude Code lays them (``<session>/subagents/agent-acompact-<hex>.jsonl``, sidechain
+    records with the helper's ``agentId``; written here by hand)."""
+    home = shutil.copytree(SPEC / "claude", tmp_path / "claude")
+    folder = home / "projects" / "-w" / "claude-demo" / "subagents"
+    common = f'"sessionId":"claude-demo","agentId":"{COMPACT_AGENT}","isSidechain":true'
+    (folder / f"agent-{COMPACT_AGENT}.jsonl").write_text(
+        f'{{"type":"user","uuid":"k1","parentUuid":null,{common},'
+        '"timestamp":"2026-01-01T00:00:39.000Z","cwd":"/w","version":"2.1.38",'
+        '"message":{"role":"user","content":"Summarise the conversation so far."}}\n'
+        f'{{"type":"assistant","uuid":"k2","parentUuid":"k1",{common},'
+        '"timestamp":"2026-01-01T00:00:40.000Z","message":{"id":"mk","role":"assistant",'
+        '"model":"claude-x","content":[{"type":"text","text":"Summary: listed files."}]}}\n'
+    )
+    return home

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest_lsp
+from msgspec import UNSET
 from pytest_lsp import LanguageClient
 
-from .builders import TEST_ENV, TEST_SERVER
+from dsh_query_server.cancel import CancelToken
+from dsh_query_server.core.config import build_config
+from dsh_query_server.core.runtime import Runtime
+from dsh_query_server.server import tree
+from dsh_query_server.server.tree.nodes import TreeNode, TreeResource
+
+from .builders import TEST_ENV, TEST_SERVER, U
+from .fakes import MemoryBackend
 from .lsp_client import config, init_params
 
 
@@ -62,3 +72,37 @@ async def walk(client, view, args=None, *, expand=lambda node: True):
             if node["collapsible"] != "none" and expand(node):
                 queue.append(node["id"])
     return found, parents
+
+
+# -- in process: the sessions view over an in-memory corpus ------------------------------------
+
+
+@contextmanager
+def runtime_over(headers: list[dict]) -> Iterator[tuple[Runtime, MemoryBackend]]:
+    runtime = Runtime(
+        build_config({"persistence": None, "index": ":memory:", "search": {"openAt": "never"}}),
+        lambda ids, corpus: None,
+    )
+    backend = MemoryBackend()
+    for h in headers:
+        backend.put(h, [U(0, f"ask {h['id']}")])
+    runtime.binding.mount(backend)
+    try:
+        yield runtime, backend
+    finally:
+        runtime.close()
+
+
+def kids(runtime: Runtime, node_id: str | None, args: dict | None = None) -> list[TreeNode]:
+    return tree.tree_children(
+        runtime, "sessions", node_id, UNSET if args is None else args, CancelToken()
+    )
+
+
+def sid(node: TreeNode) -> str:
+    assert isinstance(node.resource, TreeResource)
+    return node.resource.sessionId
+
+
+def parent(runtime: Runtime, node_id: str) -> str | None:
+    return tree.tree_parent(runtime, "sessions", node_id, CancelToken())

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import __version__
-from . import commands, demo, hub, passthrough, serve
+from . import commands, demo, hub, passthrough, serve, show, timeline
 from .connect import fail
 
 # In help order.
@@ -25,6 +25,8 @@ SUBCOMMANDS: list[Callable[[Any, argparse.ArgumentParser], None]] = [
     hub.register,
     demo.register,
     commands.register,
+    show.register,
+    timeline.register,
     passthrough.register,
 ]
 

@@ -70,7 +70,13 @@ class _Log:
         return self._add("user/message", data, surfaceOp=envelope.pop("op", "append"), **envelope)
 
     def assistant(
-        self, text: str, turn: int = 1, *, tool: tuple[str, str, str] | None = None, **envelope: Any
+        self,
+        text: str,
+        turn: int = 1,
+        *,
+        tool: tuple[str, str, str] | None = None,
+        context: int | None = None,
+        **envelope: Any,
     ) -> int:
         content: list[dict[str, Any]] = [
             {"type": "reasoning", "text": "thinking about it"},
@@ -90,6 +96,12 @@ class _Log:
                 "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"},
             },
         }
+        if context is not None:  # the usage the model's provider reported (dsh's TokenUsage)
+            data["usage"] = {
+                "inputTokens": 180,
+                "cacheReadTokens": context - 180,
+                "outputTokens": 90,
+            }
         return self._add(
             "assistant/message", data, surfaceOp=envelope.pop("op", "append"), **envelope
         )
@@ -176,6 +188,7 @@ def populate(producer: Producer) -> dict[str, str]:
     ask = main.assistant(
         "Let me run the suite a few times.",
         tool=("call-1", "bash", '{"cmd":"pytest -x tests/retry"}'),
+        context=14_200,
     )
     _, result = main.tool(
         "call-1",
@@ -183,7 +196,9 @@ def populate(producer: Producer) -> dict[str, str]:
         '{"cmd":"pytest -x tests/retry"}',
         "FAILED test_retry_backoff - timeout after 5s",
     )
-    answer = main.assistant("The backoff test sleeps on a real clock; it races the 5 s timeout.")
+    answer = main.assistant(
+        "The backoff test sleeps on a real clock; it races the 5 s timeout.", context=18_600
+    )
     main.end(1)
     main.title("Flaky payment retry tests", [first])
     main.turn(2)
@@ -203,6 +218,7 @@ def populate(producer: Producer) -> dict[str, str]:
     main.assistant(
         "I will inject a fake clock into RetryPolicy and make the test deterministic.",
         turn=2,
+        context=4_100,
         sourceEventSeqs=[summary],
     )
     main.end(2)
@@ -211,7 +227,11 @@ def populate(producer: Producer) -> dict[str, str]:
     # More work after the checkpoint: the persisted copy now lags the live log.
     main.turn(3)
     main.user("Also check the refund path for the same problem.")
-    main.assistant("The refund path uses the same RetryPolicy; the fake clock fixes both.", turn=3)
+    main.assistant(
+        "The refund path uses the same RetryPolicy; the fake clock fixes both.",
+        turn=3,
+        context=5_300,
+    )
     main.end(3)
     producer.append("fix-flaky-tests", main.take())
 
@@ -435,6 +455,10 @@ def cmd_demo(args: argparse.Namespace) -> None:
                 '\nsearch "fake clock": '
                 + ", ".join(f"{h['header']['id']}#{h['bestMatch']['seq']}" for h in hits["items"])
             )
+            # What the model saw in the compaction session: its chart, its surface, its page.
+            from .demo_views import show_views
+
+            show_views(client, ids["main"], console)
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:

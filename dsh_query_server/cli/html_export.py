@@ -15,7 +15,7 @@ import secrets
 from importlib import resources
 from typing import Any
 
-from ..client import RpcError, StdioClient
+from ..client import Client, RpcError
 
 WINDOW_MAX = 50  # the page reads its embedded log in windows this wide, as from a server
 
@@ -25,7 +25,7 @@ def bundle() -> str:
     return (resources.files("dsh_query_server") / "assets" / "session_view.js").read_text("utf-8")
 
 
-def page_data(client: StdioClient, session_id: str) -> dict[str, Any]:
+def page_data(client: Client, session_id: str) -> dict[str, Any]:
     """Everything the page shows, read from one server."""
     params = {"sessionId": session_id}
     timeline = client.request("sessionQuery/readTimeline", params)

@@ -167,7 +167,15 @@ def emit(lines: Sequence[Cell], page: bool = True) -> None:
     """To $PAGER when stdout is a terminal (and ``page``), else straight out; coloured as
     ``style.colours`` says."""
     text = style.to_ansi(list(lines))
-    if page and sys.stdout.isatty() and _page(text):
+    if page:
+        page_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+def page_text(text: str) -> None:
+    """Text (ANSI colour included) to $PAGER when stdout is a terminal, else straight out."""
+    if sys.stdout.isatty() and _page(text):
         return
     sys.stdout.write(text)
 
@@ -192,4 +200,4 @@ def _page(text: str) -> bool:
     return proc.wait() != 127  # 127: the shell found no such pager
 
 
-__all__ = ["Cell", "Column", "clean", "cut", "emit", "fit", "render", "terminal_width"]
+__all__ = ["Cell", "Column", "clean", "cut", "emit", "fit", "page_text", "render", "terminal_width"]

@@ -23,9 +23,9 @@ from typing import Any
 from .. import errors, jsoncodec
 from ..errors import QueryError, inner_message
 from ..model.event import Event, Header, headers_compatible
-from ..persistence.contract.capabilities import WindowReader
 from ..persistence.contract.errors import SessionPersistenceReadOnlyError
 from ..persistence.mount.binding import Binding, PersistenceBinding
+from ..persistence.reads import StoredLogs
 from ..session.store import SessionStore
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ def same_event(live: Event, stored: Event) -> bool:
 
 
 def reconcile(
-    windows: WindowReader,
+    logs: StoredLogs,
     session_id: str,
     header: Header,
     live: list[Event],
@@ -66,20 +66,20 @@ def reconcile(
     matched: int,
 ) -> int:
     """postgres.md §3.8: compare the live log with the stored events below ``stored`` (read
-    with ``inspect_window``), from ``matched`` on (events already proven equal, rows being
+    window by window through the door), from ``matched`` on (events already proven equal, rows being
     immutable). Returns how many leading events now match; raises Diverged at the first
     difference, or for incompatible headers (semantics.md §1.2)."""
     upto = min(stored, len(live))
     pos = min(matched, upto)
     window = None
     if pos == 0:  # the header is compared once, with the first window
-        window = windows.inspect_window(session_id, 0, max(0, min(upto, COMPARE_WINDOW) - 1))
+        window = logs.stored_window(session_id, 0, max(0, min(upto, COMPARE_WINDOW) - 1))
         if not headers_compatible(header, window.meta):
             raise Diverged(session_id, "its header")
     while pos < upto:
         last = min(upto, pos + COMPARE_WINDOW) - 1
         if window is None:
-            window = windows.inspect_window(session_id, pos, last)
+            window = logs.stored_window(session_id, pos, last)
         for offset in range(last - pos + 1):
             seq = pos + offset
             found = window.events[offset] if offset < len(window.events) else None
@@ -302,7 +302,7 @@ class Checkpointer:
         # With windows, a failed write is reconciled at once and tried once more (§3.8): a
         # conflict or an in-doubt commit usually resolves to "continue from n". A failed read
         # (the store is down) is left to the back-off.
-        attempts = 2 if binding.capabilities.windows is not None else 1
+        attempts = 2 if binding.logs.reads_windows else 1
         for attempt in range(attempts):
             self._writing = False  # set by create and append; the flush lock is held
             try:
@@ -361,8 +361,7 @@ class Checkpointer:
                 backend.create(observed[0])
                 self._created.add(sid)
             return 0
-        windows = binding.capabilities.windows
-        if windows is None:
+        if not binding.logs.reads_windows:
             if stored > self.store.length(sid):
                 # The stored log is not a prefix of the live one: never write into it.
                 raise ValueError("the persisted log is longer than the live log")
@@ -371,6 +370,6 @@ class Checkpointer:
         if observed is None:
             return None
         header, events = observed
-        matched = reconcile(windows, sid, header, events, stored, self._matched.get(sid, 0))
+        matched = reconcile(binding.logs, sid, header, events, stored, self._matched.get(sid, 0))
         self._matched[sid] = matched
         return stored if stored <= len(events) else None

@@ -12,7 +12,10 @@ offence:
   and server/ are two front ends of the application core, so mcp/ imports core/, never server/);
 - an import circle between modules (imports under ``if TYPE_CHECKING:`` count too: a circle
   kept only for the type checker still ties the modules together);
-- a module over 600 lines: a prompt to split it by responsibility, not a size to trim it to.
+- a module over 600 lines: a prompt to split it by responsibility, not a size to trim it to;
+- code outside persistence/ that names a backend's optional read paths or calls a backend read
+  (``BACKEND_READS``): every read goes through the mount's door (persistence/reads.py). Found
+  like ``grep``, line by line, comments included; this module, which spells them, is exempt.
 
 Imports are read with ``ast``, nothing is imported. Only imports of the package itself count.
 """
@@ -20,6 +23,7 @@ Imports are read with ``ast``, nothing is imported. Only imports of the package 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -50,6 +54,14 @@ PLACED = {"client": "server", "__main__": "cli", "schema": "cli"}
 # Past this a module almost always holds more than one responsibility: split it along them (a
 # module trimmed to fit the number is the wrong answer).
 MAX_LINES = 600
+# The one room that may look at a backend's optional read paths and call its reads; everyone else
+# reads through the mount's door (persistence/reads.py).
+DOOR = "persistence"
+_SELF = ".devtools.layers"  # this module spells the reads it looks for
+BACKEND_READS = re.compile(
+    r"capabilities\.|\.backend\.(?:inspect|list)"
+    r"|\b(?:inspect_window|inspect_outline|list_one|inspect_many|read_raw)\b"
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +72,8 @@ class Rules:
     placed: dict[str, str] = field(default_factory=lambda: dict(PLACED))
     max_lines: int = MAX_LINES
     apart: frozenset[tuple[str, str]] = APART
+    door: str = DOOR
+    backend_reads: re.Pattern[str] = BACKEND_READS
 
     def rank(self, module: str) -> int:
         """-1 for base, len(layers) for top; a module's first name under the package decides."""
@@ -186,7 +200,14 @@ def check(package_dir: Path, rules: Rules | None = None) -> list[str]:
     edges: dict[str, set[str]] = {name: set() for name in known}
     for name, path in known.items():
         where = path.relative_to(top)
-        lines = len(path.read_text(encoding="utf-8").splitlines())
+        text = path.read_text(encoding="utf-8").splitlines()
+        lines = len(text)
+        if name.split(".")[1:2] != [rules.door] and not name.endswith(_SELF):
+            offences.extend(
+                f"door: {where}:{number}: reads a backend outside {rules.door}/ ({found.group()})"
+                for number, line in enumerate(text, 1)
+                if (found := rules.backend_reads.search(line))
+            )
         if lines > rules.max_lines:
             offences.append(
                 f"size: {where} has {lines} lines (over {rules.max_lines}: split it by"

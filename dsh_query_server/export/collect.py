@@ -9,12 +9,9 @@ from .. import errors
 from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.workspace import Workspace
-from ..persistence.contract.capabilities import RawArtifactReader
 from ..persistence.contract.errors import SessionRawArtifactsUnsupportedError
-from ..persistence.contract.results import SessionRawArtifact
 from ..query import lineage
 from ..query.loaded import Record, check_cancelled, not_found
-from ..query.loading import stored_log_failure
 from ..query.service import SessionQueryService
 from .encode import encode_log
 
@@ -33,12 +30,11 @@ def session_content(
     if live is not None:
         return encode_log(live.header, live.events)
     binding = service.binding.current()
-    reader = None if binding is None else binding.capabilities.raw
-    if reader is not None:
+    if binding is not None:
         try:
-            artifact = _read_raw(reader, session_id, token)
+            artifact = binding.logs.raw(session_id, token)
         except SessionRawArtifactsUnsupportedError:
-            pass  # a composite member without raw artifacts: its logical log (step 3)
+            pass  # no raw artifacts (or a composite member without): its logical log (step 3)
         else:
             if artifact is None:
                 raise _vanished(session_id, descendant)
@@ -50,19 +46,6 @@ def session_content(
             raise _vanished(session_id, descendant) from None
         raise
     return encode_log(loaded.header, loaded.events)
-
-
-def _read_raw(
-    reader: RawArtifactReader, session_id: str, token: CancelToken
-) -> SessionRawArtifact | None:
-    """``read_raw`` with its failures classified (§2.6, persistence.md §2.3)."""
-    check_cancelled(token)
-    try:
-        return reader.read_raw(session_id, token)
-    except SessionRawArtifactsUnsupportedError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - classified as persistence.md §2.3
-        raise stored_log_failure(session_id, exc, token, "read the stored log of session") from None
 
 
 def _vanished(session_id: str, descendant: bool) -> QueryError:

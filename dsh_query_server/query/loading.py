@@ -1,27 +1,21 @@
 """Observing the corpus and one session (semantics.md §3.0.4, §3.0.5): live-preferred, re-read on
-every call, with every backend failure mapped to the query error the spec names."""
+every call. Persistence is read through the mount's door (persistence/reads.py), which maps every
+backend failure to the query error the spec names."""
 
 from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
-from .. import errors
 from ..cancel import NULL_TOKEN, CancelToken
-from ..errors import QueryError, cancelled, inner_message
 from ..model.event import Header, headers_compatible
-from ..persistence.adapters import list_headers, read_log, read_window
-from ..persistence.contract.errors import SessionPersistenceCorruptionError
-from ..persistence.contract.results import Inspection, Window
 from ..persistence.mount.binding import Binding, PersistenceBinding
+from ..persistence.reads import StoredLogs
 from ..session.store import SessionStore
 from .loaded import Loaded, LoadedWindow, Record, check_cancelled, conflict, not_found
 
-T = TypeVar("T")
 Entry = tuple[Header, bool, bool]  # (header, live, persisted) of one corpus entry
-Observed = TypeVar("Observed", Inspection, Window)
 
 
 class Loader:
@@ -33,23 +27,6 @@ class Loader:
         # The last observation and what proves it still holds (``observe``): the binding, the
         # live store's generation and the very header objects the backend listed.
         self._last: tuple[Binding | None, int, list[Header], list[Entry]] | None = None
-
-    def list_persisted(self, binding: Binding, token: CancelToken) -> list[Header]:
-        """Call ``list`` and wrap its failure (§3.0.4 step 2)."""
-        return _listing_call(token, lambda: list_headers(binding, token))
-
-    def listed_header(self, binding: Binding, session_id: str, token: CancelToken) -> Header | None:
-        """§3.0.5 step 4: ``list`` wrapped as in §3.0.4 step 2, then the id looked for; through
-        the backend's ListedLookup when it has one (the same header and failures)."""
-        lookup = binding.capabilities.listed
-        if lookup is None:
-            listed = self.list_persisted(binding, token)
-            return next((h for h in listed if h.id == session_id), None)
-        found = _listing_call(token, lambda: lookup.list_one(session_id, token))
-        if found is not None and not (isinstance(found, Header) and found.id == session_id):
-            # A backend that breaks the contract fails like a listing of non-headers.
-            return _listing_call(token, _not_a_header)
-        return found
 
     def corpus(self, token: CancelToken = NULL_TOKEN) -> list[Record]:
         """§3.0.4: one observation of live + persisted, newest first."""
@@ -64,7 +41,7 @@ class Loader:
         check_cancelled(token)
         generation = self.store.generation  # read first: a commit after it misses the memo
         binding = self.binding.current()
-        listed = [] if binding is None else self.list_persisted(binding, token)
+        listed = [] if binding is None else binding.logs.headers(token)
         check_cancelled(token)
         last = self._last
         if (
@@ -99,26 +76,25 @@ class Loader:
         live = self.live(session_id, token)
         if live is not None:
             return live
-        found = self._load_persisted(
-            session_id, token, lambda b: read_log(b, session_id, token, outline=outline)
-        )
-        if isinstance(found, Loaded):
-            return found
+        logs, listed = self._listed(session_id, token)
+        found = logs.outline(session_id, token) if outline else logs.log(session_id, token)
+        now_live = self._settled(session_id, listed, found.meta, token)
+        if now_live is not None:
+            return now_live
         return Loaded(session_id, found.meta, list(found.events), False)
 
     def load_window(
         self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
     ) -> LoadedWindow:
-        """§3.0.5 for the logical events ``first..last`` (first >= 0) only: a backend that reads
-        windows reads just those; any other is inspected whole (same result)."""
+        """§3.0.5 for the logical events ``first..last`` (first >= 0) only."""
         live = self.live(session_id, token)
         if live is not None:
             return LoadedWindow.of(live, first, last)
-        found = self._load_persisted(
-            session_id, token, lambda b: read_window(b, session_id, first, last, token)
-        )
-        if isinstance(found, Loaded):
-            return LoadedWindow.of(found, first, last)
+        logs, listed = self._listed(session_id, token)
+        found = logs.window(session_id, first, last, token)
+        now_live = self._settled(session_id, listed, found.meta, token)
+        if now_live is not None:
+            return LoadedWindow.of(now_live, first, last)
         return LoadedWindow(session_id, found.meta, found.length, found.start, found.events)
 
     def live(self, session_id: str, token: CancelToken) -> Loaded | None:
@@ -130,75 +106,30 @@ class Loader:
         check_cancelled(token)
         return Loaded(session_id, live.header, live.events, True, live.fold)
 
-    def _load_persisted(
-        self, session_id: str, token: CancelToken, read: Callable[[Binding], Observed]
-    ) -> Observed | Loaded:
-        """Steps 3–8 around one inspecting call ``read(binding)``. When the id became live
-        meanwhile, that live ``Loaded`` is returned instead."""
+    def _listed(self, session_id: str, token: CancelToken) -> tuple[StoredLogs, Header]:
+        """Steps 3–4: the mount's reads and the target's listed header."""
         binding = self.binding.current()
         if binding is None:
             raise not_found(session_id)
-        listed = self.listed_header(binding, session_id, token)
+        listed = binding.logs.header(session_id, token)
         check_cancelled(token)
         if listed is None:
             raise not_found(session_id)
-        observed = inspect_call(session_id, token, lambda: read(binding))
+        return binding.logs, listed
+
+    def _settled(
+        self, session_id: str, listed: Header, inspected: Header, token: CancelToken
+    ) -> Loaded | None:
+        """Steps 5 (after the read) to 8: the live copy when the id went live meanwhile (live
+        wins, no list/inspect check); None when the read stands."""
         check_cancelled(token)
         live = self.store.snapshot(session_id)
-        if live is not None:  # attached while we inspected: live wins, no list/inspect check
+        if live is not None:
             return Loaded(session_id, live.header, live.events, True, live.fold)
-        if not headers_compatible(listed, observed.meta):
+        if not headers_compatible(listed, inspected):
             raise conflict(session_id)
         check_cancelled(token)
-        return observed
-
-
-def _not_a_header() -> Header:
-    raise TypeError("persistence listing is not a list of session headers")
-
-
-def _listing_call(token: CancelToken, call: Callable[[], T]) -> T:
-    try:
-        return call()
-    except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
-        if token.cancelled:
-            raise cancelled() from None
-        raise QueryError(
-            errors.PERSISTENCE_FAILED,
-            f"session persistence listing failed: {inner_message(exc)}",
-            cause=inner_message(exc),
-        ) from None
-
-
-def inspect_call(session_id: str, token: CancelToken, call: Callable[[], T]) -> T:
-    """Run one inspecting backend call, mapping its failure (§3.0.5 step 5)."""
-    try:
-        return call()
-    except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
-        raise stored_log_failure(session_id, exc, token, "inspect session") from None
-
-
-def stored_log_failure(
-    session_id: str, exc: Exception, token: CancelToken, action: str
-) -> QueryError:
-    """A backend's failure to read one stored log, as the service reports it: cancelled, corrupt
-    (``stored session "<id>" is corrupt``) or ``failed to <action> "<id>"``."""
-    if token.cancelled:
-        return cancelled()
-    inner = inner_message(exc)
-    if isinstance(exc, SessionPersistenceCorruptionError):
-        return QueryError(
-            errors.CORRUPT_SESSION,
-            f'stored session "{session_id}" is corrupt: {inner}',
-            cause=inner,
-            session_id=session_id,
-        )
-    return QueryError(
-        errors.PERSISTENCE_FAILED,
-        f'failed to {action} "{session_id}": {inner}',
-        cause=inner,
-        session_id=session_id,
-    )
+        return None
 
 
 def newest_first(entries: list[Entry]) -> list[Entry]:

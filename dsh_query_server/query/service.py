@@ -38,7 +38,6 @@ from .filters import (
 )
 from .loaded import (
     Loaded,
-    LoadedWindow,
     Record,
     check_cancelled,
     target_in,
@@ -92,11 +91,6 @@ class SessionQueryService:
         self, session_id: str, token: CancelToken = NULL_TOKEN, *, outline: bool = False
     ) -> Loaded:
         return self.loader.load(session_id, token, outline=outline)
-
-    def load_window(
-        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
-    ) -> LoadedWindow:
-        return self.loader.load_window(session_id, first, last, token)
 
     # -- listing (§3.1, §3.2) ----------------------------------------------------------------
 
@@ -198,7 +192,7 @@ class SessionQueryService:
         first, last = 0, -1
         if is_nonneg_safe_integer(seq):
             first, last = max(0, int(seq) - before), int(seq) + after
-        loaded = self.load_window(session_id, first, last, token)
+        loaded = self.loader.load_window(session_id, first, last, token)
         check_cancelled(token)
         index = target_in(session_id, loaded.length, seq, lambda i: loaded.events[i - loaded.start])
         start = max(0, index - before)

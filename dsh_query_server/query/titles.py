@@ -3,13 +3,12 @@ worker pool (shared with the tree's labels, ``labels.py``).
 
 Live sessions come from memory. Each persisted log is read by a pool worker that projects it to
 its small result before claiming the next id, so a batch never holds more than the pool's size of
-full logs. A backend that reads windows has verified the log once per revision and knows where its
-last title is, so a title costs a few small window reads.
+full logs. Through the mount's door (persistence/reads.py): a backend that reads windows has
+verified the log once per revision and knows where its last title is, so a title costs a few small
+window reads; any other is inspected once.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from msgspec import UNSET
 
@@ -18,12 +17,10 @@ from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model import wire
 from ..model.event import Event, Header, headers_compatible
-from ..persistence.adapters import read_window
-from ..persistence.contract.results import Window
-from ..persistence.mount.binding import Binding
+from ..persistence.reads import StoredLogs
 from ..session.store import LiveSnapshot
 from .loaded import check_cancelled, conflict, not_found
-from .loading import Loader, inspect_call
+from .loading import Loader
 from .titlefold import last_title_event, title_from, title_window
 from .workers import WorkerPool, run_claims
 
@@ -80,8 +77,9 @@ class Titles:
             for sid in pending:
                 results[sid] = _rejected(sid, not_found(sid))
             return
+        logs = binding.logs
         try:
-            listed = {h.id: h for h in self.loader.list_persisted(binding, token)}
+            listed = {h.id: h for h in logs.headers(token)}
         except QueryError as exc:
             if exc.code == errors.ABORTED:
                 raise
@@ -90,13 +88,13 @@ class Titles:
             return
 
         def work(sid: str) -> None:
-            results[sid] = self._persisted_title(binding, sid, listed.get(sid), token)
+            results[sid] = self._persisted_title(logs, sid, listed.get(sid), token)
 
         run_claims(pending, work, self.concurrency, token, pool=self.pool)
         check_cancelled(token)
 
     def _persisted_title(
-        self, binding: Binding, sid: str, listed: Header | None, token: CancelToken
+        self, logs: StoredLogs, sid: str, listed: Header | None, token: CancelToken
     ) -> TitleResult:
         store = self.loader.store
         try:
@@ -105,7 +103,7 @@ class Titles:
                 if live is None:
                     raise not_found(sid)
                 return _live_title_result(sid, live)
-            meta, title = _persisted_title_event(binding, sid, token)
+            meta, title = _persisted_title_event(logs, sid, token)
             live = store.snapshot(sid)
             if live is not None:
                 return _live_title_result(sid, live)
@@ -116,31 +114,21 @@ class Titles:
             return _rejected(sid, exc)
 
 
-def _window_reader(binding: Binding, sid: str, token: CancelToken) -> Callable[[int, int], Window]:
-    def window(first: int, last: int) -> Window:
-        check_cancelled(token)  # no backend call starts after a cancel
-        return inspect_call(sid, token, lambda: read_window(binding, sid, first, last, token))
-
-    return window
-
-
 def _persisted_title_event(
-    binding: Binding, sid: str, token: CancelToken
+    logs: StoredLogs, sid: str, token: CancelToken
 ) -> tuple[Header, Event | None]:
     """The header and last ``session/title`` event of a persisted log, with the errors of
     ``inspect``. A backend that reads windows verifies the log (once per revision) and says where
     the title is, so only that event is read; if the log moved between the two reads, it is
     inspected whole."""
-    if binding.capabilities.windows is not None:
-        window = _window_reader(binding, sid, token)
-        shape = window(0, -1)  # nothing read but the verification and where the title is
-        if shape.title is None:
-            return shape.meta, None
-        found = title_window(window, shape.title)
-        if found is not None:
-            return found.meta, found.events[0]
-        check_cancelled(token)
-    inspection = inspect_call(sid, token, lambda: binding.backend.inspect(sid, token))
+    windows = logs.windows(sid, token)
+    shape = windows.read(0, -1)  # nothing read but the verification and where the title is
+    if shape.title is None:
+        return shape.meta, None
+    found = title_window(windows.read, shape.title)
+    if found is not None:
+        return found.meta, found.events[0]
+    inspection = logs.log(sid, token)
     return inspection.meta, last_title_event(inspection.events)
 
 

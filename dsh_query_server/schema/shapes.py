@@ -110,6 +110,7 @@ FIELD_TYPES: dict[tuple[str, str], object] = {
     ("RejectionReason", "code"): ErrorCode,
     ("ErrorData", "code"): ErrorCode,
     ("TreeNode", "collapsible"): Collapsible,
+    ("TreeNode", "surface"): Surface,
     ("IdFilter", "values"): list[str],
     ("CwdFilter", "values"): list[str | None],
     ("ParentFilter", "values"): list[str | None],

@@ -1,10 +1,10 @@
 """The documents a session gives the index (semantics.md §6.4): one per event with text, with the
 event's surface from the fold of the whole log.
 
-A persisted log is read whole, except a long one from a backend that reads windows cheaply
-(``cheap_windows``: it verifies a log once per revision and then reads only a window's rows).
-Such a log is read window by window: the first pass folds the surface and keeps each document's
-text, the documents are made from those once the fold is done. The build then holds one window
+A persisted log is read whole, except a long one from a backend that reads windows cheaply (it
+verifies a log once per revision and then reads only a window's rows): the mount's door decides
+(``StoredLogs.sequence``). Such a log is read window by window: the first pass folds the surface
+and keeps each document's text, the documents are made from those once the fold is done. The build then holds one window
 and the texts, not the log: a 100,000-event transcript held whole costs ~50 MB. When the texts
 outgrow TEXT_BUDGET they are dropped and a second pass reads the windows again for them.
 
@@ -23,9 +23,7 @@ from .. import errors
 from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
-from ..persistence.adapters import checked_window
-from ..persistence.contract.capabilities import WindowReader
-from ..persistence.mount.binding import Binding
+from ..persistence.reads import StoredLogs
 from ..query.text import extract_text
 from ..session.fold import Fold, FoldError, fold_events
 from ..session.store import LiveSnapshot
@@ -37,10 +35,6 @@ WINDOW = 8192
 # documents are made by a second read instead.
 TEXT_BUDGET = 16 * 1024 * 1024
 _DOC_COST = 128
-
-
-class Moved(Exception):
-    """The log changed between two windows; the reconcile retries its observation."""
 
 
 def _documents(events: Iterable[Event], fold: Fold) -> Iterator[Document]:
@@ -131,66 +125,15 @@ class Read:
             raise self.error
 
 
-def read_persisted(binding: Binding, session_id: Any, token: CancelToken) -> Read:
-    """The stored log's documents, as ``inspect`` gives the log (the same events and errors)."""
-    reader = binding.capabilities.windows
-    if reader is None or not binding.capabilities.cheap_windows:
-        inspection = binding.backend.inspect(session_id, token)
-        return Read(inspection.meta, persisted_documents(session_id, inspection.events))
-    first = checked_window(reader.inspect_window(session_id, 0, WINDOW - 1, token), 0, WINDOW - 1)
-    if first.length <= WINDOW:
-        return Read(first.meta, persisted_documents(session_id, first.events))
-    meta, log = first.meta, _Windows(reader, session_id, token, first.length)
+def read_persisted(logs: StoredLogs, session_id: Any, token: CancelToken) -> Read:
+    """The stored log's documents, as ``inspect`` gives the log (the same events and errors; a
+    log that moves between two windows raises LogMoved)."""
+    log = logs.sequence(session_id, WINDOW, token)
+    if log.whole is not None:
+        return Read(log.meta, persisted_documents(session_id, log.whole))
     kept = _Kept()
-    fold = _folded(session_id, kept.tap(log.events(first.events)), log)
-    del first
+    fold = _folded(session_id, kept.tap(log.events()), log)
     if not kept.full and kept.seen == len(log):
-        return Read(meta, kept.documents(fold))
+        return Read(log.meta, kept.documents(fold))
     kept.docs.clear()  # the second pass reads every window again
-    return Read(meta, _documents(log.events(None), fold), reading=True)
-
-
-class _Windows(Sequence[Event]):
-    """A long log read through ``inspect_window``: its events in order, window by window, and
-    any one event by seq (the fold's look back at a rewritten tool result)."""
-
-    def __init__(
-        self, reader: WindowReader, session_id: Any, token: CancelToken, length: int
-    ) -> None:
-        self._reader = reader
-        self._session_id = session_id
-        self._token = token
-        self._length = length
-        # The windows just read, by start: the fold's look backs mostly land in them, and each
-        # would otherwise be one more read (all are read at the log's one revision, so equal).
-        self._recent: dict[int, list[Event]] = {}
-
-    def events(self, first: list[Event] | None) -> Iterator[Event]:
-        """Every event; ``first`` is the first window when it was already read."""
-        for start in range(0, self._length, WINDOW):
-            if start == 0 and first is not None:
-                events, first = first, None
-            else:
-                events = self._read(start, start + WINDOW - 1)
-            self._recent = {start - WINDOW: self._recent.get(start - WINDOW, []), start: events}
-            yield from events
-
-    def _read(self, first: int, last: int) -> list[Event]:
-        window = checked_window(
-            self._reader.inspect_window(self._session_id, first, last, self._token), first, last
-        )
-        if window.length != self._length:
-            raise Moved
-        return window.events
-
-    def __len__(self) -> int:
-        return self._length
-
-    def __getitem__(self, seq: Any) -> Any:
-        if not isinstance(seq, int):
-            raise TypeError("the fold looks events up one seq at a time")
-        start = seq - seq % WINDOW if seq >= 0 else -1
-        kept = self._recent.get(start)
-        if kept and seq - start < len(kept):
-            return kept[seq - start]
-        return self._read(seq, seq)[0]
+    return Read(log.meta, _documents(log.events(), fold), reading=True)

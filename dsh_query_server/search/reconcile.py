@@ -12,10 +12,7 @@ asked for both listings, so its failures and changes are seen exactly as before.
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from msgspec import Raw
@@ -23,19 +20,14 @@ from msgspec import Raw
 from .. import errors
 from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_message
-from ..model.event import Header, headers_compatible
+from ..model.event import headers_compatible
+from ..persistence.checks import Snapshots
 from ..persistence.contract.results import BulkResult, Snapshot
 from ..persistence.mount.binding import Binding, PersistenceBinding
+from ..persistence.reads import LogMoved, StoredLogs
 from ..query.loaded import conflict
 from ..session.store import SessionStore
-from .documents import (
-    WINDOW,
-    Moved,
-    Read,
-    live_documents,
-    persisted_documents,
-    read_persisted,
-)
+from .documents import WINDOW, Read, live_documents, persisted_documents, read_persisted
 from .plan import LIVE, PERSISTED, Row, WritePlan
 from .schema import Connection, Error, open_failed, open_index, scalar, sql_text
 from .wire import header_raw
@@ -71,89 +63,13 @@ class Target:
 # -- listings ------------------------------------------------------------------------------------
 
 
-class Listing:
-    """A validated ``list_snapshots`` result (§6.5 step 2.1): snapshots by id in listing order."""
-
-    __slots__ = ("by_id", "snapshots", "source", "_keys")
-
-    def __init__(self, by_id: dict[str, Snapshot], source: Any) -> None:
-        self.by_id = by_id
-        self.snapshots = tuple(by_id.values())
-        # A tuple result cannot change afterwards: handed back again, it is this listing.
-        self.source = source if type(source) is tuple else None
-        self._keys: frozenset[Any] | None = None
-
-    def keys(self) -> frozenset[Any]:
-        """The listed ids as the index stores them."""
-        if self._keys is None:
-            self._keys = frozenset(sql_text(sid) for sid in self.by_id)
-        return self._keys
-
-
-def _snapshot(item: Any) -> Snapshot:
-    if type(item) is Snapshot and type(item.revision) is str and isinstance(item.header, Header):
-        return item  # our backends' snapshots are already immutable and well-formed
-    if isinstance(item, Snapshot):
-        header, revision = item.header, item.revision
-    elif isinstance(item, dict):
-        header, revision = item.get("header"), item.get("revision")
-    else:
-        raise TypeError("persistence snapshot must be an object with header and revision")
-    if not isinstance(revision, str):
-        raise TypeError("persistence snapshot revision must be a string")
-    if isinstance(header, dict):
-        header = Header.from_value(header)
-    if not isinstance(header, Header):
-        raise TypeError("persistence returned a header that is not a JSON object")
-    return Snapshot(header, revision)
-
-
-def validate_listing(result: Any) -> Listing:
-    if not isinstance(result, (list, tuple)):
-        raise TypeError("persistence snapshots must be an array")
-    by_id: dict[Any, Snapshot] = {}
-    for item in result:
-        snapshot = _snapshot(item)
-        if snapshot.header.id in by_id:
-            raise ValueError(f'persistence listed duplicate session "{snapshot.header.id}"')
-        by_id[snapshot.header.id] = snapshot
-    return Listing(by_id, result)
-
-
-def list_snapshots(
-    backend: Any, token: CancelToken | None, known: Listing | None = None
-) -> Listing:
-    """``list_snapshots`` validated (§6.5 step 2.1). A result that lists exactly ``known`` again
-    is ``known`` itself, without re-validating it row by row."""
-    result = backend.list_snapshots(token)
-    if known is not None and _lists_again(result, known):
-        return known
-    return validate_listing(result)
-
-
-def _lists_again(result: Any, known: Listing) -> bool:
-    """True when ``result`` holds the snapshots of ``known`` in the same order: the very same
-    objects (a backend reusing its unchanged listing), or the same immutable headers with equal
-    revisions. Either way it validates exactly as ``known`` did."""
-    if known.source is not None and result is known.source:
-        return True
-    if (type(result) is not list and type(result) is not tuple) or len(result) != len(
-        known.snapshots
-    ):
-        return False
-    if all(map(operator.is_, result, known.snapshots)):
-        return True
-    return all(
-        type(new) is Snapshot
-        and new.header is old.header
-        and type(new.revision) is str
-        and new.revision == old.revision
-        for new, old in zip(result, known.snapshots, strict=True)
-    )
+def _keys(listing: Snapshots) -> frozenset[Any]:
+    """The listed ids as the index stores them."""
+    return frozenset(sql_text(sid) for sid in listing.by_id)
 
 
 def _listing_changed(
-    before: Listing, after: Listing, live_ids: frozenset[str], store: SessionStore
+    before: Snapshots, after: Snapshots, live_ids: frozenset[str], store: SessionStore
 ) -> bool:
     """Step 2.3: did the listing move between the two calls? A new revision or header of an id
     live at both observations does not count: it is never inspected and its persisted row stays
@@ -191,7 +107,7 @@ class _Seen:
     binding: Binding | None
     changes: int
     generation: int
-    listing: Listing | None
+    listing: Snapshots | None
     unindexed: frozenset[Any]
     live_ids: frozenset[str]
     live_keys: frozenset[Any]
@@ -301,7 +217,7 @@ class SearchIndex:
         # An untouched live store as well: the last successful reconcile's view holds.
         steady = seen is not None and seen.generation == generation
         live_ids = seen.live_ids if seen is not None and steady else frozenset(self.store.ids())
-        listing: Listing | None = None
+        listing: Snapshots | None = None
         unindexed: frozenset[Any] = frozenset()
         unchanged = steady
         if binding is not None:
@@ -312,7 +228,7 @@ class SearchIndex:
             )
             if listing is not known:
                 unchanged = False
-                listed = listing.keys()
+                listed = _keys(listing)
                 for key in self.persisted:
                     if key not in listed:
                         plan.delete_persisted(key)
@@ -341,8 +257,8 @@ class SearchIndex:
         live_ids: frozenset[str],
         token: CancelToken | None,
         plan: WritePlan,
-        known: Listing | None,
-    ) -> tuple[Listing, frozenset[Any]]:
+        known: Snapshots | None,
+    ) -> tuple[Snapshots, frozenset[Any]]:
         try:
             return self._observe_persisted(binding, changes, live_ids, token, plan, known)
         except _Unstable:
@@ -372,17 +288,17 @@ class SearchIndex:
         live_ids: frozenset[str],
         token: CancelToken | None,
         plan: WritePlan,
-        known: Listing | None,
-    ) -> tuple[Listing, frozenset[Any]]:
+        known: Snapshots | None,
+    ) -> tuple[Snapshots, frozenset[Any]]:
         """Steps 2.1–2.3. Returns ``known`` itself when the backend listed exactly it again: then
         every snapshot is indexed at its revision or has a live owner, and nothing is inspected."""
-        backend = binding.backend
-        listing = list_snapshots(backend, token, known)
+        logs, tok = binding.logs, NULL_TOKEN if token is None else token
+        listing = logs.snapshots(tok, known)
         unindexed: frozenset[Any] = frozenset()
         if listing is not known:
-            unindexed = self._inspect_changed(binding, listing, live_ids, token, plan, changes)
+            unindexed = self._inspect_changed(logs, listing, live_ids, token, plan, changes)
         check(token)
-        again = list_snapshots(backend, token, listing)
+        again = logs.snapshots(tok, listing)
         check(token)
         if _listing_changed(listing, again, live_ids, self.store):
             raise _Unstable
@@ -392,8 +308,8 @@ class SearchIndex:
 
     def _inspect_changed(
         self,
-        binding: Binding,
-        listing: Listing,
+        logs: StoredLogs,
+        listing: Snapshots,
         live_ids: frozenset[str],
         token: CancelToken | None,
         plan: WritePlan,
@@ -404,7 +320,6 @@ class SearchIndex:
         # Revisions are trusted only against the store that produced them: the same binding as
         # the previous reconcile, or (first reconcile) the rows a previous instance left.
         trust_revisions = self.last_changes in (_FIRST, changes)
-        reader = binding.capabilities.bulk
         tok = NULL_TOKEN if token is None else token
         skipped: list[str] = []
         todo: list[tuple[str, Snapshot]] = []
@@ -415,29 +330,21 @@ class SearchIndex:
             if sid in live_ids or self.store.is_live(sid):
                 skipped.append(sid)
                 continue  # a log with a live owner is never inspected
-            if reader is not None:
-                todo.append((sid, snapshot))  # read below, in bulk
-                continue
-            check(token)
-            _index(sid, snapshot, partial(read_persisted, binding, sid, tok), token, plan)
-        if reader is None or not todo:
-            return frozenset(skipped)
-        # One bulk read gives each id what ``inspect`` would, and the documents are made from it
-        # as from ``inspect``; a long log (None) is read the ordinary way, window by window. An
-        # id that went live meanwhile is skipped, as the loop above would skip it.
-        results = reader.inspect_many([sid for sid, _ in todo], WINDOW, tok)
-        for (sid, snapshot), (read_id, result) in zip(todo, results, strict=True):
-            if read_id != sid:
-                raise ValueError(f"bulk inspection answered {read_id!r} for {sid!r}")
+            todo.append((sid, snapshot))
+        # Each id gets what ``inspect`` would give, read in bulk where the mount can, and the
+        # documents are made from it as from ``inspect``; an id left to its own read (None) is
+        # read the ordinary way, window by window. One that went live meanwhile is skipped.
+        results = logs.many([sid for sid, _ in todo], WINDOW, tok)
+        for (sid, snapshot), result in zip(todo, results, strict=True):
             if self.store.is_live(sid):
                 skipped.append(sid)
                 continue
             check(token)
-            _index(sid, snapshot, partial(_bulk_read, binding, sid, result, tok), token, plan)
+            _index(logs, sid, snapshot, result, token, plan)
         return frozenset(skipped)
 
     def _observe_live(
-        self, listing: Listing | None, live_ids: frozenset[str], plan: WritePlan
+        self, listing: Snapshots | None, live_ids: frozenset[str], plan: WritePlan
     ) -> frozenset[Any]:
         """Steps 3–4, writing each changed live session and then the live deletes."""
         listed_by_id = listing.by_id if listing is not None else {}
@@ -489,28 +396,30 @@ class SearchIndex:
 
 
 def _index(
+    logs: StoredLogs,
     sid: str,
     snapshot: Snapshot,
-    read_log: Callable[[], Read],
+    result: BulkResult,
     token: CancelToken | None,
     plan: WritePlan,
 ) -> None:
-    """Step 2.2 for one snapshot: ``read_log`` inspects it; its documents go to the plan."""
+    """Step 2.2 for one snapshot: its log as ``inspect`` gives it (``result``, else read now);
+    its documents go to the plan."""
     try:
-        read = read_log()
+        read = _read(logs, sid, result, NULL_TOKEN if token is None else token)
         check(token)
         if not headers_compatible(snapshot.header, read.meta):
             raise conflict(sid)
         plan.write_persisted(sql_text(sid), snapshot.header, snapshot.revision, read, read.meta)
         read.raise_error()
-    except Moved:
+    except LogMoved:
         raise _Unstable from None
 
 
-def _bulk_read(binding: Binding, sid: str, result: BulkResult, token: CancelToken) -> Read:
-    """The Read of one bulk result: as ``read_persisted`` would give it."""
+def _read(logs: StoredLogs, sid: str, result: BulkResult, token: CancelToken) -> Read:
+    """The Read of one bulk result, as ``read_persisted`` gives it; None: read it now."""
     if result is None:
-        return read_persisted(binding, sid, token)
+        return read_persisted(logs, sid, token)
     if isinstance(result, Exception):
         raise result
     return Read(result.meta, persisted_documents(sid, result.events))

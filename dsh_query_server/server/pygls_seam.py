@@ -11,7 +11,7 @@ pins each behaviour, so a pygls upgrade that changes one fails there first).
    protocol.md §2 requires and pygls does not: an error whose request id is unknown carries
    ``"id": null`` (pygls omits the member), and pygls' internal errors, which carry a Python
    traceback in ``error.data.traceback``, become a plain -32603.
-2. **The initialize result carries our experimental capabilities.** pygls computes the server
+2. **Our experimental capabilities ride in the initialize result.** pygls computes the server
    capabilities after the user's ``initialize`` handler has run and has no option for
    ``experimental``; ``lsp_initialize`` (a builtin feature, a generator that pygls drives) is
    overridden to add them to the result it returns.
@@ -94,7 +94,8 @@ class CapabilitiesProtocol(LanguageServerProtocol):
         self, params: types.InitializeParams
     ) -> Generator[Any, Any, types.InitializeResult]:
         result = yield from super().lsp_initialize(params)
-        result.capabilities.experimental = self.experimental_capabilities()
+        offered = result.capabilities  # the LSP server capabilities, not persistence's
+        offered.experimental = self.experimental_capabilities()
         return result
 
 

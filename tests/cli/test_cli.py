@@ -35,7 +35,8 @@ def dsh(*args, env=None, cwd=None):
 
 
 def test_demo_shows_what_the_service_sees(tmp_path):
-    result = dsh("demo", env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    # TMPDIR: the demo leaves its HTML page in a private folder for the user to open
+    result = dsh("demo", env={"XDG_STATE_HOME": str(tmp_path / "state"), "TMPDIR": str(tmp_path)})
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "7 sessions" in out and "fix-flaky-tests" in out and "release-notes-2-4" in out

@@ -93,6 +93,38 @@ def test_a_long_module_is_reported(tmp_path):
     assert check(tree(tmp_path, files), Rules(max_lines=700)) == []
 
 
+def test_a_backend_read_outside_persistence_is_reported(tmp_path):
+    """Every read goes through the mount's door (persistence/reads.py): outside persistence/,
+    naming a backend's optional read paths or calling one of its reads is reported, comments
+    included (as ``grep`` finds them); inside persistence/ it is the door's business."""
+    files = dict(CLEAN)
+    files["persistence/reads.py"] = (
+        "def window(b, t):\n    return b.capabilities.windows.inspect_window('s', 0, 1, t)\n"
+    )
+    files["query/service.py"] = (
+        "def load(binding, t):\n"
+        "    if binding.capabilities.windows:  # probing\n"
+        "        return binding.backend.inspect('s', t)\n"
+        "    binding.backend.list_snapshots(t)\n"
+        "    return binding.logs.window('s', 0, 1, t)  # the door: fine\n"
+    )
+    files["search/index.py"] = "# reconcile calls inspect_many here\nx = b.list_one('s')\n"
+    files["server/app.py"] = "r = export.read_raw('s')\ny = w.inspect_outline('s')\n"
+    assert check(tree(tmp_path, files)) == [
+        "door: pkg/query/service.py:2: reads a backend outside persistence/ (capabilities.)",
+        "door: pkg/query/service.py:3: reads a backend outside persistence/ (.backend.inspect)",
+        "door: pkg/query/service.py:4: reads a backend outside persistence/ (.backend.list)",
+        "door: pkg/search/index.py:1: reads a backend outside persistence/ (inspect_many)",
+        "door: pkg/search/index.py:2: reads a backend outside persistence/ (list_one)",
+        "door: pkg/server/app.py:1: reads a backend outside persistence/ (read_raw)",
+        "door: pkg/server/app.py:2: reads a backend outside persistence/ (inspect_outline)",
+    ]
+    files["query/service.py"] = "capabilities = 1  # a word, not an attribute read\n"
+    files["search/index.py"] = "read_raw_header = inspect_windows = 1\n"
+    files["server/app.py"] = "from ..query import service\n"
+    assert check(tree(tmp_path, files)) == []
+
+
 def test_a_module_in_no_layer_is_reported(tmp_path):
     files = dict(CLEAN)
     files["stray.py"] = "import os\n"

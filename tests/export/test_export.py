@@ -166,7 +166,7 @@ def test_a_transcript_unreadable_after_listing_is_a_persistence_failure(tmp_path
     write_corpus(f"jsonl:{tmp_path / 'ex'}?compression=none")
     binding = PersistenceBinding()
     mounted = binding.mount(open_backend(f"jsonl:{tmp_path / 'ex'}"))
-    assert mounted.capabilities.raw is mounted.backend
+    assert mounted.logs.raw("s-leaf", CancelToken()) is not None  # jsonl: raw artifacts
     service = SessionQueryService(SessionStore(), binding)
     assert {r.header.id for r in service.corpus(CancelToken())} == set(IDS)
     leaf = transcript(tmp_path / "ex", "s-leaf")

@@ -888,6 +888,7 @@ def test_a_legacy_replace_sends_the_streamed_verification_to_a_whole_read(tmp_pa
 # ---------------------------------------------------------------------------------------------
 # the index build reads long logs window by window (search/documents.py)
 
+from dsh_query_server.persistence.reads import LogMoved  # noqa: E402
 from dsh_query_server.search import documents as search_documents  # noqa: E402
 
 
@@ -895,7 +896,7 @@ def read_outcome(backend: Any) -> Any:
     """What the index would write for the log, or the error it would meet."""
     try:
         read = search_documents.read_persisted(
-            PersistenceBinding().mount(backend), SID, CancelToken()
+            PersistenceBinding().mount(backend).logs, SID, CancelToken()
         )
         docs = list(read)
         read.raise_error()
@@ -937,11 +938,11 @@ def test_a_log_that_grows_between_windows_is_retried(tmp_path, monkeypatch) -> N
     path = write_sqlite(str(tmp_path), events, [])
     backend = SqliteBackend(path)
     read = search_documents.read_persisted(
-        PersistenceBinding().mount(backend), SID, CancelToken()
+        PersistenceBinding().mount(backend).logs, SID, CancelToken()
     )  # the fold pass is done
     writer = SqliteBackend(path)
     writer.append(SID, [make_event("turn/start", len(events), 0, {"turn": 2})])
     writer.close()
     assert list(read) == []  # the first window of the second pass sees the new length
-    with pytest.raises(search_documents.Moved):
+    with pytest.raises(LogMoved):
         read.raise_error()

@@ -626,7 +626,7 @@ def test_error_precedence_table(env):
     assert j(service.read_surface("shared"))["events"] == []
 
 
-# -- the service's one worker pool (titles and the tree's labels), capabilities at mount -------
+# -- the service's one worker pool (titles and the tree's labels) ------------------------------
 
 
 def test_titles_and_labels_share_one_bounded_pool():
@@ -663,20 +663,3 @@ def test_titles_and_labels_share_one_bounded_pool():
         t.join(10)
     assert peak[0] <= 2  # two requests at once still share the service's two workers
     assert ops(backend).count("inspect") == 12
-
-
-def test_capabilities_are_resolved_once_at_mount():
-    class Windowed(MemoryBackend):
-        def inspect_window(self, session_id, first, last, token=None):
-            raise AssertionError("not called at mount")
-
-    class Cheap(Windowed):
-        cheap_windows = True
-
-    binding = PersistenceBinding()
-    plain = binding.mount(MemoryBackend()).capabilities
-    assert (plain.windows, plain.outline, plain.cheap_windows) == (None, None, False)
-    windowed = Windowed()
-    caps = binding.mount(windowed).capabilities
-    assert caps.windows is windowed and not caps.cheap_windows  # no cheap_windows: not cheap
-    assert binding.mount(Cheap()).capabilities.cheap_windows

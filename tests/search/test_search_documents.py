@@ -77,7 +77,7 @@ def test_windowed_documents_equal_the_whole_log(events, window, budget) -> None:
         patch.setattr(documents, "TEXT_BUDGET", budget)
         bound = binding.current()
         assert bound is not None
-        assert _outcome(lambda: documents.read_persisted(bound, "s", NULL_TOKEN)) == whole
+        assert _outcome(lambda: documents.read_persisted(bound.logs, "s", NULL_TOKEN)) == whole
         backend.close()
     finally:
         patch.undo()

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from dsh_query_server import errors
 from dsh_query_server.model.event import Header
+from dsh_query_server.persistence.checks import validate_snapshots
 from dsh_query_server.persistence.contract.results import Snapshot
-from dsh_query_server.search.reconcile import _listing_changed, validate_listing
+from dsh_query_server.search.reconcile import _listing_changed
 from dsh_query_server.search.schema import APPLICATION_ID, SCHEMA_VERSION
 from dsh_query_server.session.store import SessionStore
 from tests.builders import U, hdr
@@ -137,8 +138,8 @@ def test_retry_rule_ignores_source_property(before, after, live):
     store = SessionStore()
     if live:
         store.create(hdr("s", 0))
-    one = validate_listing([Snapshot(Header.from_value(before), "r")])
-    two = validate_listing([Snapshot(Header.from_value(after), "r")])
+    one = validate_snapshots([Snapshot(Header.from_value(before), "r")])
+    two = validate_snapshots([Snapshot(Header.from_value(after), "r")])
 
     def compared(header):
         fields = {k: header.get(k) for k in _compared}

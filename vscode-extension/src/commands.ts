@@ -5,16 +5,10 @@ import type { Ctx } from "./context";
 import { targetUri } from "./documents";
 import { formatError, isCancellation } from "./errors";
 import { EVENT_FILTER_HELP, SESSION_FILTER_HELP, parseEventFilters, parseSessionFilters } from "./filters";
-import {
-  Methods,
-  type SessionEventSearchDocument,
-  type SessionEventSearchHit,
-  type SessionEventSearchRequest,
-  type SessionRecord,
-  type SessionSearchRequest,
-} from "./protocol";
+import { Methods, type SessionEventSearchDocument, type SessionRecord } from "./protocol";
 import { formatTime } from "./render";
-import { availability, hitDescription, refFromArgs, type SessionRef } from "./refs";
+import { availability, refFromArgs, type SessionRef } from "./refs";
+import { searchInSession, searchSessions, type HitActions } from "./search";
 import type { DocTarget } from "./uri";
 import { COMMANDS } from "./ids";
 import { GROUPINGS, GROUPING_LABELS, isGrouping, readGrouping } from "./grouping";
@@ -121,178 +115,22 @@ async function eventFor(ctx: Ctx, args: unknown[], title: string): Promise<Sessi
 
 // ---- search ------------------------------------------------------------------------------------
 
-interface HitItem extends vscode.QuickPickItem {
-  hit?: SessionEventSearchHit;
-  more?: boolean;
-}
-
-const LOAD_MORE: HitItem = { label: "$(ellipsis) Load more…", alwaysShow: true, more: true };
-const OPEN_VIEW: vscode.QuickInputButton = {
-  iconPath: new vscode.ThemeIcon("graph-line"),
-  tooltip: "Open in the Session View",
-};
-
-function hitItem(label: string, hit: SessionEventSearchHit): HitItem {
-  return { label, description: hitDescription(hit), detail: hit.snippet, alwaysShow: true, hit, buttons: [OPEN_VIEW] };
-}
-
-/**
- * A QuickPick that searches as you type (debounced) and pages with "Load more" through
- * `nextCursor`. Picking a hit opens its event window.
- */
-async function searchPick(
-  ctx: Ctx,
-  opts: {
-    title: string;
-    placeholder: string;
-    initial?: string;
-    fetch: (query: string, cursor?: string) => Promise<{ items: HitItem[]; nextCursor?: string }>;
-  },
-): Promise<void> {
-  const qp = vscode.window.createQuickPick<HitItem>();
-  qp.title = opts.title;
-  qp.placeholder = opts.placeholder;
-  qp.matchOnDescription = false;
-  qp.matchOnDetail = false;
-  qp.ignoreFocusOut = false;
-  let serial = 0;
-  let query = "";
-  let cursor: string | undefined;
-  let hits: HitItem[] = [];
-  let timer: ReturnType<typeof setTimeout> | undefined;
-
-  const render = (): void => {
-    qp.items = cursor ? [...hits, LOAD_MORE] : hits;
-  };
-  const run = async (value: string, more: boolean): Promise<void> => {
-    const text = value.trim();
-    const mine = ++serial;
-    if (text === "") {
-      hits = [];
-      cursor = undefined;
-      qp.busy = false;
-      render();
-      return;
-    }
-    qp.busy = true;
-    try {
-      const page = await opts.fetch(text, more ? cursor : undefined);
-      if (mine !== serial) {
-        return;
-      }
-      const firstNew = more ? hits.length : 0;
-      query = text;
-      hits = more ? [...hits, ...page.items] : page.items;
-      cursor = page.nextCursor;
-      render();
-      if (hits.length === 0) {
-        qp.items = [{ label: `No match for "${text}"`, alwaysShow: true }];
-      } else {
-        qp.activeItems = [hits[Math.min(firstNew, hits.length - 1)]];
-      }
-    } catch (err) {
-      if (mine === serial) {
-        qp.items = [{ label: `$(error) ${formatError(err)}`, alwaysShow: true }];
-        if (!isCancellation(err)) {
-          showError("Search failed", err);
-        }
-      }
-    } finally {
-      if (mine === serial) {
-        qp.busy = false;
-      }
-    }
-  };
-
-  qp.onDidChangeValue((value) => {
-    if (timer) {
-      clearTimeout(timer);
-    }
-    timer = setTimeout(() => void run(value, false), 250);
-  });
-  qp.onDidAccept(() => {
-    const item = qp.selectedItems[0] ?? qp.activeItems[0];
-    if (item?.more) {
-      void run(query, true);
-      return;
-    }
-    if (item?.hit) {
-      const hit = item.hit;
-      qp.hide();
+/** What a picked hit does: its event window opens, and the trees follow it (its session in
+ *  Events, the event's trace in Trace). */
+function hitActions(ctx: Ctx): HitActions {
+  return {
+    open(hit) {
       void openDocument(ctx, { kind: "event", sessionId: hit.sessionId, seq: hit.seq }).catch((err) =>
         showError("Open Event", err),
       );
       void ctx.showSession(hit.sessionId, { focus: false, trace: false });
-      return;
-    }
-    if (qp.value.trim() !== query) {
-      if (timer) {
-        clearTimeout(timer);
-      }
-      void run(qp.value, false);
-    }
-  });
-  qp.onDidTriggerItemButton((e) => {
-    const hit = e.item.hit;
-    if (hit) {
-      qp.hide();
+      ctx.followEvent(hit.sessionId, hit.seq);
+    },
+    openView(hit) {
       ctx.sessionViews.open(hit.sessionId, hit.seq);
-    }
-  });
-  qp.onDidHide(() => {
-    if (timer) {
-      clearTimeout(timer);
-    }
-    qp.dispose();
-  });
-  qp.show();
-  if (opts.initial) {
-    qp.value = opts.initial;
-    void run(opts.initial, false);
-  }
-}
-
-async function searchSessions(ctx: Ctx): Promise<void> {
-  const limit = ctx.server.settings.searchLimit;
-  await searchPick(ctx, {
-    title: "Search Sessions",
-    placeholder: "Type a phrase to search every session (phrase match, case and accents folded)",
-    fetch: async (query, cursor) => {
-      const params: SessionSearchRequest = { query, limit };
-      if (cursor) {
-        params.cursor = cursor;
-      }
-      const page = await ctx.server.request(Methods.searchSessions, params);
-      return {
-        items: page.items.map((h) => {
-          const item = hitItem(`$(comment-discussion) ${h.header.id}`, h.bestMatch);
-          item.description = `${hitDescription(h.bestMatch)} · ${availability(h)}`;
-          return item;
-        }),
-        nextCursor: page.nextCursor,
-      };
     },
-  });
-}
-
-async function searchInSession(ctx: Ctx, args: unknown[]): Promise<void> {
-  const sessionId = await sessionFor(ctx, args, "Search in Session");
-  if (sessionId === undefined) {
-    return;
-  }
-  const limit = ctx.server.settings.searchLimit;
-  await searchPick(ctx, {
-    title: `Search in ${sessionId}`,
-    placeholder: "Type a phrase to search this session",
-    fetch: async (query, cursor) => {
-      const params: SessionEventSearchRequest = { sessionId, query, limit };
-      if (cursor) {
-        params.cursor = cursor;
-      }
-      const page = await ctx.server.request(Methods.searchEvents, params);
-      return { items: page.items.map((h) => hitItem(`$(symbol-event) #${h.seq} ${h.type}`, h)), nextCursor: page.nextCursor };
-    },
-  });
+    error: showError,
+  };
 }
 
 // ---- filters -----------------------------------------------------------------------------------
@@ -539,8 +377,15 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
       ctx.views.trace.refresh();
       ctx.docs.refresh();
     }),
-    reg(COMMANDS.searchSessions, "Search Sessions", () => searchSessions(ctx)),
-    reg(COMMANDS.searchInSession, "Search in Session", (...a) => searchInSession(ctx, a)),
+    reg(COMMANDS.searchSessions, "Search Sessions", () =>
+      searchSessions(ctx.server, ctx.server.settings.searchLimit, hitActions(ctx)),
+    ),
+    reg(COMMANDS.searchInSession, "Search in Session", async (...a) => {
+      const sessionId = await sessionFor(ctx, a, "Search in Session");
+      if (sessionId !== undefined) {
+        await searchInSession(ctx.server, sessionId, ctx.server.settings.searchLimit, hitActions(ctx));
+      }
+    }),
     reg(COMMANDS.filterSessions, "Filter Sessions", () => filterSessions(ctx)),
     reg(COMMANDS.filterEvents, "Filter Events", (...a) => filterEvents(ctx, a)),
     reg(COMMANDS.traceSession, "Trace Session", async (...a) => {

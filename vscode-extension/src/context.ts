@@ -28,4 +28,7 @@ export interface Ctx {
   showSession(sessionId: string, opts?: { focus?: boolean; trace?: boolean }): Promise<void>;
   traceSession(sessionId: string): Promise<void>;
   traceEvent(sessionId: string, seq: number): Promise<void>;
+  /** An event was selected (a tree row, a search hit): it becomes the selection and the Trace
+   *  view shows its trace, without taking the focus. */
+  followEvent(sessionId: string, seq: number): void;
 }

@@ -88,11 +88,17 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
       await vscode.commands.executeCommand(`${VIEW_IDS.trace}.focus`);
     },
     async traceEvent(sessionId, seq) {
+      ctx.followEvent(sessionId, seq);
+      await vscode.commands.executeCommand(`${VIEW_IDS.trace}.focus`);
+    },
+    followEvent(sessionId, seq) {
       ctx.selection.event = { sessionId, seq };
-      trace.setTarget({ view: "eventTrace", args: { sessionId, seq } });
+      const t = trace.getTarget();
+      if (t?.view !== "eventTrace" || t.args?.sessionId !== sessionId || t.args?.seq !== seq) {
+        trace.setTarget({ view: "eventTrace", args: { sessionId, seq } });
+      }
       traceView.description = `event ${seq} of ${sessionId}`;
       setContext("dshQuery.hasTrace", true);
-      await vscode.commands.executeCommand(`${VIEW_IDS.trace}.focus`);
     },
   };
 
@@ -119,21 +125,20 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
     sessionViews,
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, docs),
     ...registerCommands(ctx),
+    // The Trace view follows the selection: a session shows its lineage, an event its trace
+    // (wherever it was selected: the Sessions view's Events group, the Events view, a search hit).
     sessionsView.onDidChangeSelection((e) => {
       const r = selected(e);
       if (r && r.seq === undefined) {
         void ctx.showSession(r.sessionId, { trace: true });
       } else if (r && r.seq !== undefined) {
-        ctx.selection.event = { sessionId: r.sessionId, seq: r.seq };
+        ctx.followEvent(r.sessionId, r.seq);
       }
     }),
     eventsView.onDidChangeSelection((e) => {
       const r = selected(e);
       if (r && r.seq !== undefined) {
-        ctx.selection.event = { sessionId: r.sessionId, seq: r.seq };
-        trace.setTarget({ view: "eventTrace", args: { sessionId: r.sessionId, seq: r.seq } });
-        traceView.description = `event ${r.seq} of ${r.sessionId}`;
-        setContext("dshQuery.hasTrace", true);
+        ctx.followEvent(r.sessionId, r.seq);
       }
     }),
     traceView.onDidChangeSelection((e) => {

@@ -594,6 +594,7 @@ export interface TreeNode {
   resource?: TreeResource;
   command?: TreeCommand;
   agent?: string;
+  surface?: Surface;
 }
 
 export interface TreeParentParams {

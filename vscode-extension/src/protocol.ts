@@ -31,6 +31,7 @@ export type {
   SessionSearchRequest,
   SessionSurfaceSnapshot,
   SessionTimeline,
+  SessionTitleObservationResult,
   Surface,
   TreeChildrenParams,
   TreeChildrenResult,

@@ -103,6 +103,17 @@ export function nodeCommand(node: TreeNode, known: CommandFilter): vscode.Comman
   return undefined;
 }
 
+/**
+ * The theme colour of an event's class (semantics.md §1.8), the same colours the session view
+ * uses (src/view/style.css): current green, shadowed red, log-only muted. The description says
+ * the class as a word too, so the colour never carries it alone.
+ */
+export const SURFACE_COLORS: Record<string, string> = {
+  current: "charts.green",
+  shadowed: "gitDecoration.deletedResourceForeground",
+  "log-only": "descriptionForeground",
+};
+
 export function toTreeItem(el: TreeElement, known: CommandFilter): vscode.TreeItem {
   const node = el.node;
   const item = new vscode.TreeItem(node.label, collapsibleState(node.collapsible));
@@ -117,7 +128,8 @@ export function toTreeItem(el: TreeElement, known: CommandFilter): vscode.TreeIt
     item.iconPath = new vscode.ThemeIcon(node.icon || "error", new vscode.ThemeColor("list.errorForeground"));
     item.tooltip = node.tooltip ?? node.label;
   } else if (node.icon) {
-    item.iconPath = new vscode.ThemeIcon(node.icon);
+    const color = node.surface !== undefined ? SURFACE_COLORS[node.surface] : undefined;
+    item.iconPath = new vscode.ThemeIcon(node.icon, color ? new vscode.ThemeColor(color) : undefined);
   }
   if (node.contextValue !== undefined) {
     item.contextValue = node.contextValue;

@@ -57,6 +57,7 @@ export class FakeTreeServer implements Rpc {
       icon: e.surface === "current" ? "pass-filled" : "circle-slash",
       collapsible: "none",
       contextValue: "event",
+      surface: e.surface as TreeNode["surface"],
       resource: { sessionId: s.id, seq },
     };
   }

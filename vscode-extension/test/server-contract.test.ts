@@ -104,17 +104,22 @@ function labels(els: TreeElement[]): string[] {
 test("sessions view: sessions, their groups, events with surface status and an open command", { skip }, async () => {
   const p = new ServerTreeProvider("sessions", () => rpc, knownCommand, { view: "sessions" });
   const roots = await p.getChildren();
-  assert.deepEqual(roots.map((r) => r.node.resource?.sessionId), [CHILD, PARENT], "newest first");
-  for (const r of roots) {
+  // the sub-agent is not at the top: it sits under its parent, after the parent's two groups
+  assert.deepEqual(roots.map((r) => r.node.resource?.sessionId), [PARENT]);
+  const parent = roots[0];
+  assert.equal(parent.node.label, "find the quokka migration plan");
+  const groups = await p.getChildren(parent);
+  assert.deepEqual(labels(groups), ["Events", "Lineage", "read docs/plan.md"]);
+  const sub = groups[2];
+  assert.equal(sub.node.resource?.sessionId, CHILD);
+  assert.match(sub.node.description ?? "", /^sub-agent · dsh · /);
+  assert.equal(await p.getParent(sub), parent);
+  for (const r of [parent, sub]) {
     assert.equal(nodeKind(r.node), "session");
     assert.match(r.node.description ?? "", /live/);
     assert.deepEqual(selectionOf(r.node), { sessionId: r.node.resource?.sessionId });
     assert.equal(p.getTreeItem(r).id, r.node.id);
   }
-  const parent = roots[1];
-  assert.equal(parent.node.label, "find the quokka migration plan");
-  const groups = await p.getChildren(parent);
-  assert.deepEqual(labels(groups), ["Events", "Lineage"]);
   assert.deepEqual(selectionOf(groups[0].node), { sessionId: PARENT });
   const events = await p.getChildren(groups[0]);
   assert.equal(events.length, 3);
@@ -151,7 +156,7 @@ test("grouped sessions view: agents, groups, and reveal through a group", { skip
 
     const byAgent = new ServerTreeProvider("sessions", () => rpc, knownCommand, sessionsTarget("agent"));
     const groups = await byAgent.getChildren();
-    assert.deepEqual(groups.map((g) => [g.node.label, g.node.description]), [["claude-code", "1 session"], ["dsh", "2 sessions"]]);
+    assert.deepEqual(groups.map((g) => [g.node.label, g.node.description]), [["claude-code", "1 session"], ["dsh", "1 session · 1 sub-agent"]]);
     assert.ok(groups.every((g) => nodeKind(g.node) === "other" && selectionOf(g.node) === undefined));
     const inClaude = await byAgent.getChildren(groups[0]);
     assert.deepEqual(inClaude.map((e) => e.node.resource?.sessionId), [CLAUDE]);
@@ -160,7 +165,7 @@ test("grouped sessions view: agents, groups, and reveal through a group", { skip
 
     // Reveal in a fresh grouped tree: an event of a dsh session, found through treeParent.
     const dsh = await byAgent.getChildren(groups[1]);
-    const [eventsGroup] = await byAgent.getChildren(dsh[1]);
+    const [eventsGroup] = await byAgent.getChildren(dsh[0]);
     const [first] = await byAgent.getChildren(eventsGroup);
     const fresh = new ServerTreeProvider("sessions", () => rpc, knownCommand, sessionsTarget("agent"));
     const found = await fresh.findById(first.node.id);
@@ -169,11 +174,12 @@ test("grouped sessions view: agents, groups, and reveal through a group", { skip
     for (let e: TreeElement | undefined = found; e; e = await fresh.getParent(e)) {
       chain.push(e.node.label);
     }
-    assert.deepEqual(chain, [first.node.label, "Events", dsh[1].node.label, "dsh"]);
+    assert.deepEqual(chain, [first.node.label, "Events", dsh[0].node.label, "dsh"]);
 
     const byWorkspace = new ServerTreeProvider("sessions", () => rpc, knownCommand, sessionsTarget("workspace"));
     const spaces = await byWorkspace.getChildren();
-    assert.deepEqual(spaces.map((g) => [g.node.label, g.node.description]), [["proj", "2 sessions"], ["(no workspace)", "1 session"]]);
+    // the sub-agent (no cwd of its own) is in its parent's group, under its parent
+    assert.deepEqual(spaces.map((g) => [g.node.label, g.node.description]), [["proj", "2 sessions · 1 sub-agent"]]);
   } finally {
     await rpc.request("sessionStore/remove", { sessionId: CLAUDE });
   }
@@ -186,7 +192,7 @@ function iconOf(provider: ServerTreeProvider, el: TreeElement): string | undefin
 
 test("reveal: an event never loaded is found through treeParent", { skip }, async () => {
   const loader = new ServerTreeProvider("sessions", () => rpc, knownCommand, { view: "sessions" });
-  const [, parent] = await loader.getChildren();
+  const [parent] = await loader.getChildren();
   const [eventsGroup] = await loader.getChildren(parent);
   const [, second] = await loader.getChildren(eventsGroup);
   const fresh = new ServerTreeProvider("sessions", () => rpc, knownCommand, { view: "sessions" });
@@ -228,7 +234,8 @@ test("errors inside a view are error nodes", { skip }, async () => {
 
 test("an append sends didChange; the session's node re-renders in place", { skip }, async () => {
   const p = new ServerTreeProvider("sessions", () => rpc, knownCommand, { view: "sessions" });
-  const roots = await p.getChildren();
+  const [parent] = await p.getChildren();
+  const child = (await p.getChildren(parent)).find((e) => e.node.resource?.sessionId === CHILD) as TreeElement;
   await new Promise((r) => setTimeout(r, 400)); // let the debounced notice of the creates go out
   changes.length = 0;
   await rpc.request("sessionStore/append", { sessionId: CHILD, events: [user("one more thing")] });
@@ -240,7 +247,8 @@ test("an append sends didChange; the session's node re-renders in place", { skip
   assert.ok(change, "didChange arrived");
   assert.equal(change.corpus, undefined, JSON.stringify(changes));
   const fired = await p.refreshSessions(new Set(change.sessionIds));
-  assert.deepEqual(fired, [roots[0]]);
+  assert.deepEqual(fired, [child]); // the nested node alone, not its parent
+
 });
 
 test("documents: event window, surface and log through renderTarget", { skip }, async () => {

@@ -66,6 +66,22 @@ test("tree items: stable id, codicon, contextValue, collapsible state, command",
   });
 });
 
+test("an event's icon takes its class's theme colour, and its description says the class", async () => {
+  const { p } = provider(corpus());
+  const [first] = await p.getChildren();
+  const items = (await p.getChildren(first)).map((e) => p.getTreeItem(e));
+  assert.deepEqual(
+    items.map((i) => [i.description, (i.iconPath as unknown as ThemeIcon).color?.id]),
+    [
+      ["current", "charts.green"],
+      ["log-only", "descriptionForeground"],
+      ["shadowed", "gitDecoration.deletedResourceForeground"],
+    ],
+  );
+  // a session (no class) keeps the theme's icon colour
+  assert.equal((p.getTreeItem(first).iconPath as unknown as ThemeIcon).color, undefined);
+});
+
 test("a server command runs only when the client knows it", () => {
   const node = {
     id: "x",

@@ -13,8 +13,8 @@ from .results import Inspection, Snapshot
 @runtime_checkable
 class PersistenceBackend(Protocol):
     """persistence.md §2.1: the operations every backend has. ``uri`` and ``writable`` describe
-    the mount. Optional read paths are the capability protocols below, resolved once at mount
-    (``Capabilities.of``), never probed per call."""
+    the mount. Optional read paths are the capability protocols of capabilities.py, resolved
+    once at mount by the mount's door (reads.py), never probed per call."""
 
     @property
     def uri(self) -> str: ...

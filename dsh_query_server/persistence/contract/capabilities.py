@@ -1,5 +1,6 @@
 """A backend's optional read paths (persistence.md §2): one protocol each, and ``Capabilities``,
-which resolves them once when a backend is mounted."""
+which resolves them once when a backend is mounted. Only the mount's door (reads.py) and a
+composite (for its members) look at them."""
 
 from __future__ import annotations
 
@@ -58,9 +59,10 @@ class BulkInspector(Protocol):
 
 @runtime_checkable
 class ListedLookup(Protocol):
-    """Optional: the header ``list(token)`` would list for ``session_id`` (None when it lists
-    none), failing exactly when and as ``list`` would, for a single-target load (semantics.md
-    §3.0.5 step 4) that needs one id's listed header, not a copy of the whole listing."""
+    """Optional, the point lookup of a single-target load (semantics.md §3.0.5 step 4): exactly
+    the header ``list(token)`` would list for ``session_id`` whenever ``list`` succeeds (None
+    when it would list none), without reading the whole listing. It need not fail because of
+    other sessions; a failure of its own is mapped like a listing's."""
 
     def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None: ...
 

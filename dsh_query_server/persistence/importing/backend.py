@@ -257,6 +257,15 @@ class ImportBackend(ABC):
             Snapshot(c.header, c.revision) for c in self._surveyed(token or NULL_TOKEN).values()
         ]
 
+    def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
+        """ListedLookup: the header ``list`` lists for the id; from the last listing while its
+        proofs for this id hold (``Listing.lookup``), else from a listing."""
+        listing = self._listing
+        cand = listing.lookup(session_id) if listing is not None else None
+        if cand is None:
+            cand = self._surveyed(token or NULL_TOKEN).get(session_id)
+        return None if cand is None else cand.header
+
     def stored_count(self, session_id: str) -> int | None:
         if session_id not in self._candidates(NULL_TOKEN):
             return None

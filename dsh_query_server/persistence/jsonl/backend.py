@@ -21,7 +21,7 @@ from ...files import fsync_dir, make_private_dirs
 from ...model.event import Event, Header, is_valid_seq_at
 from ...values import is_nonneg_safe_integer
 from ..contract.backend import PersistenceBackend
-from ..contract.capabilities import RawArtifactReader, WindowReader
+from ..contract.capabilities import ListedLookup, RawArtifactReader, WindowReader
 from ..contract.errors import SessionPersistenceReadOnlyError
 from ..contract.results import (
     Inspection,
@@ -63,6 +63,7 @@ from .survey import (
     SessionDir,
     StatKey,
     Survey,
+    named_sessions,
     revision_of,
 )
 from .window import Located, TranscriptHints, TranscriptWindows
@@ -225,8 +226,25 @@ class JsonlBackend:
         return list(self._listing(token).snapshots())
 
     def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
-        """base.ListedLookup: the header ``list(token)`` lists for the id, with its errors,
-        without copying the whole listing (a readEvent needs only its target's)."""
+        """ListedLookup (semantics.md §3.0.5 step 4): exactly the header ``list`` would list for
+        the id whenever it succeeds, from the target's own directory rather than the whole
+        root: in each project directory the ``stat``s of ``<escaped id>/`` and its transcripts,
+        then the header as listing reads it (reused while its transcript's stat proves it).
+        Anything but one session directory of the root's encoding holding this id's header (no
+        transcript, a half-written or foreign one, two, the opposite suffix, an undetermined
+        encoding, a ``stat`` failure) is answered by the listing itself, errors included."""
+        token.raise_if_cancelled()
+        encoding = self._encoding  # fixed once determined
+        if encoding is not None and session_id:
+            name = escape_segment(session_id)
+            found = named_sessions(self._surveyor.projects(token), name, token)
+            if found is not None and len(found) == 1 and found[0].kinds == (encoding,):
+                header = self._header_listing.lookup(found[0], encoding, token)
+                if header is not None and header.id == session_id:
+                    if token is not NULL_TOKEN:  # for this request's inspect (_locate)
+                        with self._lock:
+                            self._surveys[token] = Survey(found, encoding)
+                    return header
         return self._listing(token).header_of(session_id)
 
     def export_listing(self) -> list[tuple[str, StatKey, str, bool]]:
@@ -260,7 +278,8 @@ class JsonlBackend:
 
     def _locate(self, session_id: str, token: CancelToken) -> Located | None:
         """§4.9 steps 1–2. A lookup reuses the survey its own request (token) made last when
-        that survey found the session and the transcript is still there. The survey costs two
+        that survey found the session and the transcript is still there (the survey of one
+        session directory that ``list_one`` made counts: a single-target load's). The survey costs two
         stats per session directory, and a request lists before it inspects (§3.0.5), a search's
         reconcile inspects every changed session between two listings, and a batch inspects
         many: surveying afresh for each inspect was quadratic in the root's size (10,000
@@ -496,3 +515,4 @@ if TYPE_CHECKING:  # the contract (persistence/contract/), checked by pyright
     _backend: type[PersistenceBackend] = JsonlBackend
     _windows: type[WindowReader] = JsonlBackend
     _raw: type[RawArtifactReader] = JsonlBackend
+    _listed: type[ListedLookup] = JsonlBackend

@@ -39,7 +39,6 @@ class HeaderListing:
             # The same survey list: every transcript's stat is the one its header was proven by
             # (each entry was exact and safe), so every step below would give the same answer.
             return kept
-        read_header = read_zstd_header if encoding == "zstd" else read_raw_header
         safe_before = self._surveyor.safe_before()
         listed: list[Header] = []
         revisions: list[str] = []
@@ -48,32 +47,16 @@ class HeaderListing:
         headers: dict[str, ListedHeader] = {}
         proven = True
         for session in sessions:
-            # The survey verified the encoding: every session's one kind is this one. A
-            # transcript only grows: while its inode, size and times are unchanged, so is its
-            # first line, and the header parsed last time is reused instead of read again, and
-            # with it the path identity check when that was an exact match (a pure function of
-            # the header, the root and the encoding). As for directories (proofs.py), a stat
-            # proves the header only when the transcript's mtime was safely older than its read.
+            # The survey verified the encoding: every session's one kind is this one.
             key = session.keys[0]
             known = known_headers.get(session.path)
             if known is not None and known.key == key and known.exact and known.safe:
                 entry = known  # the stat it was proven by (a seeded one's too: sync's state)
             else:
-                path = session.transcript(encoding)
-                if known is not None and known.key == key and known.safe:
-                    header, revision, exact = known.header, known.revision, known.exact
-                else:
-                    try:
-                        line = read_header(path, token)
-                    except FileNotFoundError:
-                        continue
-                    parsed = None if line is None else listed_header(line)
-                    if parsed is None:
-                        continue
-                    header, revision, exact = parsed, revision_of_key(key), False
-                if not exact:
-                    exact = check_path_identity(self._root, header, path, encoding)
-                entry = ListedHeader(key, revision, header, exact, key[3] < safe_before)
+                found = self._entry(session, encoding, known, safe_before, token)
+                if found is None:
+                    continue
+                entry = found
                 proven = proven and entry.exact and entry.safe
             headers[session.path] = entry
             header_id = entry.header.id
@@ -87,6 +70,53 @@ class HeaderListing:
         if result.proven:
             self._listed = result
         return result
+
+    def _entry(
+        self,
+        session: SessionDir,
+        encoding: str,
+        known: ListedHeader | None,
+        safe_before: int,
+        token: CancelToken,
+    ) -> ListedHeader | None:
+        """A session directory's header as listing reads it (§4.8 steps 4.3–4.6); None when
+        listing skips the directory. A transcript only grows: while its inode, size and times
+        are unchanged, so is its first line, and the header parsed last time is reused instead
+        of read again, and with it the path identity check when that was an exact match (a pure
+        function of the header, the root and the encoding). As for directories (proofs.py), a
+        stat proves the header only when the transcript's mtime was safely older than its read."""
+        key = session.keys[0]
+        path = session.transcript(encoding)
+        if known is not None and known.key == key and known.safe:
+            header, revision, exact = known.header, known.revision, known.exact
+        else:
+            read_header = read_zstd_header if encoding == "zstd" else read_raw_header
+            try:
+                line = read_header(path, token)
+            except FileNotFoundError:
+                return None
+            parsed = None if line is None else listed_header(line)
+            if parsed is None:
+                return None
+            header, revision, exact = parsed, revision_of_key(key), False
+        if not exact:
+            exact = check_path_identity(self._root, header, path, encoding)
+        return ListedHeader(key, revision, header, exact, key[3] < safe_before)
+
+    def lookup(self, session: SessionDir, encoding: str, token: CancelToken) -> Header | None:
+        """The header a listing would list from this one session directory, read and reused as
+        a listing reads it (``_entry``), with its errors; None when a listing skips it. A header
+        read here that its stat proves is kept for the next lookup and listing."""
+        known = self._headers.get(session.path)
+        if known is not None and known.key == session.keys[0] and known.exact and known.safe:
+            return known.header
+        entry = self._entry(session, encoding, known, self._surveyor.safe_before(), token)
+        if entry is None:
+            return None
+        if entry.exact and entry.safe:
+            with self._lock:
+                self._headers[session.path] = entry
+        return entry.header
 
     def export(self) -> list[tuple[str, StatKey, str, bool]]:
         """The last listing's headers that their transcript's stat proves (read safely): (path,

@@ -165,6 +165,11 @@ class RootSurveyor:
         """Reads that begin now prove only what was last changed before this time."""
         return self._clock() - SAFE_AGE_NS
 
+    def projects(self, token: CancelToken) -> tuple[str, ...]:
+        """The project directories a survey starting now would walk: the root's kept entries
+        while its stat proves them (one ``stat``), else the root read afresh."""
+        return self._project_paths(token, self.safe_before())[0]
+
     def survey(self, token: CancelToken) -> list[SessionDir]:
         """Every session directory holding a transcript; flat artifacts fail the survey."""
         safe_before = self.safe_before()

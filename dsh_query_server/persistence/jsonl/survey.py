@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import stat
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from ...cancel import CancelToken
@@ -153,5 +155,40 @@ def survey_root(root: str, token: CancelToken) -> list[SessionDir]:
                 keys += (stat_key(st),)
             if kinds:
                 found.append(SessionDir(entry.path, entry.name, kinds, keys))
+    token.raise_if_cancelled()
+    return found
+
+
+def named_sessions(
+    projects: Iterable[str], name: str, token: CancelToken
+) -> list[SessionDir] | None:
+    """The session directories named ``name`` in the given project directories, with the
+    ``stat``s the survey takes of each (§4.8 step 4 for one name, as a lookup probes, §4.9).
+    None when a ``stat`` fails otherwise than "does not exist": the survey's own outcome for
+    that path is then the listing's to meet."""
+    found: list[SessionDir] = []
+    for project in projects:
+        token.raise_if_cancelled()
+        path = project + os.sep + name
+        try:
+            if not stat.S_ISDIR(os.stat(path).st_mode):
+                continue  # a file, as the survey skips it (a flat artifact fails the listing)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        kinds: tuple[str, ...] = ()
+        keys: tuple[StatKey, ...] = ()
+        for kind, transcript in TRANSCRIPT.items():
+            try:
+                st = os.stat(path + os.sep + transcript)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return None
+            kinds += (kind,)
+            keys += (stat_key(st),)
+        if kinds:
+            found.append(SessionDir(path, name, kinds, keys))
     token.raise_if_cancelled()
     return found

@@ -13,18 +13,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..contract.backend import PersistenceBackend
-from ..contract.capabilities import Capabilities
+from ..reads import StoredLogs
 
 _identities = itertools.count(1)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Binding:
-    """One mount: the backend, its optional read paths (resolved once, here) and an identity."""
+    """One mount: the backend, the door to its reads (made once, here) and an identity."""
 
     backend: PersistenceBackend
     identity: int
-    capabilities: Capabilities
+    logs: StoredLogs
 
 
 class PersistenceBinding:
@@ -53,7 +53,7 @@ class PersistenceBinding:
             return self._current, self._changes
 
     def mount(self, backend: PersistenceBackend) -> Binding:
-        binding = Binding(backend, next(_identities), Capabilities.of(backend))
+        binding = Binding(backend, next(_identities), StoredLogs(backend))
         with self._lock:
             self._current = binding
             self._changes += 1

@@ -92,6 +92,32 @@ class CompositeBackend:
         self._record([(i, str(s.header.id)) for i, s in out])
         return [Snapshot(s.header, f"{i}/{s.revision}") for i, s in out]
 
+    def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
+        """ListedLookup: the header ``list`` lists for the id, from each member's point lookup
+        (or its listing searched, for a member without one); two members holding it fail as the
+        listing does. The member found is remembered as the id's owner, as a listing would."""
+        token = token or NULL_TOKEN
+        found: tuple[int, Header] | None = None
+        for i, member in enumerate(self.members):
+            token.raise_if_cancelled()
+            lookup = self._caps[i].listed
+            if lookup is not None:
+                header = lookup.list_one(session_id, token)
+            else:
+                header = next((h for h in member.list(token) if h.id == session_id), None)
+            if header is None:
+                continue
+            if found is not None:
+                raise CompositeError(
+                    f'persistence members {found[0]} and {i} both list session "{session_id}"'
+                )
+            found = (i, header)
+        if found is None:
+            return None
+        with self._lock:
+            self._owner[session_id] = found[0]
+        return found[1]
+
     def _owner_of(self, session_id: str, token: CancelToken) -> int | None:
         return self._owners([session_id], token)[0]
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
 from ..contract.backend import PersistenceBackend
-from ..contract.capabilities import OutlineReader, WindowReader
+from ..contract.capabilities import ListedLookup, OutlineReader, WindowReader
 from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
 from ..contract.results import Inspection, Snapshot, StoredLog, Window
 from ..logical import legacy
@@ -388,6 +388,17 @@ class SqliteBackend:
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
         return [snapshot.header for snapshot in self.list_snapshots(token)]
 
+    def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
+        """ListedLookup: the header ``list`` lists for the id, from its own sessions row (the
+        row ``list`` makes it from, checked the same way)."""
+        with self._locked(token) as store:
+            if store is None:
+                return None
+            with transaction(store.conn, "BEGIN"):
+                session = select_session(store.conn, session_id)
+        token.raise_if_cancelled()
+        return None if session is None else session.header
+
     # -- writing ---------------------------------------------------------------------------
 
     def _require_writable(self) -> None:
@@ -483,4 +494,5 @@ if TYPE_CHECKING:  # the contract (persistence/contract/), checked by pyright
     _backend: type[PersistenceBackend] = SqliteBackend
     _windows: type[WindowReader] = SqliteBackend
     _outline: type[OutlineReader] = SqliteBackend
+    _listed: type[ListedLookup] = SqliteBackend
     _source: type[WindowSource[RowHints]] = _RowWindows

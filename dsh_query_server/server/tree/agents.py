@@ -10,6 +10,7 @@ import msgspec
 from msgspec import UNSET
 
 from ...model.event import Header
+from ...values import is_nonneg_safe_integer
 
 DSH = "dsh"
 UNKNOWN = "unknown"  # a `source` without a usable `agent` string (never from our importers)
@@ -23,6 +24,12 @@ AGENT_ICONS = {
     "copilot-cli": "copilot",
     "qwen-code": "cloud",
 }
+COMPACTION_ICON = "fold"  # a compaction helper, whatever agent wrote it
+
+# What a session is to its parent, as the trees say it (the word beside the icon).
+SUB_AGENT = "sub-agent"
+COMPACTION_HELPER = "compaction helper"
+FORK = "fork"
 
 
 class _SourceOnly(msgspec.Struct):
@@ -56,6 +63,25 @@ def source_line(source: object, agent: str) -> str:
     version, lineage = source.get("agentVersion"), source.get("lineage")
     text = agent + (f" {version}" if isinstance(version, str) and version else "")
     return text + (f" ({lineage})" if isinstance(lineage, str) and lineage else "")
+
+
+def _seeded(header: Header) -> bool:
+    seed = header.seed_length
+    return is_nonneg_safe_integer(seed) and int(seed) > 0
+
+
+def kin_of(header: Header, source: object) -> str | None:
+    """``compaction helper`` (importers.md §0.8 ``lineage: "compaction"``: the model call that
+    wrote a compaction's summary), ``sub-agent`` (``origin: "subagent"``), ``fork`` (an imported
+    fork, or a dsh session seeded from its parent), or None."""
+    lineage = source.get("lineage") if isinstance(source, dict) else None
+    if lineage == "compaction":
+        return COMPACTION_HELPER
+    if header.origin == "subagent" or lineage == "subagent":
+        return SUB_AGENT
+    if header.parent_session is not UNSET and (lineage == "fork" or _seeded(header)):
+        return FORK
+    return None
 
 
 def source_path(source: object) -> str | None:

@@ -5,7 +5,8 @@ a group is ``["sessions", "s", id, "agent"]``, its Events group ``["sessions", "
 "agent"]``, and so on, so each grouped tree has its own ids and every parent stays computable.
 Groups hold only immutable facts in their ids (the agent, the cwd); positions come from one
 listing. Groups are ordered by their newest session (the corpus order), sessions within a group
-newest first, and both levels page like the ungrouped corpus."""
+newest first, and both levels page like the ungrouped corpus. Only top-level sessions are
+grouped: a nested sub-agent (``nesting``) stays under its parent, in its parent's group."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from ...query.loaded import Record
 from .agents import AGENT_ICONS, agent_of, workspace_of
 from .context import Ctx
 from .ids import PAGE, Key, Param, one_of, page_bounds, page_offset
-from .nodes import TreeNode, more_node, session_node
+from .nesting import Forest, forest, session_nodes
+from .nodes import TreeNode, more_node
 
 AGENT = "agent"
 WORKSPACE = "workspace"
@@ -31,7 +33,8 @@ def value_of(mode: object, record: Record) -> GroupValue:
 
 
 def grouped(records: Sequence[Record], mode: object) -> dict[GroupValue, list[Record]]:
-    """The partition of the corpus by ``mode``, groups in order of their newest session."""
+    """The partition of the top-level sessions by ``mode``, groups in order of their newest
+    session."""
     groups: dict[GroupValue, list[Record]] = {}
     for record in records:
         groups.setdefault(value_of(mode, record), []).append(record)
@@ -42,8 +45,11 @@ def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def group_node(ctx: Ctx, value: GroupValue, members: int) -> TreeNode:
-    count = _plural(members, "session")
+def group_node(ctx: Ctx, value: GroupValue, members: list[Record], tree: Forest) -> TreeNode:
+    nested = sum(tree.descendants(r.header.id) for r in members)
+    count = _plural(len(members), "session") + (
+        f" · {_plural(nested, 'sub-agent')}" if nested else ""
+    )
     if ctx.scope == AGENT:
         agent = value or "unknown"
         return TreeNode(
@@ -79,24 +85,21 @@ def group_node(ctx: Ctx, value: GroupValue, members: int) -> TreeNode:
 
 def groups_page(ctx: Ctx, offset: int) -> list[TreeNode]:
     """The roots of a grouped tree (offset 0) or a later page of them ("more")."""
-    groups = grouped(ctx.corpus(), ctx.scope)
+    tree = forest(ctx.corpus())
+    groups = grouped(tree.roots, ctx.scope)
     values = list(groups)
     start, end, more = page_bounds(len(values), offset)
-    nodes = [group_node(ctx, v, len(groups[v])) for v in values[start:end]]
+    nodes = [group_node(ctx, v, groups[v], tree) for v in values[start:end]]
     if more:
         nodes.append(more_node(ctx.key("more", end), len(values) - end, "groups"))
     return nodes
 
 
 def _members_page(ctx: Ctx, value: GroupValue, offset: int) -> list[TreeNode]:
-    members = grouped(ctx.corpus(), ctx.scope).get(value, [])
+    tree = forest(ctx.corpus())
+    members = grouped(tree.roots, ctx.scope).get(value, [])
     start, end, more = page_bounds(len(members), offset)
-    shown = members[start:end]
-    infos, lags = ctx.infos(shown), ctx.lags(shown)
-    nodes = [
-        session_node(ctx.key("s", r.header.id), r, infos.get(r.header.id), lags.get(r.header.id))
-        for r in shown
-    ]
+    nodes = session_nodes(ctx, members[start:end], tree)
     if more:
         nodes.append(more_node(ctx.key("gmore", value, end), len(members) - end, "sessions"))
     return nodes
@@ -115,7 +118,7 @@ def group_parent(ctx: Ctx, value: GroupValue) -> Key | None:
     records = ctx.corpus_or_none()
     if records is None:
         return None
-    values = list(grouped(records, ctx.scope))
+    values = list(grouped(forest(records).roots, ctx.scope))
     if value not in values:
         return None
     offset = page_offset(values.index(value))
@@ -126,13 +129,12 @@ def gmore_parent(ctx: Ctx, value: GroupValue, offset: int) -> Key:
     return ctx.key("group", value) if offset == PAGE else ctx.key("gmore", value, offset - PAGE)
 
 
-def session_parent(ctx: Ctx, session_id: str) -> Key | None:
-    """The group (or group page) of a session; one listing. Gone from the corpus: a root."""
-    records = ctx.corpus_or_none()
-    record = next((r for r in records or () if r.header.id == session_id), None)
-    if records is None or record is None:
+def session_parent(ctx: Ctx, session_id: str, tree: Forest) -> Key | None:
+    """The group (or group page) of a top-level session of ``tree``."""
+    record = next((r for r in tree.roots if r.header.id == session_id), None)
+    if record is None:
         return None
     value = value_of(ctx.scope, record)
-    members = grouped(records, ctx.scope)[value]
+    members = grouped(tree.roots, ctx.scope)[value]
     offset = page_offset(next(i for i, r in enumerate(members) if r.header.id == session_id))
     return ctx.key("group", value) if offset == 0 else ctx.key("gmore", value, offset)

@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING
 from ...cancel import NULL_TOKEN, CancelToken
 from ...errors import QueryError
 from ...model.event import Event, Header, headers_compatible
-from ...persistence.adapters import read_window
 from ...persistence.contract.backend import PersistenceBackend
-from ...persistence.contract.results import Inspection, Window
+from ...persistence.contract.results import Window
 from ...persistence.mount.binding import Binding
+from ...persistence.reads import StoredLogs
 from ...query.loaded import Record, check_cancelled, conflict
-from ...query.loading import inspect_call
 from ...query.text import extract_text
-from ...query.titlefold import last_title_event, title_from, title_window
+from ...query.titlefold import title_from, title_window
 from ...query.workers import run_claims
 from ...session.store import LiveSnapshot
 from ...values import is_nonneg_safe_integer
@@ -122,10 +121,11 @@ def _project_head(
 
 
 def project_windows(session_id: str, read: Callable[[int, int], Window]) -> SessionInfo:
-    """The label of a persisted log read through ``inspect_window`` (``read(first, last)``): the
-    backend verifies the log once per revision and knows where its title is, so a label costs a
-    few small windows instead of the whole log. The first message is looked for among the first
-    LABEL_EVENTS events after the seed (then of the log), not further."""
+    """The label of a persisted log read window by window (``read(first, last)``, the door's
+    ``LogWindows``): a backend that reads windows verifies the log once per revision and knows
+    where its title is, so a label costs a few small windows instead of the whole log (any other
+    backend's log is inspected once). The first message is looked for among the first
+    LABEL_EVENTS events after the seed (then of the log), not further, whatever the backend."""
     return _project_head(session_id, read)[1]
 
 
@@ -161,7 +161,7 @@ def read_labels(
 
     def work(sid: str) -> None:
         try:
-            out[sid] = _persisted_info(service, binding, sid, pending[sid], token)
+            out[sid] = _persisted_info(service, binding.logs, sid, pending[sid], token)
         except QueryError:  # mapped by the service; the label falls back to the id
             pass
         except Exception:  # a bug in a projection: logged, and only this label is lost
@@ -177,24 +177,12 @@ def read_labels(
 
 def _persisted_info(
     service: SessionQueryService,
-    binding: Binding,
+    logs: StoredLogs,
     sid: str,
     listed: Header,
     token: CancelToken,
 ) -> SessionInfo:
-    if binding.capabilities.windows is not None:
-
-        def read(first: int, last: int) -> Window:
-            check_cancelled(token)  # no backend call starts after a cancel
-            return inspect_call(sid, token, lambda: read_window(binding, sid, first, last, token))
-
-        meta, info = _project_head(sid, read)
-    else:
-        inspection: Inspection = inspect_call(
-            sid, token, lambda: binding.backend.inspect(sid, token)
-        )
-        meta = inspection.meta
-        info = project(sid, meta, inspection.events, last_title_event(inspection.events))
+    meta, info = _project_head(sid, logs.windows(sid, token).read)
     check_cancelled(token)
     live = service.store.snapshot(sid)
     if live is not None:  # attached while we read: live wins, as in readTitles

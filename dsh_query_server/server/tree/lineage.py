@@ -13,6 +13,7 @@ from ... import errors
 from ...errors import QueryError
 from ...query import lineage
 from ...query.loaded import Record, check_cancelled
+from .agents import kin_of, source_of
 from .context import Ctx
 from .ids import (
     ANCESTOR_BLOCK,
@@ -198,7 +199,7 @@ def _descendants(ctx: Ctx, target: str, parent_id: str, offset: int) -> list[Tre
             infos.get(r.header.id),
             lags.get(r.header.id),
             collapsible="collapsed" if groups.get(r.header.id) else "none",
-            role="sub-agent" if r.header.origin == "subagent" else None,
+            role=kin_of(r.header, source_of(r.header)),
         )
         for r in shown
     ]

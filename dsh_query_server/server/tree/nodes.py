@@ -16,7 +16,16 @@ from ...model.event import Event
 from ...query.loaded import Record
 from ...query.text import extract_text
 from ...values import collapse_whitespace, is_number
-from .agents import AGENT_ICONS, DSH, agent_of, source_line, source_of, source_path
+from .agents import (
+    AGENT_ICONS,
+    COMPACTION_HELPER,
+    COMPACTION_ICON,
+    agent_of,
+    kin_of,
+    source_line,
+    source_of,
+    source_path,
+)
 from .commands import OPEN_EVENT
 from .ids import ERR, Key, encode_id
 from .labels import Lag, SessionInfo
@@ -24,7 +33,11 @@ from .labels import Lag, SessionInfo
 JSONValue = Any  # a number when is_number() says so, else anything JSON
 
 LABEL_CHARS = 80
-SUMMARY_CHARS = 60
+# A session's title is cut shorter than other labels so that the description after it (what the
+# session is to its parent, agent, date, state) still shows in a side bar about 520 px wide.
+TITLE_CHARS = 32
+# An event's summary is short for the same reason: its class word comes after it.
+SUMMARY_CHARS = 24
 TOOLTIP_TEXT_CHARS = 500
 
 SURFACE_ICONS = {
@@ -61,6 +74,9 @@ class TreeNode(msgspec.Struct, omit_defaults=True):
     # Session nodes only: the agent that wrote it (importers.md §0.8 ``source.agent``, else
     # "dsh"), for clients that show it as a column (Neovim) rather than in the description.
     agent: str | UnsetType = UNSET
+    # Event nodes only: the event's class (semantics.md §1.8), for clients that colour the icon;
+    # the description says the same word, so colour never carries it alone.
+    surface: str | UnsetType = UNSET
 
 
 # -- formatting ------------------------------------------------------------------------------
@@ -74,6 +90,19 @@ def one_line(text: str, limit: int) -> str:
     return truncate(collapse_whitespace(text), limit)
 
 
+def title_text(text: str, limit: int = TITLE_CHARS) -> str:
+    """One line of at most ``limit`` characters, cut after a whole word when one ends in the
+    last third (a title reads better cut between words)."""
+    text = collapse_whitespace(text)
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    space = head.rfind(" ")
+    if space >= limit * 2 // 3:
+        head = head[:space]
+    return head.rstrip(" ,.;:-–—") + "…"
+
+
 def iso_time(ms: JSONValue) -> str | None:
     if not is_number(ms):
         return None
@@ -85,7 +114,8 @@ def iso_time(ms: JSONValue) -> str | None:
 
 
 def relative_time(ms: JSONValue, now: float | None = None) -> str | None:
-    """ "just now", "5 min ago", "3 h ago", "12 d ago", else the UTC date."""
+    """ "just now", "5 min ago", "3 h ago", "12 d ago"; else "Feb 10" within the current year
+    and the UTC date before it (all UTC)."""
     if not is_number(ms):
         return None
     delta = (_time.time() if now is None else now) - ms / 1000
@@ -98,7 +128,15 @@ def relative_time(ms: JSONValue, now: float | None = None) -> str | None:
     if 0 <= delta < 30 * 86400:
         return f"{int(delta // 86400)} d ago"
     iso = iso_time(ms)
-    return None if iso is None else iso[:10]
+    if iso is None:
+        return None
+    this_year = _time.strftime("%Y", _time.gmtime(_time.time() if now is None else now))
+    if iso[:4] == this_year:
+        return f"{_MONTHS[int(iso[5:7]) - 1]} {int(iso[8:10])}"
+    return iso[:10]
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def clock_time(ms: JSONValue) -> str | None:
@@ -132,6 +170,9 @@ def session_node(
     collapsible: str = "collapsed",
     role: str | None = None,
 ) -> TreeNode:
+    """A session: its title (else first message, else id) cut to TITLE_CHARS, and a description
+    that always names the agent, the date and the state (``role`` first when given); the rest
+    (agent preset, cwd, ids) is in the tooltip."""
     header = record.header
     sid = header.id
     label = None
@@ -144,15 +185,23 @@ def session_node(
         badges.append("persisted")
     if lag is not None and lag.lagging:
         badges.append("lagging")
-    sub = header.origin == "subagent" or header.parent_session is not UNSET
     source = source_of(header)
     agent = agent_of(header, source)
-    # An imported session shows its agent's icon; for dsh's own the sub-agent shape comes
-    # first (it says where the session came from); liveness is in the badges.
-    icon = AGENT_ICONS.get(agent) or (
-        "type-hierarchy-sub" if sub else "circle-filled" if record.live else "history"
+    kin = kin_of(header, source)
+    sub = header.origin == "subagent" or header.parent_session is not UNSET
+    # A compaction helper says so (its first message is the parent's conversation, not a
+    # title); an imported session shows its agent's icon; for dsh's own the sub-agent shape
+    # comes first (it says where the session came from); liveness is in the badges.
+    icon = (
+        COMPACTION_ICON
+        if kin == COMPACTION_HELPER
+        else AGENT_ICONS.get(agent)
+        or ("type-hierarchy-sub" if sub else "circle-filled" if record.live else "history")
     )
+    shown = "Compaction helper" if kin == COMPACTION_HELPER else title_text(label) if label else sid
     lines = [one_line(label, 200)] if label else []
+    if kin == COMPACTION_HELPER:
+        lines.insert(0, "Compaction helper: the model call that wrote a compaction's summary")
     lines.append(f"id: {sid}")
     lines.append(f"source: {source_line(source, agent)}")
     path = source_path(source)
@@ -176,12 +225,9 @@ def session_node(
     lines.append(f"state: {state}")
     return TreeNode(
         id=encode_id(key),
-        label=one_line(label, LABEL_CHARS) if label else sid,
+        label=shown,
         collapsible=collapsible,
-        # dsh is the default agent: naming it on every row would only add noise.
-        description=join(
-            role, None if agent == DSH else agent, relative_time(header.created_at), *badges
-        ),
+        description=join(role, agent, relative_time(header.created_at), *badges),
         tooltip="\n".join(lines),
         icon=icon,
         contextValue="session.live" if record.live else "session.persisted",
@@ -209,6 +255,7 @@ def event_node(
         contextValue=f"event.{surface}",
         resource=TreeResource(sessionId=session_id, seq=seq),
         command=open_event(session_id, seq),
+        surface=surface,
     )
 
 
@@ -279,7 +326,7 @@ def event_label(seq: int, event: Event, text: str) -> str:
         summary = kind if isinstance(kind, str) else ""
     elif text:
         summary = text.split("\n", 1)[0]
-    summary = one_line(summary, SUMMARY_CHARS)
+    summary = title_text(summary, SUMMARY_CHARS)
     if not summary:
         return f"#{seq} {etype}"
     return f'#{seq} {etype} "{summary}"' if event.type in _QUOTED else f"#{seq} {etype} {summary}"

@@ -1,7 +1,8 @@
-"""The sessions view: the corpus, newest first. A session expands to two fixed groups: "Events"
-(its raw log, paged) and "Lineage" (a link to its parent and links to its direct children).
-With ``args.groupBy`` ("agent" or "workspace") the roots are groups of sessions instead
-(``groups``); every kind then carries the grouping as its scope."""
+"""The sessions view: the corpus, newest first, sub-agents nested under their parent
+(``nesting``). A session expands to two fixed groups, "Events" (its raw log, paged) and
+"Lineage" (a link to its parent and links to its direct children), then the sessions nested
+under it, oldest first (paged). With ``args.groupBy`` ("agent" or "workspace") the roots are
+groups of sessions instead (``groups``); every kind then carries the grouping as its scope."""
 
 from __future__ import annotations
 
@@ -14,13 +15,19 @@ from ...errors import QueryError
 from ...query import lineage
 from ...query.loaded import Record
 from . import groups
+from .agents import kin_of, source_of
 from .context import Ctx
 from .events import event_page, page_holder
 from .groups import GROUP_VALUE, GROUPING
 from .ids import INDEX, LINK_PAGE, PAGE, SESSION, Args, Key, page_bounds, page_offset, page_start
 from .kinds import Kind, View
 from .labels import Lag, SessionInfo
+from .nesting import forest, session_nodes
 from .nodes import TreeNode, TreeResource, join, more_node, session_node, unresolved_node
+
+# A session's level holds its two groups, then its nested sessions: those page one shorter than
+# PAGE twice over, so the level stays within MAX_CHILDREN with its "more" node.
+NESTED_PAGE = PAGE - 2
 
 
 def _not_found(session_id: str) -> QueryError:
@@ -33,15 +40,10 @@ def _not_found(session_id: str) -> QueryError:
 
 
 def _page(ctx: Ctx, offset: int) -> list[TreeNode]:
-    records = ctx.corpus()
+    tree = forest(ctx.corpus())
+    records = tree.roots
     start, end, more = page_bounds(len(records), offset)
-    shown = records[start:end]
-    infos = ctx.infos(shown)
-    lags = ctx.lags(shown)
-    nodes = [
-        session_node(ctx.key("s", r.header.id), r, infos.get(r.header.id), lags.get(r.header.id))
-        for r in shown
-    ]
+    nodes = session_nodes(ctx, records[start:end], tree)
     if more:
         nodes.append(more_node(ctx.key("more", end), len(records) - end, "sessions"))
     return nodes
@@ -68,6 +70,38 @@ def _session_children(ctx: Ctx, session_id: str) -> list[TreeNode]:
     record = next((r for r in records if r.header.id == session_id), None)
     if record is None:
         raise _not_found(session_id)
+    return [
+        *_session_groups(ctx, session_id, records, record),
+        *_nested(ctx, session_id, 0, records),
+    ]
+
+
+def _nested(
+    ctx: Ctx, session_id: str, offset: int, records: list[Record] | None = None
+) -> list[TreeNode]:
+    """A page of the sessions nested under ``session_id``, and a "more" node after it."""
+    tree = forest(ctx.corpus() if records is None else records)
+    kids = tree.children.get(session_id, [])
+    start, end, more = page_bounds(len(kids), offset, NESTED_PAGE)
+    nodes = session_nodes(ctx, kids[start:end], tree)
+    if more:
+        nodes.append(more_node(ctx.key("smore", session_id, end), len(kids) - end, "sub-agents"))
+    return nodes
+
+
+def _smore_children(ctx: Ctx, session_id: str, offset: int) -> list[TreeNode]:
+    return _nested(ctx, session_id, offset)
+
+
+def _smore_parent(ctx: Ctx, session_id: str, offset: int) -> Key:
+    if offset == NESTED_PAGE:
+        return ctx.key("s", session_id)
+    return ctx.key("smore", session_id, offset - NESTED_PAGE)
+
+
+def _session_groups(
+    ctx: Ctx, session_id: str, records: list[Record], record: Record
+) -> list[TreeNode]:
     children = lineage.children_index(records).get(session_id, [])
     has_parent = record.header.parent_session is not UNSET
     count = f"{len(children)} {'child' if len(children) == 1 else 'children'}"
@@ -97,16 +131,21 @@ def _session_children(ctx: Ctx, session_id: str) -> list[TreeNode]:
 
 
 def _session_parent(ctx: Ctx, session_id: str) -> Key | None:
-    if ctx.scope is not None:
-        return groups.session_parent(ctx, session_id)
     # Session ids hold no position (a new session shifts every page), so finding the page
     # costs one listing. A session that left the corpus is reported as a root.
     records = ctx.corpus_or_none()
     if records is None:
         return None
-    index = next((i for i, r in enumerate(records) if r.header.id == session_id), None)
-    if index is None:
+    tree = forest(records)
+    found = tree.position(session_id)
+    if found is None:
         return None
+    parent, index = found
+    if parent is not None:
+        offset = page_offset(index, NESTED_PAGE)
+        return ctx.key("s", parent) if offset == 0 else ctx.key("smore", parent, offset)
+    if ctx.scope is not None:
+        return groups.session_parent(ctx, session_id, tree)
     offset = page_offset(index)
     return None if offset == 0 else ctx.key("more", offset)
 
@@ -182,7 +221,7 @@ def _child_links(
             infos.get(r.header.id),
             lags.get(r.header.id),
             collapsible="none",
-            role="sub-agent" if r.header.origin == "subagent" else "child",
+            role=kin_of(r.header, source_of(r.header)) or "child",
         )
         for r in shown
     ]
@@ -229,6 +268,8 @@ VIEW = View(
         # next page of the corpus (grouped: of the groups)
         "more": Kind((page_start(PAGE),), _more_parent, _more_children, G),
         "s": Kind((SESSION,), _session_parent, _session_children, G),  # a session
+        # the next page of the sessions nested under a session
+        "smore": Kind((SESSION, page_start(NESTED_PAGE)), _smore_parent, _smore_children, G),
         "events": Kind((SESSION,), _group_parent, _events_children, G),  # its "Events" group
         "emore": Kind((SESSION, page_start(PAGE)), _emore_parent, event_page, G),  # next events
         "e": Kind((SESSION, INDEX), _e_parent, None, G),  # one event

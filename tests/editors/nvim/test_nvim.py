@@ -58,7 +58,7 @@ R.buffer = { buftype = vim.bo[sessions].buftype, bufhidden = vim.bo[sessions].bu
              modifiable = vim.bo[sessions].modifiable, filetype = vim.bo[sessions].filetype,
              foldmethod = vim.wo[win].foldmethod, name = vim.api.nvim_buf_get_name(sessions) }
 -- "t" on a session: its lineage
-goto_line(sessions, "read-refunds:")
+goto_line(sessions, "try-freezegun:")
 press("t")
 R.t_opens = vim.api.nvim_buf_get_name(0)
 vim.api.nvim_set_current_win(win)
@@ -163,9 +163,12 @@ def test_sessions_lists_ids_with_icons(demo):
     )
     assert "lagging" in line_with(demo, "sessions", "fix-flaky-tests:")
     assert line_with(demo, "sessions", "release-notes-2-4:").startswith("▸ ◷ ")  # persisted only
-    assert line_with(demo, "sessions", "read-refunds:").startswith("▸ ↳ ")  # sub-agent
-    for sid in ("scratch", "dark-mode-contrast", "try-freezegun", "explore-retry-policy"):
+    assert line_with(demo, "sessions", "try-freezegun:").startswith("▸ ↳ ")  # a fork
+    for sid in ("scratch", "dark-mode-contrast", "try-freezegun"):
         line_with(demo, "sessions", sid + ":")
+    # sub-agents are not listed at the top: they sit under their parent
+    for sid in ("explore-retry-policy", "read-refunds"):
+        assert not any(sid in line for line in lines(demo, "sessions")), sid
     # nothing is expanded yet: no fold markers
     assert not any("{{{" in raw or "}}}" in raw for raw in demo["snaps"]["sessions"])
 
@@ -179,7 +182,7 @@ def test_tree_buffer_is_a_scratch_buffer(demo):
         "foldmethod": "marker",
         "name": "dsh-query://sessions",
     }
-    assert demo["t_opens"] == "dsh-query://lineage/read-refunds"
+    assert demo["t_opens"] == "dsh-query://lineage/try-freezegun"
 
 
 def test_expanding_a_session_shows_its_children(demo):
@@ -187,11 +190,16 @@ def test_expanding_a_session_shows_its_children(demo):
     events = line_with(demo, "sessions_expanded", "Events")
     lineage = line_with(demo, "sessions_expanded", "Lineage")
     assert events.startswith("  ▸ ≡ Events") and lineage.startswith("  ▸ ⑂ Lineage")
+    # then its sub-agent, nested one level deeper and named as one
+    sub = line_with(demo, "sessions_expanded", "explore-retry-policy:")
+    assert sub.startswith("  ▸ ↳ explore-retry-policy: Map every caller") and "sub-agent" in sub
+    text = lines(demo, "sessions_expanded")
+    assert text.index(lineage) + 1 == text.index(sub)
     # the expanded session opens a fold on its line and its last child closes it (concealed)
     raw = demo["snaps"]["sessions_expanded"]
     assert [line for line in raw if re.search(r"(\{\{\{|\}\}\})\d$", line)] == [
         next(line for line in raw if "fix-flaky-tests:" in line and line.endswith(" {{{1")),
-        next(line for line in raw if "Lineage" in line and line.endswith(" }}}1")),
+        next(line for line in raw if "explore-retry-policy:" in line and line.endswith(" }}}1")),
     ]
     # the Lineage group lists the sub-agent and the fork, one level deeper
     text = lines(demo, "sessions_lineage")
@@ -377,6 +385,8 @@ def assistant(seq: int, text: str) -> dict:
 JSONL = r"""
 local sessions = cmd("DshSessions")
 snap("sessions", sessions)
+goto_line(sessions, "parent-session:")
+press("<CR>")
 goto_line(sessions, "child-agent:")
 press("<CR>")
 snap("sessions_expanded", sessions)
@@ -449,14 +459,18 @@ def test_forced_start_client_path(jsonl):
 
 
 def test_jsonl_sessions_are_persisted_only(jsonl):
-    for sid in ("parent-session", "child-agent", "orphan"):
+    for sid in ("parent-session", "orphan"):
         line = line_with(jsonl, "sessions", sid + ":")
         assert "persisted" in line and "live" not in line
     assert line_with(jsonl, "sessions", "parent-session:").startswith("▸ ◷ ")
-    assert line_with(jsonl, "sessions", "child-agent:").startswith("▸ ↳ ")
+    # the orphan names a parent that is not in the corpus: it stays at the top
+    assert line_with(jsonl, "sessions", "orphan:").startswith("▸ ↳ ")
+    assert not any("child-agent" in line for line in lines(jsonl, "sessions"))
+    # the sub-agent sits under its parent, and expands to its own groups
     expanded = lines(jsonl, "sessions_expanded")
     child = line_with(jsonl, "sessions_expanded", "child-agent:")
-    assert expanded[expanded.index(child) + 1].startswith("  ▸ ≡ Events")
+    assert child.startswith("  ▾ ↳ ") and "sub-agent" in child and "persisted" in child
+    assert expanded[expanded.index(child) + 1].startswith("    ▸ ≡ Events")
 
 
 def test_jsonl_events_and_trace(jsonl):

@@ -89,7 +89,9 @@ def test_every_fixture_over_stdio_with_provenance(tmp_path, serve):
     assert status["writable"] is False and status["uri"].startswith("copilot:")
     nodes = server.call("sessionQuery/treeChildren", {"view": "sessions"})["nodes"]
     mine = {n["resource"]["sessionId"]: n for n in nodes if n.get("agent") == "copilot-cli"}
-    assert len(mine) == 13 and mine[S]["icon"] == "copilot"
+    # sub-agents sit under their parent, not among the roots (protocol.md §6)
+    assert len(mine) == 13 - sum(h.get("origin") == "subagent" for h in headers.values())
+    assert CHILD not in mine and mine[S]["icon"] == "copilot"
     assert "source: copilot-cli 1.0.10" in mine[S]["tooltip"].splitlines()
     groups = server.call(
         "sessionQuery/treeChildren", {"view": "sessions", "args": {"groupBy": "agent"}}

@@ -98,8 +98,14 @@ def check(root: pathlib.Path, make: Any, ops: list[tuple[tuple[Any, ...], int]])
     for op, aged in ops:
         apply(root, clock, op, aged)
         fresh = make(str(root))
-        for sid in ids | set(listed(fresh)):  # before kept lists again
+        expected = listed(make(str(root)))
+        for sid in ids | set(expected):  # before kept lists again
             assert located(kept, sid) == located(fresh, sid), (op, sid)
+        for sid in ids | set(expected) | {"absent"}:  # the point lookup (ListedLookup)
+            found = kept.list_one(sid)
+            assert (None if found is None else found.to_value()) == (
+                expected[sid][0] if sid in expected else None
+            ), (op, sid)
         now = listed(kept)
         assert now == listed(make(str(root))), op
         ids |= set(now)

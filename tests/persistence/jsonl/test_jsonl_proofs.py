@@ -185,16 +185,16 @@ def requests(backend: JsonlBackend) -> list[Any]:
 
 
 def lookups(backend: JsonlBackend, full: JsonlBackend) -> None:
-    """``list_one`` (base.ListedLookup) answers, for every id, what looking for the id in the
-    full survey's ``list`` answers, errors included, each in a request of its own."""
+    """``list_one`` (ListedLookup) answers, for every id, what looking for the id in the full
+    survey's ``list`` answers whenever that listing succeeds, each in a request of its own
+    (semantics.md §3.0.5 step 4: it need not fail because of other sessions)."""
+    listed = outcome(lambda: full.list(CancelToken()))
+    if listed[0] != "ok":
+        return
     for session_id in (*IDS, "s9"):
         fast = outcome(lambda i=session_id: _raw(backend.list_one(i, CancelToken())))
-        reference = outcome(
-            lambda i=session_id: _raw(
-                next((h for h in full.list(CancelToken()) if h.id == i), None)
-            )
-        )
-        assert fast == reference
+        expected = _raw(next((h for h in listed[1] if h.id == session_id), None))
+        assert fast == ("ok", expected)
 
 
 def _raw(found: Header | None) -> Any:
@@ -320,40 +320,46 @@ def test_a_growing_transcript_is_compared_with_its_latest_stat(tmp_path: Path) -
     assert surveyor.reads == 3
 
 
-def test_read_event_through_the_lookup_reports_every_listing_failure(tmp_path: Path) -> None:
-    """semantics.md §3.0.5 step 4 through base.ListedLookup: a readEvent of one healthy session
-    fails exactly as a listing of the whole root fails, and finds nothing the listing lacks."""
+def test_read_event_proves_its_target_without_failing_for_other_sessions(tmp_path: Path) -> None:
+    """semantics.md §3.0.5 step 4 [ours]: a readEvent proves its target with the point lookup,
+    which fails for the target's own defects as the listing does, but not for another
+    session's; an id it does not find is looked for in the listing, with its errors. (Each
+    request has its token, as on the wire: the inspect reuses the lookup its request made.)"""
     for index, session_id in enumerate(IDS[:3]):
         write_session(tmp_path, session_id, CWDS[index])
     age(tmp_path)
     binding = PersistenceBinding()
-    backend = JsonlBackend(str(tmp_path), compression="none", read_only=True)
-    assert binding.mount(backend).capabilities.listed is backend
+    binding.mount(JsonlBackend(str(tmp_path), compression="none", read_only=True))
     service = SessionQueryService(SessionStore(), binding)
-    assert jsoncodec.loads(service.read_event("s0", 0).target)["seq"] == 0
+    assert jsoncodec.loads(service.read_event("s0", 0, token=CancelToken()).target)["seq"] == 0
 
-    def failure() -> tuple[str, str]:
+    def failure(session_id: str) -> tuple[str, str]:
         with pytest.raises(QueryError) as info:
-            service.read_event("s0", 0, token=CancelToken())
+            service.read_event(session_id, 0, token=CancelToken())
         return info.value.code, info.value.message
 
     flat = tmp_path / project_dir(CWDS[2]) / "loose.jsonl"
     flat.write_bytes(b"")
-    assert failure() == (
+    flat_failure = (
         errors.PERSISTENCE_FAILED,
         f'session persistence listing failed: session artifact "{flat}" uses the unsupported'
         " flat-file layout; use a separate root or move it into a project/session directory"
         " before loading",
     )
+    with pytest.raises(QueryError) as listing:
+        service.list_sessions(CancelToken())
+    assert (listing.value.code, listing.value.message) == flat_failure
+    assert jsoncodec.loads(service.read_event("s0", 0, token=CancelToken()).target)["seq"] == 0
+    assert failure("s9") == flat_failure  # not found here: the listing answers, and fails
     flat.unlink()
     other = session_dir(tmp_path, "s1", CWDS[1]) / "session.jsonl"
     other.write_bytes(
         transcript_header_line("s2", CWDS[2]) + event(0)
     )  # names another session's path
-    code, message = failure()
+    assert jsoncodec.loads(service.read_event("s0", 0, token=CancelToken()).target)["seq"] == 0
+    code, message = failure("s1")  # the target's own defect: as the listing reports it
     assert code == errors.PERSISTENCE_FAILED and f'corrupt session log "{other}"' in message
+    assert failure("s9")[1] == message
     other.write_bytes(transcript_header_line("s1", CWDS[1]) + event(0))
-    assert jsoncodec.loads(service.read_event("s0", 0).target)["seq"] == 0
-    with pytest.raises(QueryError) as info:
-        service.read_event("s9", 0)
-    assert info.value.code == errors.SESSION_NOT_FOUND
+    assert jsoncodec.loads(service.read_event("s1", 0, token=CancelToken()).target)["seq"] == 0
+    assert failure("s9")[0] == errors.SESSION_NOT_FOUND

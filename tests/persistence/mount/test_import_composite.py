@@ -65,6 +65,33 @@ def test_an_id_listed_twice_fails_the_listing(homes, tmp_path):
         composite.list()
 
 
+def test_the_point_lookup_answers_as_the_listing_and_names_the_owner(homes, tmp_path):
+    composite = open_composite(homes, "auto", open_backend)
+    try:
+        composite.create(Header.from_value({"version": 0, "id": "mine", "createdAt": 1}))
+        composite.append("mine", [make_event("turn/start", 0, 1, {"turn": 1})])
+        reference = open_composite(homes, "auto", open_backend)
+        listed = {h.id: h.raw for h in reference.list()}
+        reference.close()
+        for sid in [*listed, "absent"]:
+            found = composite.list_one(sid)
+            assert (None if found is None else found.raw) == listed.get(sid)
+        # The owner is known from the lookup: the window read asks no member for a listing.
+        members = composite.members
+        for member in members:
+            member.list = None  # type: ignore[method-assign]  # a listing would fail now
+        assert composite.inspect_window(F, 0, 0).meta.id == F
+    finally:
+        composite.close()
+    other = shutil.copytree(SPEC / "claude", tmp_path / "claude2")
+    twice = open_composite([homes[1], f"claude:{other}"], "x", open_backend)
+    with pytest.raises(
+        CompositeError, match='persistence members 0 and 1 both list session "claude-demo"'
+    ):
+        twice.list_one("claude-demo")
+    assert twice.list_one(F) is None
+
+
 def test_read_only_composite_refuses_writes_and_mounting_is_atomic(homes, tmp_path):
     composite = open_composite(homes[1:], "x", open_backend)
     assert not composite.writable and composite.stored_count("claude-demo") is None

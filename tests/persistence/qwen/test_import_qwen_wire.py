@@ -107,7 +107,8 @@ def test_rewinds_and_compressions_trace_with_provenance(tmp_path, serve):
     assert status["writable"] is False and status["uri"] == f"qwen:{home}"
     nodes = server.call("sessionQuery/treeChildren", {"view": "sessions"})["nodes"]
     mine = {n["resource"]["sessionId"]: n for n in nodes if n.get("agent") == "qwen-code"}
-    assert set(mine) == {SID, AGENT} and mine[SID]["icon"] == "cloud"
+    # the sub-agent sits under its parent, not among the roots (protocol.md §6)
+    assert set(mine) == {SID} and mine[SID]["icon"] == "cloud"
     assert "source: qwen-code 0.6.0" in mine[SID]["tooltip"].splitlines()
     groups = server.call(
         "sessionQuery/treeChildren", {"view": "sessions", "args": {"groupBy": "agent"}}

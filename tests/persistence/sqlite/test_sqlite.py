@@ -9,6 +9,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 from functools import partial
 from pathlib import Path
@@ -1238,3 +1239,43 @@ def test_listing_follows_every_change_of_the_database(tmp_path):
     tamper(path, "UPDATE sessions SET cwd = 'relative' WHERE id = 'b'")  # a foreign writer
     with pytest.raises(SessionPersistenceCorruptionError):
         backend.list_snapshots()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.sampled_from(["a", "b", "c/d", "\u00e9", "e\ud800"]), unique=True, max_size=4),
+    st.sampled_from([None, "a", "b"]),
+)
+def test_list_one_is_the_listed_header_whenever_list_succeeds(
+    ids: list[str], damaged: str | None
+) -> None:
+    """The point lookup (ListedLookup, semantics.md §3.0.5 step 4): the header ``list`` lists
+    for the id, from the id's own row, whenever ``list`` succeeds; a damaged row fails only its
+    own lookup."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "s.db"
+        writer = SqliteBackend(str(path))
+        for session_id in ids:
+            writer.create(header(session_id))
+            writer.append(session_id, [user(0)])
+        writer.close()
+        if damaged in ids:
+            tamper(path, "UPDATE sessions SET cwd = 'relative' WHERE id = ?", damaged)
+        backend = SqliteBackend(str(path), read_only=True)
+        fresh = SqliteBackend(str(path), read_only=True)
+        try:
+            listed = {h.id: h.raw for h in fresh.list()}
+        except SessionPersistenceCorruptionError:
+            listed = None
+        for session_id in [*ids, "absent"]:
+            if listed is not None:
+                found = backend.list_one(session_id, CancelToken())
+                assert (None if found is None else found.raw) == listed.get(session_id)
+            elif session_id == damaged:
+                with pytest.raises(SessionPersistenceCorruptionError):
+                    backend.list_one(session_id, CancelToken())
+            else:  # another row is damaged: this lookup answers all the same
+                found = backend.list_one(session_id, CancelToken())
+                assert (found is None) == (session_id == "absent")
+        backend.close()
+        fresh.close()

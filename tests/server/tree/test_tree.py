@@ -89,25 +89,25 @@ async def test_sessions_roots_labels_badges_and_icons(client, tmp_path):
     await call(client, "sessionPersistence/mount", {"uri": f"jsonl:{root}?readOnly=true"})
 
     roots = await children(client, "sessions")
+    # The sub-agent "helper" is nested under its parent "fresh", not listed at the top.
     assert [n["resource"] for n in roots] == [
-        {"sessionId": s} for s in ("helper", "fresh", "shared", "archived", "bare")
+        {"sessionId": s} for s in ("fresh", "shared", "archived", "bare")
     ]
-    helper, fresh, shared, archived, bare = roots
-    # Labels: title, else the first user message (after the seed for a sub-agent), else the id.
+    fresh, shared, archived, bare = roots
+    # Labels: title, else the first user message (after the seed for a sub-agent), else the id;
+    # cut after a whole word so that the description still shows.
     assert archived["label"] == "Archived work"
-    assert fresh["label"].startswith("Please fix the very very") and fresh["label"].endswith("…")
-    assert len(fresh["label"]) == 80
-    assert helper["label"] == "sub task"
+    assert fresh["label"] == "Please fix the very very very…"
+    assert len(fresh["label"]) <= 32
     assert bare["label"] == "bare"
     assert shared["label"] == "shared start"
-    # Badges, icons, context values.
-    assert fresh["description"] == "5 min ago · live"
+    # Badges, icons, context values: the agent, the date and the state are always named.
+    assert fresh["description"] == "dsh · 5 min ago · live"
     assert fresh["icon"] == "circle-filled" and fresh["contextValue"] == "session.live"
-    assert helper["icon"] == "type-hierarchy-sub" and helper["contextValue"] == "session.live"
-    assert archived["description"] == "1970-01-01 · persisted"
+    assert archived["description"] == "dsh · 1970-01-01 · persisted"
     assert archived["icon"] == "history" and archived["contextValue"] == "session.persisted"
     assert (
-        shared["description"] == "1970-01-01 · live · persisted · lagging"
+        shared["description"] == "dsh · 1970-01-01 · live · persisted · lagging"
     )  # disk has 1 of 3 events
     assert shared["icon"] == "circle-filled" and shared["contextValue"] == "session.live"
     assert all(n["collapsible"] == "collapsed" and "command" not in n for n in roots)
@@ -117,15 +117,21 @@ async def test_sessions_roots_labels_badges_and_icons(client, tmp_path):
         and "cwd: /proj" in tooltip
         and "created: 1970-01-01T00:00:01.000Z" in tooltip
     )
-    assert "parent: fresh" in helper["tooltip"] and "lagging" not in fresh["tooltip"]
+    assert "lagging" not in fresh["tooltip"]
     assert "persisted copy holds 1 of 3 events" in shared["tooltip"]
 
-    # A session expands to its Events and Lineage groups.
+    # A session expands to its Events and Lineage groups, then the sessions nested under it.
     groups = await children(client, "sessions", fresh["id"])
     assert [(g["label"], g["contextValue"], g["collapsible"]) for g in groups] == [
         ("Events", "group.events", "collapsed"),
         ("Lineage", "group.lineage", "collapsed"),
+        ("sub task", "session.live", "collapsed"),
     ]
+    helper = groups[2]
+    assert helper["resource"] == {"sessionId": "helper"}
+    assert helper["description"] == "sub-agent · dsh · 5 min ago · live"
+    assert helper["icon"] == "type-hierarchy-sub" and "parent: fresh" in helper["tooltip"]
+    assert await parent_of(client, "sessions", helper["id"]) == fresh["id"]
     assert groups[1]["description"] == "1 child"
     assert (
         await children(
@@ -138,6 +144,7 @@ async def test_sessions_roots_labels_badges_and_icons(client, tmp_path):
         ("sub task", "sub-agent", "none")
     ]
     helper_groups = await children(client, "sessions", helper["id"])
+    assert [g["label"] for g in helper_groups] == ["Events", "Lineage"]
     up = await children(client, "sessions", helper_groups[1]["id"])
     assert up[0]["resource"] == {"sessionId": "fresh"} and up[0]["description"].startswith(
         "parent · "
@@ -158,17 +165,17 @@ async def test_lagging_from_the_checkpointer(client):
         "flushed": {"ck": 1}
     }
     [node] = await children(client, "sessions")
-    assert node["description"] == "1970-01-01 · live · persisted"
+    assert node["description"] == "dsh · 1970-01-01 · live · persisted"
     await call(
         client,
         "sessionStore/append",
         {"sessionId": "ck", "events": [{"type": "turn/start", "data": {"turn": 1}}]},
     )
     [node] = await children(client, "sessions")
-    assert node["description"] == "1970-01-01 · live · persisted · lagging"
+    assert node["description"] == "dsh · 1970-01-01 · live · persisted · lagging"
     await call(client, "sessionStore/checkpoint", {})
     [node] = await children(client, "sessions")
-    assert node["description"] == "1970-01-01 · live · persisted"
+    assert node["description"] == "dsh · 1970-01-01 · live · persisted"
 
 
 async def test_events_view_surface_statuses(client):

@@ -8,23 +8,25 @@ sessions page at the same bounds as the ungrouped corpus."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from msgspec import UNSET
 
-from dsh_query_server.cancel import CancelToken
-from dsh_query_server.core.config import build_config
 from dsh_query_server.core.runtime import Runtime
 from dsh_query_server.errors import QueryError
 from dsh_query_server.server import tree
-from dsh_query_server.server.tree.nodes import TreeNode, TreeResource
+from dsh_query_server.server.tree.nodes import TreeNode
 from tests.builders import U, header_value
-from tests.fakes import MemoryBackend
-from tests.tree_helpers import call, children, client_fixture, walk
+from tests.tree_helpers import (
+    call,
+    children,
+    client_fixture,
+    kids,
+    parent,
+    runtime_over,
+    sid,
+    walk,
+)
 
 pytestmark = pytest.mark.wire
 
@@ -69,7 +71,7 @@ async def test_agents_and_groupings_over_the_wire(client):
     assert by_id["c1"]["icon"] == "sparkle" and by_id["x1"]["icon"] == "robot"
     assert by_id["d1"]["icon"] == "circle-filled"  # dsh sessions keep their state icons
     assert by_id["c1"]["description"] == "claude-code · 1970-01-01 · live"
-    assert by_id["d1"]["description"] == "1970-01-01 · live"  # dsh, the default, is not named
+    assert by_id["d1"]["description"] == "dsh · 1970-01-01 · live"  # every agent is named
     assert "source: claude-code 2.1.38" in by_id["c1"]["tooltip"].splitlines()
     assert f"transcript: {CLAUDE['path']}" in by_id["c1"]["tooltip"].splitlines()
     assert "source: codex (fork)" in by_id["x1"]["tooltip"].splitlines()
@@ -108,37 +110,6 @@ async def test_agents_and_groupings_over_the_wire(client):
 
 
 # -- in process, on random corpora ------------------------------------------------------------
-
-
-@contextmanager
-def runtime_over(headers: list[dict]) -> Iterator[tuple[Runtime, MemoryBackend]]:
-    runtime = Runtime(
-        build_config({"persistence": None, "index": ":memory:", "search": {"openAt": "never"}}),
-        lambda ids, corpus: None,
-    )
-    backend = MemoryBackend()
-    for h in headers:
-        backend.put(h, [U(0, f"ask {h['id']}")])
-    runtime.binding.mount(backend)
-    try:
-        yield runtime, backend
-    finally:
-        runtime.close()
-
-
-def kids(runtime: Runtime, node_id: str | None, args: dict | None = None) -> list[TreeNode]:
-    return tree.tree_children(
-        runtime, "sessions", node_id, UNSET if args is None else args, CancelToken()
-    )
-
-
-def sid(node: TreeNode) -> str:
-    assert isinstance(node.resource, TreeResource)
-    return node.resource.sessionId
-
-
-def parent(runtime: Runtime, node_id: str) -> str | None:
-    return tree.tree_parent(runtime, "sessions", node_id, CancelToken())
 
 
 def grouped_walk(runtime: Runtime, mode: str, deep: bool) -> dict[str, list[TreeNode]]:

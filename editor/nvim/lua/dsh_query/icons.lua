@@ -27,6 +27,7 @@ M.unicode = {
   ["cloud"] = "☁", -- a Qwen Code session / the qwen-code group
   ["folder"] = "▤", -- a workspace group
   ["question"] = "?", -- sessions without a workspace
+  ["fold"] = "⊟", -- a compaction helper session
 }
 
 M.ascii = {
@@ -55,6 +56,7 @@ M.ascii = {
   ["cloud"] = "Q",
   ["folder"] = "/",
   ["question"] = "?",
+  ["fold"] = "z",
 }
 
 M.fallback = { unicode = "•", ascii = "-" }

@@ -5,6 +5,7 @@ local config = require("dsh_query.config")
 local rpc = require("dsh_query.rpc")
 local tree = require("dsh_query.tree")
 local read = require("dsh_query.read")
+local show = require("dsh_query.show")
 local json = require("dsh_query.json")
 
 local M = {}
@@ -22,6 +23,14 @@ local function define_highlights()
     DshQueryPersisted = "Constant",
     DshQueryLogOnly = "NonText",
     DshQueryShadowed = "Comment",
+    -- the session view (:DshShow): classes, roles, dividers and the context sparkline
+    DshQueryCurrent = "String",
+    DshQueryUser = "Statement",
+    DshQueryAssistant = "Type",
+    DshQueryTool = "PreProc",
+    DshQueryDivider = "WarningMsg",
+    DshQuerySpark = "Number",
+    DshQueryEstimate = "Comment",
     DshQuerySub = "Type",
     DshQueryWarning = "WarningMsg",
     DshQueryError = "ErrorMsg",
@@ -101,6 +110,13 @@ end
 function M.read(session_id, seq)
   ensure_setup()
   return read.open(session_id, seq)
+end
+
+--- :DshShow {id}: the session view (views.md §3.3): the context per turn and the transcript
+--- with each event's class, in a split.
+function M.show(session_id)
+  ensure_setup()
+  return show.open(session_id)
 end
 
 --- The file-name segment of an id (tools.md §2.3): each UTF-16 code unit outside
@@ -283,6 +299,11 @@ function M.create_commands()
     if id == "" or seq == nil then return usage(":DshRead {session-id} {seq}") end
     M.read(id, seq)
   end, { nargs = "+", complete = complete, desc = "dsh-query: event window" })
+  cmd("DshShow", function(o)
+    local id = vim.trim(o.args)
+    if id == "" then return usage(":DshShow {session-id}") end
+    M.show(id)
+  end, { nargs = "+", complete = complete, desc = "dsh-query: a session's transcript and context" })
   cmd("DshExport", function(o)
     local args = vim.trim(o.args)
     local id, path = args:match("^(.-)%s+(%S+%.zip)$")

@@ -32,6 +32,9 @@ local ICON_HL = {
   ["type-hierarchy-sub"] = "DshQuerySub",
 }
 
+-- An event node's class (protocol.md §6 `surface`) colours its icon; the description says the word.
+local SURFACE_HL = { current = "DshQueryCurrent", shadowed = "DshQueryShadowed", ["log-only"] = "DshQueryLogOnly" }
+
 local function nonempty(value)
   return value ~= nil and value ~= vim.NIL and value ~= ""
 end
@@ -189,7 +192,7 @@ local function line_of(item, agent_width)
   local parts, hls = { indent, glyph }, {}
   local col = #indent + #glyph
   if icon then
-    hls[#hls + 1] = { ICON_HL[node.icon] or "DshQueryIcon", col, col + #icon }
+    hls[#hls + 1] = { SURFACE_HL[node.surface] or ICON_HL[node.icon] or "DshQueryIcon", col, col + #icon }
     parts[#parts + 1] = icon .. " "
     col = col + #icon + 1
   end
