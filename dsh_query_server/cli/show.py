@@ -18,7 +18,6 @@ from typing import Any
 
 from ..client import Client, RpcError
 from . import style
-from .lines import page_text
 from .transcript import (
     Block,
     Divider,
@@ -305,6 +304,7 @@ def width_and_colour() -> tuple[int, bool]:
 
 
 def cmd_show(args: argparse.Namespace) -> None:
+    from .lines import page_text  # rich: loaded by the command, not by every command's parser
     from .opening import open_client
     from .render import listing, print_json
 
