@@ -151,6 +151,7 @@ def test_a_config_error_does_not_authenticate(running: tuple[int, str, Path]) ->
     refused(peer, 2)
 
 
+@pytest.mark.slow
 def test_a_token_file_of_the_user(tmp_path: Path, unused_tcp_port: int) -> None:
     path = tmp_path / "token"
     path.write_text("  my-own-token\n")
