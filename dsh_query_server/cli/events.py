@@ -105,8 +105,6 @@ def show_read(
 ) -> None:
     """Whole events around ``seq``, each headed by its seq, type and class; JSON is the window
     with each event's ``surface`` added."""
-    from rich.text import Text
-
     window = client.request(
         "sessionQuery/readEvent",
         {"sessionId": session_id, "seq": seq, "before": before, "after": after},
@@ -122,6 +120,7 @@ def show_read(
     import json
 
     from rich.json import JSON
+    from rich.text import Text
 
     out = style.console()
     for event in window["events"]:

@@ -115,10 +115,6 @@ def run(client: Client, args: Any) -> None:
     import contextlib
     import sys
 
-    from rich.text import Text
-
-    from .lines import Column, emit, render, terminal_width
-
     params: dict[str, Any] = {"query": args.query, "limit": args.limit}
     page = args.page
     if args.cursor:
@@ -158,6 +154,10 @@ def run(client: Client, args: Any) -> None:
         from .render import print_json
 
         return print_json(result)
+    from rich.text import Text
+
+    from .lines import Column, emit, render, terminal_width
+
     listed: Listing = listing(client)
     if args.session:
         hits = [(session_id, h) for h in result["items"]]
