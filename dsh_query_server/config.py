@@ -42,6 +42,7 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     persisted_inspect_concurrency: int = 4
     checkpoint_mode: str = "auto"
     checkpoint_interval_ms: int = 200
+    prices: str | None = None
     raw: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
@@ -100,6 +101,7 @@ _MEANINGS = {
     "search": "`openAt: never` disables search",
     "checkpoint": "`auto` flushes live events to a writable backend; `manual` only on "
     "`sessionStore/checkpoint`",
+    "prices": "a prices file (usage.md §3.2) whose rates override `genai-prices`, or `null`",
 }
 
 
@@ -115,6 +117,7 @@ def option_defaults() -> list[tuple[str, str]]:
         ("persistedInspectConcurrency", str(DEFAULTS.persisted_inspect_concurrency)),
         ("search", f"`{json.dumps(search)}`"),
         ("checkpoint", f"`{json.dumps(checkpoint)}`"),
+        ("prices", "`null`"),
     ]
 
 

@@ -280,9 +280,7 @@ def test_opencode_reasoning_is_billed_beside_the_output(tmp_path):
     sid = session["session"]["id"]
     steps = timeline_of(backend_for(tmp_path, [session]).inspect(sid), sid)["steps"]
     # output counts the reasoning (views.md §2: reasoning is inside output); no write count: null
-    assert steps[0]["recorded"] == recorded(
-        input=5, cacheRead=1, output=27, reasoning=7, context=6
-    )
+    assert steps[0]["recorded"] == recorded(input=5, cacheRead=1, output=27, reasoning=7, context=6)
 
 
 # -- Copilot CLI (importers.md §9.7) --------------------------------------------------------------
