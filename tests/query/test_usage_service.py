@@ -174,9 +174,7 @@ def test_a_fork_without_history_of_its_own_is_all_seed(tmp_path):
         user("u1", None, "one", 1, sid=TRUNK),
         response("a1", "u1", "msg_1", 2, anthropic(100, 10)),
     ]
-    service = claude_home(
-        tmp_path, {f"{TRUNK}.jsonl": jl(*parent), f"{FORK}.jsonl": jl(*parent)}
-    )
+    service = claude_home(tmp_path, {f"{TRUNK}.jsonl": jl(*parent), f"{FORK}.jsonl": jl(*parent)})
     fork = usage_of(service, FORK)
     assert (fork["seedResponses"], fork["total"]["responses"]) == (1, 0)
     assert summary_of(service, "day")["total"]["responses"] == 1
@@ -255,9 +253,11 @@ def test_a_long_prompt_takes_the_long_context_tier(tmp_path):
     )
     [step] = usage_of(claude_home(tmp_path, {f"{TRUNK}.jsonl": lines}), TRUNK)["steps"]
     # past 200,000 prompt tokens every part of the request takes the tier's rate (genai-prices)
-    assert Decimal(step["costUsd"]) == (
-        Decimal(10) * 6 + Decimal(250_000) * Decimal("0.6") + Decimal(100) * Decimal("22.5")
-    ) / 1_000_000
+    assert (
+        Decimal(step["costUsd"])
+        == (Decimal(10) * 6 + Decimal(250_000) * Decimal("0.6") + Decimal(100) * Decimal("22.5"))
+        / 1_000_000
+    )
 
 
 def test_prices_are_those_of_the_responses_date(tmp_path):
@@ -268,7 +268,11 @@ def test_prices_are_those_of_the_responses_date(tmp_path):
     service = codex_service(
         tmp_path,
         meta(CODEX_SID),
-        {"timestamp": "2025-06-01T00:00:00.000Z", "type": "turn_context", "payload": {"model": "o3"}},
+        {
+            "timestamp": "2025-06-01T00:00:00.000Z",
+            "type": "turn_context",
+            "payload": {"model": "o3"},
+        },
         {**item(msg("assistant", "before")), "timestamp": "2025-06-01T00:00:01.000Z"},
         {**token_count(usage, usage), "timestamp": "2025-06-01T00:00:02.000Z"},
         {**item(msg("assistant", "after")), "timestamp": "2025-06-11T00:00:01.000Z"},
@@ -299,8 +303,13 @@ def test_a_prices_file_overrides_the_models_it_lists(tmp_path):
         tmp_path,
         [
             {"model": "house-model", "input": 2, "output": "8", "cacheRead": 0.5},
-            {"model": "house-model", "since": "2026-01-01", "input": 1, "output": 4,
-             "tiers": [{"above": 5000, "input": 3, "output": 9}]},
+            {
+                "model": "house-model",
+                "since": "2026-01-01",
+                "input": 1,
+                "output": 4,
+                "tiers": [{"above": 5000, "input": 3, "output": 9}],
+            },
         ],
     )
     service = service_over(ClaudeBackend(str(root), f"claude:{root}"), prices=path)
