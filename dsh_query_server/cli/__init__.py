@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import __version__
-from . import commands, demo, passthrough, serve
+from . import commands, demo, passthrough, serve, usage
 from .connect import fail
 
 # In help order.
@@ -23,6 +23,7 @@ SUBCOMMANDS: list[Callable[[Any, argparse.ArgumentParser], None]] = [
     serve.register,
     demo.register,
     commands.register,
+    usage.register,
     passthrough.register,
 ]
 
