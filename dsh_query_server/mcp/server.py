@@ -1,4 +1,4 @@
-"""``dsh-query mcp``: the five history tools over MCP stdio (tools.md §1), on the SDK's low-level
+"""``dsh-query mcp``: the six history tools over MCP stdio (tools.md §1), on the SDK's low-level
 server, with the query service in this process.
 
 Each tool call: schema check, a place in the FIFO scheduler (searches exclusive), the deadline,
@@ -32,7 +32,7 @@ from ..model.workspace import Workspace
 from . import config as mcp_config
 from .args import TOOL_BY_NAME, TOOLS, ToolError, check_schema
 from .scope import roots_from_uris, working_directory
-from .search_tool import RUN
+from .usage_tool import RUN
 from .tools import TOOL_FAILED, TOOL_TIMEOUT, Call, Interrupted, pre_scope
 
 log = logging.getLogger("dsh_query_server.mcp")

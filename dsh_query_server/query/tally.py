@@ -128,3 +128,21 @@ class Tally:
             unpricedModels=sorted(self.unpriced_models),
             models=sorted(self.models),
         )
+
+
+def sum_totals(totals: list[UsageTotals]) -> UsageTotals:
+    """Several totals as one, as if their responses had been tallied together (sessions are
+    assumed distinct: each total is one session's, or of disjoint sessions)."""
+    out = Tally()
+    for t in totals:
+        part = Tally(
+            sessions=set(range(len(out.sessions), len(out.sessions) + t.sessions)),
+            responses=t.responses,
+            sums={key: getattr(t, key) for key in COUNTS},
+            cost=None if t.costUsd is None else Decimal(t.costUsd),
+            unpriced=t.unpricedResponses,
+            unpriced_models=set(t.unpricedModels),
+            models=set(t.models),
+        )
+        out.merge(part)
+    return out.to_wire()
