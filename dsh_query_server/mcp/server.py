@@ -32,8 +32,8 @@ from ..model.workspace import Workspace
 from . import config as mcp_config
 from .args import TOOL_BY_NAME, TOOLS, ToolError, check_schema
 from .scope import roots_from_uris, working_directory
-from .usage_tool import RUN
 from .tools import TOOL_FAILED, TOOL_TIMEOUT, Call, Interrupted, pre_scope
+from .usage_tool import RUN
 
 log = logging.getLogger("dsh_query_server.mcp")
 
