@@ -96,7 +96,8 @@ class Transcript:
                 "output_tokens": output if k == len(blocks) - 1 else rng.randint(1, output),
                 "service_tier": "standard",
             }
-            message = {"id": mid, "type": "message", "role": "assistant", "model": model}
+            message: dict[str, Any] = {"id": mid, "type": "message", "role": "assistant"}
+            message["model"] = model
             message.update(content=[block], stop_reason=None, usage=usage)
             self.put({"type": "assistant", "requestId": request, "message": message})
             if block["type"] == "tool_use":
