@@ -84,11 +84,20 @@ class SessionUsage(Wire):
     skipped: list[SkippedSession] | UnsetType = UNSET
 
 
+class ModelShare(Wire):
+    """One model's part of a time group's row."""
+
+    model: str | None
+    total: UsageTotals
+
+
 class UsageRow(Wire):
-    """One group of ``usageSummary``: its key (usage.md §4.1) and its totals."""
+    """One group of ``usageSummary``: its key (usage.md §4.1) and its totals; a time group's
+    row also splits them by model (``byModel``, most tokens first)."""
 
     key: Any
     total: UsageTotals
+    byModel: list[ModelShare] | UnsetType = UNSET
 
 
 class UsageSummary(Wire):

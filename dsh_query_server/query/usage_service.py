@@ -22,6 +22,7 @@ from ..model import wire
 from ..model.event import Header
 from ..model.usage import (
     DescendantUsage,
+    ModelShare,
     PeakContext,
     SessionUsage,
     SkippedSession,
@@ -173,6 +174,7 @@ class UsageService:
         check_cancelled(token)
         zone = ZoneInfo(time_zone)
         groups: dict[Any, Tally] = {}
+        shares: dict[Any, dict[str | None, Tally]] = {}  # time groups: key -> model -> tally
         total = Tally()
         skipped: list[SkippedSession] = []
         for record in records:
@@ -191,17 +193,31 @@ class UsageService:
                     tally = groups[key] = Tally()
                 tally.add(header.id, p)
                 total.add(header.id, p)
+                if group_by in TIME_GROUPS:
+                    by_model = shares.setdefault(key, {})
+                    share = by_model.get(p.response.model)
+                    if share is None:
+                        share = by_model[p.response.model] = Tally()
+                    share.add(header.id, p)
         check_cancelled(token)
         return UsageSummary(
             groupBy=group_by,
             timeZone=time_zone,
             since=since,
             until=until,
-            rows=[UsageRow(key=k, total=t.to_wire()) for k, t in _ordered(group_by, groups)],
+            rows=[_row(k, t, shares.get(k)) for k, t in _ordered(group_by, groups)],
             total=total.to_wire(),
             skipped=skipped,
             prices=self.table.source,
         )
+
+
+def _row(key: Any, tally: Tally, by_model: dict[str | None, Tally] | None) -> UsageRow:
+    row = UsageRow(key=key, total=tally.to_wire())
+    if by_model is not None:
+        ordered = sorted(by_model.items(), key=lambda kv: (-kv[1].tokens(), str(kv[0])))
+        row.byModel = [ModelShare(model=m, total=t.to_wire()) for m, t in ordered]
+    return row
 
 
 def _within(time: Any, since: int | None, until: int | None) -> bool:

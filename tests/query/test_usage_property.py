@@ -112,6 +112,11 @@ def test_summary_totals_are_the_sum_of_every_sessions_read_usage(corpus, zone):
         assert add([row["total"] for row in summary["rows"]]) == expected, group
         keys = [row["key"] for row in summary["rows"]]
         assert len(keys) == len(set(keys))
+        for row in summary["rows"]:
+            if group in ("day", "week", "month"):  # a time row's models add up to it
+                assert add([s["total"] for s in row["byModel"]]) == same(row["total"])
+            else:
+                assert "byModel" not in row
     whole = to_builtins(service.read_usage(corpus[0][0]["id"], True))["withDescendants"]
     assert whole["responses"] >= per_session[0]["responses"]
 

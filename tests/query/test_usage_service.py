@@ -109,7 +109,13 @@ def test_one_response_counts_once_from_its_last_record(tmp_path):
     assert got["steps"][0]["priceSource"] == "genai-prices 0.2.3 anthropic/claude-sonnet-4-5"
     assert got["peakContext"] == {"seq": got["steps"][0]["seq"], "context": 1003}
     assert got["agent"] == "claude-code" and got["seedResponses"] == 0
-    assert summary_of(service, "day")["rows"] == [{"key": "2026-01-01", "total": got["total"]}]
+    assert summary_of(service, "day")["rows"] == [
+        {
+            "key": "2026-01-01",
+            "total": got["total"],
+            "byModel": [{"model": SONNET, "total": got["total"]}],
+        }
+    ]
 
 
 def test_an_unknown_model_shows_its_tokens_and_no_price(tmp_path):

@@ -152,6 +152,12 @@ export interface IdFilter {
   values: string[];
 }
 
+/** One model's part of a time group's row. */
+export interface ModelShare {
+  model: string | null;
+  total: UsageTotals;
+}
+
 /** ``"auto"``, one URI, or an array of 1-16 distinct URIs mounted as one (importers.md §4.3). */
 export interface MountParams {
   uri: string | string[];
@@ -581,10 +587,11 @@ export interface TypeFilter {
   values: string[];
 }
 
-/** One group of ``usageSummary``: its key (usage.md §4.1) and its totals. */
+/** One group of ``usageSummary``: its key (usage.md §4.1) and its totals; a time group's row also splits them by model (``byModel``, most tokens first). */
 export interface UsageRow {
   key: string | null;
   total: UsageTotals;
+  byModel?: ModelShare[];
 }
 
 /** One counted model response (usage.md §2): the ``assistant/message`` at ``seq`` that carries the response's recorded usage (views.md §2 ``recorded``). */
