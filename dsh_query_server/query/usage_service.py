@@ -2,13 +2,17 @@
 responses (counting.py), priced (prices.py) and summed (tally.py), over one session and its
 descendants, or over the corpus grouped by time, agent, model, cwd or session.
 
-Every call re-reads what it reports through the service's loads (semantics.md §3.0.4, §3.0.5),
-like every other query: no answer is kept between calls, so none can be stale.
+Every call observes the corpus afresh (semantics.md §3.0.4) and reads each session through the
+service's loads (§3.0.5). The summary keeps one thing between calls: each persisted session's
+priced responses under the revision its backend listed for it just before the read (usage.md
+§4.2). A revision changes whenever the stored log does, so a kept entry is used only for the very
+log it was computed from; a live session is always read.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -47,6 +51,9 @@ class UsageService:
         self.loader = loader
         self.prices_path = prices_path
         self._table: PriceTable | None = None
+        # (binding, its memo: session id -> (revision, priced responses)); a new binding clears it
+        self._kept: tuple[Any, dict[str, tuple[str, list[Priced]]]] = (None, {})
+        self._lock = threading.Lock()
 
     @property
     def table(self) -> PriceTable:
@@ -173,17 +180,18 @@ class UsageService:
         ]
         check_cancelled(token)
         zone = ZoneInfo(time_zone)
+        binding, revisions, kept = self._revisions(token)
         groups: dict[Any, Tally] = {}
         shares: dict[Any, dict[str | None, Tally]] = {}  # time groups: key -> model -> tally
         total = Tally()
         skipped: list[SkippedSession] = []
         for record in records:
-            loaded = self._load(record.header, token, skipped)
-            if loaded is None:
+            found = self._summed(record, revisions, kept, token, skipped)
+            if found is None:
                 continue
-            header = loaded.header
+            header, priced = found
             key_of = _key_function(group_by, header, zone)
-            for p in self._priced(loaded)[1]:
+            for p in priced:
                 time = p.response.time
                 if not _within(time, since, until):
                     continue
@@ -210,6 +218,48 @@ class UsageService:
             skipped=skipped,
             prices=self.table.source,
         )
+
+    def _revisions(
+        self, token: CancelToken
+    ) -> tuple[Any, dict[Any, str], dict[str, tuple[str, list[Priced]]]]:
+        """The current binding, the revision it lists per session now, and the memo for it."""
+        binding = self.loader.binding.current()
+        with self._lock:
+            if self._kept[0] is not binding:
+                self._kept = (binding, {})
+            kept = self._kept[1]
+        if binding is None:
+            return None, {}, kept
+        try:
+            snapshots = binding.logs.snapshots(token)
+        except Exception:  # noqa: BLE001 - without revisions every session is simply read
+            return binding, {}, kept
+        return binding, {sid: s.revision for sid, s in snapshots.by_id.items()}, kept
+
+    def _summed(
+        self,
+        record: Record,
+        revisions: dict[Any, str],
+        kept: dict[str, tuple[str, list[Priced]]],
+        token: CancelToken,
+        skipped: list[SkippedSession],
+    ) -> tuple[Header, list[Priced]] | None:
+        """One session's priced responses: kept ones when its listed revision is the one they
+        were computed at, else read (and kept, for a persisted session)."""
+        sid = record.header.id
+        revision = None if record.live else revisions.get(sid)
+        if revision is not None:
+            entry = kept.get(sid)
+            if entry is not None and entry[0] == revision:
+                return record.header, entry[1]
+        loaded = self._load(record.header, token, skipped)
+        if loaded is None:
+            return None
+        priced = self._priced(loaded)[1]
+        if revision is not None and not loaded.live:
+            with self._lock:
+                kept[sid] = (revision, priced)
+        return loaded.header, priced
 
 
 def _row(key: Any, tally: Tally, by_model: dict[str | None, Tally] | None) -> UsageRow:

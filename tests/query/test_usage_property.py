@@ -155,3 +155,31 @@ def test_a_price_is_the_one_genai_prices_computes(model, plain, read, write, out
             genai_request_timestamp=utc(time),
         ).total_price
     assert ours == theirs
+
+
+def test_a_summary_reads_again_only_the_logs_whose_revision_changed():
+    def one(sid: str, tokens: int) -> tuple[dict[str, Any], list[Any]]:
+        data = assistant_data()
+        data["message"]["source"]["model"] = "gpt-5"
+        data["usage"] = {"inputTokens": tokens, "outputTokens": 1}
+        return {"version": 0, "id": sid, "createdAt": START}, [
+            ev("assistant/message", 0, data, op="append", time=START)
+        ]
+
+    backend = MemoryBackend()
+    for sid, tokens in (("a", 10), ("b", 20)):
+        backend.put(*one(sid, tokens))
+    binding = PersistenceBinding()
+    binding.mount(backend)
+    service = SessionQueryService(SessionStore(), binding)
+
+    def inspected() -> list[Any]:
+        return [arg for op, arg in backend.calls if op.startswith("inspect")]
+
+    assert to_builtins(service.usage_summary([], "day"))["total"]["input"] == 30
+    assert sorted(inspected()) == ["a", "b"]
+    assert to_builtins(service.usage_summary([], "model"))["total"]["input"] == 30
+    assert sorted(inspected()) == ["a", "b"]  # both revisions unchanged: nothing read again
+    backend.put(*one("b", 25))  # the stored log changes, and with it its revision
+    assert to_builtins(service.usage_summary([], "day"))["total"]["input"] == 35
+    assert sorted(inspected()) == ["a", "b", "b"]

@@ -11,6 +11,7 @@ export const VIEW_METHODS = [
   "sessionQuery/readEvent",
   "sessionQuery/readSurface",
   "sessionQuery/traceSession",
+  "sessionQuery/readUsage",
 ] as const;
 
 export type ViewMethod = (typeof VIEW_METHODS)[number];
