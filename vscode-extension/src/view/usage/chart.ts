@@ -66,7 +66,7 @@ export class UsageChart {
     const legend = el("div", "legend");
     models.forEach((m, i) => {
       const item = el("span", "legend-item");
-      const swatch = el("span", "swatch");
+      const swatch = el("span", "swatch swatch-bar");
       swatch.style.background = cssVar(COLOURS[i % COLOURS.length][0], COLOURS[i % COLOURS.length][1]);
       item.append(swatch, el("span", undefined, m));
       legend.append(item);
