@@ -7,7 +7,8 @@ the time of ``dsh-query usage --by day --json`` against it, interleaved, p50 of 
 
 ccusage (npm, pinned) is installed for the bench only, into ``$XDG_CACHE_HOME/dsh-query-bench``
 (never by ``make test``). When it cannot be installed or run, its column says why and no number
-is invented. agentsview's usage is reported beside when its CLI has a usage report.
+is invented. agentsview's ``usage daily`` (PyPI ``agentsview``, ``make bench-deps``) is compared
+the same way when it is installed.
 """
 
 from __future__ import annotations
@@ -192,6 +193,33 @@ def run_ours(home: Path, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
     return elapsed, json.loads(done.stdout)
 
 
+def run_server(home: Path, env: dict[str, str], runs: int) -> tuple[float, float, list[float]]:
+    """A server kept running (as an editor, the MCP server or a hub keeps one): its start, its
+    first summary (every log read) and the next ones (only changed logs read, usage.md §4.2)."""
+    from dsh_query_server.client import StdioClient
+
+    t = time.perf_counter()
+    client = StdioClient(
+        ["--persistence", f"claude:{home}"],
+        initialization_options={"search": {"openAt": "never"}},
+        env=env,
+    )
+    start = time.perf_counter() - t
+    params = {"groupBy": "day", "timeZone": "UTC"}
+    try:
+        t = time.perf_counter()
+        client.request("sessionQuery/usageSummary", params)
+        first = time.perf_counter() - t
+        warm = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            client.request("sessionQuery/usageSummary", params)
+            warm.append(time.perf_counter() - t)
+    finally:
+        client.close()
+    return start, first, warm
+
+
 def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
     """Every day and field where the daily totals differ (empty when they agree exactly)."""
     mine = {row["key"]: row["total"] for row in ours["rows"]}
@@ -206,15 +234,52 @@ def compare(ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
     return out
 
 
-def agentsview_usage() -> str:
-    """agentsview's CLI, when it has a usage report (it shows usage in its web UI only)."""
-    binary = shutil.which("agentsview")
-    if binary is None:
-        return "agentsview not installed (make bench-deps): not compared"
-    done = subprocess.run([binary, "--help"], capture_output=True, text=True)
-    if "usage" not in (done.stdout + done.stderr).lower().split("usage:", 1)[-1]:
-        return "agentsview's CLI has no usage report (its usage is in the web UI): not compared"
-    return "agentsview's CLI lists a usage command: see its output beside ours"
+def agentsview_usage(home: Path, tmp: Path, ours: dict[str, Any]) -> list[str]:
+    """agentsview's ``usage daily`` on the same home (it reads its own database, so ``sync``
+    first, timed apart), compared with ours day by day."""
+    binary = shutil.which("agentsview") or str(Path(sys.executable).parent / "agentsview")
+    if not Path(binary).exists():
+        return ["agentsview: not installed (make bench-deps): not compared"]
+    data, av_home = tmp / "av-data", tmp / "av-home"
+    data.mkdir(mode=0o700)
+    av_home.mkdir(mode=0o700)
+    env = {
+        **os.environ,
+        "HOME": str(av_home),
+        "XDG_CONFIG_HOME": str(av_home),
+        "XDG_DATA_HOME": str(av_home),
+        "XDG_CACHE_HOME": str(av_home),
+        "XDG_STATE_HOME": str(av_home),
+        "AGENTSVIEW_DATA_DIR": str(data),
+        "CLAUDE_PROJECTS_DIR": str(home / "projects"),
+        "CLAUDE_CONFIG_DIR": str(home),
+        "CODEX_SESSIONS_DIR": str(tmp / "no-codex"),
+        "CODEX_HOME": str(tmp / "no-codex"),
+        "AGENTSVIEW_TELEMETRY_ENABLED": "0",
+        "AGENTSVIEW_DISABLE_UPDATE_CHECK": "1",
+        "AGENTSVIEW_NO_BROWSER": "1",
+        "AGENTSVIEW_NO_DAEMON": "1",
+    }
+    t = time.perf_counter()
+    done = subprocess.run([binary, "sync"], env=env, capture_output=True, text=True)
+    sync = time.perf_counter() - t
+    if done.returncode != 0:
+        return [f"agentsview sync failed: {done.stderr.strip()[-200:]}"]
+    command = [binary, "usage", "daily", "--json", "--all", "--offline", "--no-sync"]
+    t = time.perf_counter()
+    done = subprocess.run([*command, "--timezone", "UTC"], env=env, capture_output=True, text=True)
+    report = time.perf_counter() - t
+    if done.returncode != 0:
+        return [f"agentsview usage daily failed: {done.stderr.strip()[-200:]}"]
+    theirs = json.loads(done.stdout)
+    diffs = compare(ours, theirs)
+    cost = (theirs.get("totals", {}).get("totalCost") or {}).get("microdollars")
+    return [
+        f"agentsview sync {sync:.2f} s, then usage daily --json --offline {report:.2f} s",
+        "  daily totals: "
+        + (f"{len(diffs)} differences: {diffs[:5]}" if diffs else "equal on every day"),
+        f"  agentsview's cost (LiteLLM prices, microdollars): {cost}",
+    ]
 
 
 def main() -> None:
@@ -256,7 +321,7 @@ def main() -> None:
         else:
             other = statistics.median(their_times)
             print(f"ccusage daily --json --offline    p50 {other:.2f} s  (runs {their_times})")
-            print(f"  speed: ours is {other / mine:.1f}x faster")
+            print(f"  speed: ccusage's time / ours = {other / mine:.2f}")
             diffs = compare(ours, theirs)
             days = len(ours["rows"])
             if diffs:
@@ -270,7 +335,16 @@ def main() -> None:
                 )
             cost = theirs.get("totals", {}).get("totalCost")
             print(f"  ccusage's cost (its own LiteLLM prices): {cost}")
-        print(agentsview_usage())
+        start, first, warm = run_server(home, env, max(3, args.runs))
+        print(
+            f"running server: start {start:.2f} s, first summary {first:.2f} s, "
+            f"next summaries p50 {statistics.median(warm):.3f} s (runs {[round(w, 3) for w in warm]})"
+        )
+        if their_times:
+            other = statistics.median(their_times)
+            print(f"  speed, running server: {other / statistics.median(warm):.1f}x ccusage's")
+        for line in agentsview_usage(home, Path(tmp), ours):
+            print(line)
 
 
 if __name__ == "__main__":
