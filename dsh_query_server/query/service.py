@@ -264,12 +264,21 @@ class SessionQueryService:
         self,
         filters: Any,
         group_by: str,
-        since: int | None = None,
-        until: int | None = None,
-        time_zone: str = "UTC",
+        since: Any = None,
+        until: Any = None,
+        time_zone: str | None = None,
         token: CancelToken = NULL_TOKEN,
     ) -> UsageSummary:
-        return self.usage.usage_summary(filters, group_by, since, until, time_zone, token)
+        """``filters`` as the request holds them (UNSET when absent: every session); the bounds
+        as decoded (a safe integer or None); no zone is UTC."""
+        return self.usage.usage_summary(
+            [] if filters is UNSET else filters,
+            group_by,
+            None if since is None else int(since),
+            None if until is None else int(until),
+            time_zone or "UTC",
+            token,
+        )
 
     # -- titles (§3.8) ------------------------------------------
 

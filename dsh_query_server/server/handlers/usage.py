@@ -89,7 +89,4 @@ def read_usage(rt: Runtime, p: ReadUsageParams, token: CancelToken) -> SessionUs
 def usage_summary(rt: Runtime, p: UsageSummaryParams, token: CancelToken) -> UsageSummary:
     """Tokens and cost over the corpus' sessions the filters accept, by day, week, month,
     agent, model, cwd or session (usage.md §4)."""
-    filters = [] if p.filters is UNSET else p.filters
-    since = None if p.since is None else int(p.since)
-    until = None if p.until is None else int(p.until)
-    return rt.service.usage_summary(filters, p.groupBy, since, until, p.timeZone or "UTC", token)
+    return rt.service.usage_summary(p.filters, p.groupBy, p.since, p.until, p.timeZone, token)
