@@ -50,6 +50,7 @@ class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
     persisted_inspect_concurrency: int = resolve.PERSISTED_INSPECT_CONCURRENCY
     checkpoint_mode: str = resolve.CHECKPOINT_MODE
     checkpoint_interval_ms: int = resolve.CHECKPOINT_INTERVAL_MS
+    prices: str | None = None
     raw: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
@@ -74,6 +75,7 @@ _MEANINGS = {
     "search": "`openAt: never` disables search",
     "checkpoint": "`auto` flushes live events to a writable backend; `manual` only on "
     "`sessionStore/checkpoint`",
+    "prices": "a prices file (usage.md §3.2) whose rates override `genai-prices`, or `null`",
 }
 
 
@@ -89,6 +91,7 @@ def option_defaults() -> list[tuple[str, str]]:
         ("persistedInspectConcurrency", str(DEFAULTS.persisted_inspect_concurrency)),
         ("search", f"`{json.dumps(search)}`"),
         ("checkpoint", f"`{json.dumps(checkpoint)}`"),
+        ("prices", "`null`"),
     ]
 
 

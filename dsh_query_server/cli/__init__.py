@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import __version__
-from . import commands, demo, hub, passthrough, serve, show, timeline
+from . import commands, demo, hub, passthrough, serve, show, timeline, usage
 from .connect import fail
 
 # In help order.
@@ -27,6 +27,7 @@ SUBCOMMANDS: list[Callable[[Any, argparse.ArgumentParser], None]] = [
     commands.register,
     show.register,
     timeline.register,
+    usage.register,
     passthrough.register,
 ]
 

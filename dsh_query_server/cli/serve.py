@@ -20,6 +20,10 @@ def serve_options(args: argparse.Namespace) -> dict[str, Any]:
         options["index"] = args.index
     if args.checkpoint is not None:
         options["checkpoint"] = {"mode": args.checkpoint}
+    if args.prices is not None:
+        import os
+
+        options["prices"] = os.path.abspath(args.prices)
     return options
 
 
@@ -70,6 +74,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     serve.add_argument("--index", metavar="PATH", help="full-text index path, or :memory:")
     serve.add_argument(
         "--checkpoint", choices=CHECKPOINT_MODES, help="how live events reach persistence"
+    )
+    serve.add_argument(
+        "--prices", metavar="FILE", help="a prices file whose rates override genai-prices'"
     )
     serve.add_argument(
         "--demo",

@@ -22,6 +22,7 @@ from ..config import (
 )
 from ..errors import QueryError
 from ..persistence.mount.composite import persistence_members
+from ..query.prices import PriceFile
 from ..values import MAX_SAFE_INTEGER, is_blank, is_integer, is_safe_integer
 
 _UNSET = object()
@@ -121,6 +122,12 @@ def build_config(options: dict[str, Any]) -> ServerConfig:
     if not (is_safe_integer(interval) and 0 <= interval <= MAX_CHECKPOINT_INTERVAL_MS):
         raise _query_error("checkpoint.intervalMs must be an integer between 0 and 3600000")
 
+    prices = options.get("prices")
+    if prices is not None:
+        if not isinstance(prices, str) or is_blank(prices):
+            raise _query_error("prices must be a file path or null")
+        PriceFile(prices)  # INVALID_CONFIG when it cannot be read or does not parse
+
     return ServerConfig(
         persistence=persistence,
         search=SearchConfig(
@@ -135,6 +142,7 @@ def build_config(options: dict[str, Any]) -> ServerConfig:
         persisted_inspect_concurrency=int(concurrency),
         checkpoint_mode=mode,
         checkpoint_interval_ms=int(interval),
+        prices=prices,
         raw=options,
     )
 

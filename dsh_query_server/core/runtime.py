@@ -97,6 +97,7 @@ class Runtime:
             self.binding,
             read_window_max=config.read_window_max,
             inspect_concurrency=config.persisted_inspect_concurrency,
+            prices=config.prices,
         )
         self.checkpointer = Checkpointer(
             self.store,

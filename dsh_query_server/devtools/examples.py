@@ -51,7 +51,8 @@ def _assistant(seq: int, text: str) -> dict[str, Any]:
         "content": [{"type": "text", "text": text}],
         "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"},
     }
-    data = {"turn": 0, "step": 0, "message": message}
+    usage = {"inputTokens": 1200, "outputTokens": 40, "cacheReadTokens": 800}
+    data = {"turn": 0, "step": 0, "message": message, "usage": usage}
     event = {"type": "assistant/message", "time": T0 + seq * 1000, "surfaceOp": "append"}
     return {**event, "data": data}
 
@@ -82,6 +83,8 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("sessionQuery/readEvent", {"sessionId": "s1", "seq": 1, "before": 1, "after": 0}),
     ("sessionQuery/readSurface", {"sessionId": "s1"}),
     ("sessionQuery/readTimeline", {"sessionId": "s1"}),
+    ("sessionQuery/readUsage", {"sessionId": "s1", "includeDescendants": True}),
+    ("sessionQuery/usageSummary", {"groupBy": "day", "timeZone": "Europe/Paris"}),
     ("sessionQuery/readSession", {"sessionId": "s2"}),
     ("sessionQuery/readTitle", {"sessionId": "s1"}),
     ("sessionQuery/readTitles", {"sessionIds": ["s1", "nope"]}),

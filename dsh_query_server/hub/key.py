@@ -28,6 +28,7 @@ CONFIG_KEYS = (
     "persistedInspectConcurrency",
     "search",
     "checkpoint",
+    "prices",
 )
 
 
@@ -78,6 +79,7 @@ def resolved(options: Mapping[str, Any]) -> dict[str, Any]:
             "mode": _get(checkpoint, "mode", resolve.CHECKPOINT_MODE),
             "intervalMs": _number(_get(checkpoint, "intervalMs", resolve.CHECKPOINT_INTERVAL_MS)),
         },
+        "prices": options.get("prices"),  # a prices file (usage.md), None for the package's
     }
 
 

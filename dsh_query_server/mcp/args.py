@@ -1,4 +1,4 @@
-"""The five tools' declarations and their argument rules (tools.md §1.4, §1.5).
+"""The six tools' declarations and their argument rules (tools.md §1.4, §1.5).
 
 Arguments are checked here from the raw JSON the client sent: the spec fixes the text of every
 argument error, so nothing relies on a schema library's own messages.
@@ -151,6 +151,21 @@ TOOLS: tuple[ToolSpec, ...] = (
             Prop("after", "integer", "Number of following raw events to summarize. Omit for none."),
         ),
         ("seq",),
+        False,
+    ),
+    ToolSpec(
+        "session_usage",
+        "Read the tokens and estimated cost an authorized session recorded, each model response "
+        "counted once, optionally with its visible descendant sessions.",
+        (
+            Prop("session_id", "string", _ID),
+            Prop(
+                "include_descendants",
+                "boolean",
+                "Also total the descendant sessions in the caller workspace.",
+            ),
+        ),
+        (),
         False,
     ),
 )

@@ -1,7 +1,7 @@
 """The MCP tools run inside the hub (hub.md §3, **[ours]**): ``dsh-query mcp`` keeps speaking
 MCP to its agent (schema checks, the scheduler, the deadline, the roots/list scope step) and
 sends each tool call to its hub as ``hub/callTool`` (hub/handlers.py); the hub runs it with
-``run_tool``, the very tool functions an in-process server runs (tools.py, search_tool.py),
+``run_tool``, the very tool functions an in-process server runs (tools.py, search_tool.py, usage_tool.py),
 against its shared service, so a tool answers the same either way.
 """
 
@@ -17,8 +17,8 @@ from ..errors import QueryError
 from ..hub.handlers import CallToolParams, CallToolResult, ToolFailure
 from ..model.workspace import Workspace
 from .args import TOOL_BY_NAME, ToolError
-from .search_tool import RUN
 from .tools import TOOL_FAILED, Call, Interrupted
+from .usage_tool import RUN
 
 log = logging.getLogger("dsh_query_server.mcp")
 

@@ -1,4 +1,4 @@
-"""``dsh-query mcp``: the five history tools over MCP stdio (tools.md §1), on the SDK's low-level
+"""``dsh-query mcp``: the six history tools over MCP stdio (tools.md §1), on the SDK's low-level
 server, answered from the hub's shared service (hub.md §3) or, with ``--no-hub``, from a query
 service in this process (runners.py).
 

@@ -25,6 +25,7 @@ from ..errors import QueryError
 from ..model import wire
 from ..model.event import Event
 from ..model.timeline import SessionTimeline
+from ..model.usage import SessionUsage, UsageSummary
 from ..persistence.mount.binding import PersistenceBinding
 from ..session.store import SessionStore
 from ..session.validate import message_shape_error, replay_error
@@ -46,6 +47,7 @@ from .loaded import (
 from .loading import Entry, Loader
 from .text import documents
 from .titles import Titles
+from .usage_service import UsageService
 from .workers import WorkerPool
 
 # What follows a SessionRecord's raw header on the wire, by (live, persisted), as msgspec encodes
@@ -69,6 +71,7 @@ class SessionQueryService:
         *,
         read_window_max: int = 50,
         inspect_concurrency: int = 4,
+        prices: str | None = None,
     ) -> None:
         self.store = store
         self.binding = binding
@@ -79,6 +82,7 @@ class SessionQueryService:
         # The one pool for reads that fan out over sessions (titles, sidebar labels).
         self.pool = WorkerPool(inspect_concurrency)
         self.titles = Titles(self.loader, self.pool, inspect_concurrency)
+        self.usage = UsageService(self.loader, prices)  # readUsage, usageSummary (usage.md)
         # listSessions' JSON of the last observation (list_sessions_json)
         self._listed_json: tuple[list[Entry], Raw] | None = None
 
@@ -247,6 +251,33 @@ class SessionQueryService:
             raise QueryError(errors.CORRUPT_SESSION, problem, session_id=session_id)
         return wire.SessionLogSnapshot(
             session=wire.raw(loaded.header), events=[wire.raw(e) for e in loaded.events]
+        )
+
+    # -- usage (usage.md) -------------------------------------------------------------------
+
+    def read_usage(
+        self, session_id: str, include_descendants: bool = False, token: CancelToken = NULL_TOKEN
+    ) -> SessionUsage:
+        return self.usage.read_usage(session_id, include_descendants, token)
+
+    def usage_summary(
+        self,
+        filters: Any,
+        group_by: str,
+        since: Any = None,
+        until: Any = None,
+        time_zone: str | None = None,
+        token: CancelToken = NULL_TOKEN,
+    ) -> UsageSummary:
+        """``filters`` as the request holds them (UNSET when absent: every session); the bounds
+        as decoded (a safe integer or None); no zone is UTC."""
+        return self.usage.usage_summary(
+            [] if filters is UNSET else filters,
+            group_by,
+            None if since is None else int(since),
+            None if until is None else int(until),
+            time_zone or "UTC",
+            token,
         )
 
     # -- titles (§3.8) ------------------------------------------

@@ -88,6 +88,9 @@ def build_timeline(
         if etype == "assistant/message":
             steps.append(StepData(seq, event, data))
             before_steps.append(size(count, chars))
+            window = _count(_get(data, "contextWindow"))  # Qwen Code's, importers.md §10.5
+            if window is not None:
+                context_window = window
         rep = replacement_of.get(seq)
         if rep is None:
             count += 1

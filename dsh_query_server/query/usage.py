@@ -141,28 +141,127 @@ def openai_recorded(usage: Any) -> RecordedUsage | None:
     )
 
 
-def _last_token_usage(event: Event) -> Any:
-    payload = _get(_get(event.data(), "record"), "payload")
-    return _get(_get(payload, "info"), "last_token_usage")
+def _usage_info(event: Event) -> Any:
+    return _get(_get(_get(event.data(), "record"), "payload"), "info")
 
 
 def codex_rule(events: Sequence[Event], steps: Sequence[StepData]) -> list[RecordedUsage | None]:
     """A step takes the ``last_token_usage`` of the first ``token_count`` after it and before the
     next step. A ``token_count`` without ``info.last_token_usage`` (Codex writes those for rate
-    limits alone, ``info: null``) is not a usage record and is passed over."""
+    limits alone, ``info: null``) is not a usage record and is passed over, and so is one whose
+    ``total_token_usage`` equals the previous record's: no request happened between them (a
+    resumed rollout restates its last counts)."""
     out: list[RecordedUsage | None] = [None] * len(steps)
     index = {step.seq: i for i, step in enumerate(steps)}
     pending: int | None = None
+    last_total: Any = None
     for seq, event in enumerate(events):
         kind = event.type
         if kind == "assistant/message":
             pending = index.get(seq)
-        elif kind == CODEX_TOKEN_COUNT and pending is not None:
-            usage = _last_token_usage(event)
-            if isinstance(usage, dict):
+        elif kind == CODEX_TOKEN_COUNT:
+            info = _usage_info(event)
+            usage, total = _get(info, "last_token_usage"), _get(info, "total_token_usage")
+            if not isinstance(usage, dict):
+                continue
+            repeat = isinstance(total, dict) and total == last_total
+            if isinstance(total, dict):
+                last_total = total
+            if pending is not None and not repeat:
                 out[pending] = openai_recorded(usage)
                 pending = None
     return out
+
+
+# -- Gemini CLI, OpenCode, Copilot CLI, Qwen Code (importers.md §7.5, §8.7, §9.7, §10.5) --------
+
+
+def _own_usage(
+    recorded: Callable[[Any], RecordedUsage | None],
+) -> UsageRule:
+    """A rule for an agent whose importer copies each response's usage onto its own step."""
+
+    def rule(events: Sequence[Event], steps: Sequence[StepData]) -> list[RecordedUsage | None]:
+        return [recorded(_get(step.data, "usage")) for step in steps]
+
+    rule.__doc__ = recorded.__doc__
+    return rule
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    """``a + (b ?? 0)``, null when ``a`` is."""
+    return None if a is None else a + (b or 0)
+
+
+def gemini_recorded(tokens: Any) -> RecordedUsage | None:
+    """Gemini CLI's ``tokens`` {input, output, cached, thoughts?, tool?, total}: ``input``
+    (promptTokenCount) includes the cached tokens, ``output`` (candidatesTokenCount) excludes the
+    thoughts; implicit caching reports no writes; the prompt adds the tool-use prompt."""
+    if not isinstance(tokens, dict):
+        return None
+    input = _count(tokens.get("input"))
+    thoughts = _count(tokens.get("thoughts"))
+    return RecordedUsage(
+        input=input,
+        cacheRead=_count(tokens.get("cached")),
+        cacheWrite=None,
+        output=_plus(_count(tokens.get("output")), thoughts),
+        reasoning=thoughts,
+        context=_plus(input, _count(tokens.get("tool"))),
+    )
+
+
+def opencode_recorded(tokens: Any) -> RecordedUsage | None:
+    """OpenCode's ``tokens`` {input, output, reasoning, cache: {read, write}}: ``input`` excludes
+    the cache reads and writes, and ``reasoning`` is billed beside ``output``, not inside it."""
+    if not isinstance(tokens, dict):
+        return None
+    input = _count(tokens.get("input"))
+    cache = tokens.get("cache")
+    read, write = _count(_get(cache, "read")), _count(_get(cache, "write"))
+    reasoning = _count(tokens.get("reasoning"))
+    return RecordedUsage(
+        input=input,
+        cacheRead=read,
+        cacheWrite=write,
+        output=_plus(_count(tokens.get("output")), reasoning),
+        reasoning=reasoning,
+        context=_prompt(input, read, write),
+    )
+
+
+def copilot_recorded(usage: Any) -> RecordedUsage | None:
+    """Copilot CLI's ``{outputTokens}``: the only count its log keeps (no prompt, no cache)."""
+    if not isinstance(usage, dict):
+        return None
+    return RecordedUsage(
+        input=None,
+        cacheRead=None,
+        cacheWrite=None,
+        output=_count(usage.get("outputTokens")),
+        reasoning=None,
+        context=None,
+    )
+
+
+def _either(usage: dict[str, Any], key: str, older: str) -> int | None:
+    return _count(usage[key] if key in usage else usage.get(older))
+
+
+def qwen_recorded(usage: Any) -> RecordedUsage | None:
+    """Qwen Code's ``usageMetadata`` (or its older renamed copy): ``promptTokenCount`` is the
+    whole prompt, cache reads inside it; cache writes are not recorded apart."""
+    if not isinstance(usage, dict):
+        return None
+    input = _either(usage, "promptTokenCount", "input")
+    return RecordedUsage(
+        input=input,
+        cacheRead=_either(usage, "cachedContentTokenCount", "cached"),
+        cacheWrite=None,
+        output=_either(usage, "candidatesTokenCount", "output"),
+        reasoning=_either(usage, "thoughtsTokenCount", "thoughts"),
+        context=input,
+    )
 
 
 def no_rule(events: Sequence[Event], steps: Sequence[StepData]) -> list[RecordedUsage | None]:
@@ -174,6 +273,10 @@ def no_rule(events: Sequence[Event], steps: Sequence[StepData]) -> list[Recorded
 RULES: dict[str, UsageRule] = {
     "claude-code": claude_rule,
     "codex": codex_rule,
+    "gemini-cli": _own_usage(gemini_recorded),
+    "opencode": _own_usage(opencode_recorded),
+    "copilot-cli": _own_usage(copilot_recorded),
+    "qwen-code": _own_usage(qwen_recorded),
 }
 
 

@@ -90,6 +90,7 @@ RAW_FIELDS: dict[tuple[str, str], object] = {
     ("SessionEventSearchPage", "session"): SessionHeader,
     ("CreateResult", "header"): SessionHeader,
     ("SessionTimeline", "session"): SessionHeader,
+    ("SessionUsage", "session"): SessionHeader,
 }
 
 _RECORD_TYPES: dict[str, object] = {"type": str, "time": int, "surface": Surface}
@@ -121,6 +122,13 @@ FIELD_TYPES: dict[tuple[str, str], object] = {
     ("TimelineReplacement", "time"): int,
     ("TimelineReplacement", "type"): SurfaceType,
     ("TimelineReplacement", "kind"): ReplacementKind,
+    ("UsageStep", "time"): int,
+    ("SkippedSession", "sessionId"): str,
+    ("SkippedSession", "code"): ErrorCode,
+    ("DescendantUsage", "parentSession"): str,
+    ("UsageRow", "key"): str | None,
+    ("UsageSummary", "since"): int | None,
+    ("UsageSummary", "until"): int | None,
 }
 
 # -- shapes that are no method's params or result --------------------------------------------

@@ -268,6 +268,7 @@ async def test_initialize_and_tools(tmp_path: Path, corpus: str) -> None:
         "session_trace",
         "session_event_trace",
         "session_event_read",
+        "session_usage",
     ]
     read = listed.tools[4]
     assert read.input_schema == {

@@ -274,6 +274,14 @@ FIELDS = {
     | json_values,
     "caller": st.sampled_from(["live", "persisted-a", None]) | json_values,
     "maxResults": st.sampled_from(SPECIAL_NUMBERS) | json_values,
+    "groupBy": st.sampled_from(["day", "week", "month", "agent", "model", "cwd", "session", "year"])
+    | json_values,
+    "since": st.sampled_from([*SPECIAL_NUMBERS, 0, 1767225600000]) | st.none() | json_values,
+    "until": st.sampled_from([*SPECIAL_NUMBERS, 1767225600000]) | st.none() | json_values,
+    # names that are no zone, and paths a zone name must never be read from
+    "timeZone": st.sampled_from(["UTC", "Europe/Paris", "Nope/Zone", "../../etc/passwd", "/x", ""])
+    | st.none()
+    | json_values,
 }
 
 

@@ -1,7 +1,7 @@
 // esbuild: the extension into dist/extension.js (vscode external); the session page (a browser
 // bundle, docs/views.md §3) into dist/session_view.js and, the same bytes, into the Python package
 // (dsh_query_server/assets/session_view.js, committed, so `dsh-query export --html` needs no node);
-// and with --tests each test/*.test.ts into out-test/ with `vscode` aliased to the test stub.
+// the Usage page into dist/usage_view.js; and with --tests each test/*.test.ts into out-test/ with `vscode` aliased to the test stub.
 // --view-out=FILE writes only the session page, to FILE (tests/test_vscode_extension.py compares it
 // with the committed copy).
 import * as esbuild from "esbuild";
@@ -17,10 +17,10 @@ const viewOut = argv.find((a) => a.startsWith("--view-out="))?.slice("--view-out
 
 /** The session page: minified and without a source map whatever the mode, so that every build
  * writes the same bytes as the committed copy. */
-async function buildView() {
+async function buildView(entry = "src/view/main.ts") {
   const result = await esbuild.build({
     absWorkingDir: root,
-    entryPoints: ["src/view/main.ts"],
+    entryPoints: [entry],
     bundle: true,
     platform: "browser",
     format: "iife",
@@ -43,6 +43,8 @@ const view = await buildView();
 mkdirSync(join(root, "dist"), { recursive: true });
 writeFileSync(join(root, "dist", "session_view.js"), view);
 writeFileSync(join(root, "..", "dsh_query_server", "assets", "session_view.js"), view);
+// The Usage page (docs/usage.md §5): a second page of the same kind, for the webview only.
+writeFileSync(join(root, "dist", "usage_view.js"), await buildView("src/view/usage/main.ts"));
 
 await esbuild.build({
   absWorkingDir: root,

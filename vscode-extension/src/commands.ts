@@ -439,6 +439,7 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     reg(COMMANDS.restartServer, "Restart Server", () => ctx.server.restart()),
     reg(COMMANDS.showOutput, "Show Server Output", () => ctx.output.show(true)),
     reg(COMMANDS.groupSessions, "Group Sessions", (...a) => groupSessions(a)),
+    reg(COMMANDS.openUsageView, "Open Usage View", () => ctx.usageView.open()),
     reg(COMMANDS.openSessionView, "Open Session View", async (...a) => {
       const ref = refFromArgs(a);
       const id = ref?.sessionId ?? (await sessionFor(ctx, a, "Open Session View"));

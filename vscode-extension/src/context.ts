@@ -3,6 +3,7 @@
 import type * as vscode from "vscode";
 import type { SessionDocumentProvider } from "./documents";
 import type { SessionViews } from "./sessionView";
+import type { UsageView } from "./usageView";
 import type { SessionRef } from "./refs";
 import type { ServerManager } from "./server";
 import type { ServerTreeProvider, TreeElement } from "./tree";
@@ -22,6 +23,8 @@ export interface Ctx {
   docs: SessionDocumentProvider;
   /** The session view panels (docs/views.md §3). */
   sessionViews: SessionViews;
+  /** The Usage view (docs/usage.md §5). */
+  usageView: UsageView;
   views: Views;
   /** The session (and event) the user last selected in any view. */
   selection: { session?: string; event?: SessionRef };

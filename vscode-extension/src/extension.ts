@@ -11,6 +11,7 @@ import { ServerManager } from "./server";
 import { GROUPING_SETTING, groupingDescription, readGrouping, sessionsTarget } from "./grouping";
 import { needsRestart } from "./settings";
 import { SessionViews } from "./sessionView";
+import { UsageView } from "./usageView";
 import { ServerTreeProvider, selectionOf, type TreeElement } from "./tree";
 import { SCHEME } from "./uri";
 
@@ -44,12 +45,17 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
     traceEvent: (sessionId, seq) => ctx.traceEvent(sessionId, seq),
     traceSession: (sessionId) => ctx.traceSession(sessionId),
   });
+  const usageView = new UsageView(context.extensionUri, {
+    request: (method, params) => server.request(method, params),
+    openSession: (sessionId) => sessionViews.open(sessionId),
+  });
 
   const ctx: Ctx = {
     server,
     output,
     docs,
     sessionViews,
+    usageView,
     views: { sessions, events, trace, sessionsView, eventsView, traceView },
     selection: {},
     async showSession(sessionId, opts = {}) {
@@ -123,6 +129,7 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
     traceView,
     docs,
     sessionViews,
+    usageView,
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, docs),
     ...registerCommands(ctx),
     // The Trace view follows the selection: a session shows its lineage, an event its trace
@@ -161,6 +168,7 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
         docs.refresh();
         if (state === "running") {
           sessionViews.refresh();
+          usageView.refresh();
         }
       }
     }),
@@ -225,6 +233,9 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
     if (p.corpus || ids.size > 0) {
       docs.refresh(p.corpus ? undefined : ids);
       sessionViews.refresh(p.corpus ? undefined : ids);
+    }
+    if (p.corpus) {
+      usageView.refresh(); // a corpus-wide change; a live append waits for the page's own reload
     }
   }
 

@@ -24,6 +24,7 @@ export const COMMANDS = {
   exportSession: "dshQuery.exportSession",
   groupSessions: "dshQuery.groupSessions",
   openSessionView: "dshQuery.openSessionView",
+  openUsageView: "dshQuery.openUsageView",
 } as const;
 
 const CLIENT_COMMANDS = new Set<string>(Object.values(COMMANDS));

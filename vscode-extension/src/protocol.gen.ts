@@ -76,6 +76,13 @@ export interface CwdFilter {
   values: (string | null)[];
 }
 
+export interface DescendantUsage {
+  sessionId: string;
+  parentSession: string;
+  agent: string;
+  total: UsageTotals;
+}
+
 export interface DidChangeParams {
   sessionIds?: string[];
   corpus?: true;
@@ -194,6 +201,12 @@ export interface IdFilter {
   values: string[];
 }
 
+/** One model's part of a time group's row. */
+export interface ModelShare {
+  model: string | null;
+  total: UsageTotals;
+}
+
 /** Why the configured persistence is not mounted: the hub could not mount it when it started (the mount's code and message; the hub then serves live sessions alone). */
 export interface MountFailure {
   code: string;
@@ -217,6 +230,12 @@ export type NoParams = Record<string, never>;
 export interface ParentFilter {
   kind: "parent";
   values: (string | null)[];
+}
+
+/** The counted response with the largest recorded prompt (the earliest on a tie). */
+export interface PeakContext {
+  seq: number;
+  context: number;
 }
 
 export interface PersistenceMember {
@@ -254,6 +273,12 @@ export interface ReadSurfaceParams {
 
 export interface ReadTitlesParams {
   sessionIds: string[];
+}
+
+/** ``includeDescendants``: also every descendant session's totals, and all of them summed (usage.md §1). Null is absent. */
+export interface ReadUsageParams {
+  sessionId: string;
+  includeDescendants?: boolean | null;
 }
 
 /** The usage the agent recorded for one response, normalised (views.md §2); a field the source does not record is null. ``context`` is the whole prompt as the provider counted it. */
@@ -460,11 +485,31 @@ export interface SessionTitleSnapshot {
   updatedAt: number;
 }
 
+export interface SessionUsage {
+  session: SessionHeader;
+  agent: string;
+  seedResponses: number;
+  steps: UsageStep[];
+  peakContext: PeakContext | null;
+  total: UsageTotals;
+  prices: string;
+  descendants?: DescendantUsage[];
+  withDescendants?: UsageTotals;
+  skipped?: SkippedSession[];
+}
+
 /** What a replacement shadowed: how many events, the first and last in surface order. */
 export interface ShadowedSpan {
   count: number;
   firstSeq: number;
   lastSeq: number;
+}
+
+/** A session left out of a total because it could not be read, with the error it gave. */
+export interface SkippedSession {
+  sessionId: string;
+  code: ErrorCode;
+  message: string;
 }
 
 export interface StatusResult {
@@ -616,6 +661,63 @@ export interface TypeFilter {
   values: string[];
 }
 
+/** One group of ``usageSummary``: its key (usage.md §4.1) and its totals; a time group's row also splits them by model (``byModel``, most tokens first). */
+export interface UsageRow {
+  key: string | null;
+  total: UsageTotals;
+  byModel?: ModelShare[];
+}
+
+/** One counted model response (usage.md §2): the ``assistant/message`` at ``seq`` that carries the response's recorded usage (views.md §2 ``recorded``). */
+export interface UsageStep {
+  seq: number;
+  time: number;
+  model: string | null;
+  input: number | null;
+  cacheRead: number | null;
+  cacheWrite: number | null;
+  output: number | null;
+  reasoning: number | null;
+  context: number | null;
+  costUsd: string | null;
+  priceSource: string | null;
+}
+
+export interface UsageSummary {
+  groupBy: string;
+  timeZone: string;
+  since: number | null;
+  until: number | null;
+  rows: UsageRow[];
+  total: UsageTotals;
+  skipped: SkippedSession[];
+  prices: string;
+}
+
+/** ``since`` / ``until``: epoch milliseconds, a response counts when ``since <= time < until``; ``timeZone``: an IANA name for the day, week and month groups (default UTC). The filters are checked by the service, after these (semantics.md §3.12). */
+export interface UsageSummaryParams {
+  groupBy: "agent" | "cwd" | "day" | "model" | "month" | "session" | "week";
+  since?: number | null;
+  until?: number | null;
+  timeZone?: string | null;
+  filters?: SessionFilter[];
+}
+
+/** Counted responses summed (usage.md §2.5): a count is null when no response recorded it; ``costUsd`` sums the priced responses, null when none was priced; the others are ``unpricedResponses``, their models in ``unpricedModels``. */
+export interface UsageTotals {
+  sessions: number;
+  responses: number;
+  input: number | null;
+  cacheRead: number | null;
+  cacheWrite: number | null;
+  output: number | null;
+  reasoning: number | null;
+  costUsd: string | null;
+  unpricedResponses: number;
+  unpricedModels: string[];
+  models: string[];
+}
+
 export interface UserTitleSource {
   kind: "user";
 }
@@ -640,12 +742,14 @@ export interface Requests {
   "sessionQuery/readTimeline": { params: SessionIdParams; result: SessionTimeline };
   "sessionQuery/readTitle": { params: SessionIdParams; result: SessionTitleObservation };
   "sessionQuery/readTitles": { params: ReadTitlesParams; result: SessionTitleObservationResult[] };
+  "sessionQuery/readUsage": { params: ReadUsageParams; result: SessionUsage };
   "sessionQuery/searchEvents": { params: SessionEventSearchRequest; result: SessionEventSearchPage };
   "sessionQuery/searchSessions": { params: SessionSearchRequest; result: SessionSearchPage };
   "sessionQuery/traceEvent": { params: TraceEventParams; result: SessionEventTraceObservation };
   "sessionQuery/traceSession": { params: SessionIdParams; result: SessionLineageTrace };
   "sessionQuery/treeChildren": { params: TreeChildrenParams; result: TreeChildrenResult };
   "sessionQuery/treeParent": { params: TreeParentParams; result: TreeParentResult };
+  "sessionQuery/usageSummary": { params: UsageSummaryParams; result: UsageSummary };
   "sessionStore/append": { params: AppendParams; result: AppendResult };
   "sessionStore/checkpoint": { params: CheckpointParams; result: CheckpointResult };
   "sessionStore/create": { params: CreateParams; result: CreateResult };

@@ -11,9 +11,31 @@ export const VIEW_METHODS = [
   "sessionQuery/readEvent",
   "sessionQuery/readSurface",
   "sessionQuery/traceSession",
+  "sessionQuery/readUsage",
 ] as const;
 
 export type ViewMethod = (typeof VIEW_METHODS)[number];
+
+/** What the Usage page (docs/usage.md §5) may call: the corpus' totals, nothing else. */
+export const USAGE_METHODS = ["sessionQuery/usageSummary"] as const;
+
+export type UsageMethod = (typeof USAGE_METHODS)[number];
+
+export function isUsageMethod(value: unknown): value is UsageMethod {
+  return typeof value === "string" && (USAGE_METHODS as readonly string[]).includes(value);
+}
+
+/** The Usage page's messages: requests as the session page's, and one action. */
+export type UsagePageToHost =
+  | { type: "request"; id: number; method: UsageMethod; params: Record<string, unknown> }
+  | { type: "action"; request: { action: "openSession"; sessionId: string } }
+  | { type: "ready" };
+
+/** The Usage page's start-up configuration. */
+export interface UsageConfig {
+  /** The IANA zone of the days (the editor's). */
+  timeZone: string;
+}
 
 export function isViewMethod(value: unknown): value is ViewMethod {
   return typeof value === "string" && (VIEW_METHODS as readonly string[]).includes(value);

@@ -4,6 +4,6 @@ method (server/registry.py). Where is method X handled: ``grep -rn '"X"' server/
 A new feature module is imported here; a new method in an existing one needs nothing here.
 """
 
-from . import events, export, persistence, search, sessions, store, tree
+from . import events, export, persistence, search, sessions, store, tree, usage
 
-__all__ = ["events", "export", "persistence", "search", "sessions", "store", "tree"]
+__all__ = ["events", "export", "persistence", "search", "sessions", "store", "tree", "usage"]

@@ -585,3 +585,57 @@ def test_invalid_init_option_is_reported(nvim, tmp_path):
     assert "SESSION_QUERY_INVALID_CONFIG" in notes, notes
     # the tree does not hang: its roots show the failure
     assert lines(result, "sessions")[2].lstrip().startswith("✗ ")
+
+
+# -- scenario 4: :DshUsage over a Claude Code home (docs/usage.md §5) ------------------------------
+
+USAGE = r"""
+snap("usage_day", cmd("DshUsage"))
+vim.cmd("silent! only")
+snap("usage_model", cmd("DshUsage model"))
+vim.cmd("silent! only")
+vim.cmd("DshUsage year")
+R.usage_completion = vim.fn.getcompletion("DshUsage m", "cmdline")
+"""
+
+
+@pytest.fixture(scope="module")
+def usage(nvim, tmp_path_factory):
+    from tests.import_helpers import jl, write_home
+    from tests.query.test_usage_service import DUPLICATES, TRUNK, anthropic, response, user
+
+    tmp = tmp_path_factory.mktemp("nvim-usage")
+    other = "0b0b0b0b-0000-4000-8000-00000000000a"
+    unknown = jl(
+        user("u1", None, "hi", 1, sid=other),
+        response("a1", "u1", "m1", 2, anthropic(100, 50), sid=other, model="house-model"),
+    )
+    home = write_home(
+        tmp / "claude",
+        {f"projects/-w/{TRUNK}.jsonl": DUPLICATES, f"projects/-w/{other}.jsonl": unknown},
+    )
+    return run_nvim(
+        nvim,
+        tmp,
+        USAGE,
+        server_args=["--persistence", "none"],
+        init={"persistence": f"claude:{home}", "index": ":memory:"},
+    )
+
+
+def test_usage_shows_the_table_with_totals_and_no_price(usage):
+    day = lines(usage, "usage_day")
+    assert day[0] == "Usage by day (UTC) · R re-read · q close"
+    assert day[1].split()[:3] == ["day", "resp", "input"]
+    row = line_with(usage, "usage_day", "2026-01-01")
+    # both sessions answered on 2026-01-01: 3 responses, input 4 + 100, and one has no price
+    assert row.split()[:7] == ["2026-01-01", "3", "104", "1900", "100", "97", "$0.0017*"]
+    assert row.endswith("#" * 10)
+    total = line_with(usage, "usage_day", "total (2 sessions)")
+    assert total.split()[3:9] == ["3", "104", "1900", "100", "97", "$0.0017*"]
+    assert "1 responses have no price (house-model)" in "\n".join(day)
+    models = lines(usage, "usage_model")
+    assert models[0].startswith("Usage by model")
+    assert "   no price #" in line_with(usage, "usage_model", "house-model")
+    assert any(":DshUsage takes one of day, week" in n["msg"] for n in usage["notes"])
+    assert usage["usage_completion"] == ["month", "model"]

@@ -65,6 +65,7 @@ def test_package_vsix(node_modules: None) -> None:
         names = set(z.namelist())
     assert "extension/dist/extension.js" in names
     assert "extension/dist/session_view.js" in names  # the session view's page (views.md §3)
+    assert "extension/dist/usage_view.js" in names  # the Usage page (usage.md §5)
     assert "extension/package.json" in names
     assert "extension/media/session-query.svg" in names
     assert any(n.lower() == "extension/readme.md" for n in names)

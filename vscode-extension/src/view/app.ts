@@ -11,6 +11,7 @@ import type {
   SessionLineageTrace,
   SessionSurfaceSnapshot,
   SessionTimeline,
+  SessionUsage,
   TimelineReplacement,
 } from "../protocol.gen";
 import { ContextChart } from "./chart";
@@ -18,6 +19,7 @@ import type { Host } from "./host";
 import { VirtualList } from "./list";
 import { count, dividerText, events, kindLabel, logRows, shadowedSpan, surfaceRows, type Row } from "./model";
 import { classBadge, el, labelOf, messageBody, minorText, timeText } from "./render";
+import { usageLine } from "./usage/format";
 
 type Mode = { kind: "log" } | { kind: "now" } | { kind: "point"; through: number; title: string };
 
@@ -138,6 +140,7 @@ export class SessionPage {
         await this.reveal(this.host.config.reveal);
       }
       this.loaded = true; // a refresh keeps the place the reader is at
+      void this.usage();
       void this.subagents();
     } catch (err) {
       this.fail(err);
@@ -200,6 +203,22 @@ export class SessionPage {
       return el("code", undefined, id);
     }
     return button(id, () => this.host.act({ action: "openSession", sessionId: id }), `Open the session view of ${id}`);
+  }
+
+  /** The session's tokens and cost (docs/usage.md §1) as one line of the header; a host that
+   * cannot read usage (the HTML export) leaves it out. */
+  private async usage(): Promise<void> {
+    let usage: SessionUsage;
+    try {
+      usage = await this.host.request<SessionUsage>("sessionQuery/readUsage", { sessionId: this.sessionId });
+    } catch {
+      return;
+    }
+    const line = el("div", "meta usage");
+    line.dataset.responses = String(usage.total.responses);
+    line.textContent = usageLine(usage.total, usage.prices);
+    this.header.querySelector(".usage")?.remove();
+    this.header.append(line);
   }
 
   private async subagents(): Promise<void> {

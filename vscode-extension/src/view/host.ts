@@ -82,6 +82,8 @@ export class EmbeddedHost implements Host {
           throw new HostError("the export holds no lineage");
         }
         return data.lineage;
+      case "sessionQuery/readUsage":
+        throw new HostError("the export holds no usage"); // the header leaves its usage line out
     }
   }
 

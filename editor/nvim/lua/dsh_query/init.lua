@@ -6,6 +6,7 @@ local rpc = require("dsh_query.rpc")
 local tree = require("dsh_query.tree")
 local read = require("dsh_query.read")
 local show = require("dsh_query.show")
+local usage_view = require("dsh_query.usage")
 local json = require("dsh_query.json")
 
 local M = {}
@@ -104,6 +105,12 @@ function M.trace(session_id, seq)
   return tree.open({ name = ("dsh-query://trace/%s/%s"):format(sid_text(session_id), json.number(seq)),
                      title = ("Trace of #%s in %s"):format(json.number(seq), sid_text(session_id)),
                      view = "eventTrace", args = { sessionId = session_id, seq = seq } })
+end
+
+--- :DshUsage [by]: tokens and cost by day (or week, month, model, agent, project, session).
+function M.usage(by)
+  ensure_setup()
+  return usage_view.open(by)
 end
 
 --- :DshRead {id} {seq}: the event window around one event, in a split.
@@ -315,6 +322,12 @@ function M.create_commands()
     if vim.trim(o.args) == "" then return usage(":DshSearch {query}") end
     M.search(o.args)
   end, { nargs = "+", desc = "dsh-query: full-text search" })
+  cmd("DshUsage", function(o) M.usage(vim.trim(o.args)) end, {
+    nargs = "?", desc = "dsh-query: tokens and cost by day, week, month, model, agent, project or session",
+    complete = function(lead)
+      return vim.tbl_filter(function(g) return g:sub(1, #lead) == lead end, usage_view.groups)
+    end,
+  })
   cmd("DshStatus", function() M.execute(commands.SERVER_STATUS) end, { nargs = 0, desc = "dsh-query: persistence status" })
   cmd("DshMount", function(o) M.execute(commands.SERVER_MOUNT, { { uri = o.args } }) end,
     { nargs = 1, desc = "dsh-query: mount jsonl:/root or sqlite:/file.db" })
