@@ -42,6 +42,9 @@ export class UsagePage {
   private readonly tables = el("div", "tables");
   private readonly status = el("div", "status");
   private days: UsageSummary | undefined;
+  // Each load's number; an answer is drawn only while its load is the newest, so a slow answer
+  // for the range left behind never overwrites the range the person chose after it.
+  private generation = 0;
 
   constructor(
     private readonly host: UsageHost,
@@ -55,6 +58,7 @@ export class UsagePage {
   }
 
   async load(): Promise<void> {
+    const generation = ++this.generation;
     this.drawControls();
     this.status.textContent = "Reading usage…";
     this.status.classList.remove("error");
@@ -66,6 +70,9 @@ export class UsagePage {
       const [days, projects, agents, sessions] = await Promise.all(
         ["day", "cwd", "agent", "session"].map((groupBy) => this.host.summary({ ...bounds, groupBy })),
       );
+      if (generation !== this.generation) {
+        return;
+      }
       performance.mark("dsh-usage-data");
       this.days = days;
       this.drawTotals(days);
@@ -79,6 +86,9 @@ export class UsagePage {
       this.status.textContent = `Prices: ${days.prices}; costs are estimates at list prices.${skipped}`;
       performance.mark("dsh-usage-drawn");
     } catch (err) {
+      if (generation !== this.generation) {
+        return;
+      }
       const code = (err as { code?: unknown }).code;
       this.status.textContent = `Could not read usage: ${typeof code === "string" ? `${code}: ` : ""}${(err as Error).message}`;
       this.status.classList.add("error");
