@@ -1,18 +1,18 @@
 // The Usage view (docs/usage.md §5): one webview panel showing dist/usage_view.js (src/view/usage/)
-// under the session view's Content-Security-Policy. The page may ask for usageSummary only, and
-// may ask to open a session's view; everything else is refused.
+// under the session view's Content-Security-Policy. The page may ask for usageSummary and for its
+// sessions' titles (readTitles), and may ask to open a session's view; everything else is refused.
 
 import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
 import { describeError, formatError } from "./errors";
 import type { Params, Result } from "./protocol";
 import { sessionViewHtml } from "./sessionView";
-import { isUsageMethod, type HostToPage, type UsageConfig, type UsagePageToHost } from "./viewProtocol";
+import { isUsageMethod, type HostToPage, type UsageConfig, type UsageMethod, type UsagePageToHost } from "./viewProtocol";
 
 export const USAGE_VIEW_TYPE = "dshQuery.usageView";
 
 export interface UsageViewHost {
-  request(method: "sessionQuery/usageSummary", params: Params<"sessionQuery/usageSummary">): Promise<Result<"sessionQuery/usageSummary">>;
+  request<M extends UsageMethod>(method: M, params: Params<M>): Promise<Result<M>>;
   openSession(sessionId: string): void;
 }
 
@@ -68,8 +68,8 @@ export class UsageView implements vscode.Disposable {
         return;
       }
       try {
-        // The server checks the params (groupBy, since, until, timeZone, filters).
-        const result = await this.host.request(m.method, m.params as unknown as Params<"sessionQuery/usageSummary">);
+        // The server checks the params (groupBy, since, until, timeZone, filters; sessionIds).
+        const result = await this.host.request(m.method, m.params as unknown as Params<typeof m.method>);
         reply({ result });
       } catch (err) {
         reply({ error: { message: formatError(err), code: describeError(err).dataCode } });

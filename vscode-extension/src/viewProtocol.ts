@@ -16,8 +16,8 @@ export const VIEW_METHODS = [
 
 export type ViewMethod = (typeof VIEW_METHODS)[number];
 
-/** What the Usage page (docs/usage.md §5) may call: the corpus' totals, nothing else. */
-export const USAGE_METHODS = ["sessionQuery/usageSummary"] as const;
+/** What the Usage page (docs/usage.md §5) may call: the corpus' totals and its sessions' titles. */
+export const USAGE_METHODS = ["sessionQuery/usageSummary", "sessionQuery/readTitles"] as const;
 
 export type UsageMethod = (typeof USAGE_METHODS)[number];
 

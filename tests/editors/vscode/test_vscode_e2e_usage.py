@@ -129,9 +129,13 @@ def test_the_usage_view_renders_and_its_totals_are_the_clis(
     assert projects.count() == 1  # every generated record says cwd /work/proj
     wb.shot("usage-view")
 
-    first = sessions.first.locator("td.key button")
-    sid = first.inner_text()
-    first.click()
+    key = sessions.first.locator("td.key")
+    sid = key.get_attribute("data-session-id")
+    assert sid
+    # the row names the session by its title (readTitles), beside its id's first 8 characters
+    key.locator(".title", has_text="next step").wait_for(timeout=30_000)
+    assert key.locator("button").inner_text() == sid[:8]
+    key.locator("button").click()
     wb.wait_for(lambda: len(_frames(wb)) == 2, "the session view beside it")
 
     def usage_line() -> str:

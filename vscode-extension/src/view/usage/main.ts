@@ -2,8 +2,8 @@
 // extension (usageView.ts), reached by messages; requests travel by id and come back the same way.
 
 import uplotCss from "uplot/dist/uPlot.min.css";
-import type { HostToPage, UsageConfig, UsagePageToHost } from "../../viewProtocol";
-import type { UsageSummary } from "../../protocol.gen";
+import type { HostToPage, UsageConfig, UsageMethod, UsagePageToHost } from "../../viewProtocol";
+import type { SessionTitleObservationResult, UsageSummary } from "../../protocol.gen";
 import { HostError } from "../host";
 import css from "../style.css";
 import usageCss from "./style.css";
@@ -44,12 +44,28 @@ class WebviewUsageHost implements UsageHost {
     }
   }
 
-  summary(params: Record<string, unknown>): Promise<UsageSummary> {
+  private ask<T>(method: UsageMethod, params: Record<string, unknown>): Promise<T> {
     const id = this.next++;
-    return new Promise<UsageSummary>((resolve, reject) => {
+    return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.api.postMessage({ type: "request", id, method: "sessionQuery/usageSummary", params });
+      this.api.postMessage({ type: "request", id, method, params });
     });
+  }
+
+  summary(params: Record<string, unknown>): Promise<UsageSummary> {
+    return this.ask("sessionQuery/usageSummary", params);
+  }
+
+  async titles(sessionIds: string[]): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    const results = await this.ask<SessionTitleObservationResult[]>("sessionQuery/readTitles", { sessionIds });
+    for (const r of results) {
+      const title = r.value?.title?.title;
+      if (r.status === "fulfilled" && title) {
+        found.set(r.sessionId, title);
+      }
+    }
+    return found;
   }
 
   openSession(sessionId: string): void {

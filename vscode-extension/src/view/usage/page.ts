@@ -11,6 +11,8 @@ import { compact, dollars, tokens } from "./format";
 export interface UsageHost {
   readonly timeZone: string;
   summary(params: Record<string, unknown>): Promise<UsageSummary>;
+  /** The titles of these sessions; an untitled or unreadable one is absent. */
+  titles(sessionIds: string[]): Promise<Map<string, string>>;
   openSession(sessionId: string): void;
   onRefresh(listener: () => void): void;
 }
@@ -82,6 +84,7 @@ export class UsagePage {
         this.table("By agent", "agent", agents.rows, (k) => k ?? "(none)"),
         this.table("Sessions", "session", sessions.rows.slice(0, SESSION_ROWS), (k) => k ?? "", true),
       );
+      void this.nameSessions(generation);
       const skipped = days.skipped.length ? ` ${days.skipped.length} sessions could not be read.` : "";
       this.status.textContent = `Prices: ${days.prices}; costs are estimates at list prices.${skipped}`;
       performance.mark("dsh-usage-drawn");
@@ -92,6 +95,32 @@ export class UsagePage {
       const code = (err as { code?: unknown }).code;
       this.status.textContent = `Could not read usage: ${typeof code === "string" ? `${code}: ` : ""}${(err as Error).message}`;
       this.status.classList.add("error");
+    }
+  }
+
+  /** Each session row gains its title beside its id once readTitles answers (the rows are drawn
+   * without waiting for it); a title that cannot be read leaves the id alone. */
+  private async nameSessions(generation: number): Promise<void> {
+    const cells = [...this.tables.querySelectorAll<HTMLElement>('.usage-table[data-kind="session"] td.key')];
+    const ids = cells.map((c) => c.dataset.sessionId ?? "").filter((id) => id);
+    if (!ids.length) {
+      return;
+    }
+    let titles: Map<string, string>;
+    try {
+      titles = await this.host.titles(ids);
+    } catch {
+      return;
+    }
+    if (generation !== this.generation) {
+      return;
+    }
+    for (const cell of cells) {
+      const title = titles.get(cell.dataset.sessionId ?? "");
+      if (title) {
+        cell.append(el("span", "title", title));
+        cell.title = title;
+      }
     }
   }
 
@@ -171,7 +200,10 @@ export class UsagePage {
       const tr = el("tr");
       const name = el("td", "key");
       if (open && key) {
-        const b = button(key, () => this.host.openSession(key));
+        name.dataset.sessionId = key;
+        // A UUID is known by its first 8 characters, as git shows hashes; the whole id is the tooltip.
+        const b = button(/^[0-9a-f]{8}-/.test(key) ? key.slice(0, 8) : key, () => this.host.openSession(key));
+        b.title = key;
         b.setAttribute("aria-label", `Open the session view of ${key}`);
         name.append(b);
       } else {
