@@ -103,6 +103,7 @@ class ToolWorkspace(msgspec.Struct):
 
     roots: list[str]
     base: str
+    source: str = ""  # where the roots came from (tools.md §1.2), for the answers that name it
 
 
 def _positive(value: int) -> bool:
