@@ -595,6 +595,7 @@ export interface ToolFailure {
 export interface ToolWorkspace {
   roots: string[];
   base: string;
+  source?: string;
 }
 
 export interface TraceEventParams {
