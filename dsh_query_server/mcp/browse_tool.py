@@ -8,6 +8,8 @@ target is pre-authorized (a missing and a hidden id answer alike), and no hidden
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from ..model.event import Event
@@ -15,7 +17,7 @@ from ..query.loaded import Loaded, Record
 from ..query.text import extract_text
 from . import args as A
 from .args import ToolError
-from .render import indent_text, iso_time, js_stringify
+from .render import indent_text, iso_time
 from .tools import Call, Result, _text
 
 NO_DATA_CHARS = 300  # an event without text shows this much of its data
@@ -185,17 +187,30 @@ def session_list(call: Call, a: dict[str, Any]) -> Result:
 # -- session_read ------------------------------------------------------------------------------
 
 
-def _body(event: Event) -> str:
-    text = extract_text(event)
-    if text:
-        return text
+def _data_text(event: Event) -> str:
+    """An event without text: its data, compact and cut, so a tool call still says what ran."""
     data = event.data()
     if data is None:
         return "(no text)"
-    compact = js_stringify(data, 0)
+    compact = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     if len(compact) > NO_DATA_CHARS:
         compact = compact[:NO_DATA_CHARS] + "…"
-    return f"(no text) data: {compact}"
+    return f"(no text) {compact}"
+
+
+def _run_end(events: Sequence[Event], classes: list[str], seq: int) -> int:
+    """The last seq of the run that starts at ``seq``: following events of the same type and
+    class without text (a message's streamed chunks), shown as one entry."""
+    first = events[seq]
+    end = seq
+    while (
+        end + 1 < len(events)
+        and events[end + 1].type == first.type
+        and classes[end + 1] == classes[seq]
+        and not extract_text(events[end + 1])
+    ):
+        end += 1
+    return end
 
 
 def session_read(call: Call, a: dict[str, Any]) -> Result:
@@ -228,8 +243,14 @@ def session_read(call: Call, a: dict[str, Any]) -> Result:
     seq = seq_from
     while seq < total:
         event = loaded.events[seq]
-        line = f"#{seq} | {_text(event.type)} | {classes[seq]} | {iso_time(event.time)}"
-        body = _body(event)
+        text_value = extract_text(event)
+        last = seq if text_value else _run_end(loaded.events, classes, seq)
+        where = f"#{seq}" if last == seq else f"#{seq}–#{last}"
+        line = f"{where} | {_text(event.type)} | {classes[seq]} | {iso_time(event.time)}"
+        if last > seq:
+            body = f"({last - seq + 1} events without text, through {iso_time(loaded.events[last].time)})"
+        else:
+            body = text_value or _data_text(event)
         size = len(line) + len(body) + 4
         cut = 0
         if used + size > budget:
@@ -246,11 +267,13 @@ def session_read(call: Call, a: dict[str, Any]) -> Result:
             "class": classes[seq],
             "text": body,
         }
+        if last > seq:
+            value["throughSeq"] = last
         if cut:
             value["cut"] = cut
         events.append(value)
         used += size
-        seq += 1
+        seq = last + 1
         if cut:
             break
     end = seq - 1
