@@ -293,3 +293,42 @@ async def test_a_failed_call_logs_one_line(tmp_path: Path, homes: tuple[str, Pat
         'unknown property "x" (allowed: session_id)',
     ]
     no_warning(tmp_path)
+
+
+# The arguments each tool needs besides the one under test.
+NEEDS = {
+    "session_search": {"query": "retry"},
+    "session_event_search": {"session_id": "s-root", "query": "retry"},
+    "session_event_trace": {"session_id": "s-root", "seq": 1},
+    "session_event_read": {"session_id": "s-root", "seq": 1},
+    "session_read": {"session_id": "s-root"},
+}
+ARGUMENT_ERRORS = {"SESSION_QUERY_INVALID_FILTER", "SESSION_QUERY_INVALID_WINDOW", "INVALID_ARGS"}
+
+
+async def test_every_schema_bound_is_the_real_limit(
+    tmp_path: Path, homes: tuple[str, Path, Path]
+) -> None:
+    """For every integer argument of every tool, the schema's minimum and maximum are accepted
+    and one past either is refused as an argument error (issue 25:
+    `before: 500` answered "window is invalid" while the schema showed no limit)."""
+    corpus, _, _ = homes
+    args = ["--persistence", corpus, "--index", ":memory:", "--workspace", "/w/app"]
+    checked = []
+    async with client(tmp_path, args, mode=MODERN) as c:
+        for tool in (await c.list_tools()).tools:
+            for name, prop in tool.input_schema["properties"].items():
+                if prop["type"] != "integer":
+                    continue
+                low, high = prop["minimum"], prop["maximum"]
+                for value, ok in ((low, True), (high, True), (low - 1, False), (high + 1, False)):
+                    sent = {**NEEDS.get(tool.name, {}), name: value}
+                    r = await c.call_tool(tool.name, sent)
+                    code = (r.structured_content or {}).get("error", {}).get("code")
+                    if ok:
+                        assert code not in ARGUMENT_ERRORS, (tool.name, sent, text_of(r))
+                    else:
+                        assert code in ARGUMENT_ERRORS, (tool.name, sent, text_of(r))
+                checked.append(f"{tool.name}.{name}")
+    assert "session_event_read.before" in checked and "session_list.limit" in checked
+    assert len(checked) == 11, checked
