@@ -1,8 +1,9 @@
 """The MCP tools run inside the hub (hub.md §3, **[ours]**): ``dsh-query mcp`` keeps speaking
-MCP to its agent (schema checks, the scheduler, the deadline, the roots/list scope step) and
+MCP to its agent (schema checks, the scheduler, the deadline, the workspace step) and
 sends each tool call to its hub as ``hub/callTool`` (hub/handlers.py); the hub runs it with
-``run_tool``, the very tool functions an in-process server runs (tools.py, search_tool.py, usage_tool.py),
-against its shared service, so a tool answers the same either way.
+``run_tool``, the very tool functions an in-process server runs (tools.py, search_tool.py,
+usage_tool.py, browse_tool.py), against its shared service, so a tool answers the same either
+way.
 """
 
 from __future__ import annotations
