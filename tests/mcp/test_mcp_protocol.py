@@ -106,6 +106,17 @@ async def client(
         errlog.close()
 
 
+TOOLS_MD = Path(__file__).resolve().parents[2] / "docs" / "tools.md"
+
+
+def worked(label: str) -> str:
+    """The first fenced block after ``**<label>,`` in docs/tools.md §3.2 (normative)."""
+    text = TOOLS_MD.read_text(encoding="utf-8")
+    after = text[text.index(f"**{label},") :]
+    block = after[after.index("```\n") + 4 :]
+    return block[: block.index("\n```")]
+
+
 def ids(result: types.CallToolResult) -> list[str]:
     assert not result.is_error, text_of(result)
     assert result.structured_content is not None
@@ -215,12 +226,14 @@ async def test_session_list_and_read(
         recent = await c.call_tool("session_list", {"since": "2023-11-14T22:15:00Z"})
         claude = await c.call_tool("session_list", {"agent": "claude"})
         read = await c.call_tool("session_read", {"session_id": "s-root"})
+        leaf = await c.call_tool("session_read", {"session_id": "s-leaf"})
         paged = await c.call_tool(
             "session_read", {"session_id": "s-root", "seq_from": 5, "max_chars": 1000}
         )
         past = await c.call_tool("session_read", {"session_id": "s-root", "seq_from": 99})
     text = text_of(listed)
-    assert text.startswith("Recent sessions (4 of 4, newest first):\nWorkspace: /w/app")
+    assert text == worked("E14")  # tools.md §3.2's worked examples, as written there
+    assert text_of(leaf) == worked("E15")
     assert "1. Session s-ghost — untitled" in text and "s-side" not in text
     assert "   Agent: dsh | Created: 2023-11-14T22:17:20.000Z | Events: 1" in text
     assert "   Parent: [outside workspace]" in text  # s-ghost's parent is hidden: not named
