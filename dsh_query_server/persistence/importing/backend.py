@@ -15,7 +15,11 @@ from dataclasses import dataclass, replace
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
-from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
+from ..contract.errors import (
+    SessionPersistenceCorruptionError,
+    SessionPersistenceReadOnlyError,
+    naming,
+)
 from ..contract.results import Inspection, Snapshot, Window
 from .lines import Item, Record, read_items, read_lines
 from .survey import Clock, Proofs, Survey
@@ -299,7 +303,9 @@ class ImportBackend(ABC):
 
     def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         token = token or NULL_TOKEN  # callers of the older contract pass None
-        return self._inspect(self._locate(session_id, token), token, memo=False)
+        cand = self._locate(session_id, token)
+        with naming(cand.path, cand.path):
+            return self._inspect(cand, token, memo=False)
 
     def _inspect(self, cand: Candidate, token: CancelToken, *, memo: bool) -> Inspection:
         """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile.
@@ -353,7 +359,8 @@ class ImportBackend(ABC):
         build = last - first < BULK_WINDOW or (
             key is not None and self._bulk.get(session_id) == key
         )
-        ins = self._inspect(cand, token, memo=build)
+        with naming(cand.path, cand.path):
+            ins = self._inspect(cand, token, memo=build)
         if not build and key is not None:
             with self._survey_lock:
                 self._bulk[session_id] = key
