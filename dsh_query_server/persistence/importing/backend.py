@@ -20,7 +20,7 @@ from ..contract.errors import (
     SessionPersistenceReadOnlyError,
     naming,
 )
-from ..contract.results import Inspection, Snapshot, Window
+from ..contract.results import Inspection, SkippedArtifact, Snapshot, Window
 from .lines import Item, Record, read_items, read_lines
 from .survey import Clock, Proofs, Survey
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
@@ -182,6 +182,8 @@ class ImportBackend(ABC):
         # the survey the request holding this token made last (one token = one request)
         self._survey: tuple[weakref.ref[CancelToken], dict[str, Candidate]] | None = None
         self._survey_lock = threading.Lock()
+        # [ours] the transcripts the last listing left out because they are unreadable
+        self._skipped: tuple[SkippedArtifact, ...] = ()
 
     @property
     def uri(self) -> str:
@@ -207,6 +209,22 @@ class ImportBackend(ABC):
 
     def rel(self, path: str) -> str:
         return os.path.relpath(path, self.home)
+
+    def skipped_artifacts(self) -> tuple[SkippedArtifact, ...]:
+        """SkippedReporter (semantics.md §6.5 [ours]): what the last listing left out."""
+        return self._skipped
+
+    def skip(
+        self, found: list[SkippedArtifact], path: str, session_id: str, st: os.stat_result | None
+    ) -> None:
+        """Remember a transcript listing leaves out: one it could not read (``st`` None), or
+        one with bytes but no anchor (garbage, truncated or replaced; §0.1). An empty file is
+        not reported: an agent may just be creating it."""
+        if st is not None and st.st_size == 0:
+            return
+        reason = "it cannot be read" if st is None else "no header record in its first MiB"
+        message = f'foreign transcript "{self.rel(path)}" is unreadable: {reason}'
+        found.append(SkippedArtifact(path, session_id, message))
 
     def check_home(self) -> bool:
         """False for an absent home; a home that is no readable directory fails (§3.1)."""
