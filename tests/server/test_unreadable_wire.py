@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 
 import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
 from tests.builders import TEST_ENV, TEST_SERVER, U, hdr, log_only, write_transcript
+from tests.import_helpers import REAL
 from tests.lsp_client import call, config, init_params
 
 pytestmark = pytest.mark.wire
@@ -73,3 +75,31 @@ async def test_damaged_log_is_named_and_found_again_once_repaired(client, tmp_pa
     assert "unreadable" not in page
     await call(client, "sessionQuery/listSessions", {})
     assert "unreadable" not in await call(client, "sessionPersistence/status", {})
+
+
+@pytest.mark.asyncio
+async def test_a_garbled_claude_transcript_is_named_by_status(client, tmp_path):
+    project = tmp_path / "claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    real = REAL / "claude-code" / "marot-spotter-short.jsonl"
+    shutil.copy(real, project / "55604662-cf2a-4331-851a-ec234028f8ca.jsonl")
+    garbled = project / "0b0b0b0b-0000-4000-8000-000000000000.jsonl"
+    garbled.write_bytes(bytes(reversed(real.read_bytes())))  # every record unreadable
+    empty = project / "0c0c0c0c-0000-4000-8000-000000000000.jsonl"
+    empty.write_bytes(b"")  # being created: not reported
+    await call(client, "sessionPersistence/mount", {"uri": f"claude:{tmp_path / 'claude'}"})
+    listed = await call(client, "sessionQuery/listSessions", {})
+    assert [s["header"]["id"] for s in listed] == ["55604662-cf2a-4331-851a-ec234028f8ca"]
+    status = await call(client, "sessionPersistence/status", {})
+    assert status["unreadableCount"] == 1
+    assert status["unreadable"] == [
+        {
+            "sessionId": "0b0b0b0b-0000-4000-8000-000000000000",
+            "code": CORRUPT,
+            "message": 'foreign transcript "projects/-w/0b0b0b0b-0000-4000-8000-000000000000.jsonl" '
+            f"is unreadable: no header record in its first MiB ({garbled})",
+            "path": str(garbled),
+        }
+    ]
+    page = await call(client, "sessionQuery/searchSessions", {"query": "spotter"})
+    assert page["items"]
