@@ -215,7 +215,15 @@ class SearchIndex:
             self.epoch += 1
         self.last_changes = seen.changes
         self._seen = seen
-        return View(seen.binding is not None, self.cross_generation, self.epoch, seen.unreadable)
+        return View(seen.binding is not None, self.cross_generation, self.epoch, self._unread(seen))
+
+    def _unread(self, seen: _Seen) -> dict[str, Unreadable]:
+        """The unreadable sessions a search names: not one that is live now (an unchanged
+        listing keeps them; the live copy is searched, and the damaged log is never read)."""
+        found = seen.unreadable
+        if not any(sql_text(sid) in self.live for sid in found):
+            return found
+        return {sid: u for sid, u in found.items() if sql_text(sid) not in self.live}
 
     def _attempt(self, token: CancelToken | None, plan: WritePlan) -> _Seen:
         check(token)

@@ -207,3 +207,17 @@ def test_search_over_a_damaged_home_is_the_clean_home_plus_the_damaged_named(log
         assert got.get("unreadableCount", 0) == len(damaged)
     finally:
         shutil.rmtree(work)
+
+
+def test_a_live_copy_of_an_unreadable_session_is_searched_and_not_named():
+    store, binding, service = make()
+    backend = MemoryBackend()
+    persisted(backend, "a", "needle")
+    persisted(backend, "bad", "needle")
+    backend.corrupt.add("bad")
+    binding.mount(backend)
+    assert sessions(service, "needle")["unreadableCount"] == 1
+    store.create(hdr("bad", 0), seed=[U(0, "needle live").to_value()])
+    page = sessions(service, "needle")
+    assert sorted(ids(page)) == ["a", "bad"] and "unreadable" not in page
+    assert [h["seq"] for h in events(service, "bad", "live")["items"]] == [0]
