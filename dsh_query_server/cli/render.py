@@ -167,13 +167,16 @@ def show_sessions(
     more = len(sessions) - limit if limit is not None and len(sessions) > limit else 0
     sessions = sessions[:limit] if more else sessions
     title_of = titles(client, [s["header"]["id"] for s in sessions])
+    from .unreadable import warn_status
+
     if as_json:
-        return print_json(
+        print_json(
             [
                 {**r, "title": title_of[r["header"]["id"]]} if r["header"]["id"] in title_of else r
                 for r in sessions
             ]
         )
+        return warn_status(client)
     from rich.text import Text
 
     from .describe import one_line
@@ -221,6 +224,7 @@ def show_sessions(
     if more:
         lines.append(Text(f"… {more} more (--limit N shows more)", style=style.DIM))
     emit(lines, page)
+    warn_status(client)  # the transcripts the listing skipped, after the results, on stderr
 
 
 def show_lineage(client: Client, session_id: str, as_json: bool) -> None:

@@ -21,6 +21,7 @@ from ..persistence.mount.composite import CompositeBackend, open_persistence
 from ..persistence.mount.uri import display_uri, open_backend
 from ..query.service import SessionQueryService
 from ..search.service import SearchService
+from ..search.unreadable import UnreadableSession, capped, skipped_entry
 from ..session.store import SessionStore
 from .checkpoint import Checkpointer
 from .config import ServerConfig
@@ -67,6 +68,10 @@ class StatusResult(msgspec.Struct):
     writable: bool
     pendingEvents: int
     members: list[PersistenceMember]
+    # [ours] (semantics.md §6.5): damaged artifacts the last listing skipped and sessions the
+    # last search found unreadable, with their paths; present only when there are any.
+    unreadable: list[UnreadableSession] | UnsetType = UNSET
+    unreadableCount: int | UnsetType = UNSET
 
 
 def _entries(classified: Members) -> list[PersistenceMember]:
@@ -164,12 +169,18 @@ class Runtime:
         if binding is None:
             return StatusResult(None, False, 0, [])
         identity, echo = self._mounted
-        return StatusResult(
+        result = StatusResult(
             echo if identity == binding.identity else binding.backend.uri,
             bool(binding.backend.writable),
             self.checkpointer.pending_events(),
             self._members(binding),
         )
+        entries = [skipped_entry(a) for a in binding.logs.skipped()]
+        entries += [u.entry() for u in self.search.unreadable_under(binding).values()]
+        listed, count = capped(entries)
+        if count:
+            result.unreadable, result.unreadableCount = listed, count
+        return result
 
     def _members(self, binding: Binding) -> list[PersistenceMember]:
         identity, classified = self._classified

@@ -35,7 +35,7 @@ from .checks import (
 from .contract.backend import PersistenceBackend
 from .contract.capabilities import Capabilities
 from .contract.errors import SessionPersistenceCorruptionError, SessionRawArtifactsUnsupportedError
-from .contract.results import BulkResult, Inspection, SessionRawArtifact, Window
+from .contract.results import BulkResult, Inspection, SessionRawArtifact, SkippedArtifact, Window
 
 
 class LogMoved(Exception):
@@ -99,6 +99,7 @@ class StoredLogs:
         self._raw = caps.raw
         self._listed = caps.listed
         self._bulk = caps.bulk
+        self._skipped = caps.skipped
 
     # -- exact reads: failures mapped to the service's errors ------------------------------------
 
@@ -173,6 +174,10 @@ class StoredLogs:
         except Exception as exc:  # noqa: BLE001 - classified as persistence.md §2.3
             action = "read the stored log of session"
             raise stored_log_failure(session_id, exc, token, action) from None
+
+    def skipped(self) -> Sequence[SkippedArtifact]:
+        """The damaged artifacts the last listing skipped (no I/O: a status report)."""
+        return () if self._skipped is None else self._skipped.skipped_artifacts()
 
     # -- search's observation and the checkpointer: failures raised as the backend raised them ---
 

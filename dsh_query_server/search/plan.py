@@ -156,6 +156,13 @@ class WritePlan:
     def delete_persisted(self, key: str) -> None:
         self._remove(PERSISTED, key)
 
+    def drop_persisted(self, key: str) -> None:
+        """Whatever the index holds for ``key``, or this plan wrote for it, goes: its log turned
+        out unreadable (search/unreadable.py). Nothing held and nothing written: no change."""
+        pending = self.changes[PERSISTED]
+        if key in pending or key in self._committed[PERSISTED]:
+            self._remove(PERSISTED, key)
+
     def write_live(
         self, key: str, header: Header, fingerprint: str, persisted: bool, docs: Iterable[Document]
     ) -> None:
@@ -210,10 +217,16 @@ class WritePlan:
         return (first, first + count - 1) if count else None
 
     def _remove(self, tables: Tables, key: str) -> None:
-        self.changes[tables][key] = None
-        if self._failure is not None:
+        """Delete the session's row and documents: those this plan wrote, else the committed
+        ones. A row only this plan wrote leaves no change behind."""
+        pending, committed = self.changes[tables], self._committed[tables]
+        old = pending[key] if key in pending else committed[key]
+        if key in committed:
+            pending[key] = None
+        else:
+            del pending[key]
+        if self._failure is not None or old is None:
             return
-        old = self._committed[tables][key]
         try:
             self._begin()
             if old.span is not None:

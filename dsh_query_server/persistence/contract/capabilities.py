@@ -11,7 +11,14 @@ from typing import Protocol, runtime_checkable
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Header
 from .backend import PersistenceBackend
-from .results import BulkResult, Inspection, SessionLocation, SessionRawArtifact, Window
+from .results import (
+    BulkResult,
+    Inspection,
+    SessionLocation,
+    SessionRawArtifact,
+    SkippedArtifact,
+    Window,
+)
 
 
 @runtime_checkable
@@ -83,6 +90,14 @@ class RawArtifactReader(Protocol):
     ) -> SessionRawArtifact | None: ...
 
 
+@runtime_checkable
+class SkippedReporter(Protocol):
+    """Optional: the damaged artifacts the backend's last listing skipped, without I/O (a
+    status report; semantics.md §6.5 [ours])."""
+
+    def skipped_artifacts(self) -> Sequence[SkippedArtifact]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
     """A mounted backend's optional read paths, checked once when it is mounted."""
@@ -93,6 +108,7 @@ class Capabilities:
     raw: RawArtifactReader | None = None
     listed: ListedLookup | None = None
     bulk: BulkInspector | None = None
+    skipped: SkippedReporter | None = None
 
     @staticmethod
     def of(backend: PersistenceBackend) -> Capabilities:
@@ -110,4 +126,5 @@ class Capabilities:
             ),
             listed=backend if isinstance(backend, ListedLookup) else None,
             bulk=backend if isinstance(backend, BulkInspector) else None,
+            skipped=backend if isinstance(backend, SkippedReporter) else None,
         )

@@ -26,6 +26,17 @@ class SessionLocation:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedArtifact:
+    """A stored artifact the last listing left out because it is damaged (a JSONL transcript
+    whose header line is invalid, persistence.md §4.8 step 4.5), for sessionPersistence/status
+    [ours]: the file, the id its place names, and what ``inspect`` would say of it."""
+
+    path: str
+    session_id: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     header: Header
     revision: str
