@@ -225,6 +225,10 @@ class JsonlBackend:
         # The survey already took one stat of each transcript (§4.8 step 5 asks for exactly one).
         return list(self._listing(token).snapshots())
 
+    def list_revisions(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
+        """ListedRevisions: ``list`` is the headers of the same survey's listing."""
+        return self.list_snapshots(token)
+
     def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
         """ListedLookup (semantics.md §3.0.5 step 4): exactly the header ``list`` would list for
         the id whenever it succeeds, from the target's own directory rather than the whole

@@ -388,6 +388,10 @@ class SqliteBackend:
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
         return [snapshot.header for snapshot in self.list_snapshots(token)]
 
+    def list_revisions(self, token: CancelToken = NULL_TOKEN) -> Sequence[Snapshot]:
+        """ListedRevisions: ``list`` is these snapshots' headers."""
+        return self.list_snapshots(token)
+
     def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
         """ListedLookup: the header ``list`` lists for the id, from its own sessions row (the
         row ``list`` makes it from, checked the same way)."""
