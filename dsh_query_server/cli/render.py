@@ -153,6 +153,40 @@ def titles(client: Client, ids: list[str]) -> dict[str, str]:
     return out
 
 
+def sessions_json(
+    client: Client, keep: Callable[[dict[str, Any]], bool] | None, limit: int | None
+) -> bytes:
+    """``sessions --json``: the kept records as ``print_json`` prints them, each with ``title``
+    last where the session has one. The records' text is the server's own indented listing
+    (request_pretty), cut into records and joined again: encoding 10,000 records here would cost
+    more than the rest of the command."""
+    text = client.request_pretty("sessionQuery/listSessions")
+    records: list[dict[str, Any]] = json.loads(text)
+    items = pretty_items(text)
+    kept = [i for i, r in enumerate(records) if keep is None or keep(r["header"])][:limit]
+    title_of = titles(client, [records[i]["header"]["id"] for i in kept])
+    out: list[bytes] = []
+    for i in kept:
+        title = title_of.get(records[i]["header"]["id"])
+        if title is None:
+            out.append(items[i])
+        else:  # the item ends with its closing "\n  }"
+            shown = json.dumps(title, ensure_ascii=False).encode("utf-8", "surrogateescape")
+            out.append(items[i][:-4] + b',\n    "title": ' + shown + b"\n  }")
+    return b"[\n" + b",\n".join(out) + b"\n]" if out else b"[]"
+
+
+def pretty_items(text: bytes) -> list[bytes]:
+    """The objects of an indented JSON array of non-empty objects (``print_json``'s form), each
+    its own text from ``  {`` to ``  }``. In that form ``\\n  },\\n`` separates two top-level items and
+    nothing else: a nested closer is indented further, and no string holds a raw newline."""
+    body = text.strip()
+    if body == b"[]":
+        return []
+    parts = body[2:-2].split(b"\n  },\n")  # inside "[\n" and "\n]"
+    return [part + b"\n  }" for part in parts[:-1]] + parts[-1:]
+
+
 def show_sessions(
     client: Client,
     as_json: bool,
@@ -162,18 +196,13 @@ def show_sessions(
 ) -> None:
     """One line per session, fitted to the terminal; ids as they are shown and taken (ids.py).
     JSON carries the server's records plus ``title`` where a session has one."""
+    if as_json:
+        return print_pretty(sessions_json(client, keep, limit))
     listed = listing(client)
     sessions = [r for r in listed.records if keep is None or keep(r["header"])]
     more = len(sessions) - limit if limit is not None and len(sessions) > limit else 0
     sessions = sessions[:limit] if more else sessions
     title_of = titles(client, [s["header"]["id"] for s in sessions])
-    if as_json:
-        return print_json(
-            [
-                {**r, "title": title_of[r["header"]["id"]]} if r["header"]["id"] in title_of else r
-                for r in sessions
-            ]
-        )
     from rich.text import Text
 
     from .describe import one_line
