@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..client import Client, RpcError
+from ..hub.client import HubClient
 from . import style
 from .ids import Parents, parents_of, resolve_id, short_ids
 
@@ -157,11 +158,21 @@ def sessions_json(
     client: Client, keep: Callable[[dict[str, Any]], bool] | None, limit: int | None
 ) -> bytes:
     """``sessions --json``: the kept records as ``print_json`` prints them, each with ``title``
-    last where the session has one. The records' text is the server's own indented listing
-    (request_pretty), cut into records and joined again: encoding 10,000 records here would cost
-    more than the rest of the command."""
+    last where the session has one. A hub adds the titles and indents the listing itself
+    (hub/render with ``titles``); from a private server the records' text is its indented listing,
+    and the titles are added here. Either text is cut into records and joined again, never
+    encoded here: for 10,000 records that would cost more than the rest of the command."""
+    if isinstance(client, HubClient):
+        params = {"method": "sessionQuery/listSessions", "params": {}, "titles": True}
+        text = client.request_raw("hub/render", params)
+        if keep is None and limit is None:
+            return text
+        records: list[dict[str, Any]] = json.loads(text)
+        items = pretty_items(text)
+        kept = [i for i, r in enumerate(records) if keep is None or keep(r["header"])][:limit]
+        return b"[\n" + b",\n".join(items[i] for i in kept) + b"\n]" if kept else b"[]"
     text = client.request_pretty("sessionQuery/listSessions")
-    records: list[dict[str, Any]] = json.loads(text)
+    records = json.loads(text)
     items = pretty_items(text)
     kept = [i for i, r in enumerate(records) if keep is None or keep(r["header"])][:limit]
     title_of = titles(client, [records[i]["header"]["id"] for i in kept])

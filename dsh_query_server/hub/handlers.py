@@ -20,6 +20,8 @@ from .. import errors as E
 from .. import jsoncodec
 from ..cancel import CancelToken
 from ..core.runtime import Runtime
+from ..errors import QueryError
+from ..model import wire
 from ..model.params import Expect, NoParams, Params, Spec
 from ..server.dispatch import invoke
 from ..server.methods import METHODS
@@ -80,11 +82,18 @@ def _query_method(name: str) -> bool:
     return name in METHODS
 
 
+# The methods whose result is a list of session records, which ``titles`` may name.
+LISTINGS = ("sessionQuery/listSessions", "sessionQuery/filterSessions")
+
+
 class RenderParams(Params):
-    """A method of the server's table and its params."""
+    """A method of the server's table and its params; ``titles`` (with a session listing): each
+    record with ``title``, the session's current title where it has a non-blank one, as
+    ``dsh-query sessions --json`` prints it."""
 
     method: Annotated[str, Expect("a query method", check=_query_method)]
     params: Annotated[Any, Spec(dict[str, Any])] = None  # the method checks them
+    titles: Annotated[bool, Expect("a boolean")] = False
 
 
 # The result is the rendered method's own, as its entry states it.
@@ -181,13 +190,38 @@ def stop(rt: Runtime, p: NoParams, token: CancelToken) -> HubStopped:
 def render(rt: Runtime, p: RenderParams, token: CancelToken) -> Raw:
     """[ours] A method's result as the command line prints ``--json`` (indented by two spaces),
     so a thin client writes it without decoding it (hub.md §2); its errors are the method's."""
-    return indented(invoke(METHODS[p.method], rt, p.params, token))
+    return indented(rendered(rt, p, token))
 
 
 @method("hub/callTool", params=CallToolParams, result=CallToolResult, errors=(E.INVALID_REQUEST,))
 def call_tool(rt: Runtime, p: CallToolParams, token: CancelToken) -> CallToolResult:
     """[ours] Run one of ``dsh-query mcp``'s tools against the hub's service (hub.md §2)."""
     return _HOSTS[rt].run_tool(rt, p, token)
+
+
+def rendered(rt: Runtime, p: RenderParams, token: CancelToken) -> Any:
+    """The method's result, with each record's title when ``titles`` asks for them."""
+    if not p.titles:
+        return invoke(METHODS[p.method], rt, p.params, token)
+    if p.method not in LISTINGS:
+        raise QueryError(E.INVALID_REQUEST, f"titles needs {' or '.join(LISTINGS)}")
+    return with_titles(rt, invoke(METHODS[p.method], rt, p.params, token), token)
+
+
+def with_titles(rt: Runtime, records: Any, token: CancelToken) -> list[dict[str, Any]]:
+    """Session records with ``title`` added last where the session has a non-blank title: one
+    ``readTitles`` of their ids here, so a client of a large corpus never receives (and decodes)
+    every header a second time in the title batch's answer."""
+    raw = records if type(records) is Raw else Raw(jsoncodec.dumps(records))
+    out: list[dict[str, Any]] = msgspec.json.decode(raw)
+    ids = [record["header"]["id"] for record in out]
+    for record, read in zip(out, rt.service.read_titles(ids, token), strict=True):
+        value = read.value
+        if isinstance(value, wire.SessionTitleObservation) and value.title is not UNSET:
+            title = value.title.title
+            if title.strip():
+                record["title"] = title
+    return out
 
 
 def indented(result: Any) -> Raw:
