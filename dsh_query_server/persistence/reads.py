@@ -143,7 +143,9 @@ class StoredLogs:
             return last
         by_id = checked.by_id
         listing = Listing(
-            [s.header for s in checked.snapshots], {i: s.revision for i, s in by_id.items()}, checked
+            [s.header for s in checked.snapshots],
+            {i: s.revision for i, s in by_id.items()},
+            checked,
         )
         self._last = listing
         return listing
