@@ -17,15 +17,14 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from .. import errors as E
-from .. import jsoncodec
 from ..cancel import CancelToken
 from ..core.runtime import Runtime
 from ..errors import QueryError
-from ..model import wire
 from ..model.params import Expect, NoParams, Params, Spec
 from ..server.dispatch import invoke
 from ..server.methods import METHODS
 from ..server.registry import method
+from .titled import indented, titled_listing
 
 # -- hub/status ------------------------------------------------------------------------------------
 
@@ -190,7 +189,7 @@ def stop(rt: Runtime, p: NoParams, token: CancelToken) -> HubStopped:
 def render(rt: Runtime, p: RenderParams, token: CancelToken) -> Raw:
     """[ours] A method's result as the command line prints ``--json`` (indented by two spaces),
     so a thin client writes it without decoding it (hub.md §2); its errors are the method's."""
-    return indented(rendered(rt, p, token))
+    return rendered(rt, p, token)
 
 
 @method("hub/callTool", params=CallToolParams, result=CallToolResult, errors=(E.INVALID_REQUEST,))
@@ -199,36 +198,14 @@ def call_tool(rt: Runtime, p: CallToolParams, token: CancelToken) -> CallToolRes
     return _HOSTS[rt].run_tool(rt, p, token)
 
 
-def rendered(rt: Runtime, p: RenderParams, token: CancelToken) -> Any:
-    """The method's result, with each record's title when ``titles`` asks for them."""
+def rendered(rt: Runtime, p: RenderParams, token: CancelToken) -> Raw:
+    """The method's result indented, with each record's title when ``titles`` asks for them
+    (titled.py)."""
     if not p.titles:
-        return invoke(METHODS[p.method], rt, p.params, token)
+        return indented(invoke(METHODS[p.method], rt, p.params, token))
     if p.method not in LISTINGS:
         raise QueryError(E.INVALID_REQUEST, f"titles needs {' or '.join(LISTINGS)}")
-    return with_titles(rt, invoke(METHODS[p.method], rt, p.params, token), token)
-
-
-def with_titles(rt: Runtime, records: Any, token: CancelToken) -> list[dict[str, Any]]:
-    """Session records with ``title`` added last where the session has a non-blank title: one
-    ``readTitles`` of their ids here, so a client of a large corpus never receives (and decodes)
-    every header a second time in the title batch's answer."""
-    raw = records if type(records) is Raw else Raw(jsoncodec.dumps(records))
-    out: list[dict[str, Any]] = msgspec.json.decode(raw)
-    ids = [record["header"]["id"] for record in out]
-    for record, read in zip(out, rt.service.read_titles(ids, token), strict=True):
-        value = read.value
-        if isinstance(value, wire.SessionTitleObservation) and value.title is not UNSET:
-            title = value.title.title
-            if title.strip():
-                record["title"] = title
-    return out
-
-
-def indented(result: Any) -> Raw:
-    """A result as JSON indented by 2, without decoding a pre-encoded one: msgspec indents in C,
-    where the client's json.dumps with an indent runs in Python."""
-    raw = result if type(result) is Raw else Raw(jsoncodec.dumps(result))
-    return Raw(msgspec.json.format(raw, indent=2))
+    return titled_listing(rt, invoke(METHODS[p.method], rt, p.params, token), token)
 
 
 __all__ = [

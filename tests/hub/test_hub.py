@@ -402,6 +402,13 @@ def test_sessions_json_titles_through_the_hub(tmp_path: Path) -> None:
         "s02": None,
         "s03": 'a "quoted" } title',
     }
+    # A new title is seen by the next command (the hub keeps no stale rendering).
+    events = [U(0, "find the needle 2").to_value(), A(1, "answer 2").to_value()]
+    data = {"title": "Renamed", "messageSeqs": [0], "source": {"kind": "user"}}
+    events.append(log_only("session/title", 2, data).to_value())
+    write_transcript(root, hdr("s02", 1700000000002, cwd="/w0"), events)
+    again = json.loads(dsh(env, "sessions", "--json", *flags).stdout)
+    assert {s["header"]["id"]: s.get("title") for s in again}["s02"] == "Renamed"
     peer = Peer(socket_path(env, {"persistence": f"jsonl:{root}"}))
     peer.initialize()
     refused = peer.call(
