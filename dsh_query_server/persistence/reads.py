@@ -90,13 +90,19 @@ def _sliced(inspection: Inspection, first: int, last: int) -> Window:
 
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """``list``'s headers, and each id's revision when the backend lists them in the same call
-    (None when it does not). Shared between requests while the backend lists the very same
+    """``list``'s headers (also by id), and each id's revision when the backend lists them in the
+    same call (None when it does not). Shared between requests while the backend lists the very same
     snapshots again: read it, never change it."""
 
     headers: list[Header]
     revisions: dict[str, str] | None
+    by_id: dict[str, Header]
     checked: Snapshots | None = None
+
+    @staticmethod
+    def of(headers: list[Header]) -> Listing:
+        """A listing without revisions."""
+        return Listing(headers, None, {h.id: h for h in headers})
 
 
 class StoredLogs:
@@ -130,7 +136,7 @@ class StoredLogs:
         """``headers`` (failures mapped alike), with each id's revision when the backend lists
         them in that one call (ListedRevisions); revisions None otherwise."""
         if self._revisions is None:
-            return Listing(self.headers(token), None)
+            return Listing.of(self.headers(token))
         _check_cancelled(token)
         last = self._last
         try:
@@ -145,6 +151,7 @@ class StoredLogs:
         listing = Listing(
             [s.header for s in checked.snapshots],
             {i: s.revision for i, s in by_id.items()},
+            {i: s.header for i, s in by_id.items()},
             checked,
         )
         self._last = listing

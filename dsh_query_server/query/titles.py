@@ -47,8 +47,10 @@ class Titles:
         check_cancelled(token)
         results: dict[str, TitleResult] = {}
         pending: list[str] = []
+        store = self.loader.store
+        live_ids = frozenset(store.ids())  # one look at the live ids, not a lock per id
         for sid in unique:
-            live = self.loader.store.snapshot(sid)
+            live = store.snapshot(sid) if sid in live_ids else None
             if live is None:
                 pending.append(sid)
             else:
@@ -89,7 +91,7 @@ class Titles:
             for sid in pending:
                 results[sid] = _rejected(sid, exc)
             return
-        listed = {h.id: h for h in listing.headers}
+        listed = listing.by_id
         revisions = listing.revisions or {}
         asked = [(sid, revisions[sid]) for sid in pending if sid in revisions and sid in listed]
         unread = [sid for sid in pending if sid not in revisions or sid not in listed]
