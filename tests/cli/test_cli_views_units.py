@@ -94,21 +94,17 @@ def test_a_compaction_is_marked_under_the_first_step_after_it(raw, width, data):
 
 # -- sessions --json: records cut from the server's indented listing --------------------------------
 
+# Strings full of what could fool a cut at "\n  },\n": braces, commas, spaces, newlines.
+TRICKY = st.text(alphabet=st.sampled_from('a}{ ,\n"\\é'), max_size=8)
 JSON_VALUE = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(alphabet=st.sampled_from('a}{ ,\n"\\é')),
-    lambda inner: (
-        st.lists(inner, max_size=3)
-        | st.dictionaries(st.text(alphabet="ab}\n ", max_size=3), inner, max_size=3)
-    ),
-    max_leaves=8,
+    st.none() | st.booleans() | st.integers() | TRICKY,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TRICKY, inner, max_size=3),
+    max_leaves=6,
 )
+RECORD = st.dictionaries(TRICKY, JSON_VALUE, min_size=1, max_size=4)
 
 
-@given(
-    st.lists(
-        st.dictionaries(st.text(alphabet="xy}\n", max_size=3), JSON_VALUE, min_size=1, max_size=4)
-    )
-)
+@given(st.lists(RECORD, max_size=5))
 def test_pretty_items_cut_an_indented_array_into_its_objects(records) -> None:
     import json
 
