@@ -136,7 +136,7 @@ def run(client: Client, args: Any) -> None:
         answers.append((session_id, answer))
 
     # The index is brought up to date before every search; the first one over a large store
-    # builds it (about 6 s per million events), so say what is happening (on a terminal).
+    # builds it (seconds per million events), so say what is happening (on a terminal).
     waiting: Any = contextlib.nullcontext()
     if sys.stderr.isatty():
         from rich.console import Console

@@ -262,8 +262,8 @@ class SearchIndex:
 
     def _still_live(self, seen: _Seen, live_ids: frozenset[str]) -> bool:
         """``seen.unindexed <= live_ids``, remembered for the last two sets asked about (held
-        here, immutable, so identity is equality): with thousands of live sessions the check
-        cost ~0.3 ms per search, and an unchanged corpus asks it about the same two sets."""
+        here, immutable, so identity is equality): the check grows with the live sessions and
+        runs on every search, and an unchanged corpus asks it about the same two sets."""
         memo = self._subset
         if memo is not None and memo[0] is seen.unindexed and memo[1] is live_ids:
             return memo[2]

@@ -297,10 +297,11 @@ export interface RejectionReason {
   cause?: string;
 }
 
-/** A method of the server's table and its params. */
+/** A method of the server's table and its params; ``titles`` (with a session listing): each record with ``title``, the session's current title where it has a non-blank one, as ``dsh-query sessions --json`` prints it. */
 export interface RenderParams {
   method: string;
   params?: { [key: string]: unknown };
+  titles?: boolean;
 }
 
 export type ReplacementKind = "compaction" | "tool-result-rewrite";

@@ -17,6 +17,7 @@ from .results import (
     SessionLocation,
     SessionRawArtifact,
     SkippedArtifact,
+    Snapshot,
     Window,
 )
 
@@ -75,6 +76,17 @@ class ListedLookup(Protocol):
 
 
 @runtime_checkable
+class ListedRevisions(Protocol):
+    """Optional: ``list`` with each header's revision, in one call that costs what ``list``
+    costs: exactly the headers ``list(token)`` would return, in its order, each in a Snapshot with
+    the revision ``list_snapshots`` would give. A backend offers it when its ``list`` is its
+    snapshot listing's headers, so the call *is* the listing of semantics.md §3.8 step 6; title
+    reads prove their memo with these revisions (query/titlememo.py)."""
+
+    def list_revisions(self, token: CancelToken = NULL_TOKEN) -> Sequence[Snapshot]: ...
+
+
+@runtime_checkable
 class RawArtifactReader(Protocol):
     """Optional (tools.md §2.1): a session's stored bytes, for export only. ``read_raw`` is
     None when no artifact is stored, never mutates and never changes a revision; its errors are
@@ -109,6 +121,7 @@ class Capabilities:
     listed: ListedLookup | None = None
     bulk: BulkInspector | None = None
     skipped: SkippedReporter | None = None
+    revisions: ListedRevisions | None = None
 
     @staticmethod
     def of(backend: PersistenceBackend) -> Capabilities:
@@ -127,4 +140,5 @@ class Capabilities:
             listed=backend if isinstance(backend, ListedLookup) else None,
             bulk=backend if isinstance(backend, BulkInspector) else None,
             skipped=backend if isinstance(backend, SkippedReporter) else None,
+            revisions=backend if isinstance(backend, ListedRevisions) else None,
         )

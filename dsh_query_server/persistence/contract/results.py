@@ -63,6 +63,9 @@ class Window:
     start: int
     events: list[Event] = field(default_factory=list[Event])
     title: int | None = None  # seq of the log's last session/title event (title reads), if any
+    # The revision (persistence.md §2.4) of exactly what was read, when the backend knows it
+    # (logical/windows.py does): a title read remembers its answer under it (query/titlememo.py).
+    revision: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

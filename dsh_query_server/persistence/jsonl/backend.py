@@ -230,6 +230,10 @@ class JsonlBackend:
         """SkippedReporter: the transcripts the last listing skipped for an invalid header."""
         return self._header_listing.skipped
 
+    def list_revisions(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
+        """ListedRevisions: ``list`` is the headers of the same survey's listing."""
+        return self.list_snapshots(token)
+
     def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
         """ListedLookup (semantics.md §3.0.5 step 4): exactly the header ``list`` would list for
         the id whenever it succeeds, from the target's own directory rather than the whole
@@ -287,8 +291,8 @@ class JsonlBackend:
         session directory that ``list_one`` made counts: a single-target load's). The survey costs two
         stats per session directory, and a request lists before it inspects (§3.0.5), a search's
         reconcile inspects every changed session between two listings, and a batch inspects
-        many: surveying afresh for each inspect was quadratic in the root's size (10,000
-        sessions: ~50 ms per inspect). The reused survey is one this request finished moments
+        many: surveying afresh for each inspect was quadratic in the root's size. The reused
+        survey is one this request finished moments
         earlier, listings always survey afresh (so a search's second listing still sees an
         artifact that appeared during its inspects), and the transcript is read afresh."""
         name = escape_segment(session_id) if session_id else ""  # "" names no directory

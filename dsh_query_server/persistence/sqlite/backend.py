@@ -391,12 +391,16 @@ class SqliteBackend:
                 snapshots = self._listing[1]
         token.raise_if_cancelled()
         # Snapshots and the tuple are immutable, so sharing them is handing out fresh values;
-        # the very same tuple back tells search's reconcile "unchanged" in O(1) (comparing 10,000
-        # snapshots one by one, twice per search, cost ~0.8 ms).
+        # the very same tuple back tells search's reconcile "unchanged" in O(1), where comparing
+        # every snapshot, twice per search, grows with the store.
         return snapshots
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
         return [snapshot.header for snapshot in self.list_snapshots(token)]
+
+    def list_revisions(self, token: CancelToken = NULL_TOKEN) -> Sequence[Snapshot]:
+        """ListedRevisions: ``list`` is these snapshots' headers."""
+        return self.list_snapshots(token)
 
     def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
         """ListedLookup: the header ``list`` lists for the id, from its own sessions row (the
