@@ -10,13 +10,13 @@ import threading
 import time
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from ...cancel import NULL_TOKEN, CancelToken
+from ...cancel import NULL_TOKEN, CancelToken, SessionQueryCancelled
 from ...model.event import Event, Header
 from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
-from ..contract.results import Inspection, Snapshot, Window
+from ..contract.results import BulkResult, Inspection, Snapshot, Window
 from .lines import Item, Record, read_items, read_lines
 from .survey import Clock, Proofs, Survey
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
@@ -300,6 +300,25 @@ class ImportBackend(ABC):
     def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         token = token or NULL_TOKEN  # callers of the older contract pass None
         return self._inspect(self._locate(session_id, token), token, memo=False)
+
+    def inspect_many(
+        self, session_ids: Sequence[str], limit: int, token: CancelToken = NULL_TOKEN
+    ) -> Iterator[tuple[str, BulkResult]]:
+        """capabilities.BulkInspector for the search index build: each id's ``inspect``, in
+        order, whatever its length. A window of a transcript costs the whole transcript's read
+        until a memo of its revision exists, so a long log read window by window (``limit``)
+        would be read whole two or three times and build a memo the build never uses [ours]."""
+        del limit
+        for session_id in session_ids:
+            token.raise_if_cancelled()
+            try:
+                yield session_id, self.inspect(session_id, token)
+            except SessionQueryCancelled:
+                raise
+            except Exception as exc:  # noqa: BLE001 - returned as inspect would raise it
+                if token.cancelled:
+                    raise
+                yield session_id, exc
 
     def _inspect(self, cand: Candidate, token: CancelToken, *, memo: bool) -> Inspection:
         """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile.
