@@ -195,9 +195,7 @@ def measure_home(home: Home, runs: int, given: str | None) -> list[Row]:
                 f"{theirs[-1] if theirs else float('nan'):.2f} s, floor {floors[-1]:.2f} s, "
                 f"load {os.getloadavg()[0]:.2f}")  # fmt: skip
     o, f = statistics.median(ours), statistics.median(floors)
-    rows = [
-        Row(f"first search cold, {label}", o, "s", note=f"median of {runs}, {hits} hits")
-    ]
+    rows = [Row(f"first search cold, {label}", o, "s", note=f"median of {runs}, {hits} hits")]
     if theirs:
         a = statistics.median(theirs)
         rows.append(

@@ -85,16 +85,12 @@ def load_fixtures() -> tuple[list[Fixture], Fixture, list[bytes]]:
     for name in CLAUDE_FIXTURES:
         lines = (FIXTURES / "claude-code" / f"{name}.jsonl").read_bytes().splitlines()
         lines = [x for x in lines if x.strip()]
-        sid = next(
-            json.loads(x)["sessionId"].encode() for x in lines if b'"sessionId"' in x
-        )
+        sid = next(json.loads(x)["sessionId"].encode() for x in lines if b'"sessionId"' in x)
         stamps = _times(lines)
         agent: bytes | None = None
         if name == "marot-spotter-subagent":
             agent_lines, agent = _subagent(lines)
-        claude.append(
-            Fixture(name, lines, sid, min(stamps), max(stamps) - min(stamps), agent)
-        )
+        claude.append(Fixture(name, lines, sid, min(stamps), max(stamps) - min(stamps), agent))
     lines = (FIXTURES / "codex" / f"{CODEX_FIXTURE}.jsonl").read_bytes().splitlines()
     lines = [x for x in lines if x.strip()]
     stamps = _times(lines)
@@ -230,15 +226,27 @@ def build_home(root: Path, target_bytes: int, seed: int, progress: Progress) -> 
                 fixed[fx.agent_id] = agent
             shift = start - fx.start_ms
             n, r = write_transcript(
-                folder / f"{sid.decode()}.jsonl", fx.lines, times, rng, shift, fx.span_ms,
-                fixed, project,
+                folder / f"{sid.decode()}.jsonl",
+                fx.lines,
+                times,
+                rng,
+                shift,
+                fx.span_ms,
+                fixed,
+                project,
             )
             total, records, files = total + n, records + r, files + 1
             if fx.agent_id is not None:
                 sub = folder / sid.decode() / "subagents"
                 n, r = write_transcript(
-                    sub / f"agent-{agent.decode()}.jsonl", agent_lines, times, rng, shift,
-                    fx.span_ms, fixed, project,
+                    sub / f"agent-{agent.decode()}.jsonl",
+                    agent_lines,
+                    times,
+                    rng,
+                    shift,
+                    fx.span_ms,
+                    fixed,
+                    project,
                 )
                 (sub / f"agent-{agent.decode()}.meta.json").write_text('{"agentType": "Plan"}')
                 total, records, files = total + n, records + r, files + 1
@@ -248,8 +256,15 @@ def build_home(root: Path, target_bytes: int, seed: int, progress: Progress) -> 
         path = day / f"rollout-{time.strftime('%Y-%m-%dT%H-%M-%S', when)}-{sid.decode()}.jsonl"
         first = json.loads(codex.lines[0])["payload"]["id"].encode()
         n, r = write_transcript(
-            path, codex.lines, repeats(rng), rng, start - codex.start_ms, codex.span_ms,
-            {first: sid}, b"", keep_first=1,
+            path,
+            codex.lines,
+            repeats(rng),
+            rng,
+            start - codex.start_ms,
+            codex.span_ms,
+            {first: sid},
+            b"",
+            keep_first=1,
         )
         total, records, files = total + n, records + r, files + 1
         copies += 1

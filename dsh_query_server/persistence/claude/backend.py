@@ -28,6 +28,7 @@ from ..importing.lines import Record
 from ..importing.survey import Clock, Survey, is_dir
 from ..importing.values import MAX_SAFE, is_uuid, nonempty, obj, parse_time
 from ..importing.window import MemoBuilder
+from ..importing.worker import Init
 from .mapper import PLUGIN, ClaudeMapper
 
 
@@ -318,6 +319,9 @@ class ClaudeBackend(ImportBackend):
         return found
 
     # -- inspect (§3.3) ----------------------------------------------------------------
+
+    def worker_spec(self) -> Init | None:
+        return Init(__name__, "ClaudeBackend", self.home, self.uri, {})
 
     def unlisted(self, session_id: str, token: CancelToken) -> str | None:
         for f in self._files(token):

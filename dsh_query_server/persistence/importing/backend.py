@@ -18,8 +18,10 @@ from ...model.event import Event, Header
 from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
 from ..contract.results import BulkResult, Inspection, Snapshot, Window
 from .lines import Item, Record, read_items, read_lines
+from .shared import parallel_reads, shared_reads
 from .survey import Clock, Proofs, Survey
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
+from .worker import Init
 
 HEAD_LIMIT = 1_048_576
 ATTEMPTS = 3
@@ -307,18 +309,42 @@ class ImportBackend(ABC):
         """capabilities.BulkInspector for the search index build: each id's ``inspect``, in
         order, whatever its length. A window of a transcript costs the whole transcript's read
         until a memo of its revision exists, so a long log read window by window (``limit``)
-        would be read whole two or three times and build a memo the build never uses [ours]."""
+        would be read whole two or three times and build a memo the build never uses [ours].
+        With a second core, a worker process reads ids ahead of this one (``parallel``)."""
         del limit
+        spec = self.worker_spec()
+        sizes = self._sizes(session_ids) if spec is not None else []
+        if spec is None or not parallel_reads(len(session_ids), sum(sizes)):
+            for session_id in session_ids:
+                yield session_id, self._bulk_one(session_id, token)
+            return
+        yield from shared_reads(self._bulk_one, spec, session_ids, sizes, token)
+
+    def worker_spec(self) -> Init | None:
+        """How a worker process builds this backend again, or None: no worker reads for it."""
+        return None
+
+    def _sizes(self, session_ids: Sequence[str]) -> list[int]:
+        """Each id's transcript size as the last listing knows it (0 when it does not)."""
+        found = self._listing.found if self._listing is not None else {}
+        sizes: list[int] = []
         for session_id in session_ids:
-            token.raise_if_cancelled()
-            try:
-                yield session_id, self.inspect(session_id, token)
-            except SessionQueryCancelled:
+            cand = found.get(session_id)
+            st = stat_or_none(cand.path) if cand is not None else None
+            sizes.append(st.st_size if st is not None else 0)
+        return sizes
+
+    def _bulk_one(self, session_id: str, token: CancelToken) -> BulkResult:
+        """``inspect`` of one id as a bulk read answers it: the Inspection or its exception."""
+        token.raise_if_cancelled()
+        try:
+            return self.inspect(session_id, token)
+        except SessionQueryCancelled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - returned as inspect would raise it
+            if token.cancelled:
                 raise
-            except Exception as exc:  # noqa: BLE001 - returned as inspect would raise it
-                if token.cancelled:
-                    raise
-                yield session_id, exc
+            return exc
 
     def _inspect(self, cand: Candidate, token: CancelToken, *, memo: bool) -> Inspection:
         """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile.
