@@ -253,7 +253,8 @@ def serve(read_fd: int, write_fd: int) -> None:
         try:
             ins = backend.inspect(request.session_id, NULL_TOKEN)
             raws = [bytes(e.raw) for e in ins.events]  # the events' own bytes: no copy
-            ends, at = [], 0
+            ends: list[int] = []
+            at = 0
             for raw in raws:
                 at += len(raw)
                 ends.append(at)
