@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ... import jsoncodec
 from ...cancel import CancelToken
 from ...model.event import Header
-from ..contract.results import Inspection
+from ..contract.results import Inspection, Payloads
 from ..importing.backend import (
     Candidate,
     ImportBackend,
@@ -332,7 +332,12 @@ class ClaudeBackend(ImportBackend):
         return None
 
     def read(
-        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+        self,
+        cand: Candidate,
+        size: int,
+        token: CancelToken,
+        builder: MemoBuilder | None,
+        payloads: Payloads = None,
     ) -> Inspection:
         plan = cand.plan
         if not isinstance(plan, _Plan):
@@ -344,7 +349,7 @@ class ClaudeBackend(ImportBackend):
         if anchor is None:
             raise unreadable(self.rel(cand.path), "no record names a session and a time")
         lineage = self._lineage(self._proofs.start(), f, anchor)
-        em = Emitter(PLUGIN, min(max(anchor.time, 0), MAX_SAFE))
+        em = Emitter(PLUGIN, min(max(anchor.time, 0), MAX_SAFE), payloads=payloads)
         mapper = ClaudeMapper(em, lineage.trunk, lineage.native_id, lineage.copied)
         em.sink = builder.emitted if builder is not None else None
         feed(cand.path, size, token, mapper.feed, builder)

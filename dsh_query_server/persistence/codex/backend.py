@@ -12,7 +12,7 @@ from functools import partial
 from ... import jsoncodec
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Header
-from ..contract.results import Inspection
+from ..contract.results import Inspection, Payloads
 from ..importing.backend import (
     Candidate,
     ImportBackend,
@@ -288,7 +288,12 @@ class CodexBackend(ImportBackend):
         return None
 
     def read(
-        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+        self,
+        cand: Candidate,
+        size: int,
+        token: CancelToken,
+        builder: MemoBuilder | None,
+        payloads: Payloads = None,
     ) -> Inspection:
         plan = cand.plan
         if not isinstance(plan, _Plan):
@@ -303,7 +308,7 @@ class CodexBackend(ImportBackend):
                 self.rel(cand.path),
                 f'its first session_meta names another id than "{cand.session_id}"',
             )
-        em = Emitter(PLUGIN, anchor.created_at)
+        em = Emitter(PLUGIN, anchor.created_at, payloads=payloads)
         mapper = CodexMapper(em, anchor.session_id, anchor.forked, anchor.bare)
         em.sink = builder.emitted if builder is not None else None
         feed(cand.path, size, token, mapper.feed, builder)

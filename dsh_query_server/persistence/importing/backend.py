@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from ...cancel import NULL_TOKEN, CancelToken, SessionQueryCancelled
 from ...model.event import Event, Header
 from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
-from ..contract.results import BulkResult, Inspection, Snapshot, Window
+from ..contract.results import BulkResult, Inspection, Payloads, Snapshot, Window
 from .lines import Item, Record, read_items, read_lines
 from .shared import parallel_reads, shared_reads
 from .survey import Clock, Proofs, Survey
@@ -229,9 +229,15 @@ class ImportBackend(ABC):
 
     @abstractmethod
     def read(
-        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+        self,
+        cand: Candidate,
+        size: int,
+        token: CancelToken,
+        builder: MemoBuilder | None,
+        payloads: Payloads = None,
     ) -> Inspection:
-        """Map the first ``size`` bytes of the candidate's transcript (through ``feed``)."""
+        """Map the first ``size`` bytes of the candidate's transcript (through ``feed``); with
+        ``payloads``, its Emitter keeps other log-only events as outlines."""
 
     def _candidates(self, token: CancelToken) -> dict[str, Candidate]:
         """``candidates``, or the last listing again while its proofs all hold."""
@@ -303,8 +309,19 @@ class ImportBackend(ABC):
         token = token or NULL_TOKEN  # callers of the older contract pass None
         return self._inspect(self._locate(session_id, token), token, memo=False)
 
+    def inspect_payloads(
+        self, session_id: str, payloads: Payloads, token: CancelToken = NULL_TOKEN
+    ) -> Inspection:
+        """``inspect`` whose log-only events of types not in ``payloads`` are EventOutlines."""
+        cand = self._locate(session_id, token)
+        return self._inspect(cand, token, memo=False, payloads=payloads)
+
     def inspect_many(
-        self, session_ids: Sequence[str], limit: int, token: CancelToken = NULL_TOKEN
+        self,
+        session_ids: Sequence[str],
+        limit: int,
+        token: CancelToken = NULL_TOKEN,
+        payloads: Payloads = None,
     ) -> Iterator[tuple[str, BulkResult]]:
         """capabilities.BulkInspector for the search index build: each id's ``inspect``, in
         order, whatever its length. A window of a transcript costs the whole transcript's read
@@ -312,13 +329,17 @@ class ImportBackend(ABC):
         would be read whole two or three times and build a memo the build never uses [ours].
         With a second core, a worker process reads ids ahead of this one (``parallel``)."""
         del limit
+
+        def read_one(session_id: str, token: CancelToken) -> BulkResult:
+            return self._bulk_one(session_id, token, payloads)
+
         spec = self.worker_spec()
         sizes = self._sizes(session_ids) if spec is not None else []
         if spec is None or not parallel_reads(len(session_ids), sum(sizes)):
             for session_id in session_ids:
-                yield session_id, self._bulk_one(session_id, token)
+                yield session_id, read_one(session_id, token)
             return
-        yield from shared_reads(self._bulk_one, spec, session_ids, sizes, token)
+        yield from shared_reads(read_one, spec, session_ids, sizes, token, payloads)
 
     def worker_spec(self) -> Init | None:
         """How a worker process builds this backend again, or None: no worker reads for it."""
@@ -334,11 +355,13 @@ class ImportBackend(ABC):
             sizes.append(st.st_size if st is not None else 0)
         return sizes
 
-    def _bulk_one(self, session_id: str, token: CancelToken) -> BulkResult:
+    def _bulk_one(
+        self, session_id: str, token: CancelToken, payloads: Payloads = None
+    ) -> BulkResult:
         """``inspect`` of one id as a bulk read answers it: the Inspection or its exception."""
         token.raise_if_cancelled()
         try:
-            return self.inspect(session_id, token)
+            return self.inspect_payloads(session_id, payloads, token)
         except SessionQueryCancelled:
             raise
         except Exception as exc:  # noqa: BLE001 - returned as inspect would raise it
@@ -346,7 +369,9 @@ class ImportBackend(ABC):
                 raise
             return exc
 
-    def _inspect(self, cand: Candidate, token: CancelToken, *, memo: bool) -> Inspection:
+    def _inspect(
+        self, cand: Candidate, token: CancelToken, *, memo: bool, payloads: Payloads = None
+    ) -> Inspection:
         """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile.
         With ``memo`` (a window read) the window memo of the revision read is built along,
         unless it exists already; a plain inspect does not pay for one."""
@@ -358,7 +383,7 @@ class ImportBackend(ABC):
             known = not memo or self._windows.get(cand.session_id, key) is not None
             builder = None if known else MemoBuilder()
             try:
-                result = self.read(cand, s0.st_size, token, builder)
+                result = self.read(cand, s0.st_size, token, builder, payloads)
             except FileNotFoundError:
                 raise ImportError_(f'session "{cand.session_id}" not found') from None
             s1 = stat_or_none(cand.path)

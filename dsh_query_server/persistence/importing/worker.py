@@ -29,13 +29,13 @@ import os
 import select
 import subprocess
 import sys
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
-from ..contract.results import Inspection
+from ..contract.results import EventOutline, Inspection, Payloads
 
 MAGIC = b"DQW1"
 _HEAD = len(MAGIC) + 4
@@ -53,6 +53,7 @@ class Init(msgspec.Struct, tag=True):
 class Request(msgspec.Struct, tag=True):
     ident: int
     session_id: str
+    payloads: list[str] | None = None  # ``Payloads``, as a list
 
 
 class Answer(msgspec.Struct, tag=True):
@@ -64,6 +65,10 @@ class Answer(msgspec.Struct, tag=True):
     ok: bool
     meta: bytes = b""
     ends: list[int] = msgspec.field(default_factory=list[int])
+    # the EventOutlines among the events: (position in the log, type, seq, time)
+    outlines: list[tuple[int, str, int, int]] = msgspec.field(
+        default_factory=list[tuple[int, str, int, int]]
+    )
 
 
 class Broken(Exception):
@@ -137,9 +142,19 @@ def inspection_of(answer: Answer, body: memoryview) -> Inspection:
         meta = Header.from_json(answer.meta)
         events: list[Event] = []
         start = 0
+        outlines = iter(answer.outlines)
+        outline = next(outlines, None)
         for end in answer.ends:
+            while outline is not None and outline[0] == len(events):
+                events.append(cast(Event, EventOutline(outline[1], outline[2], outline[3])))
+                outline = next(outlines, None)
             events.append(Event.from_json(bytes(body[start:end])))
             start = end
+        while outline is not None and outline[0] == len(events):
+            events.append(cast(Event, EventOutline(outline[1], outline[2], outline[3])))
+            outline = next(outlines, None)
+        if outline is not None:
+            raise Broken("outlines out of order")
         return Inspection(meta, events)
     except ValueError as exc:
         raise Broken(f"an answer that does not decode: {exc}") from None
@@ -174,13 +189,14 @@ class ReadWorker:
         except OSError:
             self.broken = True
 
-    def send(self, session_id: str) -> int:
+    def send(self, session_id: str, payloads: Payloads = None) -> int:
         """Ask for one id; returns the request's number (raises Broken)."""
         if self.broken:
             raise Broken("worker broken")
         self._next += 1
+        wanted = None if payloads is None else sorted(payloads)
         try:
-            write_frame(self._out, _encode(Request(self._next, session_id)))
+            write_frame(self._out, _encode(Request(self._next, session_id, wanted)))
         except OSError as exc:
             self.broken = True
             raise Broken(str(exc)) from None
@@ -237,7 +253,7 @@ def serve(read_fd: int, write_fd: int) -> None:
     init = _request.decode(read_frame(read_fd))  # a bad first frame: the caller sees EOF
     if not isinstance(init, Init):
         return
-    cls = getattr(importlib.import_module(init.module), init.cls)
+    cls = getattr(importlib.import_module(init.module), init.cls)  # an ImportBackend
     backend = cls(init.home, init.uri, **init.options)
     # One listing up front: each inspect then finds its transcript from it while the listing's
     # proofs hold, instead of surveying the whole home again.
@@ -251,14 +267,20 @@ def serve(read_fd: int, write_fd: int) -> None:
             return
         raws: list[bytes] = []
         try:
-            ins = backend.inspect(request.session_id, NULL_TOKEN)
-            raws = [bytes(e.raw) for e in ins.events]  # the events' own bytes: no copy
+            payloads = None if request.payloads is None else frozenset(request.payloads)
+            ins = backend.inspect_payloads(request.session_id, payloads, NULL_TOKEN)
             ends: list[int] = []
+            outlines: list[tuple[int, str, int, int]] = []
             at = 0
-            for raw in raws:
-                at += len(raw)
+            for k, event in enumerate(cast(list[Event | EventOutline], ins.events)):
+                if isinstance(event, EventOutline):
+                    outlines.append((k, event.type, event.seq, event.time))
+                    continue
+                raws.append(bytes(event.raw))  # the event's own bytes: no copy
+                at += len(event.raw)
                 ends.append(at)
-            answer = Answer(request.ident, request.session_id, True, bytes(ins.meta.raw), ends)
+            meta = bytes(ins.meta.raw)
+            answer = Answer(request.ident, request.session_id, True, meta, ends, outlines)
             del ins
         except Exception:  # noqa: BLE001 - the caller reads this id itself, errors and all
             answer, raws = Answer(request.ident, request.session_id, False), []
