@@ -255,9 +255,11 @@ def serve(read_fd: int, write_fd: int) -> None:
         return
     cls = getattr(importlib.import_module(init.module), init.cls)  # an ImportBackend
     backend = cls(init.home, init.uri, **init.options)
-    # One listing up front: each inspect then finds its transcript from it while the listing's
-    # proofs hold, instead of surveying the whole home again.
-    backend.list(NULL_TOKEN)
+    # One listing up front, under a token of the worker's own: each inspect then finds its
+    # transcript in that survey (as the server's request does in its own), instead of proving
+    # the whole listing again per id (a stat of every directory walked).
+    token = CancelToken()
+    backend.list(token)
     while True:
         try:
             request = _request.decode(read_frame(read_fd))
@@ -268,7 +270,7 @@ def serve(read_fd: int, write_fd: int) -> None:
         raws: list[bytes] = []
         try:
             payloads = None if request.payloads is None else frozenset(request.payloads)
-            ins = backend.inspect_payloads(request.session_id, payloads, NULL_TOKEN)
+            ins = backend.inspect_payloads(request.session_id, payloads, token)
             ends: list[int] = []
             outlines: list[tuple[int, str, int, int]] = []
             at = 0
