@@ -59,11 +59,14 @@ def ensure_home(cache: str, megabytes: int, rebuild: bool) -> Home:
     started = time.perf_counter()
     target = megabytes * 1_000_000
 
+    shown = [0]
+
     def progress(done: int) -> None:
-        sys.stderr.write(f"\rbuilding {root.name}: {done / 1e6:,.0f} / {megabytes:,} MB")
+        if done - shown[0] >= 50_000_000:  # a line per 50 MB
+            shown[0] = done
+            sys.stderr.write(f"building {root.name}: {done / 1e6:,.0f} / {megabytes:,} MB\n")
 
     plan = build_home(tmp, target, seed=28, progress=progress)
-    sys.stderr.write("\n")
     plan["buildSeconds"] = round(time.perf_counter() - started, 1)
     (tmp / "plan.json").write_text(json.dumps(plan, indent=1))
     tmp.rename(root)
