@@ -405,6 +405,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--agentsview", help="its binary (default: the venv's, then PATH)")
     parser.add_argument(
+        "--realhome",
+        type=int,
+        metavar="MB",
+        help="the real-content home of this size (bench/realhome.py, cached) instead of the"
+        " generated homes",
+    )
+    parser.add_argument(
         "--skip-importer-lines",
         action="store_true",
         help="only the comparison, not bench.importers' listing/readEvent lines",
@@ -414,14 +421,24 @@ def main() -> None:
         tmp = Path(name)
         claude, codex = tmp / "claude", tmp / "codex"
         t = time.perf_counter()
-        _, files = claude_home(claude, args.sessions, largest=args.largest)
-        codex_home(codex, args.sessions)
+        if args.realhome:
+            from bench.realhome import ensure_home  # the real-content home (issue 28)
+
+            cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+            home = ensure_home(str(cache / "dsh-query-bench"), args.realhome, False)
+            claude, codex = home.claude, home.codex
+            files = int(home.plan["transcripts"])  # type: ignore[call-overload]
+        else:
+            _, files = claude_home(claude, args.sessions, largest=args.largest)
+            codex_home(codex, args.sessions)
         size = sum(p.stat().st_size for p in transcripts(claude, codex))
         events, sessions = count_events(claude, codex)
         corpus = Corpus(claude, codex, events, sessions, size)
         pick_phrases(corpus)
+        made = "real-content home of" if args.realhome else "generated"
+        rollouts = len(list(codex.rglob("rollout-*.jsonl")))
         print(
-            f"generated {files} Claude transcripts and {args.sessions} Codex rollouts "
+            f"{made} {files} transcripts, {rollouts} of them Codex rollouts "
             f"({size / 1e6:.1f} MB; {sessions} sessions, {events:,} events imported) in "
             f"{time.perf_counter() - t:.1f} s; {os.cpu_count()} cores, load "
             f"{os.getloadavg()[0]:.1f}"
