@@ -98,6 +98,25 @@ def pick_phrases(corpus: Corpus) -> None:
         "common": "needle",
         "rare-tool": " ".join(tool[2:9]),
     }
+    count_phrases(corpus)
+
+
+def realhome_phrases(corpus: Corpus, projects: dict[str, int]) -> None:
+    """Phrases of the real-content home: a project path of few copies (rare), one of a middling
+    number (medium), a word of the tool-heavy fixture's output (common), and a sentence of a
+    sub-agent's tool result (rare-tool in name only: every copy holds it)."""
+    by_count = sorted(projects, key=lambda p: (projects[p], p))
+    corpus.phrases = {
+        "rare": f"projects/{by_count[0]}",
+        "medium": f"projects/{by_count[len(by_count) // 2]}",
+        "common": "dialyzer",
+        "rare-tool": "for resuming to continue this agent's work",
+    }
+    count_phrases(corpus)
+
+
+def count_phrases(corpus: Corpus) -> None:
+    """How many transcripts hold each phrase (a byte scan, for scale)."""
     keys = {k: v.encode() for k, v in corpus.phrases.items()}
     counts = dict.fromkeys(keys, 0)
     for path in transcripts(corpus.claude, corpus.codex):
@@ -434,7 +453,10 @@ def main() -> None:
         size = sum(p.stat().st_size for p in transcripts(claude, codex))
         events, sessions = count_events(claude, codex)
         corpus = Corpus(claude, codex, events, sessions, size)
-        pick_phrases(corpus)
+        if args.realhome:
+            realhome_phrases(corpus, home.plan["projects"])  # type: ignore[arg-type]
+        else:
+            pick_phrases(corpus)
         made = "real-content home of" if args.realhome else "generated"
         rollouts = len(list(codex.rglob("rollout-*.jsonl")))
         print(
