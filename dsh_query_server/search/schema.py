@@ -41,7 +41,7 @@ DERIVED_TABLES = frozenset(
     }
 )
 
-FTS_HASHSIZE = 16 * 1024 * 1024
+FTS_HASHSIZE = 8 * 1024 * 1024
 _DOC_COLUMNS = (
     "text, session_id UNINDEXED, seq UNINDEXED, type UNINDEXED, time UNINDEXED, "
     "surface UNINDEXED, codepoint_length UNINDEXED, tokenize = 'unicode61'"
@@ -59,7 +59,7 @@ _PERSISTENT_SCHEMA = (
     "generation INTEGER NOT NULL) STRICT",
     f"CREATE VIRTUAL TABLE IF NOT EXISTS persisted_docs USING fts5({_DOC_COLUMNS})",
     # FTS5 flushes its pending terms to a new segment each 1 MiB by default; a first build then
-    # merges hundreds of small segments. 16 MiB of pending terms made the build's inserts ~30%
+    # merges hundreds of small segments. 8 MiB of pending terms made the build's inserts ~25%
     # cheaper on the real-content home (bench/realhome.py) [ours]. Set once, with the table.
     "INSERT INTO persisted_docs(persisted_docs, rank) SELECT 'hashsize', "
     f"{FTS_HASHSIZE} WHERE NOT EXISTS (SELECT 1 FROM persisted_docs_config WHERE k = 'hashsize')",

@@ -28,10 +28,10 @@ PARALLEL_MIN_BYTES = 24 * 1024 * 1024
 # "0": never a worker; "1": a worker for any bulk read of PARALLEL_MIN ids (the tests); unset:
 # a worker when the bulk read is worth it (PARALLEL_MIN_BYTES) [ours].
 ENV = "DSH_QUERY_READ_WORKER"
-# A longer transcript is read in this process: the worker's answer is held twice for a moment
-# (the frame and its events) beside this process's own log. With textless events outlined, a
-# 28 MB transcript's answer is a few MB; the bound keeps a pathological one in process.
-WORKER_MAX_BYTES = 64 * 1024 * 1024
+# A longer transcript is read in this process: the worker would hold the whole log (its peak,
+# beside the server's), and the server its answer twice for a moment (the frame and its
+# events). With 16 MiB the two stay within 200 MB together on the 1.5 GB real-content home.
+WORKER_MAX_BYTES = 16 * 1024 * 1024
 
 
 def parallel_reads(ids: int, size: int) -> bool:
