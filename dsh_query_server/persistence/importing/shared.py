@@ -30,8 +30,8 @@ PARALLEL_MIN_BYTES = 24 * 1024 * 1024
 ENV = "DSH_QUERY_READ_WORKER"
 # A longer transcript is read in this process: the worker would hold the whole log (its peak,
 # beside the server's), and the server its answer twice for a moment (the frame and its
-# events). With 16 MiB the two stay within 200 MB together on the 1.5 GB real-content home.
-WORKER_MAX_BYTES = 16 * 1024 * 1024
+# events). With 8 MiB the two stay within 200 MB together on the 1.5 GB real-content home.
+WORKER_MAX_BYTES = 8 * 1024 * 1024
 
 
 def parallel_reads(ids: int, size: int) -> bool:
