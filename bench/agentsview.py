@@ -98,6 +98,25 @@ def pick_phrases(corpus: Corpus) -> None:
         "common": "needle",
         "rare-tool": " ".join(tool[2:9]),
     }
+    count_phrases(corpus)
+
+
+def realhome_phrases(corpus: Corpus, projects: dict[str, int]) -> None:
+    """Phrases of the real-content home: a project path of few copies (rare), one of a middling
+    number (medium), a word of the tool-heavy fixture's output (common), and a sentence of a
+    sub-agent's tool result (rare-tool in name only: every copy holds it)."""
+    by_count = sorted(projects, key=lambda p: (projects[p], p))
+    corpus.phrases = {
+        "rare": f"projects/{by_count[0]}",
+        "medium": f"projects/{by_count[len(by_count) // 2]}",
+        "common": "dialyzer",
+        "rare-tool": "for resuming to continue this agent's work",
+    }
+    count_phrases(corpus)
+
+
+def count_phrases(corpus: Corpus) -> None:
+    """How many transcripts hold each phrase (a byte scan, for scale)."""
     keys = {k: v.encode() for k, v in corpus.phrases.items()}
     counts = dict.fromkeys(keys, 0)
     for path in transcripts(corpus.claude, corpus.codex):
@@ -405,6 +424,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--agentsview", help="its binary (default: the venv's, then PATH)")
     parser.add_argument(
+        "--realhome",
+        type=int,
+        metavar="MB",
+        help="the real-content home of this size (bench/realhome.py, cached) instead of the"
+        " generated homes",
+    )
+    parser.add_argument(
         "--skip-importer-lines",
         action="store_true",
         help="only the comparison, not bench.importers' listing/readEvent lines",
@@ -414,14 +440,27 @@ def main() -> None:
         tmp = Path(name)
         claude, codex = tmp / "claude", tmp / "codex"
         t = time.perf_counter()
-        _, files = claude_home(claude, args.sessions, largest=args.largest)
-        codex_home(codex, args.sessions)
+        if args.realhome:
+            from bench.realhome import ensure_home  # the real-content home (issue 28)
+
+            cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+            home = ensure_home(str(cache / "dsh-query-bench"), args.realhome, False)
+            claude, codex = home.claude, home.codex
+            files = int(home.plan["transcripts"])  # type: ignore[call-overload]
+        else:
+            _, files = claude_home(claude, args.sessions, largest=args.largest)
+            codex_home(codex, args.sessions)
         size = sum(p.stat().st_size for p in transcripts(claude, codex))
         events, sessions = count_events(claude, codex)
         corpus = Corpus(claude, codex, events, sessions, size)
-        pick_phrases(corpus)
+        if args.realhome:
+            realhome_phrases(corpus, home.plan["projects"])  # type: ignore[arg-type]
+        else:
+            pick_phrases(corpus)
+        made = "real-content home of" if args.realhome else "generated"
+        rollouts = len(list(codex.rglob("rollout-*.jsonl")))
         print(
-            f"generated {files} Claude transcripts and {args.sessions} Codex rollouts "
+            f"{made} {files} transcripts, {rollouts} of them Codex rollouts "
             f"({size / 1e6:.1f} MB; {sessions} sessions, {events:,} events imported) in "
             f"{time.perf_counter() - t:.1f} s; {os.cpu_count()} cores, load "
             f"{os.getloadavg()[0]:.1f}"

@@ -31,6 +31,7 @@ from .hub import HubSection
 from .jsonl import JsonlSection, zstd_root
 from .mcp_line import McpSection
 from .postgres import PostgresSection
+from .realhome import ensure_home, measure_home
 from .search import SearchSection
 from .stats import Row, Stats, log, measure, measure_interleaved, render
 from .wire import WireClient
@@ -390,6 +391,8 @@ class Bench(SearchSection, JsonlSection, McpSection, PostgresSection, HubSection
         return 0
 
     def run_only(self, section: str) -> int:
+        if section == "realhome":
+            return self.realhome()
         self.corpus()
         if section == "hub":
             self.hub_section()
@@ -415,15 +418,31 @@ class Bench(SearchSection, JsonlSection, McpSection, PostgresSection, HubSection
         self.report()
         return 0
 
-    def report(self) -> None:
+    def realhome(self) -> int:
+        """Issue 28's lines on the real-content homes (bench/realhome.py), smallest first."""
+        self.info["loadBefore"] = os.getloadavg()
+        sizes = [int(x) for x in self.args.realhome_sizes.split(",")]
+        homes = [ensure_home(self.args.cache_dir, mb, self.args.rebuild) for mb in sizes]
+        self.info["realhome"] = {str(h.root): h.plan for h in homes}
+        for home in homes:
+            for row in measure_home(home, self.args.runs, self.args.agentsview):
+                self.add(row)
+        self.info["loadAfter"] = os.getloadavg()
+        self.report("real-content homes (bench/realhome.py)")
+        return 0
+
+    def report(self, what: str | None = None) -> None:
         table = render(self.rows)
-        corpus = self.info["corpus"]
-        title = (
-            f"dsh-query-server benchmark: {corpus['totalSessions']:,} sessions"
-            f" / {corpus['totalEvents']:,}"
-            f" events ({corpus['liveSessions']:,} live, {corpus['laggingSessions']:,} lagging),"
-            f" scale {self.args.scale}"
-        )
+        if what is not None:
+            title = f"dsh-query-server benchmark: {what}"
+        else:
+            corpus = self.info["corpus"]
+            title = (
+                f"dsh-query-server benchmark: {corpus['totalSessions']:,} sessions"
+                f" / {corpus['totalEvents']:,}"
+                f" events ({corpus['liveSessions']:,} live, {corpus['laggingSessions']:,} "
+                f"lagging), scale {self.args.scale}"
+            )
         print("\n" + title + "\n" + "=" * len(title) + "\n" + table)
         misses = [r.name for r in self.rows if r.ok is False]
         print(
@@ -494,9 +513,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        choices=("overhead", "hub"),
-        help="one section on its own: the trivial request against the echo baseline, or the hub",
+        choices=("overhead", "hub", "realhome"),
+        help="one section on its own: the trivial request against the echo baseline, the hub,"
+        " or the real-content homes against agentsview (bench/realhome.py)",
     )
+    parser.add_argument(
+        "--realhome-sizes", default="300,1500", help="real-content home sizes, MB (--only realhome)"
+    )
+    parser.add_argument("--runs", type=int, default=3, help="runs per home (--only realhome)")
+    parser.add_argument("--agentsview", help="its binary (default: the venv's, then PATH)")
     parser.add_argument(
         "--build-only",
         action="store_true",

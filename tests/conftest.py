@@ -124,7 +124,11 @@ def _cap_examples(item: pytest.Item) -> None:
 
 _current: list[pytest.Item] = []
 _SERVER_MODULES = ("dsh_query_server", "tests.harness_server", "tests.harness_hub")
-_NOT_SERVERS = ("dsh_query_server.devtools", "dsh_query_server.schema")
+_NOT_SERVERS = (
+    "dsh_query_server.devtools",
+    "dsh_query_server.schema",
+    "dsh_query_server.persistence.importing.worker",  # a read worker (issue 28), no server
+)
 
 
 def _starts_a_server(args: Any) -> bool:

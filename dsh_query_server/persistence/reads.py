@@ -36,7 +36,14 @@ from .checks import (
 from .contract.backend import PersistenceBackend
 from .contract.capabilities import Capabilities
 from .contract.errors import SessionPersistenceCorruptionError, SessionRawArtifactsUnsupportedError
-from .contract.results import BulkResult, Inspection, SessionRawArtifact, SkippedArtifact, Window
+from .contract.results import (
+    BulkResult,
+    Inspection,
+    Payloads,
+    SessionRawArtifact,
+    SkippedArtifact,
+    Window,
+)
 
 
 class LogMoved(Exception):
@@ -234,15 +241,21 @@ class StoredLogs:
         return checked_snapshots(self._backend.list_snapshots(token), known)
 
     def many(
-        self, session_ids: Sequence[str], limit: int, token: CancelToken
+        self,
+        session_ids: Sequence[str],
+        limit: int,
+        token: CancelToken,
+        payloads: Payloads = None,
     ) -> Iterator[BulkResult]:
         """For each id, in order, what ``inspect`` gives (the Inspection or the exception it
         would raise), in few round trips when the backend reads in bulk; None for an id the
         caller reads its own way (``sequence``): a log longer than ``limit``, or every id of a
-        backend that does not read in bulk."""
+        backend that does not read in bulk. With ``payloads`` (the types whose payloads the
+        caller reads), other log-only events may be ``results.EventOutline``s."""
         if self._bulk is None:
             return iter([None] * len(session_ids))
-        return bulk_results(session_ids, self._bulk.inspect_many(session_ids, limit, token))
+        answers = self._bulk.inspect_many(session_ids, limit, token, payloads)
+        return bulk_results(session_ids, answers)
 
     def sequence(self, session_id: str, size: int, token: CancelToken) -> LogSequence:
         """The log, to be read once in order: whole, from ``inspect``, unless the backend reads

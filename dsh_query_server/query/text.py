@@ -22,6 +22,7 @@ from ..values import WHITESPACE_CHARS, split_whitespace, trim
 _TEXT_TYPES = frozenset(
     {"user/message", "assistant/message", "tool/call", "tool/result", "todo/write", "turn/end"}
 )
+TEXT_TYPES = _TEXT_TYPES  # the only types extract_text reads a payload of
 
 
 def _content_parts(blocks: Any, out: list[str]) -> None:

@@ -24,7 +24,7 @@ from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
 from ..persistence.reads import StoredLogs
-from ..query.text import extract_text
+from ..query.text import TEXT_TYPES, extract_text
 from ..session.fold import Fold, FoldError, fold_events
 from ..session.store import LiveSnapshot
 from .plan import Document
@@ -35,6 +35,9 @@ WINDOW = 8192
 # documents are made by a second read instead.
 TEXT_BUDGET = 16 * 1024 * 1024
 _DOC_COST = 128
+# The payloads the documents are made from (the fold reads only the envelope of the others, and
+# a tool/result's payload, which is one of these): a bulk read may outline the rest (issue 28).
+PAYLOADS = TEXT_TYPES
 
 
 def _documents(events: Iterable[Event], fold: Fold) -> Iterator[Document]:

@@ -28,7 +28,14 @@ from ..persistence.mount.binding import Binding, PersistenceBinding
 from ..persistence.reads import LogMoved, StoredLogs
 from ..query.loaded import conflict
 from ..session.store import SessionStore
-from .documents import WINDOW, Read, live_documents, persisted_documents, read_persisted
+from .documents import (
+    PAYLOADS,
+    WINDOW,
+    Read,
+    live_documents,
+    persisted_documents,
+    read_persisted,
+)
 from .plan import LIVE, PERSISTED, Row, WritePlan
 from .schema import Connection, Error, open_failed, open_index, scalar, sql_text
 from .unreadable import Unreadable, unreadable
@@ -363,7 +370,7 @@ class SearchIndex:
         # Each id gets what ``inspect`` would give, read in bulk where the mount can, and the
         # documents are made from it as from ``inspect``; an id left to its own read (None) is
         # read the ordinary way, window by window. One that went live meanwhile is skipped.
-        results = logs.many([sid for sid, _ in todo], WINDOW, tok)
+        results = logs.many([sid for sid, _ in todo], WINDOW, tok, PAYLOADS)
         for (sid, snapshot), result in zip(todo, results, strict=True):
             if self.store.is_live(sid):
                 skipped.append(sid)

@@ -20,6 +20,7 @@ from dsh_query_server.persistence.contract.errors import (
 from dsh_query_server.persistence.contract.results import (
     BulkResult,
     Inspection,
+    Payloads,
     SessionRawArtifact,
     Snapshot,
     Window,
@@ -222,10 +223,16 @@ class Bulk(MemoryBackend):
     def __init__(self, answer: str | None = None) -> None:
         super().__init__()
         self.answer = answer
+        self.payloads: Payloads = None
 
     def inspect_many(
-        self, session_ids: Sequence[str], limit: int, token: CancelToken = NULL_TOKEN
+        self,
+        session_ids: Sequence[str],
+        limit: int,
+        token: CancelToken = NULL_TOKEN,
+        payloads: Payloads = None,
     ) -> Iterator[tuple[str, BulkResult]]:
+        self.payloads = payloads
         for sid in session_ids:
             yield (self.answer or sid), self.inspect(sid, token)
 
@@ -238,6 +245,9 @@ def test_many_reads_in_bulk_where_it_can_and_checks_the_answers() -> None:
     assert [a.events if isinstance(a, Inspection) else a for a in answers] == [EVENTS, []]
     with pytest.raises(ValueError, match="bulk inspection answered 'x' for 's'"):
         list(mounted(Bulk("x")).many(["s"], 10, NULL_TOKEN))
+    bulk = Bulk()  # the payloads the caller reads reach the backend
+    list(mounted(bulk).many(["s"], 10, NULL_TOKEN, frozenset({"user/message"})))
+    assert bulk.payloads == frozenset({"user/message"})
 
 
 def test_snapshots_are_checked_and_an_unchanged_listing_is_the_known_one() -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ... import jsoncodec
 from ...cancel import CancelToken
 from ...model.event import Header
-from ..contract.results import Inspection, SkippedArtifact
+from ..contract.results import Inspection, Payloads, SkippedArtifact
 from ..importing.backend import (
     Candidate,
     ImportBackend,
@@ -28,6 +28,7 @@ from ..importing.lines import Record
 from ..importing.survey import Clock, Survey, is_dir
 from ..importing.values import MAX_SAFE, is_uuid, nonempty, obj, parse_time
 from ..importing.window import MemoBuilder
+from ..importing.worker import Init
 from .mapper import PLUGIN, ClaudeMapper
 
 
@@ -324,6 +325,9 @@ class ClaudeBackend(ImportBackend):
 
     # -- inspect (§3.3) ----------------------------------------------------------------
 
+    def worker_spec(self) -> Init | None:
+        return Init(__name__, "ClaudeBackend", self.home, self.uri, {})
+
     def unlisted(self, session_id: str, token: CancelToken) -> str | None:
         for f in self._files(token):
             if f.flat:
@@ -333,7 +337,12 @@ class ClaudeBackend(ImportBackend):
         return None
 
     def read(
-        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+        self,
+        cand: Candidate,
+        size: int,
+        token: CancelToken,
+        builder: MemoBuilder | None,
+        payloads: Payloads = None,
     ) -> Inspection:
         plan = cand.plan
         if not isinstance(plan, _Plan):
@@ -345,7 +354,7 @@ class ClaudeBackend(ImportBackend):
         if anchor is None:
             raise unreadable(self.rel(cand.path), "no record names a session and a time")
         lineage = self._lineage(self._proofs.start(), f, anchor)
-        em = Emitter(PLUGIN, min(max(anchor.time, 0), MAX_SAFE))
+        em = Emitter(PLUGIN, min(max(anchor.time, 0), MAX_SAFE), payloads=payloads)
         mapper = ClaudeMapper(em, lineage.trunk, lineage.native_id, lineage.copied)
         em.sink = builder.emitted if builder is not None else None
         feed(cand.path, size, token, mapper.feed, builder)

@@ -12,7 +12,7 @@ from functools import partial
 from ... import jsoncodec
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Header
-from ..contract.results import Inspection, SkippedArtifact
+from ..contract.results import Inspection, Payloads, SkippedArtifact
 from ..importing.backend import (
     Candidate,
     ImportBackend,
@@ -31,6 +31,7 @@ from ..importing.lines import Record
 from ..importing.survey import DIR, FILE, SAFE_AGE_NS, Clock, FileKey, Survey, file_key
 from ..importing.values import MAX_SAFE, nonempty, obj, parse_time, trailing_uuid
 from ..importing.window import MemoBuilder
+from ..importing.worker import Init
 from .mapper import PLUGIN, CodexMapper
 
 INDEX = "session_index.jsonl"
@@ -134,6 +135,15 @@ class CodexBackend(ImportBackend):
         self._clock = clock
         self._index: tuple[FileKey, dict[str, tuple[int, JSONObject, str]]] | None = None
         self._built: dict[str, Candidate] = {}  # per rollout path: the last listing's candidate
+
+    def worker_spec(self) -> Init | None:
+        return Init(
+            __name__,
+            "CodexBackend",
+            self.home,
+            self.uri,
+            {"include_archived": self.include_archived},
+        )
 
     def _files(self, token: CancelToken, sv: Survey | None = None) -> list[tuple[str, str, int]]:
         """(path, id, rank) per candidate: rank 0 under sessions/, 1 archived (§2.1). Walks as
@@ -282,7 +292,12 @@ class CodexBackend(ImportBackend):
         return None
 
     def read(
-        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+        self,
+        cand: Candidate,
+        size: int,
+        token: CancelToken,
+        builder: MemoBuilder | None,
+        payloads: Payloads = None,
     ) -> Inspection:
         plan = cand.plan
         if not isinstance(plan, _Plan):
@@ -297,7 +312,7 @@ class CodexBackend(ImportBackend):
                 self.rel(cand.path),
                 f'its first session_meta names another id than "{cand.session_id}"',
             )
-        em = Emitter(PLUGIN, anchor.created_at)
+        em = Emitter(PLUGIN, anchor.created_at, payloads=payloads)
         mapper = CodexMapper(em, anchor.session_id, anchor.forked, anchor.bare)
         em.sink = builder.emitted if builder is not None else None
         feed(cand.path, size, token, mapper.feed, builder)

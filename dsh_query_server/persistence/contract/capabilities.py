@@ -14,6 +14,7 @@ from .backend import PersistenceBackend
 from .results import (
     BulkResult,
     Inspection,
+    Payloads,
     SessionLocation,
     SessionRawArtifact,
     SkippedArtifact,
@@ -58,10 +59,15 @@ class BulkInspector(Protocol):
     ``inspect(id)`` would give at some moment during the call: the Inspection, or the exception
     it would raise (returned, not raised). It is None for an id whose stored log holds more than
     ``limit`` events (or that the backend cannot read in bulk): the caller reads it its own way.
-    A failure of the store itself, or cancellation, raises from the iterator."""
+    A failure of the store itself, or cancellation, raises from the iterator. With ``payloads``,
+    a log-only event of a type not in it may come as a ``results.EventOutline``."""
 
     def inspect_many(
-        self, session_ids: Sequence[str], limit: int, token: CancelToken = NULL_TOKEN
+        self,
+        session_ids: Sequence[str],
+        limit: int,
+        token: CancelToken = NULL_TOKEN,
+        payloads: Payloads = None,
     ) -> Iterator[tuple[str, BulkResult]]: ...
 
 

@@ -4,6 +4,10 @@ windows, stored logs and raw artifacts."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import msgspec
+from msgspec import UNSET
 
 from ...model.event import Event, Header
 
@@ -79,6 +83,27 @@ class StoredLog:
     events: list[Event]
     torn: bool
     revision: str
+
+
+# The event types whose payloads a bulk read's caller reads (None: every type). The others may
+# come as EventOutlines (issue 28: the index build reads only the payloads that carry text).
+Payloads = frozenset[str] | None
+
+
+class EventOutline(msgspec.Struct, frozen=True, gc=False):
+    """A log-only event known by its type, seq and time only, standing in for an event of a
+    type the caller said it does not read (``Payloads``) in a bulk read. It never stands for an
+    event with ``surfaceOp``, ``sourceEventSeqs`` or ``ignorable``, so the fold treats it as it
+    treats the event; it has no payload to read (no ``data``, no ``raw``). Untracked by the
+    garbage collector: a long log makes tens of thousands of them [ours]."""
+
+    type: str
+    seq: int
+    time: int
+
+    surface_op: ClassVar[Any] = UNSET
+    source_seqs: ClassVar[Any] = UNSET
+    ignorable: ClassVar[Any] = UNSET
 
 
 # What ``BulkInspector.inspect_many`` gives for one id: the Inspection ``inspect`` would return,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ...cancel import CancelToken
 from ...model.event import Header
-from ..contract.results import Inspection
+from ..contract.results import Inspection, Payloads
 from ..importing.backend import (
     Candidate,
     ImportBackend,
@@ -186,8 +186,14 @@ class CopilotBackend(ImportBackend):
     # -- inspect (§3.3) ----------------------------------------------------------------
 
     def read(
-        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+        self,
+        cand: Candidate,
+        size: int,
+        token: CancelToken,
+        builder: MemoBuilder | None,
+        payloads: Payloads = None,
     ) -> Inspection:
+        del payloads  # every event whole (outlines are allowed, never required)
         plan = cand.plan
         if not isinstance(plan, _Plan):
             raise unreadable(self.rel(cand.path), "it has no session.start")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ... import jsoncodec
 from ...cancel import CancelToken
 from ...model.event import Header
-from ..contract.results import Inspection
+from ..contract.results import Inspection, Payloads
 from ..importing.backend import (
     ATTEMPTS,
     Candidate,
@@ -176,8 +176,14 @@ class GeminiBackend(ImportBackend):
     # -- inspect (§3.3) ----------------------------------------------------------------
 
     def read(
-        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+        self,
+        cand: Candidate,
+        size: int,
+        token: CancelToken,
+        builder: MemoBuilder | None,
+        payloads: Payloads = None,
     ) -> Inspection:
+        del payloads  # every event whole (outlines are allowed, never required)
         plan = cand.plan
         if not isinstance(plan, _Plan):
             raise unreadable(self.rel(cand.path), "it has no session record")

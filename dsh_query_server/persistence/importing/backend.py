@@ -10,20 +10,22 @@ import threading
 import time
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from ...cancel import NULL_TOKEN, CancelToken
+from ...cancel import NULL_TOKEN, CancelToken, SessionQueryCancelled
 from ...model.event import Event, Header
 from ..contract.errors import (
     SessionPersistenceCorruptionError,
     SessionPersistenceReadOnlyError,
     naming,
 )
-from ..contract.results import Inspection, SkippedArtifact, Snapshot, Window
+from ..contract.results import BulkResult, Inspection, Payloads, SkippedArtifact, Snapshot, Window
 from .lines import Item, Record, read_items, read_lines
+from .shared import parallel_reads, shared_reads
 from .survey import Clock, Proofs, Survey
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
+from .worker import Init
 
 HEAD_LIMIT = 1_048_576
 ATTEMPTS = 3
@@ -249,9 +251,15 @@ class ImportBackend(ABC):
 
     @abstractmethod
     def read(
-        self, cand: Candidate, size: int, token: CancelToken, builder: MemoBuilder | None
+        self,
+        cand: Candidate,
+        size: int,
+        token: CancelToken,
+        builder: MemoBuilder | None,
+        payloads: Payloads = None,
     ) -> Inspection:
-        """Map the first ``size`` bytes of the candidate's transcript (through ``feed``)."""
+        """Map the first ``size`` bytes of the candidate's transcript (through ``feed``); with
+        ``payloads``, its Emitter keeps other log-only events as outlines."""
 
     def _candidates(self, token: CancelToken) -> dict[str, Candidate]:
         """``candidates``, or the last listing again while its proofs all hold."""
@@ -325,7 +333,69 @@ class ImportBackend(ABC):
         with naming(cand.path, cand.path):
             return self._inspect(cand, token, memo=False)
 
-    def _inspect(self, cand: Candidate, token: CancelToken, *, memo: bool) -> Inspection:
+    def inspect_payloads(
+        self, session_id: str, payloads: Payloads, token: CancelToken = NULL_TOKEN
+    ) -> Inspection:
+        """``inspect`` whose log-only events of types not in ``payloads`` are EventOutlines."""
+        cand = self._locate(session_id, token)
+        return self._inspect(cand, token, memo=False, payloads=payloads)
+
+    def inspect_many(
+        self,
+        session_ids: Sequence[str],
+        limit: int,
+        token: CancelToken = NULL_TOKEN,
+        payloads: Payloads = None,
+    ) -> Iterator[tuple[str, BulkResult]]:
+        """capabilities.BulkInspector for the search index build: each id's ``inspect``, in
+        order, whatever its length. A window of a transcript costs the whole transcript's read
+        until a memo of its revision exists, so a long log read window by window (``limit``)
+        would be read whole two or three times and build a memo the build never uses [ours].
+        With a second core, a worker process reads ids ahead of this one (``parallel``)."""
+        del limit
+
+        def read_one(session_id: str, token: CancelToken) -> BulkResult:
+            return self._bulk_one(session_id, token, payloads)
+
+        spec = self.worker_spec()
+        sizes = self._sizes(session_ids) if spec is not None else []
+        if spec is None or not parallel_reads(len(session_ids), sum(sizes)):
+            for session_id in session_ids:
+                yield session_id, read_one(session_id, token)
+            return
+        yield from shared_reads(read_one, spec, session_ids, sizes, token, payloads)
+
+    def worker_spec(self) -> Init | None:
+        """How a worker process builds this backend again, or None: no worker reads for it."""
+        return None
+
+    def _sizes(self, session_ids: Sequence[str]) -> list[int]:
+        """Each id's transcript size as the last listing knows it (0 when it does not)."""
+        found = self._listing.found if self._listing is not None else {}
+        sizes: list[int] = []
+        for session_id in session_ids:
+            cand = found.get(session_id)
+            st = stat_or_none(cand.path) if cand is not None else None
+            sizes.append(st.st_size if st is not None else 0)
+        return sizes
+
+    def _bulk_one(
+        self, session_id: str, token: CancelToken, payloads: Payloads = None
+    ) -> BulkResult:
+        """``inspect`` of one id as a bulk read answers it: the Inspection or its exception."""
+        token.raise_if_cancelled()
+        try:
+            return self.inspect_payloads(session_id, payloads, token)
+        except SessionQueryCancelled:
+            raise
+        except Exception as exc:  # noqa: BLE001 - returned as inspect would raise it
+            if token.cancelled:
+                raise
+            return exc
+
+    def _inspect(
+        self, cand: Candidate, token: CancelToken, *, memo: bool, payloads: Payloads = None
+    ) -> Inspection:
         """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile.
         With ``memo`` (a window read) the window memo of the revision read is built along,
         unless it exists already; a plain inspect does not pay for one."""
@@ -337,7 +407,7 @@ class ImportBackend(ABC):
             known = not memo or self._windows.get(cand.session_id, key) is not None
             builder = None if known else MemoBuilder()
             try:
-                result = self.read(cand, s0.st_size, token, builder)
+                result = self.read(cand, s0.st_size, token, builder, payloads)
             except FileNotFoundError:
                 raise ImportError_(f'session "{cand.session_id}" not found') from None
             s1 = stat_or_none(cand.path)

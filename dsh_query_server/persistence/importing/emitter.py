@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import msgspec
 
 from ... import jsoncodec
 from ...model.event import Event
+from ..contract.results import EventOutline, Payloads
 
 JSONObject = dict[str, object]
 
@@ -69,6 +71,9 @@ class Emitter:
     pending: tuple[list[int], list[int]] | None = None
     # told every emitted value and its bytes (the window memo, importers.md §3.4)
     sink: Callable[[JSONObject, bytes], None] | None = None
+    # the types whose payloads the reader reads (None: all); a log-only event of another type
+    # is kept as an EventOutline, its payload never encoded (the index build, issue 28)
+    payloads: Payloads = None
 
     def __post_init__(self) -> None:
         self.last_time = self.created_at
@@ -108,6 +113,10 @@ class Emitter:
         seq = len(self.events)
         etype, data = value["type"], value["data"]
         if self.sink is None and len(value) == 2 and type(etype) is str:
+            if self.payloads is not None and etype not in self.payloads:
+                self.events.append(cast(Event, EventOutline(etype, seq, time)))
+                self.last_time = time
+                return seq
             # a log-only event: its JSON assembled around the payload's, which the event keeps
             # by offset (no second parse); a lone surrogate takes the whole-object path below
             try:

@@ -19,6 +19,7 @@ from ..contract.errors import SessionPersistenceReadOnlyError, SessionRawArtifac
 from ..contract.results import (
     BulkResult,
     Inspection,
+    Payloads,
     SessionLocation,
     SessionRawArtifact,
     SkippedArtifact,
@@ -141,7 +142,11 @@ class CompositeBackend:
         return self.members[owner].inspect(session_id, token)
 
     def inspect_many(
-        self, session_ids: Sequence[str], limit: int, token: CancelToken = NULL_TOKEN
+        self,
+        session_ids: Sequence[str],
+        limit: int,
+        token: CancelToken = NULL_TOKEN,
+        payloads: Payloads = None,
     ) -> Iterator[tuple[str, BulkResult]]:
         """base.BulkInspector: each run of consecutive ids one member owns goes to that member's
         bulk read; an id of a member without one, or that no member lists, is left to the caller
@@ -157,7 +162,7 @@ class CompositeBackend:
                 for sid in session_ids[start:end]:
                     yield sid, None
             else:
-                yield from reader.inspect_many(session_ids[start:end], limit, token)
+                yield from reader.inspect_many(session_ids[start:end], limit, token, payloads)
             start = end
 
     def skipped_artifacts(self) -> list[SkippedArtifact]:

@@ -1,0 +1,299 @@
+"""A second core for an importer's bulk read (the search index build, issue 28) [ours].
+
+Mapping a transcript to its logical log is pure CPU; the index build spends most of its time
+there. ``ReadWorker`` runs a child process (``python -m`` this module) holding its own instance of
+the same backend, which answers ``inspect(id)`` with the log's bytes: the header's and each
+event's JSON, from which the caller rebuilds the very same objects (``Header.from_json``,
+``Event.from_json``). ``ImportBackend.inspect_many`` shares the ids between the worker and
+itself (see there).
+
+The answers must stay exact whatever happens to the child, so the channel is strict:
+
+- its own pipe pair (passed as fds; the child's stdin/stdout/stderr are /dev/null, so nothing a
+  library prints can fall into it);
+- every frame is ``MAGIC``, a 4-byte big-endian length and a msgpack payload of a fixed type,
+  read to its exact length whatever the pipe hands back per read (short reads and EINTR, as
+  under a profiler's ptrace, are the norm);
+- every answer names the request it answers and the id asked.
+
+Anything else (EOF, a bad magic, a payload that does not decode as its type, an answer to
+another request, a failure in the child) marks the worker ``broken``: the caller reads whatever
+it had asked of it in process, exactly as without a worker. A failed ``inspect`` in the child is
+not sent as an error either: the caller reads that id itself, so errors are the in-process ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import select
+import subprocess
+import sys
+from typing import Any, cast
+
+import msgspec
+
+from ...cancel import NULL_TOKEN, CancelToken
+from ...model.event import Event, Header
+from ..contract.results import EventOutline, Inspection, Payloads
+
+MAGIC = b"DQW1"
+_HEAD = len(MAGIC) + 4
+MAX_FRAME = 1 << 31
+
+
+class Init(msgspec.Struct, tag=True):
+    module: str
+    cls: str
+    home: str
+    uri: str
+    options: dict[str, Any]
+
+
+class Request(msgspec.Struct, tag=True):
+    ident: int
+    session_id: str
+    payloads: list[str] | None = None  # ``Payloads``, as a list
+
+
+class Answer(msgspec.Struct, tag=True):
+    """The head of an answer; the events' JSON follows it in the same frame, back to back
+    (``ends``: where each one ends), so neither side holds a second copy per event."""
+
+    ident: int
+    session_id: str
+    ok: bool
+    meta: bytes = b""
+    ends: list[int] = msgspec.field(default_factory=list[int])
+    # the EventOutlines among the events: (position in the log, type, seq, time)
+    outlines: list[tuple[int, str, int, int]] = msgspec.field(
+        default_factory=list[tuple[int, str, int, int]]
+    )
+
+
+class Broken(Exception):
+    """The channel to the worker can no longer be trusted."""
+
+
+def write_frame(fd: int, *parts: bytes) -> None:
+    """One frame of ``parts`` back to back, written without joining them."""
+    size = sum(len(p) for p in parts)
+    views = [memoryview(MAGIC + size.to_bytes(4, "big"))] + [memoryview(p) for p in parts if p]
+    i = 0
+    while i < len(views):
+        n = os.writev(fd, views[i : i + 64])
+        while n:
+            if n >= len(views[i]):
+                n -= len(views[i])
+                i += 1
+            else:
+                views[i] = views[i][n:]
+                n = 0
+
+
+def read_exact(fd: int, n: int) -> bytes:
+    """Exactly ``n`` bytes, however many reads it takes; EOF first raises Broken."""
+    parts: list[bytes] = []
+    left = n
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise Broken("end of stream")
+        parts.append(chunk)
+        left -= len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def read_frame(fd: int) -> bytes:
+    head = read_exact(fd, _HEAD)
+    if head[: len(MAGIC)] != MAGIC:
+        raise Broken(f"bad frame magic {head[: len(MAGIC)]!r}")
+    size = int.from_bytes(head[len(MAGIC) :], "big")
+    if size > MAX_FRAME:
+        raise Broken(f"frame of {size} bytes")
+    return read_exact(fd, size)
+
+
+_encode = msgspec.msgpack.encode
+_answer = msgspec.msgpack.Decoder(Answer)
+_request = msgspec.msgpack.Decoder(Init | Request)
+
+
+def split_answer(frame: bytes) -> tuple[Answer, memoryview]:
+    """The head (a length-prefixed msgpack Answer) and the events' bytes of one frame."""
+    if len(frame) < 4:
+        raise Broken("a frame without a head")
+    size = int.from_bytes(frame[:4], "big")
+    if 4 + size > len(frame):
+        raise Broken("a head longer than its frame")
+    try:
+        answer = _answer.decode(memoryview(frame)[4 : 4 + size])
+    except msgspec.DecodeError as exc:
+        raise Broken(f"a head that does not decode: {exc}") from None
+    body = memoryview(frame)[4 + size :]
+    if (answer.ends[-1] if answer.ends else 0) != len(body) or answer.ends != sorted(answer.ends):
+        raise Broken("event ends that do not match the frame")
+    return answer, body
+
+
+def inspection_of(answer: Answer, body: memoryview) -> Inspection:
+    """The Inspection the child read, rebuilt from its bytes."""
+    try:
+        meta = Header.from_json(answer.meta)
+        events: list[Event] = []
+        start = 0
+        outlines = iter(answer.outlines)
+        outline = next(outlines, None)
+        for end in answer.ends:
+            while outline is not None and outline[0] == len(events):
+                events.append(cast(Event, EventOutline(outline[1], outline[2], outline[3])))
+                outline = next(outlines, None)
+            events.append(Event.from_json(bytes(body[start:end])))
+            start = end
+        while outline is not None and outline[0] == len(events):
+            events.append(cast(Event, EventOutline(outline[1], outline[2], outline[3])))
+            outline = next(outlines, None)
+        if outline is not None:
+            raise Broken("outlines out of order")
+        return Inspection(meta, events)
+    except ValueError as exc:
+        raise Broken(f"an answer that does not decode: {exc}") from None
+
+
+class ReadWorker:
+    """One child reading for one bulk read. Not thread-safe: one caller drives it."""
+
+    def __init__(self, spec: Init) -> None:
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", __name__, str(down_r), str(up_w)],
+                pass_fds=(down_r, up_w),
+                # glibc: large blocks (a long line, an event's bytes) mapped apart and returned
+                # at once when freed, so a worker reading thousands of logs does not keep the
+                # heap of the largest ones (its peak stays one log, not a fragmented heap).
+                env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "131072"},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        except BaseException:
+            for fd in (down_r, down_w, up_r, up_w):
+                os.close(fd)
+            raise
+        os.close(down_r)
+        os.close(up_w)
+        self._out, self._in = down_w, up_r
+        self._next = 0
+        self.broken = False
+        self.outstanding: dict[int, str] = {}  # request -> id asked
+        try:
+            write_frame(self._out, _encode(spec))
+        except OSError:
+            self.broken = True
+
+    def send(self, session_id: str, payloads: Payloads = None) -> int:
+        """Ask for one id; returns the request's number (raises Broken)."""
+        if self.broken:
+            raise Broken("worker broken")
+        self._next += 1
+        wanted = None if payloads is None else sorted(payloads)
+        try:
+            write_frame(self._out, _encode(Request(self._next, session_id, wanted)))
+        except OSError as exc:
+            self.broken = True
+            raise Broken(str(exc)) from None
+        self.outstanding[self._next] = session_id
+        return self._next
+
+    def ready(self) -> bool:
+        """An answer can be read without waiting."""
+        return bool(select.select([self._in], [], [], 0)[0])
+
+    def receive(self, token: CancelToken = NULL_TOKEN) -> tuple[int, Inspection | None]:
+        """The next answer: its request and the Inspection, or None when the child could not
+        read that id (the caller reads it itself). Raises Broken, or the token's cancellation."""
+        try:
+            while not select.select([self._in], [], [], 0.1)[0]:
+                token.raise_if_cancelled()
+                if self.process.poll() is not None and not self.ready():
+                    raise Broken("worker exited")
+            frame = read_frame(self._in)
+            answer, body = split_answer(frame)
+        except OSError as exc:
+            self.broken = True
+            raise Broken(str(exc)) from None
+        except Broken:
+            self.broken = True
+            raise
+        asked = self.outstanding.pop(answer.ident, None)
+        if asked is None or asked != answer.session_id:
+            self.broken = True
+            raise Broken(f"an answer to request {answer.ident} for {answer.session_id!r}")
+        if not answer.ok:
+            return answer.ident, None
+        try:
+            inspection = inspection_of(answer, body)
+            del body, frame  # the frame's memory goes back before the caller works
+            return answer.ident, inspection
+        except Broken:
+            self.broken = True
+            raise
+
+    def close(self) -> None:
+        for fd in (self._out, self._in):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+def serve(read_fd: int, write_fd: int) -> None:
+    """The child: build the backend from the first frame, then answer requests until EOF."""
+    init = _request.decode(read_frame(read_fd))  # a bad first frame: the caller sees EOF
+    if not isinstance(init, Init):
+        return
+    cls = getattr(importlib.import_module(init.module), init.cls)  # an ImportBackend
+    backend = cls(init.home, init.uri, **init.options)
+    # One listing up front, under a token of the worker's own: each inspect then finds its
+    # transcript in that survey (as the server's request does in its own), instead of proving
+    # the whole listing again per id (a stat of every directory walked).
+    token = CancelToken()
+    backend.list(token)
+    while True:
+        try:
+            request = _request.decode(read_frame(read_fd))
+        except Broken:
+            return
+        if not isinstance(request, Request):
+            return
+        raws: list[bytes] = []
+        try:
+            payloads = None if request.payloads is None else frozenset(request.payloads)
+            ins = backend.inspect_payloads(request.session_id, payloads, token)
+            ends: list[int] = []
+            outlines: list[tuple[int, str, int, int]] = []
+            at = 0
+            for k, event in enumerate(cast(list[Event | EventOutline], ins.events)):
+                if isinstance(event, EventOutline):
+                    outlines.append((k, event.type, event.seq, event.time))
+                    continue
+                raws.append(bytes(event.raw))  # the event's own bytes: no copy
+                at += len(event.raw)
+                ends.append(at)
+            meta = bytes(ins.meta.raw)
+            answer = Answer(request.ident, request.session_id, True, meta, ends, outlines)
+            del ins
+        except Exception:  # noqa: BLE001 - the caller reads this id itself, errors and all
+            answer, raws = Answer(request.ident, request.session_id, False), []
+        head = _encode(answer)
+        write_frame(write_fd, len(head).to_bytes(4, "big"), head, *raws)
+        del raws, head  # before the next read: two long logs are never held at once
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), int(sys.argv[2]))

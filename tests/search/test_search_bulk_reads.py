@@ -1,0 +1,156 @@
+"""Issue 28's fast paths change no answer: the index built from real transcripts through the
+importers' bulk read (with and without its worker process) holds exactly the documents and
+sessions the window-by-window read gave, and the same searches find the same hits."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dsh_query_server.cancel import NULL_TOKEN, CancelToken
+from dsh_query_server.persistence.claude.backend import ClaudeBackend
+from dsh_query_server.persistence.codex.backend import CodexBackend
+from dsh_query_server.persistence.contract.results import Inspection, Snapshot, Window
+from dsh_query_server.persistence.importing import shared
+from dsh_query_server.persistence.mount.binding import PersistenceBinding
+from dsh_query_server.persistence.mount.composite import CompositeBackend
+from dsh_query_server.search.reconcile import SearchIndex
+from dsh_query_server.search.schema import _RESERVED, REPLACEMENT, sanitize
+from dsh_query_server.session.store import SessionStore
+from tests.persistence.importing.test_import_bulk import CLAUDE, Pick, _session_id, build_home
+
+
+class WindowsOnly:
+    """An importer without its bulk read: the index reads each log window by window, as before
+    issue 28."""
+
+    def __init__(self, inner: ClaudeBackend | CodexBackend) -> None:
+        self.inner = inner
+        self.uri = inner.uri
+        self.writable = False
+
+    def list(self, token: CancelToken = NULL_TOKEN) -> Any:
+        return self.inner.list(token)
+
+    def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
+        return self.inner.list_snapshots(token)
+
+    def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
+        return self.inner.inspect(session_id, token)
+
+    def inspect_window(
+        self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
+    ) -> Window:
+        return self.inner.inspect_window(session_id, first, last, token)
+
+    @property
+    def cheap_windows(self) -> bool:
+        return True
+
+    def create(self, header: Any) -> None:
+        self.inner.create(header)
+
+    def append(self, session_id: str, events: Any) -> None:
+        self.inner.append(session_id, events)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def index_rows(root: pathlib.Path, tmp: pathlib.Path, how: str) -> Iterator[tuple[str, list[Any]]]:
+    claude = ClaudeBackend(str(root / "claude"), f"claude:{root / 'claude'}")
+    codex = CodexBackend(str(root / "codex"), f"codex:{root / 'codex'}")
+    members: list[Any] = [claude, codex]
+    if how == "windows":
+        members = [WindowsOnly(claude), WindowsOnly(codex)]
+    binding = PersistenceBinding()
+    binding.mount(CompositeBackend(members, "composite:test"))
+    index = SearchIndex.open(str(tmp / f"{how}.sqlite"), "wal", SessionStore(), binding)
+    try:
+        index.reconcile(NULL_TOKEN)
+        conn = index.conn
+        yield "docs", conn.execute("SELECT rowid, * FROM persisted_docs ORDER BY rowid").fetchall()
+        yield "sessions", conn.execute("SELECT * FROM persisted_sessions ORDER BY id").fetchall()
+        for phrase in ("dialyzer", "the", "elixir project", "mix", "error"):
+            yield (
+                phrase,
+                conn.execute(
+                    "SELECT rowid, session_id, seq FROM persisted_docs WHERE persisted_docs MATCH ?"
+                    " ORDER BY rank, rowid",
+                    (f'"{phrase}"',),
+                ).fetchall(),
+            )
+    finally:
+        index.close()
+
+
+picks = st.lists(
+    st.tuples(st.integers(0, len(CLAUDE) - 1), st.integers(0, 120), st.booleans()),
+    min_size=4,
+    max_size=8,
+)
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(claude=picks, codex=picks)
+def test_the_index_is_the_same_whichever_read_built_it(
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    claude: list[Pick],
+    codex: list[Pick],
+) -> None:
+    root = tmp_path_factory.mktemp("home")
+    build_home(root, claude, codex)
+    tmp = tmp_path_factory.mktemp("index")
+    built: dict[str, dict[str, list[Any]]] = {}
+    for how, worker in (("windows", "0"), ("bulk", "0"), ("worker", "1")):
+        monkeypatch.setenv(shared.ENV, worker)
+        built[how] = dict(index_rows(root, tmp, how))
+    assert built["windows"]["docs"], "the home indexes some text"
+    assert built["bulk"] == built["windows"]
+    assert built["worker"] == built["windows"]
+
+
+@given(st.text())
+def test_sanitize_fast_path_is_the_regex(text: str) -> None:
+    assert sanitize(text) == _RESERVED.sub(REPLACEMENT, text)
+    assert sanitize(text + "\x00") == _RESERVED.sub(REPLACEMENT, text + "\x00")
+
+
+def test_a_long_log_is_indexed_the_same_by_every_read(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log past WINDOW events, which the window-by-window read takes in several windows."""
+    build_home(tmp_path / "home", [(i % len(CLAUDE), 0, False) for i in range(4)], [(0, 0, False)])
+    source = next(p for p in CLAUDE if "tool_heavy" in p.name).read_bytes()
+    sid = _session_id(source, b'"sessionId"')
+    ids = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|toolu_\w+")
+    copies = []
+    for _ in range(260):  # every repetition with fresh uuids and tool ids, one session id
+        fresh: dict[bytes, bytes] = {sid.encode(): sid.encode()}
+
+        def renamed(m: re.Match[bytes], fresh: dict[bytes, bytes] = fresh) -> bytes:
+            return fresh.setdefault(m.group(), str(uuid.uuid4()).encode())
+
+        copies.append(ids.sub(renamed, source))
+    folder = tmp_path / "home" / "claude" / "projects" / "-long"
+    folder.mkdir(parents=True)
+    (folder / f"{sid}.jsonl").write_bytes(b"".join(copies))
+    built: dict[str, dict[str, list[Any]]] = {}
+    for how, worker in (("windows", "0"), ("bulk", "0"), ("worker", "1")):
+        monkeypatch.setenv(shared.ENV, worker)
+        built[how] = dict(index_rows(tmp_path / "home", tmp_path, how))
+    assert max(row[3] for row in built["windows"]["docs"]) > 8192  # seq
+    assert built["bulk"] == built["windows"]
+    assert built["worker"] == built["windows"]
