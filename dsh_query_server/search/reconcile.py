@@ -181,9 +181,11 @@ class SearchIndex:
                 plan.commit()
             except _Unstable:
                 plan.abandon()
+                self._keep_settled(plan)
                 continue
             except BaseException:
                 plan.abandon()
+                self._keep_settled(plan)
                 raise
             break
         else:
@@ -206,6 +208,18 @@ class SearchIndex:
         self.last_changes = seen.changes
         self._seen = seen
         return View(seen.binding is not None, self.cross_generation, self.epoch)
+
+    def _keep_settled(self, plan: WritePlan) -> None:
+        """An attempt that ends early keeps the batches it committed (plan.py): the mirror has
+        their rows already; the generations and rowids follow, and cursors made before them
+        go stale as after any write."""
+        if not plan.settled:
+            return
+        self.persisted_generation = plan.base_generation + 1
+        self.local_generation = max(self.local_generation, self.persisted_generation)
+        self.next_rowid[PERSISTED.docs] = plan.settled_rowid
+        self.writes += 1
+        self.cross_generation += 1
 
     def _attempt(self, token: CancelToken | None, plan: WritePlan) -> _Seen:
         check(token)
@@ -293,6 +307,7 @@ class SearchIndex:
         """Steps 2.1–2.3. Returns ``known`` itself when the backend listed exactly it again: then
         every snapshot is indexed at its revision or has a live owner, and nothing is inspected."""
         logs, tok = binding.logs, NULL_TOKEN if token is None else token
+        tok.progress.report("listing transcripts")
         listing = logs.snapshots(tok, known)
         unindexed: frozenset[Any] = frozenset()
         if listing is not known:
@@ -334,13 +349,18 @@ class SearchIndex:
         # Each id gets what ``inspect`` would give, read in bulk where the mount can, and the
         # documents are made from it as from ``inspect``; an id left to its own read (None) is
         # read the ordinary way, window by window. One that went live meanwhile is skipped.
+        progress, total = tok.progress, len(todo)
         results = logs.many([sid for sid, _ in todo], WINDOW, tok)
-        for (sid, snapshot), result in zip(todo, results, strict=True):
+        for done, ((sid, snapshot), result) in enumerate(zip(todo, results, strict=True)):
+            progress.report(f"indexing {done:,} of {total:,} transcripts", done, total)
             if self.store.is_live(sid):
                 skipped.append(sid)
                 continue
             check(token)
             _index(logs, sid, snapshot, result, token, plan)
+            plan.settle()
+        if total:
+            progress.report(f"indexed {total:,} transcripts", total, total)
         return frozenset(skipped)
 
     def _observe_live(
