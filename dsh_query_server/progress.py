@@ -10,7 +10,8 @@ the ``Sink``'s business: LSP ``$/progress`` (server/workdone.py), MCP ``notifica
 The tracker keeps the rules every client relies on: exactly one begin and one end per token
 (``finish`` always ends what was begun, on success, cancellation and failure alike), begin
 before any report, percentages that never go down (a retried reconcile starts over at 0, the
-user's bar does not), and reports sent at most every ``REPORT_SECONDS``.
+user's bar does not), and reports sent at most every ``REPORT_SECONDS`` (every change with a
+delay of 0, which tests use to see each report).
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ class Tracker:
         self._sent = 0.0  # when the last report went out
         self._dirty = False  # state changed since the last send
         self._ending: str | None = None  # finish came while the token was being opened
-        self.cancellable = True
+        self._interval = min(REPORT_SECONDS, self._delay)
 
     @property
     def active(self) -> bool:
@@ -130,7 +131,9 @@ class Tracker:
         else:
             _CLOCK.at(time.monotonic() + self._delay, self._open)
 
-    def report(self, message: str | None, done: int | None = None, total: int | None = None) -> None:
+    def report(
+        self, message: str | None, done: int | None = None, total: int | None = None
+    ) -> None:
         """The work's state: a message and, with ``total``, ``done`` of it as a percentage."""
         if self._sink is None or self._state == _ENDED:
             return
@@ -149,7 +152,7 @@ class Tracker:
             if self._state != _OPEN:
                 return
             now = time.monotonic()
-            if now - self._sent < REPORT_SECONDS:
+            if now - self._sent < self._interval:
                 return
             self._send_report(now)
 
