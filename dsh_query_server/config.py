@@ -38,6 +38,8 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     default_limit: int = resolve.DEFAULT_LIMIT
     max_limit: int = resolve.MAX_LIMIT
     snippet_chars: int = resolve.SNIPPET_CHARS
+    # [ours] reconcile in the background once persistence is mounted at start (semantics.md §6.5)
+    warm_up: bool = True
 
 
 class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -137,6 +137,8 @@ class Runtime:
                 )
         if self.config.search.open_at == "startup":
             self.search.open()
+            if self.binding.current() is not None:
+                self.search.warm_up()  # semantics.md §6.5 [ours]: the first search finds it built
         self.checkpointer.start()
         if self.freshness is not None:
             self.freshness.start()
