@@ -200,19 +200,3 @@ class Tracker:
 
 
 NULL_TRACKER = Tracker(None, "")  # shows nothing: a token without a client that shows progress
-
-
-def outcome_message(exc: BaseException | None) -> str:
-    """The end message of a request that ended with ``exc`` (None: success)."""
-    if exc is None:
-        return "done"
-    from .cancel import SessionQueryCancelled
-    from .errors import QueryError
-
-    if isinstance(exc, SessionQueryCancelled):
-        return "cancelled"
-    if isinstance(exc, QueryError):
-        from . import errors
-
-        return "cancelled" if exc.code == errors.ABORTED else f"failed: {exc.message}"
-    return "failed"

@@ -20,7 +20,7 @@ from .. import errors, jsoncodec
 from ..cancel import CancelToken
 from ..core.runtime import Runtime
 from ..errors import QueryError
-from ..progress import NULL_TRACKER, Tracker, outcome_message
+from ..progress import NULL_TRACKER, Tracker
 from .envelope import UNDECODABLE, request_id
 from .registry import Method
 from .rpcerrors import INTERNAL, error_object, to_rpc_error
@@ -103,6 +103,13 @@ def invoke(method: Method, runtime: Runtime, params: Any, token: CancelToken) ->
         raise
     finally:
         progress.finish(outcome_message(outcome))
+
+
+def outcome_message(exc: QueryError | None) -> str:
+    """The progress' end message of a request that ended with ``exc`` (None: success)."""
+    if exc is None:
+        return "done"
+    return "cancelled" if exc.code == errors.ABORTED else f"failed: {exc.message}"
 
 
 def _invoke(method: Method, runtime: Runtime, params: Any, token: CancelToken) -> Any:

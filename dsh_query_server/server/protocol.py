@@ -306,8 +306,8 @@ class QueryProtocol(CapabilitiesProtocol):
 
     def _client_creates_progress(self) -> bool:
         """The client said ``window.workDoneProgress`` at initialize (protocol.md §8)."""
-        capabilities = self.client_capabilities
-        window = capabilities.window if capabilities is not None else None
+        client = self.client_capabilities
+        window = client.window if client is not None else None
         return window is not None and bool(window.work_done_progress)
 
     def _inline(self, msg_id: Any, method: Method, params: Any) -> bool:
