@@ -32,6 +32,7 @@ from ..core.runtime import Runtime
 from ..model.workspace import Workspace
 from . import config as mcp_config
 from .args import TOOL_BY_NAME, TOOLS, ToolError, check_schema
+from .progress import tracker_for
 from .runners import ToolRunner
 from .scope import roots_from_uris, working_directory
 from .tools import TOOL_FAILED, TOOL_TIMEOUT, Interrupted, pre_scope
@@ -170,7 +171,15 @@ class McpApp:
             pre_scope(spec.name, arguments)
         except ToolError as exc:
             return _error(exc.code, exc.message, structured)
-        token = CancelToken()
+        # notifications/progress when the client sent a progressToken (progress.py)
+        tracker = tracker_for(
+            ctx.meta,
+            ctx.session,
+            asyncio.get_running_loop(),
+            ctx.request_id,
+            f"dsh-query {spec.name}",
+        )
+        token = CancelToken() if tracker is None else CancelToken(tracker)
         timed_out = False
         async with self.scheduler.slot(spec.search):
             handle = None
@@ -190,6 +199,7 @@ class McpApp:
                 except ToolError as exc:
                     return _error(exc.code, exc.message, structured)
                 cfg = self.cfg
+                token.progress.arm()
                 outcome = await self._in_thread(
                     lambda: self.tools.run(
                         spec.name, arguments, workspace, cfg.caller, cfg.max_search_results, token
@@ -197,6 +207,7 @@ class McpApp:
                     token,
                 )
             finally:
+                token.progress.finish("cancelled" if token.cancelled else "done")
                 if handle is not None:
                     handle.cancel()
         if isinstance(outcome, Interrupted) or (token.cancelled and timed_out):
