@@ -3,7 +3,7 @@ progress of the request in flight, drawn by rich on stderr when stderr is a term
 all when it is piped or redirected, so scripts and ``--json`` see only their output.
 
 Every request of a command on a terminal carries a fresh ``workDoneToken`` (client.py); the
-server reports on it once the request has run past 0.5 s (a quick command draws nothing). The
+server reports on it once the request has run past 0.4 s (a quick command draws nothing). The
 bar is transient: it is gone when the answer is printed.
 """
 
