@@ -109,6 +109,7 @@ class Runtime:
         self.search = SearchService(
             self.store, self.binding, config.search, quiet=self.checkpointer.quiet
         )
+        self.checkpointer.before_wait = self.search.stop_warm_up
         self.freshness: FreshnessPoller | None = None
         self.listeners: ChangeListeners | None = None
         # Why the configured backend is not mounted, when start could not mount it: a shared

@@ -135,6 +135,13 @@ class SearchService:
         thread.start()
         return thread
 
+    def stop_warm_up(self) -> None:
+        """Cancel a running warm-up (a checkpoint waits for the index's quiet lock); it keeps
+        the batches it committed, and the next search resumes from them."""
+        with self._cond:
+            if self._warm is not None:
+                self._warm.cancel()
+
     def _warm_run(self, token: CancelToken) -> None:
         _lower_priority()
         try:
