@@ -48,8 +48,12 @@ def progress_token(params: Any) -> str | int | None:
     return None
 
 
-def title_of(method: str) -> str:
-    """What the client shows as the progress' title: the method's name without its namespace."""
+def title_of(method: str, params: Any = None) -> str:
+    """What the client shows as the progress' title: the method's name without its namespace;
+    for a request that runs another method (``hub/render``'s ``method``), that method's."""
+    inner = params.get("method") if type(params) is dict else None
+    if type(inner) is str and "/" in inner:
+        method = inner
     return f"dsh-query {method.rsplit('/', 1)[-1]}"
 
 
@@ -135,7 +139,7 @@ def tracker_for(
         token = f"dsh-query-{os.getpid()}-{next(_counter)}"
         create = True
     sink = LspSink(out, loop, token, create, cancellable=True)
-    return Tracker(sink, title_of(method)), token
+    return Tracker(sink, title_of(method, params)), token
 
 
 __all__ = ["LspSink", "progress_token", "title_of", "tracker_for"]

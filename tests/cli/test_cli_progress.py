@@ -5,6 +5,7 @@ build reports."""
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import pty
@@ -77,17 +78,22 @@ def _stop_hub(env: dict[str, str]) -> None:
     )
 
 
-@pytest.mark.parametrize("hub", [False, True], ids=["private", "hub"])
-def test_progress_on_a_terminal_only(tmp_path, hub):
+@pytest.mark.parametrize(
+    "hub,extra", [(False, []), (True, []), (True, ["--json"])], ids=["private", "hub", "hub-json"]
+)
+def test_progress_on_a_terminal_only(tmp_path, hub, extra):
+    """``--json`` through the hub asks ``hub/render``: its progress is titled by the search."""
     root = _home(tmp_path)
     env = _env(tmp_path)
-    args = ["search", "needle", "--persistence", f"jsonl:{root}"]
+    args = ["search", "needle", "--persistence", f"jsonl:{root}", *extra]
     if not hub:
         args.append("--no-hub")
     try:
         status, out, err = _run_on_pty(args, env)
         assert status == 0, err
         assert "s000" in out or "needle" in out
+        if extra:
+            assert json.loads(out)["items"]
         # The bar, drawn on the terminal (the warm-up may have built the index already, so the
         # search may only list the transcripts).
         assert "dsh-query searchSessions" in err, err
