@@ -50,6 +50,7 @@ def workbench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workbench]:
     }
     with running_code_server(base / "code", settings, ARTIFACTS) as server:
         with open_workbench(server.url, ARTIFACTS) as wb:
+            wb.page.locator('.activitybar [aria-label^="Session Query"]').first.click()
             yield wb
 
 
@@ -59,6 +60,7 @@ def _status_bar(wb: Workbench) -> str:
 
 def test_a_long_first_search_shows_progress_in_the_status_bar(workbench: Workbench) -> None:
     wb = workbench
+    wb.wait_row("Sessions", "next step", timeout=300_000)  # the extension is up, the hub too
     wb.palette("Session Query: Search Sessions")
     box = wb.quick_input()
     box.wait_for(state="visible")
