@@ -97,7 +97,7 @@ def progress_rows(sessions: int, runs: int) -> list[Row]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=1600)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()

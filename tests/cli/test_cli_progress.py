@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from tests.builders import U, hdr, write_transcript
+from tests.hub.hub_helpers import short_run_dir
 from tests.import_helpers import isolated_env
 
 pytestmark = pytest.mark.wire
@@ -33,8 +34,7 @@ def _env(tmp_path: pathlib.Path) -> dict[str, str]:
     tmp_path.mkdir(exist_ok=True)
     env = isolated_env(tmp_path)
     env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
-    env["XDG_RUNTIME_DIR"] = str(tmp_path / "run")
-    (tmp_path / "run").mkdir(mode=0o700, exist_ok=True)
+    env["XDG_RUNTIME_DIR"] = short_run_dir()  # a hub's socket path must stay short
     env["DSH_QUERY_PROGRESS_DELAY_MS"] = "0"
     env["COLUMNS"] = "120"
     env.pop("NO_COLOR", None)
