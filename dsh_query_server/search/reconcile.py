@@ -336,6 +336,7 @@ class SearchIndex:
         # the previous reconcile, or (first reconcile) the rows a previous instance left.
         trust_revisions = self.last_changes in (_FIRST, changes)
         tok = NULL_TOKEN if token is None else token
+        progress, done = tok.progress, 0  # "indexing <done> of <total> transcripts"
         skipped: list[str] = []
         todo: list[tuple[str, Snapshot]] = []
         for sid, snapshot in listing.by_id.items():
@@ -349,18 +350,19 @@ class SearchIndex:
         # Each id gets what ``inspect`` would give, read in bulk where the mount can, and the
         # documents are made from it as from ``inspect``; an id left to its own read (None) is
         # read the ordinary way, window by window. One that went live meanwhile is skipped.
-        progress, total = tok.progress, len(todo)
         results = logs.many([sid for sid, _ in todo], WINDOW, tok)
-        for done, ((sid, snapshot), result) in enumerate(zip(todo, results, strict=True)):
+        for (sid, snapshot), result in zip(todo, results, strict=True):
+            total = len(todo)
             progress.report(f"indexing {done:,} of {total:,} transcripts", done, total)
+            done += 1
             if self.store.is_live(sid):
                 skipped.append(sid)
                 continue
             check(token)
             _index(logs, sid, snapshot, result, token, plan)
             plan.settle()
-        if total:
-            progress.report(f"indexed {total:,} transcripts", total, total)
+        if todo:
+            progress.report(f"indexed {len(todo):,} transcripts", len(todo), len(todo))
         return frozenset(skipped)
 
     def _observe_live(
