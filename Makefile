@@ -37,9 +37,10 @@ test: install $(TEST_DEPS)
 
 # Lint (mk/lint.mk's Python half) and, at the same time, the unit tests and the wire tests in two
 # pytest processes (one per core), with the `check` Hypothesis profile (fewer examples) and
-# without the tests marked slow. `make test` runs everything at full strength.
+# without the tests marked slow (nor those that need a client `make test` installs: the MCP
+# Inspector, mk/inspector.mk). `make test` runs everything at full strength.
 CHECK_PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --hypothesis-profile=check
-CHECK_WIRE   := -m "wire and not postgres and not editor and not slow"
+CHECK_WIRE   := -m "wire and not postgres and not editor and not slow and not inspector"
 check: install
 	@$(MAKE) --no-print-directory -j3 --output-sync=target check-lint check-unit check-wire
 

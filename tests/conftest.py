@@ -82,6 +82,8 @@ MARKERS = {
     "slow": "a long test that `make check` leaves to `make test`",
     # Selectable with `-m e2e` / deselectable with `-m "not e2e"`; runs by default.
     "e2e": "end to end in a real VS Code (code-server + headless Chromium)",
+    # Needs the Inspector that mk/inspector.mk installs: `make test` runs it, `make check` not.
+    "inspector": "drives dsh-query mcp with the MCP Inspector CLI (Node, from the test cache)",
 }
 KINDS = ("wire", "postgres", "editor")
 POSTGRES_FIXTURES = frozenset({"pg_server", "pg_database"})

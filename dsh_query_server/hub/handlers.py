@@ -99,10 +99,11 @@ RENDER_ERRORS = tuple(
 
 
 class ToolWorkspace(msgspec.Struct):
-    """The MCP side's workspace after its roots step (tools.md §1.2)."""
+    """The MCP side's workspace after its workspace step (tools.md §1.2)."""
 
     roots: list[str]
     base: str
+    source: str = ""  # where the roots came from (tools.md §1.2), for the answers that name it
 
 
 def _positive(value: int) -> bool:
@@ -114,7 +115,9 @@ class CallToolParams(Params):
 
     name: Annotated[str, Expect("a tool name")]  # the runner refuses a name it has no tool for
     arguments: Annotated[dict[str, Any], Expect("an object")]
-    workspace: Annotated[ToolWorkspace, Expect("an object {roots: strings, base: string}")]
+    workspace: Annotated[
+        ToolWorkspace, Expect("an object {roots: strings, base: string, source?: string}")
+    ]
     caller: Annotated[str | None, Expect("a string or null")] = None
     maxResults: Annotated[int, Expect("a positive integer", check=_positive)] = 100
 

@@ -1,7 +1,9 @@
-"""The six tools' declarations and their argument rules (tools.md §1.4, §1.5).
+"""The eight tools' declarations and their argument rules (tools.md §1.4, §1.5).
 
 Arguments are checked here from the raw JSON the client sent: the spec fixes the text of every
-argument error, so nothing relies on a schema library's own messages.
+argument error, so nothing relies on a schema library's own messages. Every limit a tool enforces
+is in its schema (``minimum``/``maximum``, ``additionalProperties: false``) **[ours]**, so an agent
+can read it before it calls.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..resolve import READ_WINDOW_MAX
 from ..values import MAX_SAFE_INTEGER, collapse_whitespace, is_blank, trim
 
 INVALID_ARGS = "INVALID_ARGS"
@@ -20,12 +23,15 @@ INVALID_FILTER = "SESSION_QUERY_INVALID_FILTER"
 
 
 class ToolError(Exception):
-    """A tool failure with its final code and message (never sanitized again)."""
+    """A tool failure with its final code and message (never sanitized again). ``reason`` is
+    what the sanitizer hid (the service's own code and message), for the one log line the
+    failed call writes; it never reaches the wire."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, reason: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +40,9 @@ class Prop:
     type: str  # "string", "integer", "boolean", "array"
     description: str
     enum: tuple[str, ...] | None = None  # array items restricted to these strings
+    minimum: int = 0  # integers: the bounds the tool checks (§1.5)
+    maximum: int = MAX_SAFE_INTEGER
+    window: bool = False  # bounded by the configured readWindowMax instead (before/after)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +53,14 @@ class ToolSpec:
     required: tuple[str, ...]
     search: bool  # exclusive scheduling and the deadline (§1.10)
 
-    def input_schema(self) -> dict[str, Any]:
+    def input_schema(self, window_max: int = READ_WINDOW_MAX) -> dict[str, Any]:
+        """``window_max`` is the configured ``readWindowMax``, the bound of before/after."""
         properties: dict[str, Any] = {}
         for p in self.props:
             entry: dict[str, Any] = {"type": p.type, "description": p.description}
+            if p.type == "integer":
+                entry["minimum"] = p.minimum
+                entry["maximum"] = window_max if p.window else p.maximum
             if p.type == "array":
                 items: dict[str, Any] = {"type": "string"}
                 if p.enum is not None:
@@ -57,6 +70,7 @@ class ToolSpec:
         schema: dict[str, Any] = {"type": "object", "properties": properties}
         if self.required:
             schema["required"] = list(self.required)
+        schema["additionalProperties"] = False  # an unknown argument is an error (§1.5)
         return schema
 
 
@@ -72,6 +86,13 @@ _SURFACES = "Event surfaces to include."
 SURFACES = ("current", "shadowed", "log-only")
 AVAILABILITY = ("live", "persisted")
 _SEQ = Prop("seq", "integer", "Target event sequence number.")
+# session_list and session_read (tools.md §1.6) [ours]
+LIST_LIMIT_DEFAULT = 20
+LIST_LIMIT_MAX = 100
+READ_CHARS_DEFAULT = 12_000
+READ_CHARS_MIN = 1_000
+READ_CHARS_MAX = 50_000
+
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -146,9 +167,17 @@ TOOLS: tuple[ToolSpec, ...] = (
             Prop("session_id", "string", _ID),
             _SEQ,
             Prop(
-                "before", "integer", "Number of preceding raw events to summarize. Omit for none."
+                "before",
+                "integer",
+                "Number of preceding raw events to summarize. Omit for none.",
+                window=True,
             ),
-            Prop("after", "integer", "Number of following raw events to summarize. Omit for none."),
+            Prop(
+                "after",
+                "integer",
+                "Number of following raw events to summarize. Omit for none.",
+                window=True,
+            ),
         ),
         ("seq",),
         False,
@@ -163,6 +192,48 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "include_descendants",
                 "boolean",
                 "Also total the descendant sessions in the caller workspace.",
+            ),
+        ),
+        (),
+        False,
+    ),
+    ToolSpec(
+        "session_list",
+        "List the most recent sessions in the caller workspace, newest first: id, title, agent, "
+        "creation time, working directory and event count. Use it to find a session to read "
+        "without a query.",
+        (
+            Prop(
+                "limit",
+                "integer",
+                f"Most sessions to list (default {LIST_LIMIT_DEFAULT}).",
+                minimum=1,
+                maximum=LIST_LIMIT_MAX,
+            ),
+            Prop(
+                "agent",
+                "string",
+                "Only sessions of this agent: dsh, claude-code (or claude), codex, gemini-cli, "
+                "opencode, copilot-cli, qwen-code.",
+            ),
+            Prop("since", "string", "Only sessions created at or after this ISO 8601 time."),
+        ),
+        (),
+        False,
+    ),
+    ToolSpec(
+        "session_read",
+        "Read a window of one authorized session's transcript as text, oldest first, each event "
+        "with its seq, type, class (current, shadowed or log-only) and text; page with seq_from.",
+        (
+            Prop("session_id", "string", _ID),
+            Prop("seq_from", "integer", "First event sequence number to read (default 0)."),
+            Prop(
+                "max_chars",
+                "integer",
+                f"Most characters of transcript text to return (default {READ_CHARS_DEFAULT}).",
+                minimum=READ_CHARS_MIN,
+                maximum=READ_CHARS_MAX,
             ),
         ),
         (),
@@ -198,8 +269,16 @@ def _type_ok(kind: str, value: object) -> bool:
 
 
 def check_schema(spec: ToolSpec, args: dict[str, Any]) -> None:
-    """INVALID_ARGS with every violation, in the spec's order (§1.5)."""
+    """INVALID_ARGS with every violation, in the spec's order (§1.5): missing, then unknown
+    properties (in the order sent) **[ours]**, then wrong kinds."""
     problems = [f'missing required property "{name}"' for name in spec.required if name not in args]
+    known = {p.name for p in spec.props}
+    unknown = [name for name in args if name not in known]
+    if unknown:
+        allowed = ", ".join(p.name for p in spec.props)
+        names = ", ".join(json.dumps(n, ensure_ascii=False) for n in unknown)
+        word = "property" if len(unknown) == 1 else "properties"
+        problems.append(f"unknown {word} {names} (allowed: {allowed})")
     for prop in spec.props:
         if prop.name not in args:
             continue
@@ -351,3 +430,28 @@ def range_clause(kind: str, lo: float | None, hi: float | None) -> dict[str, Any
     if hi is not None:
         clause["to"] = hi
     return clause
+
+
+INVALID_WINDOW = "SESSION_QUERY_INVALID_WINDOW"
+
+
+def bounded(value: object, name: str, low: int, high: int) -> int | None:
+    """A schema-checked integer within the bounds its schema states, or None when absent."""
+    if value is None:
+        return None
+    assert isinstance(value, (int, float))
+    if not (low <= value <= high):
+        raise ToolError(INVALID_FILTER, f"{name} must be an integer from {low} to {high}")
+    return int(value)
+
+
+def window_side(value: object, name: str, window_max: int) -> int | None:
+    """``before``/``after``: a non-negative safe integer, then at most ``readWindowMax``, which
+    the schema states; said here with the limit rather than the service's sanitized
+    ``session event window is invalid`` **[ours]**."""
+    side = nonneg(value, name)
+    if side is not None and side > window_max:
+        raise ToolError(
+            INVALID_WINDOW, f"{name} must be at most {window_max} (the server's readWindowMax)"
+        )
+    return side

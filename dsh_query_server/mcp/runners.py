@@ -106,7 +106,11 @@ class HubTools:
         params = {
             "name": name,
             "arguments": arguments,
-            "workspace": {"roots": list(workspace.roots), "base": workspace.base},
+            "workspace": {
+                "roots": list(workspace.roots),
+                "base": workspace.base,
+                "source": workspace.source,
+            },
             "caller": caller,
             "maxResults": max_results,
         }

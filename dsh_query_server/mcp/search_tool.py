@@ -23,6 +23,7 @@ from ..search.scope import Scope
 from ..search.wire import SessionSearchPage, SessionSearchRequest
 from . import args as A
 from . import tools
+from .browse_tool import empty_note
 from .render import availability, iso_time
 from .tools import (
     CAP_LINE,
@@ -161,7 +162,11 @@ def _pages(
 def _search_result(call: Call, hits: list[Any], capped: bool) -> Result:
     """Steps 6 and 7: one title batch, then the text and structured content."""
     if not hits:
-        return Result(NO_SESSIONS, {"items": [], "capped": False})
+        lines, workspace = empty_note(call)
+        return Result(
+            "\n".join([NO_SESSIONS, *lines]),
+            {"items": [], "capped": False, "workspace": workspace},
+        )
     titles = call.titles([h["id"] for h, _ in hits])
     lines = [f"Session search results ({len(hits)}):"]
     items: list[dict[str, Any]] = []

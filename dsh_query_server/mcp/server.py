@@ -1,10 +1,13 @@
-"""``dsh-query mcp``: the six history tools over MCP stdio (tools.md §1), on the SDK's low-level
+"""``dsh-query mcp``: the eight history tools over MCP stdio (tools.md §1), on the SDK's low-level
 server, answered from the hub's shared service (hub.md §3) or, with ``--no-hub``, from a query
 service in this process (runners.py).
 
 Each tool call: schema check, a place in the FIFO scheduler (searches exclusive), the deadline,
-the scope step (roots/list, cached until roots/list_changed), then the tool in a worker thread
-with its own CancelToken. Nothing but protocol messages reaches stdout.
+the scope step (the configured workspace; roots/list only for an older client that declared
+roots, cached until roots/list_changed), then the tool in a worker thread with its own
+CancelToken. Nothing but protocol messages reaches stdout; each failed call logs one line on
+stderr. No deprecated SDK call is made (roots/list goes out as a plain request), so the SDK
+never warns (MCPDeprecationWarning).
 """
 
 from __future__ import annotations
@@ -34,7 +37,14 @@ from . import config as mcp_config
 from .args import TOOL_BY_NAME, TOOLS, ToolError, check_schema
 from .progress import tracker_for
 from .runners import ToolRunner
-from .scope import roots_from_uris, working_directory
+from .scope import (
+    FROM_CONFIG,
+    FROM_ROOTS,
+    FROM_START,
+    roots_apply,
+    roots_from_uris,
+    working_directory,
+)
 from .tools import TOOL_FAILED, TOOL_TIMEOUT, Interrupted, pre_scope
 
 log = logging.getLogger("dsh_query_server.mcp")
@@ -119,12 +129,13 @@ class McpApp:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         annotations = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+        window_max = self.cfg.server.read_window_max
         return types.ListToolsResult(
             tools=[
                 types.Tool(
                     name=t.name,
                     description=t.description,
-                    input_schema=t.input_schema(),
+                    input_schema=t.input_schema(window_max),
                     annotations=annotations,
                 )
                 for t in TOOLS
@@ -138,25 +149,39 @@ class McpApp:
         self._roots_generation += 1
 
     async def workspace(self, ctx: ServerRequestContext[Any]) -> Workspace:
-        """§1.2: the client's roots, else --workspace, else the working directory."""
-        caps = ctx.session.client_capabilities
-        if caps is not None and caps.roots is not None:
-            roots = self._roots
-            if roots is None:
-                generation = self._roots_generation
-                try:
-                    with anyio.fail_after(ROOTS_TIMEOUT_S):
-                        result = await ctx.session.list_roots()
-                except Exception:  # a failed or slow roots/list fails the call
-                    log.warning("roots/list failed", exc_info=True)
-                    raise ToolError(TOOL_FAILED, "session query operation failed") from None
-                roots = roots_from_uris([str(r.uri) for r in result.roots])
-                if generation == self._roots_generation:
-                    self._roots = roots
-            return Workspace(roots, self.base)
+        """§1.2: the server's configuration (--workspace) always wins; else the roots of a
+        client on an older protocol that declared them and listed at least one; else the
+        directory the server started in."""
         if self.cfg.workspace:
-            return Workspace(self.cfg.workspace, self.base)
-        return Workspace([self.base], self.base)
+            return Workspace(self.cfg.workspace, self.base, FROM_CONFIG)
+        caps = ctx.session.client_capabilities
+        declared = caps is not None and caps.roots is not None
+        if roots_apply(False, ctx.protocol_version, declared):
+            roots = await self._client_roots(ctx)
+            if roots:
+                return Workspace(roots, self.base, FROM_ROOTS)
+        return Workspace([self.base], self.base, FROM_START)
+
+    async def _client_roots(self, ctx: ServerRequestContext[Any]) -> list[str]:
+        """The client's file: roots, asked once and cached until roots/list_changed. Sent as a
+        plain request: the SDK's list_roots() is deprecated and warns on every use. A failed or
+        slow answer counts as no roots (one line on stderr), so the call still answers."""
+        roots = self._roots
+        if roots is not None:
+            return roots
+        generation = self._roots_generation
+        try:
+            with anyio.fail_after(ROOTS_TIMEOUT_S):
+                result = await ctx.session.send_request(
+                    types.ListRootsRequest(), types.ListRootsResult
+                )
+            roots = roots_from_uris([str(r.uri) for r in result.roots])
+        except Exception as exc:  # noqa: BLE001 - any failure means no roots
+            log.warning("roots/list failed (%s); using %s", _reason(exc), FROM_START)
+            roots = []
+        if generation == self._roots_generation:
+            self._roots = roots
+        return roots
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -168,9 +193,9 @@ class McpApp:
         arguments: dict[str, Any] = dict(params.arguments or {})
         try:
             check_schema(spec, arguments)
-            pre_scope(spec.name, arguments)
+            pre_scope(spec.name, arguments, self.cfg.server.read_window_max)
         except ToolError as exc:
-            return _error(exc.code, exc.message, structured)
+            return _failed(spec.name, exc, structured)
         # notifications/progress when the client sent a progressToken (progress.py)
         tracker = tracker_for(
             ctx.meta,
@@ -194,10 +219,7 @@ class McpApp:
                     self.cfg.search_timeout_ms / 1000, expire
                 )
             try:
-                try:
-                    workspace = await self.workspace(ctx)
-                except ToolError as exc:
-                    return _error(exc.code, exc.message, structured)
+                workspace = await self.workspace(ctx)
                 cfg = self.cfg
                 token.progress.arm()
                 outcome = await self._in_thread(
@@ -213,10 +235,11 @@ class McpApp:
         if isinstance(outcome, Interrupted) or (token.cancelled and timed_out):
             if timed_out:
                 message = f"tool call timed out after {self.cfg.search_timeout_ms}ms"
-                return _error(TOOL_TIMEOUT, message, structured)
-            return _error(TOOL_FAILED, "session query operation failed", structured)
+                return _failed(spec.name, ToolError(TOOL_TIMEOUT, message), structured)
+            failure = ToolError(TOOL_FAILED, "session query operation failed", "cancelled")
+            return _failed(spec.name, failure, structured)
         if isinstance(outcome, ToolError):
-            return _error(outcome.code, outcome.message, structured)
+            return _failed(spec.name, outcome, structured)
         text, content = outcome
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=_wire_text(text))],
@@ -273,6 +296,19 @@ def _wire_safe(value: Any) -> Any:
         else:
             parent[key] = _wire_text(node)
     return root[0]
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _failed(tool: str, exc: ToolError, structured: bool) -> types.CallToolResult:
+    """An expected failure: one line on stderr (with what the sanitizer hid, if anything),
+    never a traceback, and the tool result (§1.9)."""
+    cause = f" ({exc.reason})" if exc.reason else ""
+    log.warning("%s failed: %s %s%s", tool, exc.code, exc.message, cause)
+    return _error(exc.code, exc.message, structured)
 
 
 def _error(code: str, message: str, structured: bool) -> types.CallToolResult:

@@ -60,10 +60,14 @@ SANITIZED = {
     errors.STALE_CURSOR: "session history changed while paging; retry the complete search call",
 }
 FAILED_MESSAGE = "session query operation failed"
+# An UNAUTHORIZED the service raised itself, where no target id is at hand.
+UNAUTHORIZED_MESSAGE = "no such session in this workspace"
 
 
-def unauthorized() -> ToolError:
-    return ToolError(UNAUTHORIZED, "session target is outside the caller workspace")
+def not_found(session_id: str) -> ToolError:
+    """A missing id and a hidden one answer this same text (§1.2) **[ours]**: it names only the
+    id the caller gave, so it tells nothing about sessions outside the workspace."""
+    return ToolError(UNAUTHORIZED, f"no session with id {session_id} in this workspace")
 
 
 class Interrupted(Exception):
@@ -74,7 +78,7 @@ def sanitize(code: str) -> tuple[str, str]:
     if code in SANITIZED:
         return code, SANITIZED[code]
     if code == UNAUTHORIZED:
-        return code, "session target is outside the caller workspace"
+        return code, UNAUTHORIZED_MESSAGE
     return TOOL_FAILED, FAILED_MESSAGE
 
 
@@ -105,12 +109,16 @@ class Call:
         except Exception as exc:  # noqa: BLE001 - every failure is sanitized
             if self.token.cancelled:
                 raise Interrupted() from None
-            try:
-                log.warning("%s failed", method, exc_info=exc)
-            except Exception:  # noqa: BLE001 - a failing logger is a tool failure
+            if not isinstance(exc, (QueryError, ToolError)):
+                try:  # a bug: its traceback is logged
+                    log.warning("%s failed", method, exc_info=exc)
+                except Exception:  # noqa: BLE001 - a failing logger is a tool failure
+                    pass
                 raise ToolError(TOOL_FAILED, FAILED_MESSAGE) from None
-            code = exc.code if isinstance(exc, (QueryError, ToolError)) else TOOL_FAILED
-            raise ToolError(*sanitize(code)) from None
+            # An expected failure is not logged here: the failed call logs one line with this
+            # reason (server.py, or the hub's bridge), never a traceback.
+            reason = f"{method}: {exc.code} {_one_line(exc.message)}"
+            raise ToolError(*sanitize(exc.code), reason=reason) from None
         if self.token.cancelled:
             raise Interrupted()
         return value
@@ -136,16 +144,16 @@ class Call:
             "sessionQuery/filterSessions", lambda: service.filter_sessions(filters, self.token)
         )
         if len(records) != 1:
-            raise unauthorized()
+            raise not_found(target)
         header = _header(records[0].header)
         if header.get("id") != target or not self.visible(header):
-            raise unauthorized()
+            raise not_found(target)
         self.visible_ids.add(target)
 
     def recheck(self, raw: Any, target: str) -> dict[str, Any]:
         header = _header(raw)
         if header.get("id") != target or not self.visible(header):
-            raise unauthorized()
+            raise not_found(target)
         return header
 
     def titles(self, ids: list[str]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -169,7 +177,7 @@ class Call:
                 code = entry.reason.code if entry.reason is not UNSET else TOOL_FAILED
                 code = sanitize(code)[0]
                 if code == UNAUTHORIZED:
-                    raise unauthorized()
+                    raise not_found(sid)
                 out[sid] = (
                     f"untitled (title unavailable: {code})",
                     {"title": None, "titleUnavailable": code},
@@ -191,6 +199,10 @@ class Call:
             parent = {"kind": "outside-workspace"}
             del header["parentSession"]
         return {"header": header, "live": live, "persisted": persisted, "parent": parent, **title}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _header(raw: Any) -> dict[str, Any]:
@@ -507,10 +519,10 @@ RUN: dict[str, Callable[[Call, dict[str, Any]], Result]] = {
 }
 
 
-def pre_scope(name: str, a: dict[str, Any]) -> None:
+def pre_scope(name: str, a: dict[str, Any], window_max: int) -> None:
     """The checks that come before the scope step (§1.6)."""
     if name in ("session_event_trace", "session_event_read"):
         A.nonneg(a["seq"], "seq")
     if name == "session_event_read":
-        A.nonneg(a.get("before"), "before")
-        A.nonneg(a.get("after"), "after")
+        A.window_side(a.get("before"), "before", window_max)
+        A.window_side(a.get("after"), "after", window_max)

@@ -27,8 +27,9 @@ def normalize(path: str, base: str) -> str:
 class Workspace:
     """A fixed list of normalized roots; ``visible(cwd)`` is the header rule of §1.2."""
 
-    def __init__(self, roots: Iterable[str], base: str) -> None:
+    def __init__(self, roots: Iterable[str], base: str, source: str = "") -> None:
         self.base = base
+        self.source = source  # where the roots came from, for the answers that name it (MCP)
         self.roots: tuple[str, ...] = tuple(dict.fromkeys(normalize(r, base) for r in roots))
 
     def visible(self, cwd: object) -> bool:

@@ -392,8 +392,14 @@ def test_call_tool_checks_its_params(tmp_path: Path) -> None:
             "maxResults": 5,
         }
         answer = peer.result(1, "hub/callTool", good)
-        assert answer["text"] == "No prior session matches found."
-        assert answer["structured"] == {"items": [], "capped": False}
+        assert answer["text"].startswith(
+            "No prior session matches found.\nWorkspace: /w; 0 sessions are visible there.\n"
+        )
+        assert answer["structured"] == {
+            "items": [],
+            "capped": False,
+            "workspace": {"roots": ["/w"], "visibleSessions": 0},
+        }
         for i, bad in enumerate(
             [
                 {**good, "name": "rm_rf"},

@@ -176,8 +176,49 @@ E12: list[tuple[str, dict[str, Any], str, str]] = [
     (
         "session_event_read",
         {"session_id": "s-root", "seq": 2, "after": 51},
-        "session event window is invalid",
+        "after must be at most 50 (the server's readWindowMax)",
         "SESSION_QUERY_INVALID_WINDOW",
+    ),
+    (
+        "session_event_read",
+        {"session_id": "s-root", "seq": 2, "before": 500},
+        "before must be at most 50 (the server's readWindowMax)",
+        "SESSION_QUERY_INVALID_WINDOW",
+    ),
+    # Unknown arguments are named, not ignored [ours].
+    (
+        "session_trace",
+        {"session_id": "s-root", "sesion_id": "x", "depth": 2},
+        'invalid arguments: unknown properties "sesion_id", "depth" (allowed: session_id)',
+        "INVALID_ARGS",
+    ),
+    (
+        "session_search",
+        {"limit": 5},
+        'invalid arguments: missing required property "query"; unknown property "limit" '
+        "(allowed: query, session_ids, created_at_from, created_at_to, parent_session_ids, "
+        "include_root_sessions, availability, event_seq_from, event_seq_to, event_time_from, "
+        "event_time_to, event_types, event_surfaces)",
+        "INVALID_ARGS",
+    ),
+    (
+        "session_list",
+        {"limit": 0},
+        "limit must be an integer from 1 to 100",
+        "SESSION_QUERY_INVALID_FILTER",
+    ),
+    (
+        "session_list",
+        {"since": "yesterday"},
+        "since must be an ISO 8601 timestamp with Z or a numeric offset, such as "
+        "2026-01-31T00:00:00Z",
+        "SESSION_QUERY_INVALID_FILTER",
+    ),
+    (
+        "session_read",
+        {"session_id": "s-root", "max_chars": 10},
+        "max_chars must be an integer from 1000 to 50000",
+        "SESSION_QUERY_INVALID_FILTER",
     ),
     (
         "session_trace",
@@ -269,6 +310,8 @@ async def test_initialize_and_tools(tmp_path: Path, corpus: str) -> None:
         "session_event_trace",
         "session_event_read",
         "session_usage",
+        "session_list",
+        "session_read",
     ]
     read = listed.tools[4]
     assert read.input_schema == {
@@ -278,18 +321,36 @@ async def test_initialize_and_tools(tmp_path: Path, corpus: str) -> None:
                 "type": "string",
                 "description": "Target session id. Omit for the current session.",
             },
-            "seq": {"type": "integer", "description": "Target event sequence number."},
+            "seq": {
+                "type": "integer",
+                "description": "Target event sequence number.",
+                "minimum": 0,
+                "maximum": 2**53 - 1,
+            },
             "before": {
                 "type": "integer",
                 "description": "Number of preceding raw events to summarize. Omit for none.",
+                "minimum": 0,
+                "maximum": 50,
             },
             "after": {
                 "type": "integer",
                 "description": "Number of following raw events to summarize. Omit for none.",
+                "minimum": 0,
+                "maximum": 50,
             },
         },
         "required": ["seq"],
+        "additionalProperties": False,
     }
+    # Every integer states its bounds, every schema refuses unknown properties [ours].
+    for tool in listed.tools:
+        assert tool.input_schema["additionalProperties"] is False, tool.name
+        for name, prop in tool.input_schema["properties"].items():
+            if prop["type"] == "integer":
+                assert "minimum" in prop and "maximum" in prop, (tool.name, name)
+    listing = listed.tools[6].input_schema["properties"]["limit"]
+    assert (listing["minimum"], listing["maximum"]) == (1, 100)
     assert "required" not in listed.tools[2].input_schema
     surfaces = listed.tools[0].input_schema["properties"]["event_surfaces"]
     assert surfaces["items"] == {"type": "string", "enum": ["current", "shadowed", "log-only"]}
@@ -348,8 +409,16 @@ async def test_worked_examples(tmp_path: Path, corpus: str) -> None:
             {"query": "retry", "parent_session_ids": ["s-nope"]},
         ):
             r = await call(s, "session_search", arguments)
-            assert text_of(r) == "No prior session matches found." and not r.is_error
-            assert r.structured_content == {"items": [], "capped": False}
+            assert not r.is_error
+            assert text_of(r) == (
+                "No prior session matches found.\n"
+                "Workspace: /w/app (from --workspace); 4 sessions are visible there."
+            )
+            assert r.structured_content == {
+                "items": [],
+                "capped": False,
+                "workspace": {"roots": ["/w/app"], "visibleSessions": 4, "source": "--workspace"},
+            }
 
         e5 = await call(s, "session_event_search", {"session_id": "s-root", "query": "retry"})
         assert text_of(e5) == E5
@@ -381,23 +450,26 @@ async def test_worked_examples(tmp_path: Path, corpus: str) -> None:
             }
         ]
 
-        # E9: a hidden target and a missing one answer byte-identically.
+        # E9: a hidden target and a missing one answer byte-identically but for the id the
+        # caller gave.
         for name, extra in (
             ("session_trace", {}),
             ("session_event_read", {"seq": 0}),
             ("session_event_search", {"query": "retry"}),
             ("session_event_trace", {"seq": 0}),
+            ("session_usage", {}),
+            ("session_read", {}),
         ):
             hidden = await call(s, name, {"session_id": "s-side", **extra})
             missing = await call(s, name, {"session_id": "s-nope", **extra})
             assert hidden.is_error and text_of(hidden) == (
-                "Error: session target is outside the caller workspace"
+                "Error: no session with id s-side in this workspace"
             )
-            assert hidden.model_dump_json() == missing.model_dump_json()
+            assert hidden.model_dump_json() == missing.model_dump_json().replace("s-nope", "s-side")
             assert hidden.structured_content == {
                 "error": {
                     "code": "SESSION_QUERY_TOOL_UNAUTHORIZED",
-                    "message": "session target is outside the caller workspace",
+                    "message": "no session with id s-side in this workspace",
                 }
             }
 
@@ -473,7 +545,8 @@ async def test_roots_change_mid_session(tmp_path: Path, corpus: str) -> None:
         asked.append(1)
         return types.ListRootsResult(roots=[types.Root(uri=FileUrl(u)) for u in roots])
 
-    async with mcp_session(tmp_path, base(corpus), roots=list_roots) as s:
+    args = ["--persistence", corpus, "--index", ":memory:"]  # no --workspace: roots apply
+    async with mcp_session(tmp_path, args, roots=list_roots) as s:
         first = await call(s, "session_search", {"query": "retry"})
         again = await call(s, "session_search", {"query": "retry"})
         assert len(asked) == 1  # the answer is cached until list_changed
@@ -502,7 +575,13 @@ async def test_working_directory_is_the_default_workspace(tmp_path: Path, corpus
     args = ["--persistence", corpus, "--index", ":memory:"]
     async with mcp_session(tmp_path, args) as s:
         r = await call(s, "session_search", {"query": "retry"})
-    assert text_of(r) == "No prior session matches found."  # nothing lives under tmp_path
+    assert text_of(r) == (  # nothing lives under tmp_path
+        "No prior session matches found.\n"
+        f"Workspace: {tmp_path} (from the directory the server started in); "
+        "0 sessions are visible there.\n"
+        "No session is visible in this workspace: the server's --workspace (else the directory "
+        "it was started in) decides which sessions it shows."
+    )
 
 
 async def test_the_demo_corpus_with_its_main_project_as_workspace(tmp_path: Path) -> None:
@@ -514,7 +593,8 @@ async def test_the_demo_corpus_with_its_main_project_as_workspace(tmp_path: Path
         hidden = await call(s, "session_search", {"query": "contrast"})
     ids = [i["header"]["id"] for i in found.structured_content["items"]]
     assert "fix-flaky-tests" in ids and "try-freezegun" in ids, ids
-    assert text_of(hidden) == "No prior session matches found."
+    assert text_of(hidden).startswith("No prior session matches found.\n")
+    assert "Workspace: /home/ana/projects/payments-api (from --workspace)" in text_of(hidden)
     async with mcp_session(tmp_path, ["--demo", "--workspace", "/home/ana"], entry=cli) as s:
         seen = await call(s, "session_search", {"query": "contrast"})
     assert [i["header"]["id"] for i in seen.structured_content["items"]] == ["dark-mode-contrast"]

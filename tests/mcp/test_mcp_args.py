@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_query_server.mcp.args import ToolError, parse_stamp, stamp_range
+from dsh_query_server.mcp.args import (
+    TOOL_BY_NAME,
+    TOOLS,
+    ToolError,
+    check_schema,
+    parse_stamp,
+    stamp_range,
+)
 from dsh_query_server.mcp.render import iso_time, js_number, js_stringify
 from dsh_query_server.mcp.scope import roots_from_uris
 from dsh_query_server.model.workspace import Workspace, normalize
@@ -151,3 +158,37 @@ def test_roots_from_uris() -> None:
     assert roots_from_uris(
         ["file:///w/a%20b", "file://localhost/x", "file://host/y", "http://h/z", "file:///bad%ff"]
     ) == ["/w/a b", "/x"]
+
+
+@given(
+    st.sampled_from([t.name for t in TOOLS]),
+    st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=3, unique=True),
+)
+def test_unknown_arguments_are_named(name: str, keys: list[str]) -> None:
+    """§1.5 [ours]: any key a tool does not declare is refused, named in the order sent; the
+    tool's own keys never are."""
+    spec = TOOL_BY_NAME[name]
+    own = {p.name for p in spec.props}
+    unknown = [k for k in keys if k not in own]
+    args = {p: "x" for p in spec.required} | dict.fromkeys(keys, "x")
+    try:
+        check_schema(spec, args)
+    except ToolError as exc:
+        named = [json.dumps(k, ensure_ascii=False) for k in unknown]
+        if unknown:
+            assert exc.code == "INVALID_ARGS" and ", ".join(named) + " (allowed: " in exc.message
+        else:
+            assert "unknown propert" not in exc.message
+    else:
+        assert not unknown
+
+
+def test_every_schema_states_its_bounds() -> None:
+    for spec in TOOLS:
+        schema = spec.input_schema(7)
+        assert schema["additionalProperties"] is False
+        for prop in schema["properties"].values():
+            if prop["type"] == "integer":
+                assert 0 <= prop["minimum"] <= prop["maximum"] <= 2**53 - 1
+    read = TOOL_BY_NAME["session_event_read"].input_schema(7)["properties"]
+    assert read["before"]["maximum"] == read["after"]["maximum"] == 7  # the configured max

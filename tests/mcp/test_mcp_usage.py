@@ -58,4 +58,4 @@ async def test_session_usage_with_visible_descendants_only(tmp_path: Path) -> No
     assert whole.structured_content is not None
     assert whole.structured_content["withDescendants"]["input"] == 4 + 7
     assert bad.is_error and "must be a boolean" in text_of(bad)
-    assert hidden.is_error and "outside the caller workspace" in text_of(hidden)
+    assert hidden.is_error and "no session with id" in text_of(hidden)

@@ -591,10 +591,11 @@ export interface ToolFailure {
   message: string;
 }
 
-/** The MCP side's workspace after its roots step (tools.md §1.2). */
+/** The MCP side's workspace after its workspace step (tools.md §1.2). */
 export interface ToolWorkspace {
   roots: string[];
   base: string;
+  source?: string;
 }
 
 export interface TraceEventParams {
