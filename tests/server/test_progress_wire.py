@@ -61,6 +61,10 @@ def check_sequence(reports: list[Any]) -> list[int]:
     return percentages
 
 
+def _all(client: LanguageClient) -> list[list[Any]]:
+    return list(client.progress_reports.values())
+
+
 async def _search(client: LanguageClient, params: dict[str, Any]) -> Any:
     return await client.protocol.send_request_async("sessionQuery/searchSessions", params)
 
@@ -78,6 +82,7 @@ async def test_index_build_reports_through_a_created_token(client, tmp_path):
     await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"jsonl:{root}"})
     page = await _search(client, {"query": "needle", "limit": 100})
     assert len(page["items"]) == SESSIONS
+    await _wait_for(lambda: all(r and r[-1].kind == "end" for r in _all(client)))
     searches = [
         reports
         for reports in client.progress_reports.values()
@@ -102,6 +107,8 @@ async def test_the_requests_own_token_is_used_and_nothing_is_created(client, tmp
     client.progress_reports["mine"] = []  # as the client's own create would
     await _search(client, {"query": "needle", "workDoneToken": "mine"})
     await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports["mine"]))
+    # a token the server created (the mount's) gets its begin once the client has answered
+    await _wait_for(lambda: all(r and r[-1].kind == "end" for r in _all(client)))
     titles = {r[0].title for t, r in client.progress_reports.items() if t != "mine"}
     assert titles == {"dsh-query mount"}  # created for the mount; the search used its own
     check_sequence(client.progress_reports["mine"])
@@ -131,11 +138,9 @@ async def test_work_done_cancel_cancels_the_request(client, tmp_path):
     )
     task = asyncio.ensure_future(_search(client, {"query": "needle"}))
     await _wait_for(lambda: (tmp_path / "inspect.started").exists())
-    await _wait_for(
-        lambda: any(r[0].title.endswith("searchSessions") for r in client.progress_reports.values())
-    )
+    await _wait_for(lambda: any(r and r[0].title.endswith("searchSessions") for r in _all(client)))
     (token,) = [
-        t for t, r in client.progress_reports.items() if r[0].title.endswith("searchSessions")
+        t for t, r in client.progress_reports.items() if r and r[0].title.endswith("searchSessions")
     ]
     assert client.progress_reports[token][0].cancellable is True
     client.protocol.notify(
