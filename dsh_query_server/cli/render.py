@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..client import Client, RpcError
+from ..hub.client import HubClient
 from . import style
 from .ids import Parents, parents_of, resolve_id, short_ids
 
@@ -153,6 +154,50 @@ def titles(client: Client, ids: list[str]) -> dict[str, str]:
     return out
 
 
+def sessions_json(
+    client: Client, keep: Callable[[dict[str, Any]], bool] | None, limit: int | None
+) -> bytes:
+    """``sessions --json``: the kept records as ``print_json`` prints them, each with ``title``
+    last where the session has one. A hub adds the titles and indents the listing itself
+    (hub/render with ``titles``); from a private server the records' text is its indented listing,
+    and the titles are added here. Either text is cut into records and joined again, never
+    encoded here: for 10,000 records that would cost more than the rest of the command."""
+    if isinstance(client, HubClient):
+        params = {"method": "sessionQuery/listSessions", "params": {}, "titles": True}
+        text = client.request_raw("hub/render", params)
+        if keep is None and limit is None:
+            return text
+        records: list[dict[str, Any]] = json.loads(text)
+        items = pretty_items(text)
+        kept = [i for i, r in enumerate(records) if keep is None or keep(r["header"])][:limit]
+        return b"[\n" + b",\n".join(items[i] for i in kept) + b"\n]" if kept else b"[]"
+    text = client.request_pretty("sessionQuery/listSessions")
+    records = json.loads(text)
+    items = pretty_items(text)
+    kept = [i for i, r in enumerate(records) if keep is None or keep(r["header"])][:limit]
+    title_of = titles(client, [records[i]["header"]["id"] for i in kept])
+    out: list[bytes] = []
+    for i in kept:
+        title = title_of.get(records[i]["header"]["id"])
+        if title is None:
+            out.append(items[i])
+        else:  # the item ends with its closing "\n  }"
+            shown = json.dumps(title, ensure_ascii=False).encode("utf-8", "surrogateescape")
+            out.append(items[i][:-4] + b',\n    "title": ' + shown + b"\n  }")
+    return b"[\n" + b",\n".join(out) + b"\n]" if out else b"[]"
+
+
+def pretty_items(text: bytes) -> list[bytes]:
+    """The objects of an indented JSON array of non-empty objects (``print_json``'s form), each
+    its own text from ``  {`` to ``  }``. In that form ``\\n  },\\n`` separates two top-level items and
+    nothing else: a nested closer is indented further, and no string holds a raw newline."""
+    body = text.strip()
+    if body == b"[]":
+        return []
+    parts = body[2:-2].split(b"\n  },\n")  # inside "[\n" and "\n]"
+    return [part + b"\n  }" for part in parts[:-1]] + parts[-1:]
+
+
 def show_sessions(
     client: Client,
     as_json: bool,
@@ -162,18 +207,16 @@ def show_sessions(
 ) -> None:
     """One line per session, fitted to the terminal; ids as they are shown and taken (ids.py).
     JSON carries the server's records plus ``title`` where a session has one."""
+    from .unreadable import warn_status
+
+    if as_json:
+        print_pretty(sessions_json(client, keep, limit))
+        return warn_status(client)
     listed = listing(client)
     sessions = [r for r in listed.records if keep is None or keep(r["header"])]
     more = len(sessions) - limit if limit is not None and len(sessions) > limit else 0
     sessions = sessions[:limit] if more else sessions
     title_of = titles(client, [s["header"]["id"] for s in sessions])
-    if as_json:
-        return print_json(
-            [
-                {**r, "title": title_of[r["header"]["id"]]} if r["header"]["id"] in title_of else r
-                for r in sessions
-            ]
-        )
     from rich.text import Text
 
     from .describe import one_line
@@ -221,6 +264,7 @@ def show_sessions(
     if more:
         lines.append(Text(f"… {more} more (--limit N shows more)", style=style.DIM))
     emit(lines, page)
+    warn_status(client)  # the transcripts the listing skipped, after the results, on stderr
 
 
 def show_lineage(client: Client, session_id: str, as_json: bool) -> None:

@@ -139,12 +139,18 @@ def run(client: Client, args: Any) -> None:
     else:
         search("")
     session_id, result = answers[-1]
+    from .unreadable import warn_status
+
     if as_it_comes:
-        return print_pretty(result)
+        print_pretty(result)
+        # The page as it came (JSON text), decoded only when it names unreadable sessions.
+        named = b'"unreadableCount"' in result
+        return warn_status(client, json.loads(result) if named else {})
     if args.json:
         from .render import print_json
 
-        return print_json(result)
+        print_json(result)
+        return warn_status(client, result)
     from rich.text import Text
 
     from .lines import Column, emit, render, terminal_width
@@ -181,6 +187,7 @@ def run(client: Client, args: Any) -> None:
     if rows:
         lines += render(columns, rows, terminal_width())
     emit(lines)
+    warn_status(client, result)  # after the results, on stderr
 
 
 def _page_number(text: str) -> int:

@@ -159,8 +159,8 @@ def _run(
 def main(argv: Sequence[str] | None = None) -> int:
     """``dsh-query sync``: the CLI wires this as a subcommand."""
     # A sync process allocates a session's events, which live until its batch commits: the
-    # collector's default young threshold (700) scanned and promoted them over and over (with
-    # the full collections, ~10% of the CPU of a first sync); the listings' objects are frozen
-    # (collection_paused), so a young collection every 10,000 allocations is all it needs.
+    # collector's default young threshold (700) scanned and promoted them over and over (the
+    # full collections too, a visible share of a first sync's CPU); the listings' objects are
+    # frozen (collection_paused), so a young collection every 10,000 allocations is all it needs.
     gc.set_threshold(10_000, 10, 10)
     return run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr, thaw=False)

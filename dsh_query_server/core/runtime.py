@@ -21,6 +21,7 @@ from ..persistence.mount.composite import CompositeBackend, open_persistence
 from ..persistence.mount.uri import display_uri, open_backend
 from ..query.service import SessionQueryService
 from ..search.service import SearchService
+from ..search.unreadable import UnreadableSession, capped, skipped_entry
 from ..session.store import SessionStore
 from .checkpoint import Checkpointer
 from .config import ServerConfig
@@ -34,9 +35,9 @@ Members = tuple[tuple[PersistenceBackend, ChangeFeed | None], ...]
 
 
 def _classify(backend: PersistenceBackend | CompositeBackend) -> Members:
-    """isinstance against the runtime-checkable ChangeFeed costs ~20 us a member (it inspects
-    the protocol's attributes on every check), as much as the rest of a status request: done
-    once per mount, not per status."""
+    """isinstance against the runtime-checkable ChangeFeed inspects the protocol's attributes on
+    every check, which costs as much as the rest of a status request: done once per mount, not
+    per status."""
     return tuple((m, m if isinstance(m, ChangeFeed) else None) for m in members(backend))
 
 
@@ -67,6 +68,10 @@ class StatusResult(msgspec.Struct):
     writable: bool
     pendingEvents: int
     members: list[PersistenceMember]
+    # [ours] (semantics.md §6.5): damaged artifacts the last listing skipped and sessions the
+    # last search found unreadable, with their paths; present only when there are any.
+    unreadable: list[UnreadableSession] | UnsetType = UNSET
+    unreadableCount: int | UnsetType = UNSET
 
 
 def _entries(classified: Members) -> list[PersistenceMember]:
@@ -167,12 +172,18 @@ class Runtime:
         if binding is None:
             return StatusResult(None, False, 0, [])
         identity, echo = self._mounted
-        return StatusResult(
+        result = StatusResult(
             echo if identity == binding.identity else binding.backend.uri,
             bool(binding.backend.writable),
             self.checkpointer.pending_events(),
             self._members(binding),
         )
+        entries = [skipped_entry(a) for a in binding.logs.skipped()]
+        entries += [u.entry() for u in self.search.unreadable_under(binding).values()]
+        listed, count = capped(entries)
+        if count:
+            result.unreadable, result.unreadableCount = listed, count
+        return result
 
     def _members(self, binding: Binding) -> list[PersistenceMember]:
         identity, classified = self._classified

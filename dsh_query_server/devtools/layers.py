@@ -71,7 +71,7 @@ DOOR = "persistence"
 _SELF = ".devtools.layers"  # this module spells the reads it looks for
 BACKEND_READS = re.compile(
     r"capabilities\.|\.backend\.(?:inspect|list)"
-    r"|\b(?:inspect_window|inspect_outline|list_one|inspect_many|read_raw)\b"
+    r"|\b(?:inspect_window|inspect_outline|list_one|list_revisions|inspect_many|read_raw)\b"
 )
 
 

@@ -17,13 +17,14 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from .. import errors as E
-from .. import jsoncodec
 from ..cancel import CancelToken
 from ..core.runtime import Runtime
+from ..errors import QueryError
 from ..model.params import Expect, NoParams, Params, Spec
 from ..server.dispatch import invoke
 from ..server.methods import METHODS
 from ..server.registry import method
+from .titled import indented, titled_listing
 
 # -- hub/status ------------------------------------------------------------------------------------
 
@@ -80,11 +81,18 @@ def _query_method(name: str) -> bool:
     return name in METHODS
 
 
+# The methods whose result is a list of session records, which ``titles`` may name.
+LISTINGS = ("sessionQuery/listSessions", "sessionQuery/filterSessions")
+
+
 class RenderParams(Params):
-    """A method of the server's table and its params."""
+    """A method of the server's table and its params; ``titles`` (with a session listing): each
+    record with ``title``, the session's current title where it has a non-blank one, as
+    ``dsh-query sessions --json`` prints it."""
 
     method: Annotated[str, Expect("a query method", check=_query_method)]
     params: Annotated[Any, Spec(dict[str, Any])] = None  # the method checks them
+    titles: Annotated[bool, Expect("a boolean")] = False
 
 
 # The result is the rendered method's own, as its entry states it.
@@ -184,7 +192,7 @@ def stop(rt: Runtime, p: NoParams, token: CancelToken) -> HubStopped:
 def render(rt: Runtime, p: RenderParams, token: CancelToken) -> Raw:
     """[ours] A method's result as the command line prints ``--json`` (indented by two spaces),
     so a thin client writes it without decoding it (hub.md §2); its errors are the method's."""
-    return indented(invoke(METHODS[p.method], rt, p.params, token))
+    return rendered(rt, p, token)
 
 
 @method("hub/callTool", params=CallToolParams, result=CallToolResult, errors=(E.INVALID_REQUEST,))
@@ -193,11 +201,14 @@ def call_tool(rt: Runtime, p: CallToolParams, token: CancelToken) -> CallToolRes
     return _HOSTS[rt].run_tool(rt, p, token)
 
 
-def indented(result: Any) -> Raw:
-    """A result as JSON indented by 2, without decoding a pre-encoded one (a 10,000-session
-    listing: ~10 ms here, ~130 ms as json.dumps)."""
-    raw = result if type(result) is Raw else Raw(jsoncodec.dumps(result))
-    return Raw(msgspec.json.format(raw, indent=2))
+def rendered(rt: Runtime, p: RenderParams, token: CancelToken) -> Raw:
+    """The method's result indented, with each record's title when ``titles`` asks for them
+    (titled.py)."""
+    if not p.titles:
+        return indented(invoke(METHODS[p.method], rt, p.params, token))
+    if p.method not in LISTINGS:
+        raise QueryError(E.INVALID_REQUEST, f"titles needs {' or '.join(LISTINGS)}")
+    return titled_listing(rt, invoke(METHODS[p.method], rt, p.params, token), token)
 
 
 __all__ = [

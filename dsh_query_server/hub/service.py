@@ -93,7 +93,7 @@ class Hub:
 
     def warm_up(self) -> None:
         """One initialize on a connection of nobody's, so that the LSP types' structuring code
-        is built before the first client waits for it (~80 ms, then under a millisecond)."""
+        is built before the first client waits for it (it is built once, on first use)."""
         server = QueryServer(
             self, methods=METHODS, executor=self.executor, converter=self.converter
         )

@@ -90,6 +90,7 @@ def session_search(call: Call, a: dict[str, Any]) -> Result:
 
     fetch: Fetch = scoped
     first = call.svc("sessionQuery/searchSessions", first_scoped)
+    in_scope = first  # only a scoped page's unreadable sessions are the workspace's
     if first is None:
         listed = _listed_request(call, request, parents, include_roots)
         if listed is None:
@@ -102,7 +103,29 @@ def session_search(call: Call, a: dict[str, Any]) -> Result:
         fetch = unscoped
         first = call.svc("sessionQuery/searchSessions", lambda: unscoped(request))
     hits, capped = _pages(call, request, first, fetch)
-    return _search_result(call, hits, capped)
+    result = _search_result(call, hits, capped)
+    return result if in_scope is None else _with_unreadable(result, in_scope[0])
+
+
+def _with_unreadable(result: Result, page: SessionSearchPage) -> Result:
+    """[ours] (semantics.md §6.5): the workspace's sessions the search left out because their
+    stored log is unreadable, named briefly by id (never by path: the store lies outside the
+    workspace) so an agent knows the answer may be incomplete."""
+    if page.unreadableCount is UNSET or page.unreadable is UNSET:
+        return result
+    count, named = page.unreadableCount, [u.sessionId for u in page.unreadable]
+    more = f" and {count - len(named)} more" if count > len(named) else ""
+    noun = "session" if count == 1 else "sessions"
+    line = (
+        f"Note: {count} {noun} in this workspace could not be read (damaged log) and "
+        f"{'was' if count == 1 else 'were'} left out: {', '.join(named)}{more}."
+    )
+    structured = {
+        **result.structured,
+        "unreadable": [{"sessionId": u.sessionId, "code": u.code} for u in page.unreadable],
+        "unreadableCount": count,
+    }
+    return Result(f"{result.text}\n\n{line}", structured)
 
 
 def _listed_request(

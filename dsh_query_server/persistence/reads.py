@@ -6,8 +6,8 @@ and, for the exact reads, the only code that maps the backend's failures to the 
 Each verb answers one question and chooses the read path inside: a window read or the whole log
 sliced, the outline or the whole log, the point lookup or the listing searched.
 
-- Exact reads (semantics.md §3.0.4, §3.0.5, §3.8; tools.md §2.6): ``headers``, ``header``,
-  ``log``, ``outline``, ``window``, ``windows``, ``raw``. Each checks the token before the backend
+- Exact reads (semantics.md §3.0.4, §3.0.5, §3.8; tools.md §2.6): ``headers``, ``listing``,
+  ``header``, ``log``, ``outline``, ``window``, ``windows``, ``raw``. Each checks the token before the backend
   call it starts (§3.0.6: none starts after a cancel) and raises the QueryError the spec names.
 - Search's observation (semantics.md §6.5): ``snapshots``, ``many``, ``sequence``; and the
   checkpointer's comparison (postgres.md §3.8): ``reads_windows``, ``stored_window``. These raise
@@ -18,6 +18,7 @@ sliced, the outline or the whole log, the point lookup or the listing searched.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .. import errors
@@ -35,7 +36,7 @@ from .checks import (
 from .contract.backend import PersistenceBackend
 from .contract.capabilities import Capabilities
 from .contract.errors import SessionPersistenceCorruptionError, SessionRawArtifactsUnsupportedError
-from .contract.results import BulkResult, Inspection, SessionRawArtifact, Window
+from .contract.results import BulkResult, Inspection, SessionRawArtifact, SkippedArtifact, Window
 
 
 class LogMoved(Exception):
@@ -87,6 +88,23 @@ def _sliced(inspection: Inspection, first: int, last: int) -> Window:
     return Window(inspection.meta, len(events), first, list(events[first : last + 1]), title)
 
 
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """``list``'s headers (also by id), and each id's revision when the backend lists them in the
+    same call (None when it does not). Shared between requests while the backend lists the very same
+    snapshots again: read it, never change it."""
+
+    headers: list[Header]
+    revisions: dict[str, str] | None
+    by_id: dict[str, Header]
+    checked: Snapshots | None = None
+
+    @staticmethod
+    def of(headers: list[Header]) -> Listing:
+        """A listing without revisions."""
+        return Listing(headers, None, {h.id: h for h in headers})
+
+
 class StoredLogs:
     """The reads of one mounted backend (see the module's docstring)."""
 
@@ -99,6 +117,11 @@ class StoredLogs:
         self._raw = caps.raw
         self._listed = caps.listed
         self._bulk = caps.bulk
+        self._skipped = caps.skipped
+        self._revisions = caps.revisions
+        # The last ``listing`` with revisions: a backend that lists the very same snapshots
+        # again (SQLite's unchanged listing) gets it back without a pass over every row.
+        self._last: Listing | None = None
 
     # -- exact reads: failures mapped to the service's errors ------------------------------------
 
@@ -109,6 +132,31 @@ class StoredLogs:
             return checked_headers(self._backend.list(token))
         except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
             raise listing_failure(exc, token) from None
+
+    def listing(self, token: CancelToken = NULL_TOKEN) -> Listing:
+        """``headers`` (failures mapped alike), with each id's revision when the backend lists
+        them in that one call (ListedRevisions); revisions None otherwise."""
+        if self._revisions is None:
+            return Listing.of(self.headers(token))
+        _check_cancelled(token)
+        last = self._last
+        try:
+            checked = checked_snapshots(
+                self._revisions.list_revisions(token), None if last is None else last.checked
+            )
+        except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
+            raise listing_failure(exc, token) from None
+        if last is not None and checked is last.checked:
+            return last
+        by_id = checked.by_id
+        listing = Listing(
+            [s.header for s in checked.snapshots],
+            {i: s.revision for i, s in by_id.items()},
+            {i: s.header for i, s in by_id.items()},
+            checked,
+        )
+        self._last = listing
+        return listing
 
     def header(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
         """The header ``list`` lists for the id, or None (§3.0.5 step 4, failures as a
@@ -173,6 +221,10 @@ class StoredLogs:
         except Exception as exc:  # noqa: BLE001 - classified as persistence.md §2.3
             action = "read the stored log of session"
             raise stored_log_failure(session_id, exc, token, action) from None
+
+    def skipped(self) -> Sequence[SkippedArtifact]:
+        """The damaged artifacts the last listing skipped (no I/O: a status report)."""
+        return () if self._skipped is None else self._skipped.skipped_artifacts()
 
     # -- search's observation and the checkpointer: failures raised as the backend raised them ---
 
@@ -303,6 +355,7 @@ class LogSequence(Sequence[Event]):
 
 
 __all__ = [
+    "Listing",
     "LogMoved",
     "LogSequence",
     "LogWindows",

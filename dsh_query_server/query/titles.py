@@ -5,7 +5,8 @@ Live sessions come from memory. Each persisted log is read by a pool worker that
 its small result before claiming the next id, so a batch never holds more than the pool's size of
 full logs. Through the mount's door (persistence/reads.py): a backend that reads windows has
 verified the log once per revision and knows where its last title is, so a title costs a few small
-window reads; any other is inspected once.
+window reads; any other is inspected once. A title read at a known revision is remembered
+(titlememo.py) and served again while the batch's listing gives the id that same revision.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..session.store import LiveSnapshot
 from .loaded import check_cancelled, conflict, not_found
 from .loading import Loader
 from .titlefold import last_title_event, title_from, title_window
+from .titlememo import KnownTitle, TitleMemo
 from .workers import WorkerPool, run_claims
 
 TitleResult = wire.SessionTitleObservationResult
@@ -32,6 +34,7 @@ class Titles:
         self.loader = loader
         self.pool = pool
         self.concurrency = concurrency
+        self.memo = TitleMemo()
 
     # -- readTitles / readTitle -------------------------------------------------------------
 
@@ -44,8 +47,10 @@ class Titles:
         check_cancelled(token)
         results: dict[str, TitleResult] = {}
         pending: list[str] = []
+        store = self.loader.store
+        live_ids = frozenset(store.ids())  # one look at the live ids, not a lock per id
         for sid in unique:
-            live = self.loader.store.snapshot(sid)
+            live = store.snapshot(sid) if sid in live_ids else None
             if live is None:
                 pending.append(sid)
             else:
@@ -79,18 +84,34 @@ class Titles:
             return
         logs = binding.logs
         try:
-            listed = {h.id: h for h in logs.headers(token)}
+            listing = logs.listing(token)
         except QueryError as exc:
             if exc.code == errors.ABORTED:
                 raise
             for sid in pending:
                 results[sid] = _rejected(sid, exc)
             return
+        listed = listing.by_id
+        revisions = listing.revisions or {}
+        asked = [(sid, revisions[sid]) for sid in pending if sid in revisions and sid in listed]
+        unread = [sid for sid in pending if sid not in revisions or sid not in listed]
+        for (sid, _), known in zip(asked, self.memo.get(logs, asked), strict=True):
+            if known is None:
+                unread.append(sid)
+                continue
+            # Read at this very revision: answered as the read would answer, conflict included.
+            header = listed[sid]
+            same = (
+                known.compatible
+                if header is known.listed
+                else headers_compatible(header, known.meta)
+            )
+            results[sid] = known.result if same else _rejected(sid, conflict(sid))
 
         def work(sid: str) -> None:
             results[sid] = self._persisted_title(logs, sid, listed.get(sid), token)
 
-        run_claims(pending, work, self.concurrency, token, pool=self.pool)
+        run_claims(unread, work, self.concurrency, token, pool=self.pool)
         check_cancelled(token)
 
     def _persisted_title(
@@ -103,33 +124,38 @@ class Titles:
                 if live is None:
                     raise not_found(sid)
                 return _live_title_result(sid, live)
-            meta, title = _persisted_title_event(logs, sid, token)
+            meta, title, revision = _persisted_title_event(logs, sid, token)
+            result = _title_result(sid, meta, title)
+            compatible = headers_compatible(listed, meta)
+            if revision is not None:
+                known = KnownTitle(meta, title, result, listed, compatible)
+                self.memo.put(logs, sid, revision, known)
             live = store.snapshot(sid)
             if live is not None:
                 return _live_title_result(sid, live)
-            if not headers_compatible(listed, meta):
+            if not compatible:
                 raise conflict(sid)
-            return _title_result(sid, meta, title)
+            return result
         except QueryError as exc:
             return _rejected(sid, exc)
 
 
 def _persisted_title_event(
     logs: StoredLogs, sid: str, token: CancelToken
-) -> tuple[Header, Event | None]:
+) -> tuple[Header, Event | None, str | None]:
     """The header and last ``session/title`` event of a persisted log, with the errors of
-    ``inspect``. A backend that reads windows verifies the log (once per revision) and says where
-    the title is, so only that event is read; if the log moved between the two reads, it is
-    inspected whole."""
+    ``inspect``, and the revision they were read at when the read knows it. A backend that reads
+    windows verifies the log (once per revision) and says where the title is, so only that event
+    is read; if the log moved between the two reads, it is inspected whole."""
     windows = logs.windows(sid, token)
     shape = windows.read(0, -1)  # nothing read but the verification and where the title is
     if shape.title is None:
-        return shape.meta, None
+        return shape.meta, None, shape.revision
     found = title_window(windows.read, shape.title)
-    if found is not None:
-        return found.meta, found.events[0]
+    if found is not None:  # this window alone says its event is the last title at its revision
+        return found.meta, found.events[0], found.revision
     inspection = logs.log(sid, token)
-    return inspection.meta, last_title_event(inspection.events)
+    return inspection.meta, last_title_event(inspection.events), None
 
 
 def _rejected(sid: str, exc: QueryError) -> TitleResult:

@@ -11,9 +11,9 @@ finished, so observation errors and cancellation keep their precedence over ``IN
 
 **Batches [ours] (§6.5).** A first build of a large home runs for tens of seconds; so that a
 cancelled or killed build keeps its work, ``settle`` commits the plan every ``BATCH`` indexed
-snapshots. A batch holds only *settled* persisted writes: snapshots read whole at their listed
-revision, no live write and no delete, so what it commits is true of the store whatever the rest
-of the observation finds; the persisted generation moves with it (no two reconciles share one).
+snapshots. A batch holds only *settled* persisted changes: snapshots read whole at their listed
+revision (written, or dropped as unreadable), no live write and no delete of an unlisted id, so
+what it commits is true of the store whatever the rest of the observation finds; the persisted generation moves with it (no two reconciles share one).
 A search still answers only after its whole reconcile: a batch makes the next build resume, it
 never makes a partial index visible.
 """
@@ -170,14 +170,15 @@ class WritePlan:
         self._remove(PERSISTED, key)
 
     def settle(self) -> None:
-        """Called once a snapshot's write is settled (read whole, checked): every ``BATCH`` of
-        them, commit the persisted writes so far and move them into the committed mirror. Never
-        with a failed write, a delete or a live write in the transaction (module docstring)."""
+        """Called once a snapshot's write (or its drop, an unreadable log) is settled: read
+        whole at its listed revision and checked. Every ``BATCH`` of them, commit the persisted
+        changes so far and move them into the committed mirror. Never with a failed write or a
+        live write in the transaction (module docstring)."""
         self._pending += 1
         if self._pending < BATCH or self._failure is not None or self.changes[LIVE]:
             return
         persisted = self.changes[PERSISTED]
-        if not persisted or any(row is None for row in persisted.values()):
+        if not persisted:
             return
         try:
             self.conn.execute(
@@ -192,6 +193,13 @@ class WritePlan:
         _apply(self._committed[PERSISTED], persisted)
         self.changes[PERSISTED] = {}
         self.settled_rowid = self.next_rowid[PERSISTED.docs]
+
+    def drop_persisted(self, key: str) -> None:
+        """Whatever the index holds for ``key``, or this plan wrote for it, goes: its log turned
+        out unreadable (search/unreadable.py). Nothing held and nothing written: no change."""
+        pending = self.changes[PERSISTED]
+        if key in pending or key in self._committed[PERSISTED]:
+            self._remove(PERSISTED, key)
 
     def write_live(
         self, key: str, header: Header, fingerprint: str, persisted: bool, docs: Iterable[Document]
@@ -247,10 +255,16 @@ class WritePlan:
         return (first, first + count - 1) if count else None
 
     def _remove(self, tables: Tables, key: str) -> None:
-        self.changes[tables][key] = None
-        if self._failure is not None:
+        """Delete the session's row and documents: those this plan wrote, else the committed
+        ones. A row only this plan wrote leaves no change behind."""
+        pending, committed = self.changes[tables], self._committed[tables]
+        old = pending[key] if key in pending else committed[key]
+        if key in committed:
+            pending[key] = None
+        else:
+            del pending[key]
+        if self._failure is not None or old is None:
             return
-        old = self._committed[tables][key]
         try:
             self._begin()
             if old.span is not None:

@@ -22,6 +22,7 @@ from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_message
 from ..model.event import headers_compatible
 from ..persistence.checks import Snapshots
+from ..persistence.contract.errors import SessionPersistenceCorruptionError
 from ..persistence.contract.results import BulkResult, Snapshot
 from ..persistence.mount.binding import Binding, PersistenceBinding
 from ..persistence.reads import LogMoved, StoredLogs
@@ -30,6 +31,7 @@ from ..session.store import SessionStore
 from .documents import WINDOW, Read, live_documents, persisted_documents, read_persisted
 from .plan import LIVE, PERSISTED, Row, WritePlan
 from .schema import Connection, Error, open_failed, open_index, scalar, sql_text
+from .unreadable import Unreadable, unreadable
 from .wire import header_raw
 
 _FIRST = -1  # the binding changes "seen" before this instance's first reconcile
@@ -46,12 +48,14 @@ def check(token: CancelToken | None) -> None:
 
 @dataclass(frozen=True, slots=True)
 class View:
-    """What a search needs from its reconcile: whether persisted rows are visible, and the
-    generations of §6.11."""
+    """What a search needs from its reconcile: whether persisted rows are visible, the
+    generations of §6.11, and the listed sessions left out because their log is unreadable
+    ([ours], search/unreadable.py)."""
 
     bound: bool
     cross_generation: int
     epoch: int
+    unreadable: dict[str, Unreadable]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +106,9 @@ class _Seen:
     a change racing the observation leaves it behind and the next search looks again.
     ``unindexed`` are the listed ids that were neither indexed at their revision nor inspected,
     because they were live: the only snapshots a repeated listing could still need to inspect.
-    ``changes`` counts the mounts and unmounts made before ``binding`` was read with it."""
+    ``changes`` counts the mounts and unmounts made before ``binding`` was read with it.
+    ``unreadable`` are the listed ids whose log raised corruption at their listed revision
+    (search/unreadable.py): not indexed, and not read again until that revision changes."""
 
     binding: Binding | None
     changes: int
@@ -111,6 +117,10 @@ class _Seen:
     unindexed: frozenset[Any]
     live_ids: frozenset[str]
     live_keys: frozenset[Any]
+    unreadable: dict[str, Unreadable]
+
+
+_NONE: dict[str, Unreadable] = {}
 
 
 class SearchIndex:
@@ -207,7 +217,15 @@ class SearchIndex:
             self.epoch += 1
         self.last_changes = seen.changes
         self._seen = seen
-        return View(seen.binding is not None, self.cross_generation, self.epoch)
+        return View(seen.binding is not None, self.cross_generation, self.epoch, self._unread(seen))
+
+    def _unread(self, seen: _Seen) -> dict[str, Unreadable]:
+        """The unreadable sessions a search names: not one that is live now (an unchanged
+        listing keeps them; the live copy is searched, and the damaged log is never read)."""
+        found = seen.unreadable
+        if not any(sql_text(sid) in self.live for sid in found):
+            return found
+        return {sid: u for sid, u in found.items() if sql_text(sid) not in self.live}
 
     def _keep_settled(self, plan: WritePlan) -> None:
         """An attempt that ends early keeps the batches it committed (plan.py): the mirror has
@@ -233,11 +251,12 @@ class SearchIndex:
         live_ids = seen.live_ids if seen is not None and steady else frozenset(self.store.ids())
         listing: Snapshots | None = None
         unindexed: frozenset[Any] = frozenset()
+        found: dict[str, Unreadable] = _NONE
         unchanged = steady
         if binding is not None:
             # A repeated listing needs no inspection while every id it skipped as live still is.
             known = seen.listing if seen is not None and self._still_live(seen, live_ids) else None
-            listing, unindexed = self._observe_persisted_mapped(
+            listing, unindexed, found = self._observe_persisted_mapped(
                 binding, changes, live_ids, token, plan, known
             )
             if listing is not known:
@@ -247,16 +266,18 @@ class SearchIndex:
                     if key not in listed:
                         plan.delete_persisted(key)
             elif seen is not None:
-                unindexed = seen.unindexed
+                unindexed, found = seen.unindexed, seen.unreadable
         if seen is not None and unchanged and self.store.generation == generation:
-            return _Seen(binding, changes, generation, listing, unindexed, live_ids, seen.live_keys)
+            return _Seen(
+                binding, changes, generation, listing, unindexed, live_ids, seen.live_keys, found
+            )
         live_keys = self._observe_live(listing, live_ids, plan)
-        return _Seen(binding, changes, generation, listing, unindexed, live_ids, live_keys)
+        return _Seen(binding, changes, generation, listing, unindexed, live_ids, live_keys, found)
 
     def _still_live(self, seen: _Seen, live_ids: frozenset[str]) -> bool:
         """``seen.unindexed <= live_ids``, remembered for the last two sets asked about (held
-        here, immutable, so identity is equality): with thousands of live sessions the check
-        cost ~0.3 ms per search, and an unchanged corpus asks it about the same two sets."""
+        here, immutable, so identity is equality): the check grows with the live sessions and
+        runs on every search, and an unchanged corpus asks it about the same two sets."""
         memo = self._subset
         if memo is not None and memo[0] is seen.unindexed and memo[1] is live_ids:
             return memo[2]
@@ -272,7 +293,7 @@ class SearchIndex:
         token: CancelToken | None,
         plan: WritePlan,
         known: Snapshots | None,
-    ) -> tuple[Snapshots, frozenset[Any]]:
+    ) -> tuple[Snapshots, frozenset[Any], dict[str, Unreadable]]:
         try:
             return self._observe_persisted(binding, changes, live_ids, token, plan, known)
         except _Unstable:
@@ -303,15 +324,17 @@ class SearchIndex:
         token: CancelToken | None,
         plan: WritePlan,
         known: Snapshots | None,
-    ) -> tuple[Snapshots, frozenset[Any]]:
+    ) -> tuple[Snapshots, frozenset[Any], dict[str, Unreadable]]:
         """Steps 2.1–2.3. Returns ``known`` itself when the backend listed exactly it again: then
-        every snapshot is indexed at its revision or has a live owner, and nothing is inspected."""
+        every snapshot is indexed at its revision, unreadable at it, or has a live owner, and
+        nothing is inspected."""
         logs, tok = binding.logs, NULL_TOKEN if token is None else token
         tok.progress.report("listing transcripts")
         listing = logs.snapshots(tok, known)
         unindexed: frozenset[Any] = frozenset()
+        found: dict[str, Unreadable] = _NONE
         if listing is not known:
-            unindexed = self._inspect_changed(logs, listing, live_ids, token, plan, changes)
+            unindexed, found = self._inspect_changed(logs, listing, live_ids, token, plan, changes)
         check(token)
         again = logs.snapshots(tok, listing)
         check(token)
@@ -319,7 +342,7 @@ class SearchIndex:
             raise _Unstable
         if self.binding.current() is not binding:
             raise _Unstable
-        return listing, unindexed
+        return listing, unindexed, found
 
     def _inspect_changed(
         self,
@@ -329,12 +352,14 @@ class SearchIndex:
         token: CancelToken | None,
         plan: WritePlan,
         changes: int,
-    ) -> frozenset[Any]:
+    ) -> tuple[frozenset[Any], dict[str, Unreadable]]:
         """Step 2.2: inspect every snapshot the index does not hold at its revision; returns the
-        ids skipped because they are live."""
+        ids skipped because they are live, and the unreadable ones (search/unreadable.py)."""
         # Revisions are trusted only against the store that produced them: the same binding as
         # the previous reconcile, or (first reconcile) the rows a previous instance left.
         trust_revisions = self.last_changes in (_FIRST, changes)
+        before = self._seen.unreadable if trust_revisions and self._seen is not None else _NONE
+        found: dict[str, Unreadable] = {}
         tok = NULL_TOKEN if token is None else token
         progress, done = tok.progress, 0  # "indexing <done> of <total> transcripts"
         skipped: list[str] = []
@@ -346,6 +371,10 @@ class SearchIndex:
             if sid in live_ids or self.store.is_live(sid):
                 skipped.append(sid)
                 continue  # a log with a live owner is never inspected
+            known = before.get(sid)
+            if known is not None and known.revision == snapshot.revision:
+                found[sid] = known  # still damaged: read again once its revision changes
+                continue
             todo.append((sid, snapshot))
         # Each id gets what ``inspect`` would give, read in bulk where the mount can, and the
         # documents are made from it as from ``inspect``; an id left to its own read (None) is
@@ -359,11 +388,17 @@ class SearchIndex:
                 skipped.append(sid)
                 continue
             check(token)
-            _index(logs, sid, snapshot, result, token, plan)
+            try:
+                _index(logs, sid, snapshot, result, token, plan)
+            except SessionPersistenceCorruptionError as exc:
+                # That log alone is damaged: the search goes on without it, and without any
+                # documents it had (a bulk read's other results are unaffected).
+                plan.drop_persisted(sql_text(sid))
+                found[sid] = unreadable(sid, snapshot.revision, snapshot.header, exc)
             plan.settle()
         if todo:
             progress.report(f"indexed {len(todo):,} transcripts", len(todo), len(todo))
-        return frozenset(skipped)
+        return frozenset(skipped), found or _NONE
 
     def _observe_live(
         self, listing: Snapshots | None, live_ids: frozenset[str], plan: WritePlan
@@ -395,6 +430,12 @@ class SearchIndex:
         return live_keys
 
     # -- lookups -------------------------------------------------------------------------------
+
+    def unreadable_under(self, binding: Binding) -> dict[str, Unreadable]:
+        """The unreadable sessions the last reconcile found under ``binding`` (none when it
+        observed another). Read from any thread: ``_seen`` is replaced whole, never mutated."""
+        seen = self._seen
+        return seen.unreadable if seen is not None and seen.binding is binding else _NONE
 
     def target(self, session_id: str, view: View) -> Target | None:
         """The searchEvents target as the index holds it after this reconcile (§6.11)."""

@@ -155,8 +155,8 @@ class PhraseFinder:
             len(token) <= _MAX_TOKEN_CHARS for token in self.phrase
         )
         # On ASCII text unicode61 is exactly this: tokens are runs of [0-9A-Za-z], folded to
-        # lower case, so a regex finds the first instance in C (the tokenizer's Python tuples
-        # cost ~0.4 us a token). A text short enough that FTS5 cannot have cut a token.
+        # lower case, so a regex finds the first instance in C (the tokenizer builds a Python
+        # tuple per token). A text short enough that FTS5 cannot have cut a token.
         self._pattern: re.Pattern[str] | None = None
         if self._usable and all(_ASCII_TOKEN.fullmatch(token) for token in self.phrase):
             body = _ASCII_SEPARATORS.join(map(re.escape, self.phrase))
@@ -242,7 +242,7 @@ def open_index(path: str, journal_mode: str) -> apsw.Connection:
             conn.execute(statement)
         # SQLite's default page cache is 2 MiB per database: every search then re-read the
         # posting lists and content rows of its candidates from the OS. 8 + 4 MiB hold a common
-        # phrase's (10,000 sessions: ~12% faster) and stay within the memory budget.
+        # phrase's and stay within the memory budget.
         conn.execute(f"PRAGMA main.cache_size = {-INDEX_CACHE_KIB}")
         conn.execute(f"PRAGMA temp.cache_size = {-OVERLAY_CACHE_KIB}")
         return conn

@@ -20,7 +20,7 @@ import os
 import threading
 import uuid
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from .. import errors
@@ -30,7 +30,7 @@ from ..cancel import (
     SessionQueryCancelled,
 )
 from ..errors import QueryError, cancelled
-from ..persistence.mount.binding import PersistenceBinding
+from ..persistence.mount.binding import Binding, PersistenceBinding
 from ..session.store import SessionStore
 from . import ownership
 from .config import SearchConfig
@@ -40,6 +40,7 @@ from .reconcile import SearchIndex, View, check
 from .request import normalize_events, normalize_sessions
 from .scope import Scope, ScopeReader, visible_ids
 from .snippet import snippet_at
+from .unreadable import Unreadable, reported
 from .wire import (
     SessionEventSearchHit,
     SessionEventSearchPage,
@@ -237,6 +238,9 @@ class SearchService:
             for m in matches[: search.limit]
         ]
         page = SessionSearchPage(items=items)
+        listed, count = reported(view.unreadable, None if scope is None else scope.visible)
+        if count:
+            page.unreadable, page.unreadableCount = listed, count
         if len(matches) > search.limit:
             page.nextCursor = encode_cursor(
                 self.instance, SESSIONS, fingerprint, generation, offset + search.limit
@@ -250,6 +254,14 @@ class SearchService:
         search = normalize_events(request, self.config)
         with self._turn(token):
             index, view = self._reconciled(token)
+            damaged = view.unreadable.get(search.session_id)
+            if damaged is not None:
+                # The target's log is unreadable: the answer §6.5 step 2.4 gives a corrupt log.
+                raise QueryError(
+                    errors.PERSISTENCE_FAILED,
+                    f"session-search persistence observation failed: {damaged.cause}",
+                    cause=damaged.cause,
+                )
             target = index.target(search.session_id, view)
             if target is None:
                 raise QueryError(
@@ -334,6 +346,12 @@ class SearchService:
             raise
         self._claim = claim
         return self._index
+
+    def unreadable_under(self, binding: Binding) -> Mapping[str, Unreadable]:
+        """The sessions the last search found unreadable under ``binding`` (a status report:
+        no I/O, no turn in the queue)."""
+        index = self._index
+        return {} if index is None else index.unreadable_under(binding)
 
     @property
     def index_path(self) -> str | None:

@@ -15,6 +15,7 @@ from .. import jsoncodec
 from ..model.filters import SeqFilter, SessionFilter, SurfaceFilter, TimeFilter, TypeFilter
 from ..model.params import Params, Spec
 from ..model.wire import Wire
+from .unreadable import UnreadableSession
 
 SearchEventFilter = SeqFilter | TimeFilter | TypeFilter | SurfaceFilter
 
@@ -58,6 +59,10 @@ class SessionSearchHit(Wire):
 class SessionSearchPage(Wire):
     items: list[SessionSearchHit]
     nextCursor: str | UnsetType = UNSET
+    # [ours] (semantics.md §6.5): listed sessions left out because their log is unreadable;
+    # present only when there are any, at most 100 entries, sorted by id.
+    unreadable: list[UnreadableSession] | UnsetType = UNSET
+    unreadableCount: int | UnsetType = UNSET
 
 
 class SessionEventSearchPage(Wire):

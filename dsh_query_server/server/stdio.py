@@ -80,11 +80,10 @@ def serve_stdio(server: Any, service: Any) -> None:
 def tune_malloc() -> None:
     """glibc only, best effort. Each request runs on its own worker thread, and glibc gives
     threads their own malloc arenas and raises its mmap threshold after a large block is freed:
-    a 10 MB answer built on one thread was then kept in that arena and the next one built in
-    another, and the server's RSS grew with every large result (three listEvents of 100,000
-    events over the benchmark's live store: peak 145 MiB; with this, 122 MiB). One arena and a
-    fixed 128 KiB threshold (large blocks always mapped, so always returned) keep the peak at
-    about one result's size."""
+    a large answer built on one thread was then kept in that arena and the next one built in
+    another, and the server's RSS grew with every large result. One arena and a fixed 128 KiB
+    threshold (large blocks always mapped, so always returned) keep the peak at about one
+    result's size."""
     try:
         import ctypes
 

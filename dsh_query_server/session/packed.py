@@ -5,10 +5,10 @@ event (object, bytes object, decoded envelope, boxed ints), more than twice the 
 log is append-only and most reads touch a window of it, so the store keeps only the bytes and one
 offset per event, and builds an Event when a reader asks for it (an envelope decode, about two
 microseconds). Bytes sit in an open tail until it reaches BLOCK_BYTES; then the tail is sealed
-into a Zstandard block (level 1, ~550 MB/s). 8 KiB blocks shrink event JSON to about a quarter
+into a Zstandard block (level 1, the fastest). 8 KiB blocks shrink event JSON to about a quarter
 (64 KiB blocks would reach a fifth, but most sessions are only tens of KiB long, and the open
-tail stays uncompressed). Reading a window decompresses a few blocks (~10 µs each); a whole-log
-read decompresses each block once.
+tail stays uncompressed). Reading a window decompresses a few blocks; a whole-log read
+decompresses each block once.
 
 ``PackedLog`` is the writer's side (mutated under the store lock). ``LogView`` is what readers
 get: the blocks sealed so far, the tail object of that moment and the length at the time of the

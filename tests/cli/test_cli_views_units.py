@@ -90,3 +90,27 @@ def test_a_compaction_is_marked_under_the_first_step_after_it(raw, width, data):
     else:
         assert cols[column].first <= after <= cols[column].last
         assert column == 0 or cols[column - 1].last < after
+
+
+# -- sessions --json: records cut from the server's indented listing --------------------------------
+
+# Strings full of what could fool a cut at "\n  },\n": braces, commas, spaces, newlines.
+TRICKY = st.text(alphabet=st.sampled_from('a}{ ,\n"\\é'), max_size=8)
+JSON_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | TRICKY,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TRICKY, inner, max_size=3),
+    max_leaves=6,
+)
+RECORD = st.dictionaries(TRICKY, JSON_VALUE, min_size=1, max_size=4)
+
+
+@given(st.lists(RECORD, max_size=5))
+def test_pretty_items_cut_an_indented_array_into_its_objects(records) -> None:
+    import json
+
+    from dsh_query_server.cli.render import pretty_items
+
+    text = json.dumps(records, indent=2, ensure_ascii=False).encode()
+    items = pretty_items(text)
+    assert [json.loads(item) for item in items] == records
+    assert (b"[\n" + b",\n".join(items) + b"\n]" if items else b"[]") == text

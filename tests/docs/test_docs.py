@@ -104,3 +104,13 @@ def test_the_readme_links_docs():
     index = (DOCS / "README.md").read_text(encoding="utf-8")
     for stem in SPEC_FILES:
         assert f"`{stem}.md`" in index, stem
+
+
+def test_the_readme_names_every_mcp_tool():
+    """The README lists the tools by name, with no count to go stale: each tool of the registry
+    (mcp/args.py) is named in its "Use it from your agent" section."""
+    from dsh_query_server.mcp.args import TOOLS
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use it from your agent", 1)[1].split("\n## ", 1)[0]
+    assert [t.name for t in TOOLS if f"`{t.name}`" not in section] == []

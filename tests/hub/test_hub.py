@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.builders import A, U, hdr, write_transcript
+from tests.builders import A, U, hdr, log_only, write_transcript
 from tests.hub.hub_helpers import alive
 from tests.hub.hub_wire import (
     HubProcess,
@@ -374,6 +374,49 @@ def test_json_output_is_the_same_through_the_hub(tmp_path: Path) -> None:
         {"method": "sessionQuery/readEvent", "params": {"sessionId": "nope", "seq": 0}},
     )
     assert missing["error"]["data"]["code"] == "SESSION_QUERY_SESSION_NOT_FOUND"
+    peer.close()
+
+
+@pytest.mark.slow
+def test_sessions_json_titles_through_the_hub(tmp_path: Path) -> None:
+    """sessions --json takes its titles from hub/render's ``titles`` and prints what --no-hub
+    prints, filtered and limited alike; ``titles`` with another method is refused."""
+    env = hub_env(tmp_path)
+    root = tmp_path / "root"
+    for i, title in enumerate(["Café résumé", "   ", None, 'a "quoted" } title']):
+        events = [U(0, f"find the needle {i}").to_value(), A(1, f"answer {i}").to_value()]
+        if title is not None:
+            data = {"title": title, "messageSeqs": [0], "source": {"kind": "user"}}
+            events.append(log_only("session/title", 2, data).to_value())
+        write_transcript(root, hdr(f"s{i:02d}", 1700000000000 + i, cwd=f"/w{i % 2}"), events)
+    flags = ["--persistence", f"jsonl:{root}"]
+    for command in (["sessions"], ["sessions", "--limit", "2"], ["sessions", "--cwd", "/w1"]):
+        shared = dsh(env, *command, "--json", *flags)
+        private = dsh(env, *command, "--json", "--no-hub", *flags)
+        assert shared.returncode == private.returncode == 0, shared.stderr + private.stderr
+        assert shared.stdout == private.stdout, command
+    listed = json.loads(dsh(env, "sessions", "--json", *flags).stdout)
+    assert {s["header"]["id"]: s.get("title") for s in listed} == {
+        "s00": "Café résumé",
+        "s01": None,  # a blank title is no title
+        "s02": None,
+        "s03": 'a "quoted" } title',
+    }
+    # A new title is seen by the next command (the hub keeps no stale rendering).
+    events = [U(0, "find the needle 2").to_value(), A(1, "answer 2").to_value()]
+    data = {"title": "Renamed", "messageSeqs": [0], "source": {"kind": "user"}}
+    events.append(log_only("session/title", 2, data).to_value())
+    write_transcript(root, hdr("s02", 1700000000002, cwd="/w0"), events)
+    again = json.loads(dsh(env, "sessions", "--json", *flags).stdout)
+    assert {s["header"]["id"]: s.get("title") for s in again}["s02"] == "Renamed"
+    peer = Peer(socket_path(env, {"persistence": f"jsonl:{root}"}))
+    peer.initialize()
+    refused = peer.call(
+        1,
+        "hub/render",
+        {"method": "sessionQuery/readTitles", "params": {"sessionIds": []}, "titles": True},
+    )
+    assert refused["error"]["data"]["code"] == "SESSION_QUERY_INVALID_REQUEST"
     peer.close()
 
 

@@ -1450,11 +1450,19 @@ def test_backend_failures_map_to_persistence_failed_and_next_search_retries():
     )
     del backend.fail["list_snapshots"]
     backend.corrupt.add("bad")
-    assert code(from_json(service.search_sessions), {"query": "needle"}) == (
-        errors.PERSISTENCE_FAILED,
-        "session-search persistence observation failed: bad bytes",
-    )
+    # [ours] (§6.5): a corrupt log is left out and named; the search goes on.
+    page = sessions(service, "needle")
+    assert ids(page) == ["l"]
+    assert page["unreadable"] == [
+        {
+            "sessionId": "bad",
+            "code": errors.CORRUPT_SESSION,
+            "message": 'bad bytes (the stored log of session "bad")',
+        }
+    ]
+    assert page["unreadableCount"] == 1
     backend.corrupt.clear()
+    persisted(backend, "bad", "needle")  # repaired: a new revision
     backend.fail["inspect"] = RuntimeError()
     assert code(from_json(service.search_events), {"sessionId": "l", "query": "needle"}) == (
         errors.PERSISTENCE_FAILED,

@@ -263,6 +263,7 @@ FIELDS = {
     "method": st.sampled_from([*sorted(SERVER_METHODS), "hub/stop", "hub/render", "nope"])
     | json_values,
     "params": json_values,
+    "titles": st.booleans() | json_values,
     # hub/callTool: the MCP tools only read
     "name": st.sampled_from([*sorted(TOOL_BY_NAME), "rm_rf"]) | json_values,
     "workspace": st.fixed_dictionaries(

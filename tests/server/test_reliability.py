@@ -182,9 +182,9 @@ def test_inspect_raises(server, kind):
     mount(server, f"test:raise:inspect:{kind}")
     codes = cross_corpus(server)
     exact = CORRUPT if kind == "corrupt" else PERSISTENCE_FAILED
-    search = (
-        NOT_FOUND if kind == "coded" else PERSISTENCE_FAILED
-    )  # corruption is never CORRUPT here
+    # [ours] (semantics.md §6.5): a log whose inspect raises corruption is left out of the
+    # search and named; any other failure still fails it (coded errors pass through).
+    search = {"coded": NOT_FOUND, "corrupt": "ok"}.get(kind, PERSISTENCE_FAILED)
     assert codes == {
         "listSessions": "ok",
         "filterSessions": "ok",
@@ -193,6 +193,10 @@ def test_inspect_raises(server, kind):
         "readTitles": exact,
         "search": search,
     }
+    if kind == "corrupt":
+        page = outcome(server, "sessionQuery/searchSessions", {"query": "needle"})[1]
+        assert page["unreadableCount"] >= 1
+        assert {u["code"] for u in page["unreadable"]} == {CORRUPT}
     assert_live_reads_work(server)
 
 

@@ -130,6 +130,7 @@ function hitActions(ctx: Ctx): HitActions {
       ctx.sessionViews.open(hit.sessionId, hit.seq);
     },
     error: showError,
+    unreadable: (page) => ctx.unreadable.note(page),
   };
 }
 
@@ -440,6 +441,7 @@ export function registerCommands(ctx: Ctx): vscode.Disposable[] {
     reg(COMMANDS.showOutput, "Show Server Output", () => ctx.output.show(true)),
     reg(COMMANDS.groupSessions, "Group Sessions", (...a) => groupSessions(a)),
     reg(COMMANDS.openUsageView, "Open Usage View", () => ctx.usageView.open()),
+    reg(COMMANDS.showUnreadable, "Show Unreadable Sessions", () => ctx.unreadable.show()),
     reg(COMMANDS.openSessionView, "Open Session View", async (...a) => {
       const ref = refFromArgs(a);
       const id = ref?.sessionId ?? (await sessionFor(ctx, a, "Open Session View"));

@@ -4,6 +4,7 @@ import type * as vscode from "vscode";
 import type { SessionDocumentProvider } from "./documents";
 import type { SessionViews } from "./sessionView";
 import type { UsageView } from "./usageView";
+import type { UnreadableSessions } from "./unreadable";
 import type { SessionRef } from "./refs";
 import type { ServerManager } from "./server";
 import type { ServerTreeProvider, TreeElement } from "./tree";
@@ -26,6 +27,8 @@ export interface Ctx {
   /** The Usage view (docs/usage.md §5). */
   usageView: UsageView;
   views: Views;
+  /** The sessions the server could not read (a badge and an item in the Sessions view). */
+  unreadable: UnreadableSessions;
   /** The session (and event) the user last selected in any view. */
   selection: { session?: string; event?: SessionRef };
   showSession(sessionId: string, opts?: { focus?: boolean; trace?: boolean }): Promise<void>;

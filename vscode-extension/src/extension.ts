@@ -14,6 +14,7 @@ import { SessionViews } from "./sessionView";
 import { UsageView } from "./usageView";
 import { ServerTreeProvider, selectionOf, type TreeElement } from "./tree";
 import { SCHEME } from "./uri";
+import { UnreadableSessions } from "./unreadable";
 
 function setContext(key: string, value: unknown): void {
   void vscode.commands.executeCommand("setContext", key, value);
@@ -29,13 +30,22 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
   const rpc = () => server.rpc();
 
   const grouping = () => readGrouping(vscode.workspace.getConfiguration("dshQuery"));
+  const unreadable = new UnreadableSessions();
   const sessions = new ServerTreeProvider("sessions", rpc, knownCommand, sessionsTarget(grouping()), {
-    onRoots: (nodes) => setContext("dshQuery.corpusEmpty", nodes.length === 0),
+    onRoots: (nodes) => {
+      setContext("dshQuery.corpusEmpty", nodes.length === 0);
+      void unreadable.refresh(rpc()); // the listing just ran: what it skipped is in the status
+    },
+    prepend: () => {
+      const node = unreadable.node();
+      return node ? [node] : [];
+    },
   });
   const events = new ServerTreeProvider("events", rpc, knownCommand);
   const trace = new ServerTreeProvider("trace", rpc, knownCommand);
   const sessionsView = vscode.window.createTreeView(VIEW_IDS.sessions, { treeDataProvider: sessions, showCollapseAll: true });
   sessionsView.description = groupingDescription(grouping());
+  unreadable.attach(sessionsView);
   const eventsView = vscode.window.createTreeView(VIEW_IDS.events, { treeDataProvider: events, showCollapseAll: true });
   const traceView = vscode.window.createTreeView(VIEW_IDS.trace, { treeDataProvider: trace, showCollapseAll: true });
   const docs = new SessionDocumentProvider(rpc, () => server.settings);
@@ -57,6 +67,7 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
     sessionViews,
     usageView,
     views: { sessions, events, trace, sessionsView, eventsView, traceView },
+    unreadable,
     selection: {},
     async showSession(sessionId, opts = {}) {
       ctx.selection.session = sessionId;
@@ -130,6 +141,8 @@ export function activate(context: vscode.ExtensionContext): { ctx: Ctx } {
     docs,
     sessionViews,
     usageView,
+    unreadable,
+    unreadable.onDidChange(() => sessions.refresh()),
     vscode.workspace.registerTextDocumentContentProvider(SCHEME, docs),
     ...registerCommands(ctx),
     // The Trace view follows the selection: a session shows its lineage, an event its trace

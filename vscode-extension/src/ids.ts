@@ -25,6 +25,7 @@ export const COMMANDS = {
   groupSessions: "dshQuery.groupSessions",
   openSessionView: "dshQuery.openSessionView",
   openUsageView: "dshQuery.openUsageView",
+  showUnreadable: "dshQuery.showUnreadable",
 } as const;
 
 const CLIENT_COMMANDS = new Set<string>(Object.values(COMMANDS));

@@ -297,10 +297,11 @@ export interface RejectionReason {
   cause?: string;
 }
 
-/** A method of the server's table and its params. */
+/** A method of the server's table and its params; ``titles`` (with a session listing): each record with ``title``, the session's current title where it has a non-blank one, as ``dsh-query sessions --json`` prints it. */
 export interface RenderParams {
   method: string;
   params?: { [key: string]: unknown };
+  titles?: boolean;
 }
 
 export type ReplacementKind = "compaction" | "tool-result-rewrite";
@@ -440,6 +441,8 @@ export interface SessionSearchHit {
 export interface SessionSearchPage {
   items: SessionSearchHit[];
   nextCursor?: string;
+  unreadable?: UnreadableSession[];
+  unreadableCount?: number;
 }
 
 export interface SessionSearchRequest {
@@ -517,6 +520,8 @@ export interface StatusResult {
   writable: boolean;
   pendingEvents: number;
   members: PersistenceMember[];
+  unreadable?: UnreadableSession[];
+  unreadableCount?: number;
 }
 
 export type Surface = "current" | "log-only" | "shadowed";
@@ -660,6 +665,14 @@ export interface TreeResource {
 export interface TypeFilter {
   kind: "type";
   values: string[];
+}
+
+/** One entry of a result's ``unreadable`` list: the failure's own code, a message that names the damaged file or row, and the file (when there is one). */
+export interface UnreadableSession {
+  sessionId: string;
+  code: string;
+  message: string;
+  path?: string;
 }
 
 /** One group of ``usageSummary``: its key (usage.md §4.1) and its totals; a time group's row also splits them by model (``byModel``, most tokens first). */

@@ -39,6 +39,7 @@ export type {
   TreeNode,
   TreeParentParams,
   TreeParentResult,
+  UnreadableSession,
 } from "./protocol.gen";
 export { ERROR_RPC_CODES, SERVER_COMMANDS } from "./protocol.gen";
 

@@ -11,6 +11,7 @@ import {
   type SessionEventSearchHit,
   type SessionEventSearchRequest,
   type SessionHeader,
+  type SessionSearchPage,
   type SessionSearchRequest,
   type SessionTitleObservationResult,
 } from "./protocol";
@@ -21,6 +22,8 @@ export interface HitActions {
   open(hit: SessionEventSearchHit): void;
   openView(hit: SessionEventSearchHit): void;
   error(prefix: string, err: unknown): void;
+  /** A page that names unreadable sessions (the search left them out). */
+  unreadable?(page: SessionSearchPage): void;
 }
 
 interface HitItem extends vscode.QuickPickItem {
@@ -214,6 +217,7 @@ export async function searchSessions(rpc: Rpc, limit: number, actions: HitAction
         params.cursor = cursor;
       }
       const page = await rpc.request(Methods.searchSessions, params);
+      actions.unreadable?.(page);
       const named = await names(
         rpc,
         page.items.map((h) => h.header),

@@ -128,7 +128,8 @@ export function toTreeItem(el: TreeElement, known: CommandFilter): vscode.TreeIt
     item.iconPath = new vscode.ThemeIcon(node.icon || "error", new vscode.ThemeColor("list.errorForeground"));
     item.tooltip = node.tooltip ?? node.label;
   } else if (node.icon) {
-    const color = node.surface !== undefined ? SURFACE_COLORS[node.surface] : undefined;
+    const color =
+      node.surface !== undefined ? SURFACE_COLORS[node.surface] : node.icon === "warning" ? "list.warningForeground" : undefined;
     item.iconPath = new vscode.ThemeIcon(node.icon, color ? new vscode.ThemeColor(color) : undefined);
   }
   if (node.contextValue !== undefined) {
@@ -144,6 +145,8 @@ export function toTreeItem(el: TreeElement, known: CommandFilter): vscode.TreeIt
 export interface TreeHooks {
   /** Called with the roots each time they are loaded for the current target. */
   onRoots?(nodes: TreeNode[]): void;
+  /** Rows of the client's own shown above the server's roots (the unreadable sessions). */
+  prepend?(): TreeNode[];
 }
 
 const ROOT = "\u0000root";
@@ -310,6 +313,14 @@ export class ServerTreeProvider implements vscode.TreeDataProvider<TreeElement>,
     const children = this.adopt(parent, nodes, generation);
     if (!parent) {
       this.hooks.onRoots?.(nodes);
+      const extra = (this.hooks.prepend?.() ?? []).map(
+        (node): TreeElement => ({ uid: String(node.id), node, parent: undefined, generation, local: true }),
+      );
+      if (extra.length > 0) {
+        const all = [...extra, ...children];
+        this.kids.set(ROOT, all);
+        return all;
+      }
     }
     return children;
   }

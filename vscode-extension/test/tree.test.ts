@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { ServerTreeProvider, nodeCommand, toTreeItem, type TreeElement } from "../src/tree";
 import { knownCommand } from "../src/ids";
 import { FakeTreeServer, RpcError } from "./fake-server";
+import type { TreeNode } from "../src/protocol";
 import { EventEmitter, ThemeIcon, TreeItemCollapsibleState } from "./vscode-stub";
 
 function corpus(n = 3): FakeTreeServer {
@@ -253,4 +254,20 @@ test("node kinds follow the server's contextValues", async () => {
   assert.equal(selectionOf(traceGroup), undefined);
   assert.equal(selectionOf(unresolved), undefined);
   assert.equal(selectionOf(error), undefined);
+});
+
+test("the client's own rows (unreadable sessions) come first and have no children", async () => {
+  const server = corpus();
+  const extra: TreeNode[] = [];
+  const p = new ServerTreeProvider("t", () => server, knownCommand, { view: "sessions" }, { prepend: () => extra });
+  assert.equal((await p.getChildren()).length, 3);
+  extra.push({ id: "client:unreadable", label: "Show unreadable sessions (1)", collapsible: "none", icon: "warning" });
+  const top = await p.getChildren();
+  assert.deepEqual(
+    top.map((e) => e.node.label),
+    ["Show unreadable sessions (1)", ...(await p.getChildren()).slice(1).map((e) => e.node.label)],
+  );
+  assert.equal(top.length, 4);
+  assert.deepEqual(await p.getChildren(top[0]), []);
+  assert.equal(await p.getParent(top[0]), undefined);
 });

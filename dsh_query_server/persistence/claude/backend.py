@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ... import jsoncodec
 from ...cancel import CancelToken
 from ...model.event import Header
-from ..contract.results import Inspection
+from ..contract.results import Inspection, SkippedArtifact
 from ..importing.backend import (
     Candidate,
     ImportBackend,
@@ -270,12 +270,14 @@ class ClaudeBackend(ImportBackend):
         named: dict[str, list[str]] = {}
         volatile: list[str] = []
         deps: dict[str, tuple[str, ...]] = {}
+        skipped: list[SkippedArtifact] = []
         for f in self._files(token, sv):
             token.raise_if_cancelled()
             if f.flat:
                 volatile.append(f.path)
             else:
                 named.setdefault(_named_id(f), []).append(f.path)
+            named_id = os.path.basename(f.path).removesuffix(".jsonl") if f.flat else _named_id(f)
             try:
                 st = os.stat(f.path)
                 anchor = sv.head(f.path, st, token, _is_anchor, _anchor_of)
@@ -283,8 +285,10 @@ class ClaudeBackend(ImportBackend):
                 continue
             except OSError as exc:
                 log_unreadable(f.path, exc)
+                self.skip(skipped, f.path, named_id, None)
                 continue
             if anchor is None:
+                self.skip(skipped, f.path, named_id, st)
                 continue
             # the lineage is read afresh (its sidecars are proven one by one); the header, plan
             # and candidate are rebuilt only when it, the anchor or the transcript's stat moved
@@ -312,6 +316,7 @@ class ClaudeBackend(ImportBackend):
             pick_winner(found, old.cand)
         token.raise_if_cancelled()
         self._built = kept
+        self._skipped = tuple(skipped)
         self._proofs.publish(sv)
         walked = [p for paths in named.values() for p in paths] + volatile
         self._listing = Listing(sv, found, named, volatile, deps, walked)

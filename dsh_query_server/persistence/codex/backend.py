@@ -12,7 +12,7 @@ from functools import partial
 from ... import jsoncodec
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Header
-from ..contract.results import Inspection
+from ..contract.results import Inspection, SkippedArtifact
 from ..importing.backend import (
     Candidate,
     ImportBackend,
@@ -224,6 +224,7 @@ class CodexBackend(ImportBackend):
         built, kept = self._built, dict[str, Candidate]()
         named: dict[str, list[str]] = {}
         index = (os.path.join(self.home, INDEX),)
+        skipped: list[SkippedArtifact] = []
         for path, sid, rank in self._files(token, sv):
             token.raise_if_cancelled()
             named.setdefault(sid, []).append(path)
@@ -234,8 +235,10 @@ class CodexBackend(ImportBackend):
                 continue
             except OSError as exc:
                 log_unreadable(path, exc)
+                self.skip(skipped, path, sid, None)
                 continue
             if anchor is None:
+                self.skip(skipped, path, sid, st)
                 continue
             entry = titles.get(sid)
             revision = _revision(st, entry)
@@ -248,6 +251,7 @@ class CodexBackend(ImportBackend):
             pick_winner(found, cand, lambda c: ranks[c.path])
         token.raise_if_cancelled()
         self._built = kept
+        self._skipped = tuple(skipped)
         self._proofs.publish(sv)
         walked = [p for paths in named.values() for p in paths]
         self._listing = Listing(sv, found, named, [], dict.fromkeys(kept, index), walked)

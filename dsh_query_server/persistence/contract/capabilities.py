@@ -11,7 +11,15 @@ from typing import Protocol, runtime_checkable
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Header
 from .backend import PersistenceBackend
-from .results import BulkResult, Inspection, SessionLocation, SessionRawArtifact, Window
+from .results import (
+    BulkResult,
+    Inspection,
+    SessionLocation,
+    SessionRawArtifact,
+    SkippedArtifact,
+    Snapshot,
+    Window,
+)
 
 
 @runtime_checkable
@@ -68,6 +76,17 @@ class ListedLookup(Protocol):
 
 
 @runtime_checkable
+class ListedRevisions(Protocol):
+    """Optional: ``list`` with each header's revision, in one call that costs what ``list``
+    costs: exactly the headers ``list(token)`` would return, in its order, each in a Snapshot with
+    the revision ``list_snapshots`` would give. A backend offers it when its ``list`` is its
+    snapshot listing's headers, so the call *is* the listing of semantics.md §3.8 step 6; title
+    reads prove their memo with these revisions (query/titlememo.py)."""
+
+    def list_revisions(self, token: CancelToken = NULL_TOKEN) -> Sequence[Snapshot]: ...
+
+
+@runtime_checkable
 class RawArtifactReader(Protocol):
     """Optional (tools.md §2.1): a session's stored bytes, for export only. ``read_raw`` is
     None when no artifact is stored, never mutates and never changes a revision; its errors are
@@ -83,6 +102,14 @@ class RawArtifactReader(Protocol):
     ) -> SessionRawArtifact | None: ...
 
 
+@runtime_checkable
+class SkippedReporter(Protocol):
+    """Optional: the damaged artifacts the backend's last listing skipped, without I/O (a
+    status report; semantics.md §6.5 [ours])."""
+
+    def skipped_artifacts(self) -> Sequence[SkippedArtifact]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Capabilities:
     """A mounted backend's optional read paths, checked once when it is mounted."""
@@ -93,6 +120,8 @@ class Capabilities:
     raw: RawArtifactReader | None = None
     listed: ListedLookup | None = None
     bulk: BulkInspector | None = None
+    skipped: SkippedReporter | None = None
+    revisions: ListedRevisions | None = None
 
     @staticmethod
     def of(backend: PersistenceBackend) -> Capabilities:
@@ -110,4 +139,6 @@ class Capabilities:
             ),
             listed=backend if isinstance(backend, ListedLookup) else None,
             bulk=backend if isinstance(backend, BulkInspector) else None,
+            skipped=backend if isinstance(backend, SkippedReporter) else None,
+            revisions=backend if isinstance(backend, ListedRevisions) else None,
         )

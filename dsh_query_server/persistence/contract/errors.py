@@ -3,9 +3,41 @@ beside ``QueryError`` and ``OSError``."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
+from contextlib import contextmanager
+
 
 class SessionPersistenceCorruptionError(Exception):
-    """Stored bytes or rows exist but are damaged or inconsistent (persistence.md §6)."""
+    """Stored bytes or rows exist but are damaged or inconsistent (persistence.md §6).
+
+    ``where`` names the damaged artifact (a file, or a store's row) and ``path`` the file that
+    holds it, for the reports of unreadable sessions (semantics.md §6.5 [ours]); neither is
+    ever part of the message, whose text the spec fixes."""
+
+    def __init__(self, *args: object, where: str | None = None, path: str | None = None) -> None:
+        super().__init__(*args)
+        self.where = where
+        self.path = path
+
+
+def corruption_at(
+    exc: SessionPersistenceCorruptionError, where: str, path: str | None = None
+) -> None:
+    """Name the artifact of a corruption raised while reading it, unless a deeper reader
+    already named a more precise one."""
+    if exc.where is None:
+        exc.where = where
+        exc.path = path
+
+
+@contextmanager
+def naming(where: str, path: str | None = None) -> Generator[None]:
+    """``corruption_at`` for every corruption raised inside the block."""
+    try:
+        yield
+    except SessionPersistenceCorruptionError as exc:
+        corruption_at(exc, where, path)
+        raise
 
 
 class SessionFormatUnsupportedError(Exception):

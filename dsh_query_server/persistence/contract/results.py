@@ -26,6 +26,17 @@ class SessionLocation:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedArtifact:
+    """A stored artifact the last listing left out because it is damaged (a JSONL transcript
+    whose header line is invalid, persistence.md §4.8 step 4.5), for sessionPersistence/status
+    [ours]: the file, the id its place names, and what ``inspect`` would say of it."""
+
+    path: str
+    session_id: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     header: Header
     revision: str
@@ -52,6 +63,9 @@ class Window:
     start: int
     events: list[Event] = field(default_factory=list[Event])
     title: int | None = None  # seq of the log's last session/title event (title reads), if any
+    # The revision (persistence.md §2.4) of exactly what was read, when the backend knows it
+    # (logical/windows.py does): a title read remembers its answer under it (query/titlememo.py).
+    revision: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

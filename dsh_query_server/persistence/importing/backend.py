@@ -15,8 +15,12 @@ from dataclasses import dataclass, replace
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
-from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
-from ..contract.results import Inspection, Snapshot, Window
+from ..contract.errors import (
+    SessionPersistenceCorruptionError,
+    SessionPersistenceReadOnlyError,
+    naming,
+)
+from ..contract.results import Inspection, SkippedArtifact, Snapshot, Window
 from .lines import Item, Record, read_items, read_lines
 from .survey import Clock, Proofs, Survey
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
@@ -178,6 +182,8 @@ class ImportBackend(ABC):
         # the survey the request holding this token made last (one token = one request)
         self._survey: tuple[weakref.ref[CancelToken], dict[str, Candidate]] | None = None
         self._survey_lock = threading.Lock()
+        # [ours] the transcripts the last listing left out because they are unreadable
+        self._skipped: tuple[SkippedArtifact, ...] = ()
 
     @property
     def uri(self) -> str:
@@ -203,6 +209,22 @@ class ImportBackend(ABC):
 
     def rel(self, path: str) -> str:
         return os.path.relpath(path, self.home)
+
+    def skipped_artifacts(self) -> tuple[SkippedArtifact, ...]:
+        """SkippedReporter (semantics.md §6.5 [ours]): what the last listing left out."""
+        return self._skipped
+
+    def skip(
+        self, found: list[SkippedArtifact], path: str, session_id: str, st: os.stat_result | None
+    ) -> None:
+        """Remember a transcript listing leaves out: one it could not read (``st`` None), or
+        one with bytes but no anchor (garbage, truncated or replaced; §0.1). An empty file is
+        not reported: an agent may just be creating it."""
+        if st is not None and st.st_size == 0:
+            return
+        reason = "it cannot be read" if st is None else "no header record in its first MiB"
+        message = f'foreign transcript "{self.rel(path)}" is unreadable: {reason}'
+        found.append(SkippedArtifact(path, session_id, message))
 
     def check_home(self) -> bool:
         """False for an absent home; a home that is no readable directory fails (§3.1)."""
@@ -299,7 +321,9 @@ class ImportBackend(ABC):
 
     def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         token = token or NULL_TOKEN  # callers of the older contract pass None
-        return self._inspect(self._locate(session_id, token), token, memo=False)
+        cand = self._locate(session_id, token)
+        with naming(cand.path, cand.path):
+            return self._inspect(cand, token, memo=False)
 
     def _inspect(self, cand: Candidate, token: CancelToken, *, memo: bool) -> Inspection:
         """§3.3: stream ``[0, s0.size)``; the read stands when the file only grew meanwhile.
@@ -353,7 +377,8 @@ class ImportBackend(ABC):
         build = last - first < BULK_WINDOW or (
             key is not None and self._bulk.get(session_id) == key
         )
-        ins = self._inspect(cand, token, memo=build)
+        with naming(cand.path, cand.path):
+            ins = self._inspect(cand, token, memo=build)
         if not build and key is not None:
             with self._survey_lock:
                 self._bulk[session_id] = key

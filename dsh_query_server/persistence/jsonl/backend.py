@@ -22,11 +22,12 @@ from ...model.event import Event, Header, is_valid_seq_at
 from ...values import is_nonneg_safe_integer
 from ..contract.backend import PersistenceBackend
 from ..contract.capabilities import ListedLookup, RawArtifactReader, WindowReader
-from ..contract.errors import SessionPersistenceReadOnlyError
+from ..contract.errors import SessionPersistenceReadOnlyError, naming
 from ..contract.results import (
     Inspection,
     SessionLocation,
     SessionRawArtifact,
+    SkippedArtifact,
     Snapshot,
     StoredLog,
     Window,
@@ -225,6 +226,14 @@ class JsonlBackend:
         # The survey already took one stat of each transcript (§4.8 step 5 asks for exactly one).
         return list(self._listing(token).snapshots())
 
+    def skipped_artifacts(self) -> tuple[SkippedArtifact, ...]:
+        """SkippedReporter: the transcripts the last listing skipped for an invalid header."""
+        return self._header_listing.skipped
+
+    def list_revisions(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
+        """ListedRevisions: ``list`` is the headers of the same survey's listing."""
+        return self.list_snapshots(token)
+
     def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
         """ListedLookup (semantics.md §3.0.5 step 4): exactly the header ``list`` would list for
         the id whenever it succeeds, from the target's own directory rather than the whole
@@ -282,8 +291,8 @@ class JsonlBackend:
         session directory that ``list_one`` made counts: a single-target load's). The survey costs two
         stats per session directory, and a request lists before it inspects (§3.0.5), a search's
         reconcile inspects every changed session between two listings, and a batch inspects
-        many: surveying afresh for each inspect was quadratic in the root's size (10,000
-        sessions: ~50 ms per inspect). The reused survey is one this request finished moments
+        many: surveying afresh for each inspect was quadratic in the root's size. The reused
+        survey is one this request finished moments
         earlier, listings always survey afresh (so a search's second listing still sees an
         artifact that appeared during its inspects), and the transcript is read afresh."""
         name = escape_segment(session_id) if session_id else ""  # "" names no directory
@@ -326,8 +335,9 @@ class JsonlBackend:
         """§4.9 steps 3–5 for a found transcript (``pieces``: see ``read_stored_pieces``)."""
         content, revision = self._stable_read(located.path, token)
         decode = decode_zstd if located.encoding == "zstd" else decode_raw
-        decoded = decode(content, located.path, None, pieces)
-        self._check_identity(session_id, decoded.header, located)
+        with naming(located.path, located.path):
+            decoded = decode(content, located.path, None, pieces)
+            self._check_identity(session_id, decoded.header, located)
         return StoredLog(decoded.header, decoded.events, decoded.torn, revision), decoded
 
     def read_stored(self, session_id: str, token: CancelToken = NULL_TOKEN) -> StoredLog:
@@ -350,8 +360,13 @@ class JsonlBackend:
             return self._load_located(session_id, located, token, pieces)[0].header, pieces
 
     def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
-        stored = self.read_stored(session_id, token)
-        return Inspection(stored.header, logical.verified_log(session_id, stored.events)[0])
+        with self._session_lock(session_id):
+            loaded = self._load(session_id, token)
+        if loaded is None:
+            raise not_found(session_id)
+        stored, located = loaded
+        with naming(located.path, located.path):
+            return Inspection(stored.header, logical.verified_log(session_id, stored.events)[0])
 
     def inspect_window(
         self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
@@ -367,7 +382,8 @@ class JsonlBackend:
             source = TranscriptWindows(
                 session_id, located, token, self._stable_read, self._check_identity
             )
-            return read_window(self._memo, source, first, last, token)
+            with naming(located.path, located.path):
+                return read_window(self._memo, source, first, last, token)
 
     # -- raw artifacts (tools.md §2.1) ---------------------------------------------------------
 

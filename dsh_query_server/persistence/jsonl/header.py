@@ -154,10 +154,21 @@ def stored_header(line: bytes, path: str) -> Header:
 
 def listed_header(line: bytes) -> Header | None:
     """A header for listing, or None to skip the directory (§4.8 step 4.5)."""
+    found = listed_header_or_defect(line)
+    return found if isinstance(found, Header) else None
+
+
+def listed_header_or_defect(line: bytes) -> Header | str:
+    """``listed_header``, or instead of None why the directory is skipped: the corruption
+    message ``inspect`` would give that line (reported by sessionPersistence/status)."""
     try:
-        return _header_from_value(_parse_header_json(line))
-    except (ValueError, SessionPersistenceCorruptionError):
-        return None
+        raw = _parse_header_json(line)
+    except ValueError:
+        return "corrupt session log: header line is not valid JSON"
+    try:
+        return _header_from_value(raw)
+    except SessionPersistenceCorruptionError as exc:
+        return str(exc)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,9 +8,11 @@ import threading
 
 from ...cancel import CancelToken
 from ...model.event import Header
+from ..contract.results import SkippedArtifact
 from .errors import duplicate
-from .header import listed_header, read_raw_header, read_zstd_header
+from .header import listed_header_or_defect, read_raw_header, read_zstd_header
 from .identity import check_path_identity
+from .paths import unescape_segment
 from .proofs import RootSurveyor
 from .survey import Listed, ListedHeader, SessionDir, StatKey, revision_of_key
 
@@ -27,6 +29,8 @@ class HeaderListing:
         # The last listing every entry of which is proven by its survey's stats, kept while the
         # survey returns that same list.
         self._listed: Listed | None = None
+        # The transcripts the last listing skipped for an invalid header line (step 4.5).
+        self.skipped: tuple[SkippedArtifact, ...] = ()
 
     def listed(
         self, sessions: list[SessionDir], encoding: str | None, token: CancelToken
@@ -38,6 +42,7 @@ class HeaderListing:
         if kept is not None and kept.sessions is sessions:
             # The same survey list: every transcript's stat is the one its header was proven by
             # (each entry was exact and safe), so every step below would give the same answer.
+            self.skipped = ()
             return kept
         safe_before = self._surveyor.safe_before()
         listed: list[Header] = []
@@ -46,6 +51,7 @@ class HeaderListing:
         known_headers = self._headers
         headers: dict[str, ListedHeader] = {}
         proven = True
+        skipped: list[SkippedArtifact] = []
         for session in sessions:
             # The survey verified the encoding: every session's one kind is this one.
             key = session.keys[0]
@@ -55,6 +61,10 @@ class HeaderListing:
             else:
                 found = self._entry(session, encoding, known, safe_before, token)
                 if found is None:
+                    continue
+                if isinstance(found, str):
+                    name = unescape_segment(session.name)
+                    skipped.append(SkippedArtifact(session.transcript(encoding), name, found))
                     continue
                 entry = found
                 proven = proven and entry.exact and entry.safe
@@ -66,6 +76,7 @@ class HeaderListing:
             listed.append(entry.header)
             revisions.append(entry.revision)
         self._headers = headers
+        self.skipped = tuple(skipped)
         result = Listed(sessions, listed, revisions, proven and len(listed) == len(sessions))
         if result.proven:
             self._listed = result
@@ -78,9 +89,9 @@ class HeaderListing:
         known: ListedHeader | None,
         safe_before: int,
         token: CancelToken,
-    ) -> ListedHeader | None:
+    ) -> ListedHeader | str | None:
         """A session directory's header as listing reads it (§4.8 steps 4.3–4.6); None when
-        listing skips the directory. A transcript only grows: while its inode, size and times
+        listing skips the directory, the defect when it skips it for an invalid header line. A transcript only grows: while its inode, size and times
         are unchanged, so is its first line, and the header parsed last time is reused instead
         of read again, and with it the path identity check when that was an exact match (a pure
         function of the header, the root and the encoding). As for directories (proofs.py), a
@@ -95,9 +106,11 @@ class HeaderListing:
                 line = read_header(path, token)
             except FileNotFoundError:
                 return None
-            parsed = None if line is None else listed_header(line)
-            if parsed is None:
+            if line is None:
                 return None
+            parsed = listed_header_or_defect(line)
+            if isinstance(parsed, str):
+                return parsed
             header, revision, exact = parsed, revision_of_key(key), False
         if not exact:
             exact = check_path_identity(self._root, header, path, encoding)
@@ -111,7 +124,7 @@ class HeaderListing:
         if known is not None and known.key == session.keys[0] and known.exact and known.safe:
             return known.header
         entry = self._entry(session, encoding, known, self._surveyor.safe_before(), token)
-        if entry is None:
+        if entry is None or isinstance(entry, str):
             return None
         if entry.exact and entry.safe:
             with self._lock:

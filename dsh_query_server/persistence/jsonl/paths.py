@@ -70,6 +70,24 @@ def escape_segment(session_id: str) -> str:
     return "".join(_unit_text(unit) for unit in _code_units(session_id))
 
 
+def unescape_segment(segment: str) -> str:
+    """The session id ``escape_segment`` made ``segment`` from (best effort: for reports)."""
+    units: list[int] = []
+    i = 0
+    while i < len(segment):
+        if segment[i] == "~" and i + 5 <= len(segment):
+            try:
+                units.append(int(segment[i + 1 : i + 5], 16))
+                i += 5
+                continue
+            except ValueError:
+                pass
+        units.append(ord(segment[i]))
+        i += 1
+    data = b"".join(u.to_bytes(2, "little") for u in units if u <= 0xFFFF)
+    return data.decode("utf-16-le", "replace")
+
+
 def transcript_path(root: str, cwd: str | None, session_id: str, encoding: str) -> str:
     """Where a header's transcript lives (§4.1). Listing checks it once per header read: an
     exact match is remembered with the header (survey.ListedHeader.exact)."""

@@ -87,7 +87,8 @@ def read_window(
     """The logical events ``first..last`` (clipped) with exactly the result and errors of
     ``inspect``."""
     session_id = source.session_id
-    known = memo.get(session_id, source.revision())
+    revision = source.revision()
+    known = memo.get(session_id, revision)
     if known is not None:
         shape = known.shape
         lo, hi = stored_span(shape, first, last)
@@ -98,7 +99,7 @@ def read_window(
             memo.forget(session_id)
         else:
             token.raise_if_cancelled()
-            return Window(header, shape.length, first, events, shape.title)
+            return Window(header, shape.length, first, events, shape.title, revision)
     streamed = StreamedLog(session_id, first, last)
     try:
         verified = source.verify(streamed)
@@ -109,4 +110,4 @@ def read_window(
     else:
         events, shape = streamed.finish()
     memo.put(session_id, verified.revision, Verified(shape, verified.hints))
-    return Window(verified.header, shape.length, first, events, shape.title)
+    return Window(verified.header, shape.length, first, events, shape.title, verified.revision)

@@ -21,6 +21,7 @@ from ..contract.results import (
     Inspection,
     SessionLocation,
     SessionRawArtifact,
+    SkippedArtifact,
     Snapshot,
     Window,
 )
@@ -158,6 +159,10 @@ class CompositeBackend:
             else:
                 yield from reader.inspect_many(session_ids[start:end], limit, token)
             start = end
+
+    def skipped_artifacts(self) -> list[SkippedArtifact]:
+        """SkippedReporter: every member's, in member order."""
+        return [a for caps in self._caps if caps.skipped for a in caps.skipped.skipped_artifacts()]
 
     @property
     def supports_raw_artifacts(self) -> bool:

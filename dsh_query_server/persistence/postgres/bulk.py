@@ -1,7 +1,7 @@
 """Bulk inspection (postgres.md §3.3): ``inspect`` of many ids in a few round trips each.
 
-A per-id ``inspect`` costs ~8 round trips (pool check, BEGIN, session row, rows, COMMIT), which
-bounded the search index build at ~18,000 events/s. Here one ``REPEATABLE READ READ ONLY``
+A per-id ``inspect`` costs several round trips (pool check, BEGIN, session row, rows, COMMIT),
+which bound the search index build by latency. Here one ``REPEATABLE READ READ ONLY``
 transaction reads the session rows of up to ``IDS_PER_READ`` ids and, in one statement ordered
 by session and seq, the rows of as many of them as fit in ``ROWS_PER_READ`` events; the token
 is checked between transactions (and cancels a running statement). Every id's log is then

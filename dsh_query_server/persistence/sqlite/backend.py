@@ -31,7 +31,11 @@ from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
 from ..contract.backend import PersistenceBackend
 from ..contract.capabilities import ListedLookup, OutlineReader, WindowReader
-from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
+from ..contract.errors import (
+    SessionPersistenceCorruptionError,
+    SessionPersistenceReadOnlyError,
+    naming,
+)
 from ..contract.results import Inspection, Snapshot, StoredLog, Window
 from ..logical import legacy
 from ..logical import log as logical
@@ -309,7 +313,12 @@ class SqliteBackend:
         return Inspection(log.header, events)
 
     def inspect(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
-        return self._verified_log(session_id, self._read(session_id, token))
+        with naming(self._row_name(session_id), self._path):
+            return self._verified_log(session_id, self._read(session_id, token))
+
+    def _row_name(self, session_id: str) -> str:
+        """Where a damaged log lives, for reports of unreadable sessions (errors.naming)."""
+        return f'sessions row "{session_id}" of {self._path}'
 
     def inspect_outline(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Inspection:
         """``inspect`` with packed chunk members as ChunkOutlines (same validation, same errors)."""
@@ -338,7 +347,8 @@ class SqliteBackend:
                     decode_whole=lambda: self._decode_log(store, session, token),
                     untorn=lambda: self._mark_verified(session),
                 )
-                window = read_window(self._memo, source, first, last, token)
+                with naming(self._row_name(session_id), self._path):
+                    window = read_window(self._memo, source, first, last, token)
         token.raise_if_cancelled()
         return window
 
@@ -381,12 +391,16 @@ class SqliteBackend:
                 snapshots = self._listing[1]
         token.raise_if_cancelled()
         # Snapshots and the tuple are immutable, so sharing them is handing out fresh values;
-        # the very same tuple back tells search's reconcile "unchanged" in O(1) (comparing 10,000
-        # snapshots one by one, twice per search, cost ~0.8 ms).
+        # the very same tuple back tells search's reconcile "unchanged" in O(1), where comparing
+        # every snapshot, twice per search, grows with the store.
         return snapshots
 
     def list(self, token: CancelToken = NULL_TOKEN) -> list[Header]:
         return [snapshot.header for snapshot in self.list_snapshots(token)]
+
+    def list_revisions(self, token: CancelToken = NULL_TOKEN) -> Sequence[Snapshot]:
+        """ListedRevisions: ``list`` is these snapshots' headers."""
+        return self.list_snapshots(token)
 
     def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
         """ListedLookup: the header ``list`` lists for the id, from its own sessions row (the

@@ -8,6 +8,7 @@ local read = require("dsh_query.read")
 local show = require("dsh_query.show")
 local usage_view = require("dsh_query.usage")
 local json = require("dsh_query.json")
+local unreadable = require("dsh_query.unreadable")
 
 local M = {}
 
@@ -83,14 +84,15 @@ function M.sessions(group_by)
   ensure_setup()
   if group_by == nil or group_by == "" or group_by == "none" then
     return tree.open({ name = "dsh-query://sessions", title = "Sessions", view = "sessions",
-                       empty_text = "(no sessions)" })
+                       empty_text = "(no sessions)", on_roots = unreadable.check })
   end
   if not vim.tbl_contains(M.groupings, group_by) then
     vim.notify("dsh-query: usage: :DshSessions [agent|workspace|none]", vim.log.levels.ERROR)
     return nil
   end
   return tree.open({ name = "dsh-query://sessions/by-" .. group_by, title = "Sessions by " .. group_by,
-                     view = "sessions", args = { groupBy = group_by }, empty_text = "(no sessions)" })
+                     view = "sessions", args = { groupBy = group_by }, empty_text = "(no sessions)",
+                     on_roots = unreadable.check })
 end
 
 --- :DshEvents {id}: every raw event of a session with its surface status (events view).
@@ -198,6 +200,9 @@ function M.search(query)
     rpc.request("sessionQuery/searchSessions", params, function(err, page)
       if err then
         return cb(err)
+      end
+      if not item then
+        unreadable.warn(page, true) -- the sessions this search left out, every time
       end
       local nodes = {}
       for _, hit in ipairs(page.items or {}) do

@@ -359,6 +359,9 @@ function M.refresh(bufnr)
       st.roots = { new_item(error_node(err), 0, nil) }
     else
       st.roots = build(st, nodes, 0, nil)
+      if st.on_roots then
+        st.on_roots(nodes)
+      end
     end
     M.render(st)
   end)
@@ -604,6 +607,7 @@ function M.open(spec)
   end
   st.view, st.args, st.title = spec.view, spec.args, spec.title
   st.loader = spec.loader or server_loader
+  st.on_roots = spec.on_roots -- called after each successful load of the roots
   st.empty_text = spec.empty_text
   st.roots = nil
   st.placed = false
