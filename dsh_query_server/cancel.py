@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import threading
 
+from .progress import NULL_TRACKER, Tracker
+
 
 class SessionQueryCancelled(Exception):
     """A layer noticed that its request's token fired."""
@@ -17,12 +19,16 @@ class SessionQueryCancelled(Exception):
 class CancelToken:
     """``cancelled`` turns true once ``cancel()`` is called. One token belongs to one request, so
     a backend may share work among the calls made with it (the jsonl backend's root survey);
-    callers never pass one token to two requests."""
+    callers never pass one token to two requests.
 
-    __slots__ = ("_event", "__weakref__")
+    ``progress`` is the request's work-done progress (progress.py): it rides on the token so
+    that code deep below the handler reports without another parameter."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_event", "progress", "__weakref__")
+
+    def __init__(self, progress: Tracker = NULL_TRACKER) -> None:
         self._event = threading.Event()
+        self.progress = progress
 
     @property
     def cancelled(self) -> bool:

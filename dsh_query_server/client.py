@@ -17,10 +17,33 @@ from typing import Any, Protocol
 from .server.transport import frame, read_frame
 
 
+class ProgressView(Protocol):
+    """Shows the server's work-done progress (protocol.md §8) of each request: the command
+    line's bar (cli/progress_bar.py). ``next_token`` names the next request's progress."""
+
+    def next_token(self) -> str: ...
+
+    def show(self, params: Any) -> None:
+        """One ``$/progress`` notification's params."""
+        ...
+
+    def stop(self) -> None: ...
+
+
+def with_progress(method: str, params: Any, progress: ProgressView | None) -> Any:
+    """``params`` with a fresh ``workDoneToken`` when something shows progress (our methods
+    only: the LSP lifecycle's take none)."""
+    params = params or {}
+    if progress is None or "/" not in method or not isinstance(params, dict):
+        return params
+    return {**params, "workDoneToken": progress.next_token()}
+
+
 class Client(Protocol):
     """A connection to an initialized server: a private one (StdioClient) or a hub's."""
 
     notifications: list[dict[str, Any]]
+    progress: ProgressView | None  # set by the command line on a terminal
 
     def request(self, method: str, params: Any = None) -> Any: ...
 
@@ -68,6 +91,7 @@ class StdioClient:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self.notifications: list[dict[str, Any]] = []
+        self.progress: ProgressView | None = None
         self.capabilities = self.request(
             "initialize",
             {
@@ -97,15 +121,22 @@ class StdioClient:
     def request(self, method: str, params: Any = None) -> Any:
         with self._lock:
             msg_id = next(self._ids)
-            self._write({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}})
-            while True:
-                message = self._read()
-                if message.get("id") == msg_id and "method" not in message:
-                    if "error" in message:
-                        raise RpcError(message["error"])
-                    return message.get("result")
-                if "method" in message:
-                    self.notifications.append(message)
+            params = with_progress(method, params, self.progress)
+            self._write({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+            try:
+                while True:
+                    message = self._read()
+                    if message.get("id") == msg_id and "method" not in message:
+                        if "error" in message:
+                            raise RpcError(message["error"])
+                        return message.get("result")
+                    if message.get("method") == "$/progress" and self.progress is not None:
+                        self.progress.show(message.get("params"))
+                    elif "method" in message:
+                        self.notifications.append(message)
+            finally:
+                if self.progress is not None:
+                    self.progress.stop()
 
     def request_pretty(self, method: str, params: Any = None) -> bytes:
         import json

@@ -38,6 +38,8 @@ class SearchConfig(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     default_limit: int = resolve.DEFAULT_LIMIT
     max_limit: int = resolve.MAX_LIMIT
     snippet_chars: int = resolve.SNIPPET_CHARS
+    # [ours] reconcile in the background once persistence is mounted at start (semantics.md §6.5)
+    warm_up: bool = True
 
 
 class ServerConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,7 +74,7 @@ _MEANINGS = {
     "index": "full-text index path, or `:memory:`",
     "readWindowMax": "largest `before`/`after` of `readEvent`",
     "persistedInspectConcurrency": "persisted logs read at once by title batches",
-    "search": "`openAt: never` disables search",
+    "search": "`openAt: never` disables search; `warmUp: false` builds the index at the first search only",
     "checkpoint": "`auto` flushes live events to a writable backend; `manual` only on "
     "`sessionStore/checkpoint`",
     "prices": "a prices file (usage.md §3.2) whose rates override `genai-prices`, or `null`",

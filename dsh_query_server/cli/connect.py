@@ -15,6 +15,7 @@ from typing import Any
 
 from ..client import Client, RpcError
 from ..resolve import absolute_uri
+from .progress_bar import attach
 
 
 def persistence_option(values: list[str] | None) -> str | list[str] | None:
@@ -64,21 +65,19 @@ def connect(
 
         client = connect_hub(hub_options(args), wait=False)
         assert client is not None
+        attach(client, sys.stderr)
         try:
             yield client
         finally:
             client.close()
         return
-    from rich.console import Console
-
     from ..client import StdioClient
 
     if "index" not in init and "search" not in init:
         init["search"] = {"openAt": "never"}
     flags = persistence_flags(args.persistence)
-    console = Console(stderr=True)
-    with console.status("starting dsh-query server…", spinner="dots"):
-        private_client = StdioClient(flags, initialization_options=init, env=env)
+    private_client = StdioClient(flags, initialization_options=init, env=env)
+    attach(private_client, sys.stderr)
     try:
         yield private_client
     finally:

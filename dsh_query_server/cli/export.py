@@ -83,6 +83,7 @@ def _ask(ns: argparse.Namespace, ask: Callable[[StdioClient, str], T]) -> T:
     from ..client import RpcError, StdioClient
     from .connect import persistence_flags
     from .ids import AmbiguousId
+    from .progress_bar import attach
     from .render import listing
 
     try:
@@ -90,6 +91,7 @@ def _ask(ns: argparse.Namespace, ask: Callable[[StdioClient, str], T]) -> T:
             persistence_flags(ns.persistence),
             initialization_options={"search": {"openAt": "never"}},
         )
+        attach(client, sys.stderr)  # an export of a long session runs past 0.5 s
         try:
             return ask(client, listing(client).resolve(ns.session_id))
         finally:

@@ -112,9 +112,6 @@ def heading(query: str, noun: str, count: int, page: int, more: bool) -> str:
 def run(client: Client, args: Any) -> None:
     """One search (of every session, or of one with ``--session``), printed. ``--json`` prints
     the page as it came, so it reads the listing only to resolve a ``--session`` prefix."""
-    import contextlib
-    import sys
-
     params: dict[str, Any] = {"query": args.query, "limit": args.limit}
     page = args.page
     if args.cursor:
@@ -136,17 +133,11 @@ def run(client: Client, args: Any) -> None:
         answers.append((session_id, answer))
 
     # The index is brought up to date before every search; the first one over a large store
-    # builds it (seconds per million events), so say what is happening (on a terminal).
-    waiting: Any = contextlib.nullcontext()
-    if sys.stderr.isatty():
-        from rich.console import Console
-
-        waiting = Console(stderr=True).status("searching (updating the index first)…")
-    with waiting:
-        if args.session:
-            on_session(client, args.session, args.json, search)
-        else:
-            search("")
+    # builds it: the server's progress says how far it is (cli/progress_bar.py, on a terminal).
+    if args.session:
+        on_session(client, args.session, args.json, search)
+    else:
+        search("")
     session_id, result = answers[-1]
     from .unreadable import warn_status
 

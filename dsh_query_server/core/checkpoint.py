@@ -109,6 +109,9 @@ class Checkpointer:
         # between its two listings makes it retry, twice and it fails). Our own flushes are the
         # usual mover, so they wait for it; the auto loop just tries again next interval.
         self.quiet = threading.Lock()
+        # Called when a flush finds ``quiet`` held: the runtime stops the search index's warm-up
+        # (semantics.md §6.5 [ours]), so a checkpoint never waits for a whole background build.
+        self.before_wait: Callable[[], None] | None = None
         self._identity: int | None = None
         self._persisted: dict[str, int] = {}
         self._created: set[str] = set()
@@ -245,8 +248,14 @@ class Checkpointer:
     ) -> dict[str, int]:
         """Write every not-yet-persisted live event (of one session, or all); returns, for each
         session flushed, the last seq the backend now holds. Waits while a search observes."""
-        with self.quiet:
+        if not self.quiet.acquire(blocking=False):
+            if self.before_wait is not None:
+                self.before_wait()
+            self.quiet.acquire()
+        try:
             return self._flush(session_id, sessions)
+        finally:
+            self.quiet.release()
 
     def _flush(
         self, session_id: str | None = None, sessions: list[str] | None = None

@@ -109,6 +109,9 @@ def build_config(options: dict[str, Any]) -> ServerConfig:
     journal_mode = _get(search, "journalMode", _SEARCH.journal_mode)
     if journal_mode not in JOURNAL_MODES:
         raise _search_error('journalMode must be "wal", "delete", "truncate" or "persist"')
+    warm_up = _get(search, "warmUp", _SEARCH.warm_up)
+    if not isinstance(warm_up, bool):
+        raise _search_error("warmUp must be a boolean")
 
     checkpoint = options.get("checkpoint")
     if checkpoint is None:
@@ -137,6 +140,7 @@ def build_config(options: dict[str, Any]) -> ServerConfig:
             default_limit=int(default_limit),
             max_limit=int(max_limit),
             snippet_chars=int(snippet_chars),
+            warm_up=warm_up,
         ),
         read_window_max=int(read_window_max),
         persisted_inspect_concurrency=int(concurrency),

@@ -114,6 +114,7 @@ class Runtime:
         self.search = SearchService(
             self.store, self.binding, config.search, quiet=self.checkpointer.quiet
         )
+        self.checkpointer.before_wait = self.search.stop_warm_up
         self.freshness: FreshnessPoller | None = None
         self.listeners: ChangeListeners | None = None
         # Why the configured backend is not mounted, when start could not mount it: a shared
@@ -142,6 +143,8 @@ class Runtime:
                 )
         if self.config.search.open_at == "startup":
             self.search.open()
+            if self.binding.current() is not None:
+                self.search.warm_up()  # semantics.md §6.5 [ours]: the first search finds it built
         self.checkpointer.start()
         if self.freshness is not None:
             self.freshness.start()

@@ -44,7 +44,18 @@ LAYERS = (
     "cli",
 )
 BASE = frozenset(
-    {"cancel", "config", "errors", "values", "jsoncodec", "files", "resolve", "rundir", "__init__"}
+    {
+        "cancel",
+        "progress",
+        "config",
+        "errors",
+        "values",
+        "jsoncodec",
+        "files",
+        "resolve",
+        "rundir",
+        "__init__",
+    }
 )
 TOP = frozenset({"devtools"})
 # (importer, imported): layers that must not import each other although LAYERS would allow it.

@@ -14,7 +14,7 @@ import socket
 import threading
 from typing import Any
 
-from ..client import RpcError
+from ..client import ProgressView, RpcError, with_progress
 from ..server.transport import frame, read_frame
 
 
@@ -34,6 +34,7 @@ class HubClient:
         self._lock = threading.Lock()  # one request at a time (request())
         self._write_lock = threading.Lock()  # whole frames
         self.notifications: list[dict[str, Any]] = []
+        self.progress: ProgressView | None = None  # set by the command line on a terminal
         self.capabilities: dict[str, Any] = {}
         self._initializing: int | None = None  # an initialize whose answer is still to read
 
@@ -110,6 +111,9 @@ class HubClient:
             if prefix is not None and body.startswith(prefix) and body.endswith(b"}"):
                 return body[len(prefix) : -1]
             message = json.loads(body)
+            if message.get("method") == "$/progress" and self.progress is not None:
+                self.progress.show(message.get("params"))
+                continue
             if "method" in message:
                 self.notifications.append(message)
                 continue
@@ -130,8 +134,13 @@ class HubClient:
     def request(self, method: str, params: Any = None) -> Any:
         with self._lock:
             msg_id = next(self._ids)
-            self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}})
-            return self._answer(msg_id)
+            params = with_progress(method, params, self.progress)
+            self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+            try:
+                return self._answer(msg_id)
+            finally:
+                if self.progress is not None:
+                    self.progress.stop()
 
     def request_pretty(self, method: str, params: Any = None) -> bytes:
         """The result indented by the hub (hub/render), written out as it came."""
@@ -142,8 +151,13 @@ class HubClient:
         ``{"jsonrpc":"2.0","id":N,"result":…}``; any other shape is decoded as usual."""
         with self._lock:
             msg_id = next(self._ids)
-            self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}})
-            return self._answer(msg_id, raw=True)
+            params = with_progress(method, params, self.progress)
+            self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+            try:
+                return self._answer(msg_id, raw=True)
+            finally:
+                if self.progress is not None:
+                    self.progress.stop()
 
     def shutdown(self) -> None:
         """The LSP goodbye; the hub keeps running."""

@@ -21,6 +21,7 @@ from ..model.workspace import Workspace
 from ..rundir import RunDirError
 from . import bridge
 from .args import ToolError
+from .progress import HubForward
 from .tools import FAILED_MESSAGE, TOOL_FAILED, Call, Interrupted
 
 log = logging.getLogger("dsh_query_server.mcp")
@@ -118,7 +119,8 @@ class HubTools:
                 return Interrupted()
             try:
                 channel = self._ensure()
-                msg_id, future = channel.submit(CALL_TOOL, params)
+                forward = HubForward(token.progress) if token.progress.active else None
+                msg_id, future = channel.submit(CALL_TOOL, params, forward)
                 return self._outcome(channel, msg_id, future, token)
             except _Retry:
                 continue

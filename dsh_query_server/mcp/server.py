@@ -35,6 +35,7 @@ from ..core.runtime import Runtime
 from ..model.workspace import Workspace
 from . import config as mcp_config
 from .args import TOOL_BY_NAME, TOOLS, ToolError, check_schema
+from .progress import tracker_for
 from .runners import ToolRunner
 from .scope import (
     FROM_CONFIG,
@@ -195,7 +196,15 @@ class McpApp:
             pre_scope(spec.name, arguments, self.cfg.server.read_window_max)
         except ToolError as exc:
             return _failed(spec.name, exc, structured)
-        token = CancelToken()
+        # notifications/progress when the client sent a progressToken (progress.py)
+        tracker = tracker_for(
+            ctx.meta,
+            ctx.session,
+            asyncio.get_running_loop(),
+            ctx.request_id,
+            f"dsh-query {spec.name}",
+        )
+        token = CancelToken() if tracker is None else CancelToken(tracker)
         timed_out = False
         async with self.scheduler.slot(spec.search):
             handle = None
@@ -212,6 +221,7 @@ class McpApp:
             try:
                 workspace = await self.workspace(ctx)
                 cfg = self.cfg
+                token.progress.arm()
                 outcome = await self._in_thread(
                     lambda: self.tools.run(
                         spec.name, arguments, workspace, cfg.caller, cfg.max_search_results, token
@@ -219,6 +229,7 @@ class McpApp:
                     token,
                 )
             finally:
+                token.progress.finish("cancelled" if token.cancelled else "done")
                 if handle is not None:
                     handle.cancel()
         if isinstance(outcome, Interrupted) or (token.cancelled and timed_out):

@@ -1,15 +1,21 @@
 """The write plan of one reconcile (semantics.md §6.5): what the index holds per session, and the
-one ``BEGIN IMMEDIATE`` transaction that brings it in line with an observation.
+``BEGIN IMMEDIATE`` transactions that bring it in line with an observation.
 
-The transaction is begun at the plan's first write and filled *while* the observation runs, so
+A transaction is begun at the plan's first write and filled *while* the observation runs, so
 each session's documents go to SQLite as soon as they are built and the index build holds one
-session in memory at a time instead of the whole corpus. That is still one transaction per
-reconcile, and nothing in it is visible before the commit: the index has a single owner (§6.1)
-and a single connection, used only inside the search queue. Whatever ends an attempt before the
-commit (a retry, an observation error, cancellation) rolls it back, so every outcome equals the
-spec's "observe, then write": nothing committed, no generation advanced. A write that fails is
-remembered and reported only after the observation finished, so observation errors and
-cancellation keep their precedence over ``INDEX_FAILED``.
+session in memory at a time instead of the whole corpus. Nothing in it is visible before the
+commit: the index has a single owner (§6.1) and a single connection, used only inside the search
+queue. Whatever ends an attempt before the commit (a retry, an observation error, cancellation)
+rolls it back. A write that fails is remembered and reported only after the observation
+finished, so observation errors and cancellation keep their precedence over ``INDEX_FAILED``.
+
+**Batches [ours] (§6.5).** A first build of a large home runs for tens of seconds; so that a
+cancelled or killed build keeps its work, ``settle`` commits the plan every ``BATCH`` indexed
+snapshots. A batch holds only *settled* persisted changes: snapshots read whole at their listed
+revision (written, or dropped as unreadable), no live write and no delete of an unlisted id, so
+what it commits is true of the store whatever the rest of the observation finds; the persisted generation moves with it (no two reconciles share one).
+A search still answers only after its whole reconcile: a batch makes the next build resume, it
+never makes a partial index visible.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from ..errors import QueryError, inner_message
 from ..model.event import Header
 from ..values import is_integer, is_number
 from .schema import Connection, sanitize, sql_text
+
+BATCH = 64  # indexed snapshots per committed batch of a long build
 
 _HEADER_COLUMNS = (
     "id, version, created_at, cwd, parent_session, seed_length, delegation_depth, agent_preset, "
@@ -133,15 +141,20 @@ class WritePlan:
         self.local_generation = local_generation
         self.next_rowid = dict(next_rowid)
         self._failure: str | None = None
+        self.settled = False  # a batch was committed (the mirror has it already)
+        self.settled_rowid = next_rowid[PERSISTED.docs]  # the next free rowid after it
+        self._pending = 0  # persisted writes since the last batch
 
     @property
     def persisted_generation(self) -> int:
         """``G_next``: one more than before as soon as a persisted row is written or deleted."""
-        return self.base_generation + 1 if self.changes[PERSISTED] else self.base_generation
+        if self.changes[PERSISTED] or self.settled:
+            return self.base_generation + 1
+        return self.base_generation
 
     @property
     def wrote(self) -> bool:
-        return bool(self.changes[PERSISTED] or self.changes[LIVE])
+        return bool(self.changes[PERSISTED] or self.changes[LIVE] or self.settled)
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -155,6 +168,31 @@ class WritePlan:
 
     def delete_persisted(self, key: str) -> None:
         self._remove(PERSISTED, key)
+
+    def settle(self) -> None:
+        """Called once a snapshot's write (or its drop, an unreadable log) is settled: read
+        whole at its listed revision and checked. Every ``BATCH`` of them, commit the persisted
+        changes so far and move them into the committed mirror. Never with a failed write or a
+        live write in the transaction (module docstring)."""
+        self._pending += 1
+        if self._pending < BATCH or self._failure is not None or self.changes[LIVE]:
+            return
+        persisted = self.changes[PERSISTED]
+        if not persisted:
+            return
+        try:
+            self.conn.execute(
+                "UPDATE search_state SET global_generation = ?", (self.base_generation + 1,)
+            )
+            self.conn.execute("COMMIT")
+        except Exception as exc:  # noqa: BLE001 - reported once the observation is over
+            self._failure = inner_message(exc)
+            return
+        self._pending = 0
+        self.settled = True
+        _apply(self._committed[PERSISTED], persisted)
+        self.changes[PERSISTED] = {}
+        self.settled_rowid = self.next_rowid[PERSISTED.docs]
 
     def drop_persisted(self, key: str) -> None:
         """Whatever the index holds for ``key``, or this plan wrote for it, goes: its log turned
@@ -244,8 +282,8 @@ class WritePlan:
     def commit(self) -> None:
         """Finish the transaction, or roll it back and raise INDEX_FAILED (`reconciliation
         failed`). Nothing to write means no transaction at all."""
-        if not self.wrote and self._failure is None:
-            return
+        if self._failure is None and not self.conn.in_transaction:
+            return  # nothing written since the last batch (or at all)
         try:
             if self._failure is not None:
                 raise _Failed(self._failure)
@@ -265,6 +303,14 @@ class WritePlan:
         """Roll back whatever was written; the committed mirrors never saw any of it."""
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
+
+
+def _apply(mirror: dict[str, Row], changes: dict[str, Row | None]) -> None:
+    for key, row in changes.items():
+        if row is None:
+            mirror.pop(key, None)
+        else:
+            mirror[key] = row
 
 
 class _Failed(Exception):

@@ -198,9 +198,11 @@ class SearchIndex:
                 plan.commit()
             except _Unstable:
                 plan.abandon()
+                self._keep_settled(plan)
                 continue
             except BaseException:
                 plan.abandon()
+                self._keep_settled(plan)
                 raise
             break
         else:
@@ -231,6 +233,18 @@ class SearchIndex:
         if not any(sql_text(sid) in self.live for sid in found):
             return found
         return {sid: u for sid, u in found.items() if sql_text(sid) not in self.live}
+
+    def _keep_settled(self, plan: WritePlan) -> None:
+        """An attempt that ends early keeps the batches it committed (plan.py): the mirror has
+        their rows already; the generations and rowids follow, and cursors made before them
+        go stale as after any write."""
+        if not plan.settled:
+            return
+        self.persisted_generation = plan.base_generation + 1
+        self.local_generation = max(self.local_generation, self.persisted_generation)
+        self.next_rowid[PERSISTED.docs] = plan.settled_rowid
+        self.writes += 1
+        self.cross_generation += 1
 
     def _attempt(self, token: CancelToken | None, plan: WritePlan) -> _Seen:
         check(token)
@@ -322,6 +336,7 @@ class SearchIndex:
         every snapshot is indexed at its revision, unreadable at it, or has a live owner, and
         nothing is inspected."""
         logs, tok = binding.logs, NULL_TOKEN if token is None else token
+        tok.progress.report("listing transcripts")
         listing = logs.snapshots(tok, known)
         unindexed: frozenset[Any] = frozenset()
         found: dict[str, Unreadable] = _NONE
@@ -353,6 +368,7 @@ class SearchIndex:
         before = self._seen.unreadable if trust_revisions and self._seen is not None else _NONE
         found: dict[str, Unreadable] = {}
         tok = NULL_TOKEN if token is None else token
+        progress, done = tok.progress, 0  # "indexing <done> of <total> transcripts"
         skipped: list[str] = []
         todo: list[tuple[str, Snapshot]] = []
         for sid, snapshot in listing.by_id.items():
@@ -372,6 +388,9 @@ class SearchIndex:
         # read the ordinary way, window by window. One that went live meanwhile is skipped.
         results = logs.many([sid for sid, _ in todo], WINDOW, tok, PAYLOADS)
         for (sid, snapshot), result in zip(todo, results, strict=True):
+            total = len(todo)
+            progress.report(f"indexing {done:,} of {total:,} transcripts", done, total)
+            done += 1
             if self.store.is_live(sid):
                 skipped.append(sid)
                 continue
@@ -383,6 +402,9 @@ class SearchIndex:
                 # documents it had (a bulk read's other results are unaffected).
                 plan.drop_persisted(sql_text(sid))
                 found[sid] = unreadable(sid, snapshot.revision, snapshot.header, exc)
+            plan.settle()
+        if todo:
+            progress.report(f"indexed {len(todo):,} transcripts", len(todo), len(todo))
         return frozenset(skipped), found or _NONE
 
     def _observe_live(

@@ -4,11 +4,19 @@ Every method is synchronous and thread-safe; the server calls them from worker t
 is validated in the caller's thread, then waits for its turn. Opening, reconciling and querying
 run only while a search holds the turn, so searches never overlap and the single connection is
 never shared. Backend calls are made in the searching thread, so a started call is always awaited.
+
+**Warm-up [ours] (§6.5).** A server that mounts persistence at start reconciles the index in a
+background thread of low priority (``warm_up``), so a person's first search usually finds it
+built. The warm-up takes the queue's turn like a search, and any search that joins the queue
+cancels it: the search waits (its progress says so) until the warm-up has stopped, then runs its
+own reconcile, which resumes from the batches the warm-up committed (plan.py). A search never
+answers from an index the warm-up left half built.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import uuid
 from collections import deque
@@ -19,6 +27,7 @@ from .. import errors
 from ..cancel import (
     NULL_TOKEN,  # backends take a token, never None
     CancelToken,
+    SessionQueryCancelled,
 )
 from ..errors import QueryError, cancelled
 from ..persistence.mount.binding import Binding, PersistenceBinding
@@ -50,6 +59,15 @@ CANCEL_POLL_SECONDS = 0.02
 DISABLED_MESSAGE = 'session search is disabled: this deployment configures the session-query index with openAt "never"'
 
 
+def _lower_priority() -> None:
+    """Nice +10 for the calling thread (Linux gives each thread its own nice value): the
+    warm-up yields the cores to the person's own work."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    except (AttributeError, OSError):  # not Linux, or not allowed: run at normal priority
+        pass
+
+
 def _closed() -> QueryError:
     return QueryError(errors.INDEX_FAILED, "session-search SQLite index is closed")
 
@@ -74,6 +92,7 @@ class SearchService:
         self._claim: ownership.Claim | None = None  # the index file this process holds
         self._open_error: QueryError | None = None
         self._scope = ScopeReader()
+        self._warm: CancelToken | None = None  # the warm-up's token while it runs
         # Held while reconciling, so our own checkpointer does not move revisions under the
         # observation (Runtime passes the checkpointer's lock; alone, nothing contends for it).
         self.quiet = quiet or threading.Lock()
@@ -102,10 +121,49 @@ class SearchService:
         with self._turn(None):
             self._open()
 
+    def warm_up(self) -> threading.Thread | None:
+        """Start reconciling in the background (module docstring); None when the configuration
+        says not to (``search.warmUp`` false, or an index not opened at startup)."""
+        if not self.config.warm_up or self.config.open_at != "startup":
+            return None
+        token = CancelToken()
+        with self._cond:
+            if self._closing is not None:
+                return None
+            self._warm = token
+        thread = threading.Thread(target=self._warm_run, args=(token,), name="index-warm-up")
+        thread.daemon = True
+        thread.start()
+        return thread
+
+    def stop_warm_up(self) -> None:
+        """Cancel a running warm-up (a checkpoint waits for the index's quiet lock); it keeps
+        the batches it committed, and the next search resumes from them."""
+        with self._cond:
+            if self._warm is not None:
+                self._warm.cancel()
+
+    def _warm_run(self, token: CancelToken) -> None:
+        _lower_priority()
+        try:
+            with self._turn(token, warm=True):
+                self._reconciled(token)
+        except (QueryError, SessionQueryCancelled) as exc:
+            # A search reports the failure itself; a cancelled warm-up kept its batches.
+            log.debug("index warm-up stopped: %s", exc)
+        except Exception:  # noqa: BLE001 - a bug, but the searches must not suffer from it
+            log.exception("index warm-up failed")
+        finally:
+            with self._cond:
+                if self._warm is token:
+                    self._warm = None
+
     def close(self) -> None:
         """Idempotent: mark closed, wait for the running search, close the database. Queued and
         later searches fail with INDEX_FAILED; every call returns once closing has finished."""
         with self._cond:
+            if self._warm is not None:
+                self._warm.cancel()  # a warm-up stops at its next check, keeping its batches
             done = self._closing
             if done is None:
                 done = self._closing = threading.Event()
@@ -232,13 +290,18 @@ class SearchService:
             raise QueryError(errors.SEARCH_DISABLED, DISABLED_MESSAGE)
 
     @contextmanager
-    def _turn(self, token: CancelToken | None) -> Iterator[None]:
+    def _turn(self, token: CancelToken | None, warm: bool = False) -> Iterator[None]:
         """Join the FIFO queue and hold the turn for the body. A closed service, or a token that
-        fires while waiting, ends the wait at once, whatever is ahead in the queue."""
+        fires while waiting, ends the wait at once, whatever is ahead in the queue. A search
+        (not ``warm``) cancels the warm-up, so it never waits for a whole build."""
         ticket = object()
         with self._cond:
             if self._closing is not None:
                 raise _closed()
+            if not warm and self._warm is not None:
+                self._warm.cancel()
+                if token is not None:
+                    token.progress.report("waiting for the index warm-up to stop")
             self._queue.append(ticket)
             try:
                 while self._running or self._queue[0] is not ticket:

@@ -20,6 +20,7 @@ from .. import errors, jsoncodec
 from ..cancel import CancelToken
 from ..core.runtime import Runtime
 from ..errors import QueryError
+from ..progress import NULL_TRACKER, Tracker
 from .envelope import UNDECODABLE, request_id
 from .registry import Method
 from .rpcerrors import INTERNAL, error_object, to_rpc_error
@@ -33,21 +34,41 @@ UNDECODABLE_MESSAGE = "params nest deeper than the decoder allows, or hold a num
 
 
 class Tokens:
-    """Cancellation tokens of requests in flight, by JSON-RPC id."""
+    """Cancellation tokens of requests in flight, by JSON-RPC id, and by the work-done progress
+    token that shows them (``window/workDoneProgress/cancel`` names that one)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._tokens: dict[Any, CancelToken] = {}
+        self._by_progress: dict[Any, CancelToken] = {}
+        self._progress_of: dict[Any, Any] = {}
 
-    def register(self, msg_id: Any) -> CancelToken:
-        token = CancelToken()
+    def register(
+        self, msg_id: Any, progress: Tracker = NULL_TRACKER, progress_token: Any = None
+    ) -> CancelToken:
+        token = CancelToken(progress)
         with self._lock:
             self._tokens[msg_id] = token
+            if progress_token is not None:
+                self._by_progress[progress_token] = token
+                self._progress_of[msg_id] = progress_token
         return token
 
     def release(self, msg_id: Any) -> None:
         with self._lock:
             self._tokens.pop(msg_id, None)
+            progress_token = self._progress_of.pop(msg_id, None)
+            if progress_token is not None:
+                self._by_progress.pop(progress_token, None)
+
+    def cancel_progress(self, progress_token: Any) -> bool:
+        """``window/workDoneProgress/cancel``: fire the request shown by ``progress_token``."""
+        with self._lock:
+            token = self._by_progress.get(progress_token)
+        if token is None:
+            return False
+        token.cancel()
+        return True
 
     def cancel_all(self) -> None:
         with self._lock:
@@ -69,7 +90,29 @@ class Tokens:
 
 
 def invoke(method: Method, runtime: Runtime, params: Any, token: CancelToken) -> Any:
-    """Run one method: params checked for being an object, bugs logged and answered INTERNAL."""
+    """Run one method: params checked for being an object, bugs logged and answered INTERNAL.
+    Its progress (token.progress) starts its delay now and ends before the answer is sent,
+    whatever the outcome."""
+    progress = token.progress
+    progress.arm()
+    outcome: QueryError | None = None
+    try:
+        return _invoke(method, runtime, params, token)
+    except QueryError as exc:
+        outcome = exc
+        raise
+    finally:
+        progress.finish(outcome_message(outcome))
+
+
+def outcome_message(exc: QueryError | None) -> str:
+    """The progress' end message of a request that ended with ``exc`` (None: success)."""
+    if exc is None:
+        return "done"
+    return "cancelled" if exc.code == errors.ABORTED else f"failed: {exc.message}"
+
+
+def _invoke(method: Method, runtime: Runtime, params: Any, token: CancelToken) -> Any:
     try:
         if params is None:
             params = {}
@@ -154,10 +197,12 @@ class Dispatcher:
         runtime: Runtime,
         params: Any,
         deliver: Callable[[Frame], None],
+        progress: tuple[Tracker, Any] = (NULL_TRACKER, None),
     ) -> None:
         """Run the method in a worker thread under a token registered for ``msg_id`` and hand its
-        encoded answer to ``deliver`` (in that thread)."""
-        token = self.tokens.register(msg_id)
+        encoded answer to ``deliver`` (in that thread). ``progress``: the request's tracker and
+        the work-done token that shows it (server/workdone.py)."""
+        token = self.tokens.register(msg_id, *progress)
 
         def work() -> None:
             try:

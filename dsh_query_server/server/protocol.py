@@ -42,6 +42,7 @@ from .rpcerrors import (
     JSONRPC_PARSE_ERROR,
     SERVER_NOT_INITIALIZED,
 )
+from .workdone import tracker_for
 
 
 class Host(Protocol):
@@ -207,6 +208,10 @@ class QueryProtocol(CapabilitiesProtocol):
             self._shutdown_id, self._shutdown_answered = message["id"], asyncio.Event()
         if type(structured) is types.CancelNotification and self._cancel(structured.params.id):
             return
+        if type(structured) is types.WorkDoneProgressCancelNotification:
+            # A work-done token of ours names its request (workdone.py); pygls knows none.
+            self.host.dispatcher.tokens.cancel_progress(structured.params.token)
+            return
         super().handle_message(cast(Any, structured))
 
     def _cancel(self, msg_id: Any) -> bool:
@@ -293,10 +298,17 @@ class QueryProtocol(CapabilitiesProtocol):
             return False
         with self._count_lock:
             self._inflight += 1
+        progress = tracker_for(self, loop, method.name, params, self._client_creates_progress())
         self.host.dispatcher.submit(
-            msg_id, method, runtime, params, lambda frame: self._answered(loop, frame)
+            msg_id, method, runtime, params, lambda frame: self._answered(loop, frame), progress
         )
         return True
+
+    def _client_creates_progress(self) -> bool:
+        """The client said ``window.workDoneProgress`` at initialize (protocol.md §8)."""
+        client = self.client_capabilities
+        window = client.window if client is not None else None
+        return window is not None and bool(window.work_done_progress)
 
     def _inline(self, msg_id: Any, method: Method, params: Any) -> bool:
         """Answer now, on this thread, a request that needs no worker: an inline method while

@@ -58,6 +58,12 @@ local function ensure_setup()
   end
 end
 
+--- The server's progress on one line, for a statusline ("" when nothing runs): e.g.
+--- `dsh-query searchSessions: indexing 512 of 1,600 transcripts (32%)` (docs/protocol.md §8).
+function M.progress()
+  return require("dsh_query.progress").status()
+end
+
 --- Configure the client (optional: the commands work with the defaults). Calling it again
 --- replaces the options; a running server keeps running until :DshRestart.
 function M.setup(opts)

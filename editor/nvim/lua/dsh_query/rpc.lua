@@ -290,7 +290,10 @@ local function client_config()
     cmd_cwd = opts.cmd_cwd,
     root_dir = (vim.uv or vim.loop).cwd(),
     init_options = init_options,
-    handlers = { ["sessionQuery/didChange"] = M.on_did_change },
+    handlers = {
+      ["sessionQuery/didChange"] = M.on_did_change,
+      ["$/progress"] = require("dsh_query.progress").handler,
+    },
     on_init = function(client)
       in_main(function()
         if state.client_id == nil or state.client_id == client.id then

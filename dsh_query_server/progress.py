@@ -1,0 +1,204 @@
+"""Work-done progress of one request (protocol.md §8, semantics.md §6.5 **[ours]**).
+
+A ``Tracker`` belongs to one request and rides on its cancellation token (``token.progress``),
+so code deep below the handler (the index build, a bulk read) reports without new parameters:
+``token.progress.report("indexing 512 of 1,600 transcripts", 512, 1600)``. Where it is shown is
+the ``Sink``'s business: LSP ``$/progress`` (server/workdone.py), MCP ``notifications/progress``
+(mcp/), the command line's bar (cli/progress_bar.py). A request that ends within the delay
+(0.4 s; ``DSH_QUERY_PROGRESS_DELAY_MS`` overrides it) shows nothing at all.
+
+The tracker keeps the rules every client relies on: exactly one begin and one end per token
+(``finish`` always ends what was begun, on success, cancellation and failure alike), begin
+before any report, percentages that never go down (a retried reconcile starts over at 0, the
+user's bar does not), and reports sent at most every ``REPORT_SECONDS`` (every change with a
+delay of 0, which tests use to see each report).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+log = logging.getLogger("dsh_query_server")
+
+DELAY_ENV = "DSH_QUERY_PROGRESS_DELAY_MS"
+# A request that runs past about half a second shows progress. The begin goes out at 0.4 s, so
+# that it is on the client's screen within 0.5 s of the request (bench/progress_line.py).
+DEFAULT_DELAY_SECONDS = 0.4
+REPORT_SECONDS = 0.1  # at most ten reports a second: the build reports every session
+
+
+def delay_seconds() -> float:
+    """The delay before progress shows: 0.4 s, or ``$DSH_QUERY_PROGRESS_DELAY_MS``."""
+    text = os.environ.get(DELAY_ENV)
+    if text is None:
+        return DEFAULT_DELAY_SECONDS
+    try:
+        return max(0.0, int(text) / 1000)
+    except ValueError:
+        return DEFAULT_DELAY_SECONDS
+
+
+class Sink(Protocol):
+    """Where one tracker's progress is shown. ``open`` makes the token usable (LSP may have to
+    ask the client to create it first) and calls ``ready(True)`` once it is, ``ready(False)``
+    when it cannot be (then nothing else is called); the other three are called in order,
+    begin once, end once, never concurrently."""
+
+    def open(self, ready: Callable[[bool], None]) -> None: ...
+
+    def begin(self, title: str, message: str | None, percentage: int | None) -> None: ...
+
+    def report(self, message: str | None, percentage: int | None) -> None: ...
+
+    def end(self, message: str) -> None: ...
+
+
+# -- the shared clock ------------------------------------------------------------------------------
+
+
+class _Clock:
+    """One daemon thread that runs callbacks at their time: arming a tracker is a heap push,
+    not a thread per request."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def at(self, when: float, action: Callable[[], None]) -> None:
+        with self._cond:
+            heapq.heappush(self._heap, (when, next(self._order), action))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="progress", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._heap or self._heap[0][0] > time.monotonic():
+                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
+                    self._cond.wait(wait)
+                _, _, action = heapq.heappop(self._heap)
+            try:
+                action()
+            except Exception:  # a sink that fails must not stop the clock for every request
+                log.exception("progress callback failed")
+
+
+_CLOCK = _Clock()
+
+
+# -- the tracker -----------------------------------------------------------------------------------
+
+_IDLE, _OPENING, _OPEN, _ENDED = range(4)
+
+
+class Tracker:
+    """The progress of one request. ``report`` may be called from any thread, any number of
+    times; ``finish`` once, by the request's owner, when the answer is ready."""
+
+    def __init__(self, sink: Sink | None, title: str, delay: float | None = None) -> None:
+        self._sink = sink
+        self.title = title
+        self._delay = delay_seconds() if delay is None else delay
+        self._lock = threading.Lock()
+        self._state = _IDLE if sink is not None else _ENDED
+        self._message: str | None = None
+        self._percentage: int | None = None
+        self._sent = 0.0  # when the last report went out
+        self._dirty = False  # state changed since the last send
+        self._ending: str | None = None  # finish came while the token was being opened
+        self._interval = min(REPORT_SECONDS, self._delay)
+
+    @property
+    def active(self) -> bool:
+        """Something shows this tracker's progress (its sink exists and it has not ended)."""
+        return self._sink is not None and self._state != _ENDED
+
+    def arm(self) -> None:
+        """Start the delay; after it, the progress opens unless the request has finished."""
+        if self._sink is None:
+            return
+        if self._delay <= 0:
+            self._open()
+        else:
+            _CLOCK.at(time.monotonic() + self._delay, self._open)
+
+    def report(
+        self, message: str | None, done: int | None = None, total: int | None = None
+    ) -> None:
+        """The work's state: a message and, with ``total``, ``done`` of it as a percentage."""
+        if self._sink is None or self._state == _ENDED:
+            return
+        percentage = None
+        if done is not None and total:
+            percentage = max(0, min(100, done * 100 // total))
+        with self._lock:
+            if percentage is not None and self._percentage is not None:
+                percentage = max(percentage, self._percentage)  # never backwards
+            if message == self._message and percentage == self._percentage:
+                return
+            self._message = message
+            if percentage is not None:
+                self._percentage = percentage
+            self._dirty = True
+            if self._state != _OPEN:
+                return
+            now = time.monotonic()
+            if now - self._sent < self._interval:
+                return
+            self._send_report(now)
+
+    def finish(self, message: str = "done") -> None:
+        """End the progress (once; later calls do nothing). Nothing is sent when it never
+        opened; a token still being opened gets its begin and end once it is ready."""
+        if self._sink is None:
+            return
+        with self._lock:
+            state, self._state = self._state, _ENDED
+            if state == _OPEN:
+                self._sink.end(message)
+            elif state == _OPENING:
+                self._ending = message
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        sink = self._sink
+        with self._lock:
+            if sink is None or self._state != _IDLE:
+                return
+            self._state = _OPENING
+        sink.open(self._ready)
+
+    def _ready(self, ok: bool) -> None:
+        sink = self._sink
+        assert sink is not None
+        with self._lock:
+            ending = self._ending
+            if not ok or (self._state != _OPENING and ending is None):
+                self._state = _ENDED
+                return
+            sink.begin(self.title, self._message, self._percentage)
+            self._sent, self._dirty = time.monotonic(), False
+            if ending is not None:  # finished while the client created the token
+                sink.end(ending)
+                return
+            self._state = _OPEN
+
+    def _send_report(self, now: float) -> None:
+        assert self._sink is not None
+        self._sink.report(self._message, self._percentage)
+        self._sent, self._dirty = now, False
+
+
+NULL_TRACKER = Tracker(None, "")  # shows nothing: a token without a client that shows progress

@@ -1,0 +1,184 @@
+"""Work-done progress over the wire (protocol.md §8, pytest-lsp): a token the request sent or one
+the server asks the client to create; monotonic percentages, exactly one begin and one end per
+token, and an end after a cancellation and after a backend failure.
+
+The servers run with ``DSH_QUERY_PROGRESS_DELAY_MS=0``: progress opens at once and every change
+is reported, so each test sees the whole sequence without waiting for the 0.5 s delay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from tests.builders import TEST_ENV, TEST_SERVER, U, hdr, write_transcript
+from tests.lsp_client import config
+
+pytestmark = pytest.mark.wire
+
+ENV = {**TEST_ENV, "DSH_QUERY_PROGRESS_DELAY_MS": "0"}
+SESSIONS = 40
+
+
+def _init(creates: bool) -> types.InitializeParams:
+    window = types.WindowClientCapabilities(work_done_progress=True) if creates else None
+    return types.InitializeParams(
+        capabilities=types.ClientCapabilities(window=window),
+        initialization_options={"index": ":memory:"},
+    )
+
+
+@pytest_lsp.fixture(config=config("--persistence", "none", env=ENV, server=TEST_SERVER))
+async def client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(_init(creates=True))
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+def _home(root: pathlib.Path) -> pathlib.Path:
+    for n in range(SESSIONS):
+        write_transcript(root, hdr(f"s{n:03d}"), [U(0, f"needle number {n}")])
+    return root
+
+
+def check_sequence(reports: list[Any]) -> list[int]:
+    """One begin first, one end last, reports between; the percentages never go down."""
+    kinds = [type(r).__name__ for r in reports]
+    assert kinds[0] == "WorkDoneProgressBegin", kinds
+    assert kinds[-1] == "WorkDoneProgressEnd", kinds
+    assert kinds.count("WorkDoneProgressBegin") == 1, kinds
+    assert kinds.count("WorkDoneProgressEnd") == 1, kinds
+    percentages = [r.percentage for r in reports[:-1] if r.percentage is not None]
+    assert percentages == sorted(percentages), percentages
+    assert all(0 <= p <= 100 for p in percentages)
+    return percentages
+
+
+def _all(client: LanguageClient) -> list[list[Any]]:
+    return list(client.progress_reports.values())
+
+
+async def _search(client: LanguageClient, params: dict[str, Any]) -> Any:
+    return await client.protocol.send_request_async("sessionQuery/searchSessions", params)
+
+
+async def _wait_for(predicate, seconds: float = 20) -> None:
+    for _ in range(int(seconds / 0.02)):
+        if predicate():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("timed out waiting")
+
+
+async def test_index_build_reports_through_a_created_token(client, tmp_path):
+    root = _home(tmp_path / "home")
+    await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"jsonl:{root}"})
+    page = await _search(client, {"query": "needle", "limit": 100})
+    assert len(page["items"]) == SESSIONS
+    await _wait_for(lambda: all(r and r[-1].kind == "end" for r in _all(client)))
+    searches = [
+        reports
+        for reports in client.progress_reports.values()
+        if reports and reports[0].title == "dsh-query searchSessions"
+    ]
+    assert len(searches) == 1  # with no delay the mount shows progress too, under its own token
+    (reports,) = searches
+    await _wait_for(lambda: reports[-1].kind == "end")
+    for each in client.progress_reports.values():
+        check_sequence(each)
+    percentages = check_sequence(reports)
+    assert percentages and percentages[-1] == 100
+    messages = [r.message for r in reports if r.message]
+    assert f"indexing 20 of {SESSIONS:,} transcripts" in messages
+    assert reports[0].title == "dsh-query searchSessions"
+    assert reports[-1].message == "done"
+
+
+async def test_the_requests_own_token_is_used_and_nothing_is_created(client, tmp_path):
+    root = _home(tmp_path / "home")
+    await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"jsonl:{root}"})
+    client.progress_reports["mine"] = []  # as the client's own create would
+    await _search(client, {"query": "needle", "workDoneToken": "mine"})
+    await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports["mine"]))
+    # a token the server created (the mount's) gets its begin once the client has answered
+    await _wait_for(lambda: all(r and r[-1].kind == "end" for r in _all(client)))
+    titles = {r[0].title for t, r in client.progress_reports.items() if t != "mine"}
+    assert titles == {"dsh-query mount"}  # created for the mount; the search used its own
+    check_sequence(client.progress_reports["mine"])
+
+
+async def test_cancelled_search_ends_its_progress(client, tmp_path):
+    await client.protocol.send_request_async(
+        "sessionPersistence/mount", {"uri": f"test:hang-on:inspect:{tmp_path}"}
+    )
+    task = asyncio.ensure_future(_search(client, {"query": "needle", "workDoneToken": "c1"}))
+    client.progress_reports["c1"] = []
+    await _wait_for(lambda: (tmp_path / "inspect.started").exists())
+    (request_id,) = client.protocol._request_futures  # the search, the one request in flight
+    client.protocol.notify("$/cancelRequest", types.CancelParams(id=request_id))
+    with pytest.raises(JsonRpcException) as info:
+        await task
+    assert info.value.code == -32800
+    await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports["c1"]))
+    reports = client.progress_reports["c1"]
+    check_sequence(reports)
+    assert reports[-1].message == "cancelled"
+
+
+async def test_work_done_cancel_cancels_the_request(client, tmp_path):
+    await client.protocol.send_request_async(
+        "sessionPersistence/mount", {"uri": f"test:hang-on:inspect:{tmp_path}"}
+    )
+    task = asyncio.ensure_future(_search(client, {"query": "needle"}))
+    await _wait_for(lambda: (tmp_path / "inspect.started").exists())
+    await _wait_for(lambda: any(r and r[0].title.endswith("searchSessions") for r in _all(client)))
+    (token,) = [
+        t for t, r in client.progress_reports.items() if r and r[0].title.endswith("searchSessions")
+    ]
+    assert client.progress_reports[token][0].cancellable is True
+    client.protocol.notify(
+        types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token)
+    )
+    with pytest.raises(JsonRpcException) as info:
+        await task
+    assert info.value.code == -32800
+    await _wait_for(lambda: client.progress_reports[token][-1].kind == "end")
+    check_sequence(client.progress_reports[token])
+    assert client.progress_reports[token][-1].message == "cancelled"
+
+
+async def test_backend_failure_ends_its_progress(client):
+    await client.protocol.send_request_async(
+        "sessionPersistence/mount", {"uri": "test:raise:inspect:os"}
+    )
+    client.progress_reports[7] = []
+    with pytest.raises(JsonRpcException) as info:
+        await _search(client, {"query": "needle", "workDoneToken": 7})
+    assert (info.value.data or {}).get("code") == "SESSION_QUERY_PERSISTENCE_FAILED"
+    await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports[7]))
+    reports = client.progress_reports[7]
+    check_sequence(reports)
+    assert reports[-1].message.startswith("failed: ")
+
+
+@pytest_lsp.fixture(config=config("--persistence", "none", env=ENV, server=TEST_SERVER))
+async def plain_client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(_init(creates=False))
+    yield
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+async def test_no_progress_for_a_client_that_cannot_show_it(plain_client, tmp_path):
+    root = _home(tmp_path / "home")
+    await plain_client.protocol.send_request_async(
+        "sessionPersistence/mount", {"uri": f"jsonl:{root}"}
+    )
+    await _search(plain_client, {"query": "needle"})
+    assert plain_client.progress_reports == {}
