@@ -8,6 +8,7 @@ Screenshots go to artifacts/vscode-e2e-unreadable/."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import time
@@ -41,10 +42,15 @@ def workbench(tmp_path_factory: pytest.TempPathFactory, home: RealHome) -> Itera
         shutil.rmtree(ARTIFACTS)
     ARTIFACTS.mkdir(parents=True)
     base = tmp_path_factory.mktemp("vscode-e2e-unreadable")
+    # No warm-up: its reconcile would name the garbled log before the search does, and the
+    # first badge's count would depend on timing.
+    config = base / "server.json"
+    config.write_text(json.dumps({"search": {"warmUp": False}}))
     settings: dict[str, object] = {
         "dshQuery.interpreter": [sys.executable],
         "dshQuery.persistence": home.uri,
         "dshQuery.index": ":memory:",
+        "dshQuery.serverArgs": ["--config", str(config)],
     }
     with running_code_server(base / "home", settings, ARTIFACTS) as server:
         with open_workbench(server.url, ARTIFACTS) as wb:
