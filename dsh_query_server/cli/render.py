@@ -167,24 +167,33 @@ def sessions_json(
         text = client.request_raw("hub/render", params)
         if keep is None and limit is None:
             return text
-        records: list[dict[str, Any]] = json.loads(text)
-        items = pretty_items(text)
-        kept = [i for i, r in enumerate(records) if keep is None or keep(r["header"])][:limit]
-        return b"[\n" + b",\n".join(items[i] for i in kept) + b"\n]" if kept else b"[]"
-    text = client.request_pretty("sessionQuery/listSessions")
-    records = json.loads(text)
-    items = pretty_items(text)
-    kept = [i for i, r in enumerate(records) if keep is None or keep(r["header"])][:limit]
-    title_of = titles(client, [records[i]["header"]["id"] for i in kept])
+        return _joined([item for _, item in _kept(text, keep, limit)])
+    kept = _kept(client.request_pretty("sessionQuery/listSessions"), keep, limit)
+    title_of = titles(client, [r["header"]["id"] for r, _ in kept])
     out: list[bytes] = []
-    for i in kept:
-        title = title_of.get(records[i]["header"]["id"])
+    for record, item in kept:
+        title = title_of.get(record["header"]["id"])
         if title is None:
-            out.append(items[i])
+            out.append(item)
         else:  # the item ends with its closing "\n  }"
             shown = json.dumps(title, ensure_ascii=False).encode("utf-8", "surrogateescape")
-            out.append(items[i][:-4] + b',\n    "title": ' + shown + b"\n  }")
-    return b"[\n" + b",\n".join(out) + b"\n]" if out else b"[]"
+            out.append(item[:-4] + b',\n    "title": ' + shown + b"\n  }")
+    return _joined(out)
+
+
+def _kept(
+    text: bytes, keep: Callable[[dict[str, Any]], bool] | None, limit: int | None
+) -> list[tuple[dict[str, Any], bytes]]:
+    """The records of an indented listing that ``keep`` keeps (up to ``limit``), each with its
+    own text."""
+    records: list[dict[str, Any]] = json.loads(text)
+    pairs = zip(records, pretty_items(text), strict=True)
+    return [(r, item) for r, item in pairs if keep is None or keep(r["header"])][:limit]
+
+
+def _joined(items: list[bytes]) -> bytes:
+    """Items of ``pretty_items`` as the indented array again."""
+    return b"[\n" + b",\n".join(items) + b"\n]" if items else b"[]"
 
 
 def pretty_items(text: bytes) -> list[bytes]:
