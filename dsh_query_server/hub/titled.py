@@ -5,11 +5,14 @@ The rendered text is kept for the next request while it would come out the same:
 the very same encoded answer (``listSessions`` hands back its previous answer while the corpus is
 unchanged) and the titles read for it now are equal to the ones read then. Both are read afresh
 on every request, so nothing stale is served; what is saved is decoding the listing, adding the
-titles and indenting it all again.
+titles and indenting it all again. Title results that are the very same objects as the last ones
+(``readTitles`` hands back its last batch's results while they are proven unchanged,
+query/titlememo.py) have the same titles, so they are not looked at again.
 """
 
 from __future__ import annotations
 
+import operator
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +30,7 @@ from ..model import wire
 class _Rendered:
     listing: Raw
     ids: list[str]
+    reads: list[wire.SessionTitleObservationResult]
     titles: list[str | None]
     text: Raw
 
@@ -65,8 +69,12 @@ class TitledListings:
         else:
             last, out = None, _records(listing)
             ids = [record["header"]["id"] for record in out]
-        titles = [title_of(read) for read in rt.service.read_titles(ids, token)]
+        reads = rt.service.read_titles(ids, token)
+        if last is not None and _same_objects(last.reads, reads):
+            return last.text
+        titles = [title_of(read) for read in reads]
         if last is not None and last.titles == titles:
+            self._last = _Rendered(listing, ids, reads, titles, last.text)
             return last.text
         if out is None:  # the same listing, other titles: decoded again (the kept one is shared)
             out = _records(listing)
@@ -74,8 +82,12 @@ class TitledListings:
             if title is not None:
                 record["title"] = title
         text = indented(out)
-        self._last = _Rendered(listing, ids, titles, text)
+        self._last = _Rendered(listing, ids, reads, titles, text)
         return text
+
+
+def _same_objects(a: list[Any], b: list[Any]) -> bool:
+    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 def _records(listing: Raw) -> list[dict[str, Any]]:

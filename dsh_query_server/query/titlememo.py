@@ -12,6 +12,14 @@ only when the revision its own listing gives for the id (``StoredLogs.listing``,
 Not a result cache and not an invalidation listener: every batch re-reads the revisions from
 storage, and nothing is served for a revision that was not read. The memo belongs to one mounted
 door (a new binding starts empty) and is LRU-capped, so memory stays bounded.
+
+A batch that read no log (every listed id answered from the memo, the others from the live store
+or as not found) is kept as a ``TitleBatch``, and the next batch of the same ids gives back its
+results without looking at each id again when the live store's generation is the same (no commit
+since) and the door's listing is the very same object (the door hands back its previous listing
+only while the backend lists the very same snapshots, so every id has the same revision and the
+same header). That is the per-id proof above, checked once for the whole batch: each memo answer
+was read at the revision the listing still gives.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from dataclasses import dataclass
 
 from ..model.event import Event, Header
 from ..model.wire import SessionTitleObservationResult
-from ..persistence.reads import StoredLogs
+from ..persistence.reads import Listing, StoredLogs
 
 # Room for every session of a large store (a title entry is a header, one event and a result).
 CAPACITY = 50_000
@@ -40,6 +48,17 @@ class KnownTitle:
     result: SessionTitleObservationResult
     listed: Header
     compatible: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TitleBatch:
+    """A batch that read no log, with what proves it again: the live store's generation read
+    before the store was looked at, and the listing its revisions and headers came from."""
+
+    ids: list[str]
+    live: int
+    listing: Listing
+    results: list[SessionTitleObservationResult]
 
 
 class TitleMemo:

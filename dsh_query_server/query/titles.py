@@ -18,12 +18,13 @@ from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model import wire
 from ..model.event import Event, Header, headers_compatible
-from ..persistence.reads import StoredLogs
+from ..persistence.mount.binding import Binding
+from ..persistence.reads import Listing, StoredLogs
 from ..session.store import LiveSnapshot
 from .loaded import check_cancelled, conflict, not_found
 from .loading import Loader
 from .titlefold import last_title_event, title_from, title_window
-from .titlememo import KnownTitle, TitleMemo
+from .titlememo import KnownTitle, TitleBatch, TitleMemo
 from .workers import WorkerPool, run_claims
 
 TitleResult = wire.SessionTitleObservationResult
@@ -35,6 +36,7 @@ class Titles:
         self.pool = pool
         self.concurrency = concurrency
         self.memo = TitleMemo()
+        self._last: TitleBatch | None = None  # the last batch answered from the memo alone
 
     # -- readTitles / readTitle -------------------------------------------------------------
 
@@ -45,9 +47,15 @@ class Titles:
         if not unique:
             return []
         check_cancelled(token)
+        store = self.loader.store
+        generation = store.generation  # read before the store is looked at: a later commit shows
+        last = self._last
+        if last is not None and last.live == generation and last.ids == unique:
+            listing = _listing(self.loader.binding.current(), token)
+            if listing is last.listing:
+                return list(last.results)
         results: dict[str, TitleResult] = {}
         pending: list[str] = []
-        store = self.loader.store
         live_ids = frozenset(store.ids())  # one look at the live ids, not a lock per id
         for sid in unique:
             live = store.snapshot(sid) if sid in live_ids else None
@@ -55,9 +63,13 @@ class Titles:
                 pending.append(sid)
             else:
                 results[sid] = _live_title_result(sid, live)
-        if pending:
-            self._resolve_persisted(pending, results, token)
-        return [results[sid] for sid in unique]
+        # The listing is read after the live store was looked at (a session checkpointed and
+        # then dropped from the store is in one or the other).
+        proof = self._resolve_persisted(pending, results, token) if pending else None
+        ordered = [results[sid] for sid in unique]
+        if proof is not None:  # no log was read: every listed id was answered from the memo
+            self._last = TitleBatch(unique, generation, proof, ordered)
+        return ordered
 
     def read_title(
         self, session_id: str, token: CancelToken = NULL_TOKEN
@@ -76,12 +88,14 @@ class Titles:
 
     def _resolve_persisted(
         self, pending: list[str], results: dict[str, TitleResult], token: CancelToken
-    ) -> None:
+    ) -> Listing | None:
+        """Each pending id's result; the listing they were answered from when no log was read
+        (a TitleBatch's proof), else None."""
         binding = self.loader.binding.current()
         if binding is None:
             for sid in pending:
                 results[sid] = _rejected(sid, not_found(sid))
-            return
+            return None
         logs = binding.logs
         try:
             listing = logs.listing(token)
@@ -90,7 +104,7 @@ class Titles:
                 raise
             for sid in pending:
                 results[sid] = _rejected(sid, exc)
-            return
+            return None
         listed = listing.by_id
         revisions = listing.revisions or {}
         asked = [(sid, revisions[sid]) for sid in pending if sid in revisions and sid in listed]
@@ -113,6 +127,9 @@ class Titles:
 
         run_claims(unread, work, self.concurrency, token, pool=self.pool)
         check_cancelled(token)
+        # An id the listing does not hold was answered by the live store or as not found: from
+        # the proof's own parts, like a memo entry.
+        return None if any(sid in listed for sid in unread) else listing
 
     def _persisted_title(
         self, logs: StoredLogs, sid: str, listed: Header | None, token: CancelToken
@@ -138,6 +155,17 @@ class Titles:
             return result
         except QueryError as exc:
             return _rejected(sid, exc)
+
+
+def _listing(binding: Binding | None, token: CancelToken) -> Listing | None:
+    """The binding's listing for a batch's proof, or None (no binding, or a failed listing: the
+    batch reads it again and reports the failure as it always does)."""
+    if binding is None:
+        return None
+    try:
+        return binding.logs.listing(token)
+    except QueryError:
+        return None
 
 
 def _persisted_title_event(
