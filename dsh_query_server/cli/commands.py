@@ -6,29 +6,36 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..resolve import default_index
 from . import search, style
 from .connect import connect, persistence_option, uses_hub
-from .events import show_events, show_read, show_surface
 from .filters import SURFACES, event_filter, session_filter, since_ms
 from .opening import open_client
-from .render import on_session, print_json, safe, show_event_trace, show_lineage, show_sessions
+
+# What a command shows is imported by the command (render.py, events.py): the parser of every
+# command here is built for any one of them.
 
 
 def cli_index(persistence: str | list[str] | None) -> str:
     """A private server's search index for a store (``--persistence`` as given, once or
     repeated); through the hub, a command searches the hub's index."""
+    from ..resolve import default_index
+
     values = [persistence] if isinstance(persistence, str) else persistence
     return default_index(persistence_option(values), prefix="cli-index")
 
 
 def cmd_sessions(args: argparse.Namespace) -> None:
+    from .render import show_sessions
+
     keep = session_filter(args.agent, args.cwd, args.since)
     with open_client(args) as client:
         show_sessions(client, args.json, keep, args.limit)
 
 
 def cmd_events(args: argparse.Namespace) -> None:
+    from .events import show_events
+    from .render import on_session
+
     keep, said = event_filter(args.type, args.skip_type, args.event_class)
     with open_client(args) as client:
         on_session(
@@ -42,6 +49,9 @@ def cmd_events(args: argparse.Namespace) -> None:
 
 
 def cmd_read(args: argparse.Namespace) -> None:
+    from .events import show_read
+    from .render import on_session
+
     with open_client(args) as client:
         on_session(
             client,
@@ -52,6 +62,9 @@ def cmd_read(args: argparse.Namespace) -> None:
 
 
 def cmd_surface(args: argparse.Namespace) -> None:
+    from .events import show_surface
+    from .render import on_session
+
     with open_client(args) as client:
         on_session(
             client,
@@ -62,6 +75,8 @@ def cmd_surface(args: argparse.Namespace) -> None:
 
 
 def cmd_trace(args: argparse.Namespace) -> None:
+    from .render import on_session, show_event_trace, show_lineage
+
     with open_client(args) as client:
         if args.seq is None:
             on_session(
@@ -80,6 +95,7 @@ def cmd_trace(args: argparse.Namespace) -> None:
 
 
 def cmd_mount(args: argparse.Namespace) -> None:
+    from .render import print_json, safe, show_sessions
     from .stores import refuse_wrong
 
     style.set_mode(args.color)

@@ -7,10 +7,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
-
-from .render import agent_of
 
 _DURATION = re.compile(r"(\d+)([mhdw])")
 _UNIT_MS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
@@ -23,6 +20,8 @@ def since_ms(text: str, now_ms: int | None = None) -> int:
     match = _DURATION.fullmatch(text.strip())
     if match:
         return now - int(match.group(1)) * _UNIT_MS[match.group(2)]
+    from datetime import UTC, datetime
+
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
@@ -45,6 +44,8 @@ def session_filter(
     """A header predicate for the given filters, or None when there are none."""
     if not agents and cwd is None and since is None:
         return None
+    from .render import agent_of
+
     root = os.path.abspath(cwd) if cwd is not None else None
 
     def keep(header: dict[str, Any]) -> bool:

@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..client import Client, RpcError
-from ..hub.client import HubClient
 from . import style
-from .ids import Parents, parents_of, resolve_id, short_ids
+
+if TYPE_CHECKING:  # ids.py compiles its patterns as it loads: a listing printed as JSON needs none
+    from .ids import Parents
 
 
 def print_json(value: Any) -> None:
@@ -36,6 +35,8 @@ def print_pretty(text: bytes) -> None:
 def when(ms: Any, fmt: str = "%Y-%m-%d %H:%M") -> str:
     if not isinstance(ms, (int, float)) or isinstance(ms, bool):
         return ""
+    from datetime import UTC, datetime
+
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(fmt)
 
 
@@ -88,16 +89,15 @@ def agent_of(header: dict[str, Any]) -> str:
     return agent if isinstance(agent, str) and agent else "dsh"
 
 
-@dataclass
 class Listing:
     """What ``listSessions`` answered, with the ids as they are shown and taken."""
 
-    records: list[dict[str, Any]]
-    parents: Parents = field(init=False)
-    _short: dict[str, str] | None = field(default=None, init=False)
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.records = records
+        from .ids import parents_of
 
-    def __post_init__(self) -> None:
-        self.parents = parents_of(self.records)
+        self.parents: Parents = parents_of(records)
+        self._short: dict[str, str] | None = None
 
     @property
     def ids(self) -> list[str]:
@@ -105,11 +105,15 @@ class Listing:
 
     def short(self, sid: str) -> str:
         if self._short is None:
+            from .ids import short_ids
+
             self._short = short_ids(self.ids, self.parents)
         return self._short.get(sid, sid)
 
     def resolve(self, text: str) -> str:
         """An id, its shown form or a prefix (ids.py) as the id the server knows."""
+        from .ids import resolve_id
+
         return resolve_id(text, self.ids, self.parents)
 
 
@@ -162,6 +166,8 @@ def sessions_json(
     (hub/render with ``titles``); from a private server the records' text is its indented listing,
     and the titles are added here. Either text is cut into records and joined again, never
     encoded here: for 10,000 records that would cost more than the rest of the command."""
+    from ..hub.client import HubClient  # loaded already when the command talks to a hub
+
     if isinstance(client, HubClient):
         params = {"method": "sessionQuery/listSessions", "params": {}, "titles": True}
         text = client.request_raw("hub/render", params)

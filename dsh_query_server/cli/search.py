@@ -11,7 +11,6 @@ cursor format allows a client to do.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from collections.abc import Callable
@@ -19,8 +18,6 @@ from typing import Any
 
 from ..client import Client
 from . import style
-from .describe import one_line
-from .render import Listing, listing, on_session, plural, print_pretty
 
 OPEN, CLOSE = "«", "»"
 
@@ -28,6 +25,8 @@ OPEN, CLOSE = "«", "»"
 def _decode(cursor: str) -> dict[str, Any] | None:
     """A cursor's object (semantics.md §6.11: base64url JSON, padding optional); None when it is
     not one, so the server reports it as invalid."""
+    import base64
+
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         value = json.loads(raw.decode("utf-8"))
@@ -37,6 +36,8 @@ def _decode(cursor: str) -> dict[str, Any] | None:
 
 
 def _encode(value: dict[str, Any]) -> str:
+    import base64
+
     raw = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
@@ -87,6 +88,8 @@ def highlight(snippet: str, query: str) -> Any:
     """The snippet on one line with every match marked « » and styled."""
     from rich.text import Text
 
+    from .describe import one_line
+
     text = one_line(snippet)
     pattern = _pattern(query)
     out = Text()
@@ -100,6 +103,8 @@ def highlight(snippet: str, query: str) -> Any:
 
 
 def heading(query: str, noun: str, count: int, page: int, more: bool) -> str:
+    from .render import plural
+
     said = f'search "{query}": '
     if count == 0:
         return said + ("no matches" if page == 1 else f"no page {page}: the hits end before it")
@@ -112,6 +117,8 @@ def heading(query: str, noun: str, count: int, page: int, more: bool) -> str:
 def run(client: Client, args: Any) -> None:
     """One search (of every session, or of one with ``--session``), printed. ``--json`` prints
     the page as it came, so it reads the listing only to resolve a ``--session`` prefix."""
+    from .render import listing, on_session, print_pretty
+
     params: dict[str, Any] = {"query": args.query, "limit": args.limit}
     page = args.page
     if args.cursor:
@@ -155,7 +162,7 @@ def run(client: Client, args: Any) -> None:
 
     from .lines import Column, emit, render, terminal_width
 
-    listed: Listing = listing(client)
+    listed = listing(client)
     if args.session:
         hits = [(session_id, h) for h in result["items"]]
     else:

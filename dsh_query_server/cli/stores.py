@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import QueryError
 from ..files import SQLITE_MAGIC
@@ -24,8 +24,7 @@ from ..files import SQLITE_MAGIC
 _SCAN = 200  # directory entries looked at per level when looking for sessions
 
 
-@dataclass(frozen=True, slots=True)
-class Refusal:
+class Refusal(NamedTuple):  # not a dataclass: every reading command loads this module
     uri: str
     reason: str
     suggestion: str | None = None

@@ -5,7 +5,6 @@ the socket listens), ``.start`` (clients starting a hub take it, so two start on
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 from typing import Any
@@ -75,6 +74,8 @@ def read_info(path: str) -> dict[str, Any] | None:
 def all_infos() -> list[dict[str, Any]]:
     """Every hub json of this user's run directory (checked), newest first."""
     directory = rundir.ensure()
+    import glob  # only `hub list` lists: every other command knows its key
+
     infos = [read_info(p) for p in glob.glob(os.path.join(directory, "hub-*.json"))]
     found = [i for i in infos if i is not None]
     return sorted(found, key=lambda i: i.get("started", 0), reverse=True)

@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote_to_bytes
 
 from ... import errors
@@ -72,11 +71,10 @@ def _importer_home(scheme: str, location: str) -> str:
     return location
 
 
-@dataclass(frozen=True, slots=True)
-class MountSpec:
+class MountSpec(NamedTuple):  # not a dataclass: the command line parses URIs as it starts
     scheme: str
     location: str
-    options: dict[str, str] = field(default_factory=dict[str, str])
+    options: dict[str, str]
 
     @property
     def read_only(self) -> bool:
