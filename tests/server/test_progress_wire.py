@@ -31,7 +31,9 @@ def _init(creates: bool) -> types.InitializeParams:
     window = types.WindowClientCapabilities(work_done_progress=True) if creates else None
     return types.InitializeParams(
         capabilities=types.ClientCapabilities(window=window),
-        initialization_options={"index": ":memory:"},
+        # No warm-up: the mount's background reconcile would index some transcripts before the
+        # search does, and the search's own messages would then depend on timing.
+        initialization_options={"index": ":memory:", "search": {"warmUp": False}},
     )
 
 
