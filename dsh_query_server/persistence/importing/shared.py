@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 
 from ...cancel import CancelToken
-from ..contract.results import BulkResult, Payloads
+from ..contract.results import BulkResult, Digest, Payloads
 from .worker import Broken, Init, ReadWorker
 
 DEPTH = 2
@@ -50,6 +50,7 @@ def shared_reads(
     sizes: Sequence[int],
     token: CancelToken,
     payloads: Payloads = None,
+    digest: Digest | None = None,
 ) -> Iterator[tuple[str, BulkResult]]:
     """``(id, result)`` for every id, in order; ``sizes``: each id's bytes (0 when unknown)."""
     ids = list(session_ids)
@@ -72,7 +73,7 @@ def shared_reads(
             if i in done or sizes[i] > WORKER_MAX_BYTES:
                 continue  # a long log is read here: its answer would be held twice in flight
             try:
-                request = worker.send(ids[i], payloads)
+                request = worker.send(ids[i], payloads, digest)
             except Broken:
                 lost()
                 return
