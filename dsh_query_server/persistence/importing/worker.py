@@ -197,6 +197,7 @@ class ReadWorker:
         self._next = 0
         self.broken = False
         self.outstanding: dict[int, str] = {}  # request -> id asked
+        self.last_size = 0  # the bytes of the last answer's frame
         try:
             write_frame(self._out, _encode(spec))
         except OSError:
@@ -230,6 +231,7 @@ class ReadWorker:
                 if self.process.poll() is not None and not self.ready():
                     raise Broken("worker exited")
             frame = read_frame(self._in)
+            self.last_size = len(frame)
             answer, body = split_answer(frame)
         except OSError as exc:
             self.broken = True
@@ -250,6 +252,11 @@ class ReadWorker:
         except Broken:
             self.broken = True
             raise
+
+    def kill(self) -> None:
+        """Stop the child at once (safe from another thread: the reader then sees it exit)."""
+        if self.process.returncode is None:
+            self.process.kill()
 
     def close(self) -> None:
         for fd in (self._out, self._in):
