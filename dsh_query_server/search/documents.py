@@ -111,23 +111,36 @@ _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(list[tuple[int, str, int | float | None, str, str]]).decode
 
 
-def digest(session_id: str, inspection: Inspection) -> bytes:
+_PART = 512  # documents per encoded part: the worker never holds them all decoded and encoded
+
+
+def digest(session_id: str, inspection: Inspection) -> list[bytes]:
     """results.Digest: run in the worker on the Inspection it read."""
+    parts: list[bytes] = []
     docs: list[Document] = []
     for doc in persisted_documents(session_id, inspection.events):
         time = doc[2]
         if type(doc[1]) is not str or not (time is None or type(time) in (int, float)):
             raise ValueError("a document msgpack would not give back as it is")
         docs.append(doc)
-    return _encode(docs)
+        if len(docs) == _PART:
+            parts.append(_encode(docs))
+            docs.clear()
+    if docs:
+        parts.append(_encode(docs))
+    return parts
 
 
-def undigest(data: bytes) -> list[Document]:
-    """The documents ``digest`` encoded (raises ValueError for anything else)."""
-    try:
-        return _decode(data)
-    except msgspec.DecodeError as exc:
-        raise ValueError(f"not a digest of documents: {exc}") from None
+def undigest(data: memoryview, ends: list[int]) -> Iterator[Document]:
+    """The documents ``digest`` encoded, part by part (raises ValueError for anything else)."""
+    start = 0
+    for end in ends:
+        try:
+            docs = _decode(data[start:end])
+        except msgspec.DecodeError as exc:
+            raise ValueError(f"not a digest of documents: {exc}") from None
+        yield from docs
+        start = end
 
 
 def live_documents(snapshot: LiveSnapshot) -> Iterator[Document]:

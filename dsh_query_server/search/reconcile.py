@@ -497,9 +497,10 @@ def _read(logs: StoredLogs, sid: str, result: BulkResult, token: CancelToken) ->
         raise result
     if isinstance(result, Digested):
         try:
-            return Read(result.meta, undigest(result.data))
+            docs = list(undigest(result.data, result.ends))
         except ValueError:  # never from our own worker; any doubt: read it here
             return read_persisted(logs, sid, token)
+        return Read(result.meta, docs)
     return Read(result.meta, persisted_documents(sid, result.events))
 
 

@@ -29,9 +29,9 @@ from .worker import Init, ReadWorker
 DEPTH = 2
 # The worker's answers held ahead of their turn (frame bytes): with digests (documents) a few
 # hundred small logs; what lets the worker run on while this process reads a long log.
-AHEAD_BYTES = 16 * 1024 * 1024
+AHEAD_BYTES = 4 * 1024 * 1024
 # This process's own reads held ahead of their turn, beyond the first (transcript bytes).
-READ_AHEAD_BYTES = 4 * 1024 * 1024
+READ_AHEAD_BYTES = 2 * 1024 * 1024
 PARALLEL_MIN = 4  # ids
 # Less than this many bytes of transcripts are read in process faster than a worker starts
 # (~0.2 s; mapping runs at ~30-60 MB/s per core).
@@ -77,7 +77,7 @@ def shared_reads(
     try:
         for k in range(len(ids)):
             while k not in mine:
-                got = feeder.claim_or_wait(k, READ_AHEAD_BYTES - ahead if mine else None)
+                got = feeder.claim_or_wait(k, READ_AHEAD_BYTES - ahead)
                 if got is None:  # k is this process's to read (or the worker's, lost)
                     yield ids[k], read_one(ids[k], token)
                     break

@@ -27,6 +27,7 @@ not sent as an error either: the caller reads that id itself, so errors are the 
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
 import select
 import subprocess
@@ -73,7 +74,7 @@ class Answer(msgspec.Struct, tag=True):
     outlines: list[tuple[int, str, int, int]] = msgspec.field(
         default_factory=list[tuple[int, str, int, int]]
     )
-    digested: bool = False  # the body is the digest's bytes (one "event" in ``ends``)
+    digested: bool = False  # the body is the digest's parts (``ends``), not events
 
 
 class Broken(Exception):
@@ -146,9 +147,9 @@ def inspection_of(answer: Answer, body: memoryview) -> Inspection | Digested:
     try:
         meta = Header.from_json(answer.meta)
         if answer.digested:
-            if answer.outlines or len(answer.ends) != 1:
+            if answer.outlines:
                 raise Broken("a digest answer with events")
-            return Digested(meta, bytes(body))
+            return Digested(meta, body, answer.ends)  # the frame's own bytes: no copy
         events: list[Event] = []
         start = 0
         outlines = iter(answer.outlines)
@@ -281,7 +282,7 @@ def serve(read_fd: int, write_fd: int) -> None:
     # the whole listing again per id (a stat of every directory walked).
     token = CancelToken()
     backend.list(token)
-    digests: dict[tuple[str, str], Callable[[str, Inspection], bytes]] = {}
+    digests: dict[tuple[str, str], Callable[[str, Inspection], list[bytes]]] = {}
     while True:
         try:
             request = _request.decode(read_frame(read_fd))
@@ -300,11 +301,10 @@ def serve(read_fd: int, write_fd: int) -> None:
                     module, name = request.digest
                     digest = getattr(importlib.import_module(module), name)
                     digests[request.digest] = digest
-                raws = [digest(request.session_id, ins)]
+                raws = digest(request.session_id, ins)
                 meta = bytes(ins.meta.raw)
-                answer = Answer(
-                    request.ident, request.session_id, True, meta, [len(raws[0])], digested=True
-                )
+                ends = list(itertools.accumulate(map(len, raws)))
+                answer = Answer(request.ident, request.session_id, True, meta, ends, digested=True)
             del ins
         except Exception:  # noqa: BLE001 - the caller reads this id itself, errors and all
             answer, raws = Answer(request.ident, request.session_id, False), []
