@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 
 from ...cancel import CancelToken
 from ..contract.results import BulkResult, Digest, Payloads
@@ -62,8 +62,9 @@ def shared_reads(
     token: CancelToken,
     payloads: Payloads = None,
     digest: Digest | None = None,
-) -> Iterator[tuple[str, BulkResult]]:
-    """``(id, result)`` for every id, in order; ``sizes``: each id's bytes (0 when unknown)."""
+) -> Generator[tuple[str, BulkResult]]:
+    """``(id, result)`` for every id, in order; ``sizes``: each id's bytes (0 when unknown).
+    Closed early, it stops the worker."""
     ids = list(session_ids)
     try:
         worker = ReadWorker(spec)
