@@ -38,6 +38,7 @@ from .contract.capabilities import Capabilities
 from .contract.errors import SessionPersistenceCorruptionError, SessionRawArtifactsUnsupportedError
 from .contract.results import (
     BulkResult,
+    Digest,
     Inspection,
     Payloads,
     SessionRawArtifact,
@@ -246,15 +247,17 @@ class StoredLogs:
         limit: int,
         token: CancelToken,
         payloads: Payloads = None,
+        digest: Digest | None = None,
     ) -> Iterator[BulkResult]:
         """For each id, in order, what ``inspect`` gives (the Inspection or the exception it
         would raise), in few round trips when the backend reads in bulk; None for an id the
         caller reads its own way (``sequence``): a log longer than ``limit``, or every id of a
         backend that does not read in bulk. With ``payloads`` (the types whose payloads the
-        caller reads), other log-only events may be ``results.EventOutline``s."""
+        caller reads), other log-only events may be ``results.EventOutline``s; with ``digest``, a
+        result may come ``results.Digested`` (read and digested by a worker process)."""
         if self._bulk is None:
             return iter([None] * len(session_ids))
-        answers = self._bulk.inspect_many(session_ids, limit, token, payloads)
+        answers = self._bulk.inspect_many(session_ids, limit, token, payloads, digest)
         return bulk_results(session_ids, answers)
 
     def sequence(self, session_id: str, size: int, token: CancelToken) -> LogSequence:

@@ -23,18 +23,20 @@ from ..errors import SEARCH_CANCELLED_MESSAGE, QueryError, cancelled, inner_mess
 from ..model.event import headers_compatible
 from ..persistence.checks import Snapshots
 from ..persistence.contract.errors import SessionPersistenceCorruptionError
-from ..persistence.contract.results import BulkResult, Snapshot
+from ..persistence.contract.results import BulkResult, Digested, Snapshot
 from ..persistence.mount.binding import Binding, PersistenceBinding
 from ..persistence.reads import LogMoved, StoredLogs
 from ..query.loaded import conflict
 from ..session.store import SessionStore
 from .documents import (
+    DIGEST,
     PAYLOADS,
     WINDOW,
     Read,
     live_documents,
     persisted_documents,
     read_persisted,
+    undigest,
 )
 from .plan import LIVE, PERSISTED, Row, WritePlan
 from .schema import Connection, Error, open_failed, open_index, scalar, sql_text
@@ -385,8 +387,9 @@ class SearchIndex:
             todo.append((sid, snapshot))
         # Each id gets what ``inspect`` would give, read in bulk where the mount can, and the
         # documents are made from it as from ``inspect``; an id left to its own read (None) is
-        # read the ordinary way, window by window. One that went live meanwhile is skipped.
-        results = logs.many([sid for sid, _ in todo], WINDOW, tok, PAYLOADS)
+        # read the ordinary way, window by window. One that went live meanwhile is skipped. A
+        # worker process may make an id's documents itself (DIGEST): this process then inserts.
+        results = logs.many([sid for sid, _ in todo], WINDOW, tok, PAYLOADS, DIGEST)
         for (sid, snapshot), result in zip(todo, results, strict=True):
             total = len(todo)
             progress.report(f"indexing {done:,} of {total:,} transcripts", done, total)
@@ -492,6 +495,12 @@ def _read(logs: StoredLogs, sid: str, result: BulkResult, token: CancelToken) ->
         return read_persisted(logs, sid, token)
     if isinstance(result, Exception):
         raise result
+    if isinstance(result, Digested):
+        try:
+            docs = list(undigest(result.data, result.ends))
+        except ValueError:  # never from our own worker; any doubt: read it here
+            return read_persisted(logs, sid, token)
+        return Read(result.meta, docs)
     return Read(result.meta, persisted_documents(sid, result.events))
 
 

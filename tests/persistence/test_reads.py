@@ -19,6 +19,7 @@ from dsh_query_server.persistence.contract.errors import (
 )
 from dsh_query_server.persistence.contract.results import (
     BulkResult,
+    Digest,
     Inspection,
     Payloads,
     SessionRawArtifact,
@@ -231,8 +232,10 @@ class Bulk(MemoryBackend):
         limit: int,
         token: CancelToken = NULL_TOKEN,
         payloads: Payloads = None,
+        digest: Digest | None = None,
     ) -> Iterator[tuple[str, BulkResult]]:
         self.payloads = payloads
+        del digest  # never digested: a result may always come whole
         for sid in session_ids:
             yield (self.answer or sid), self.inspect(sid, token)
 

@@ -15,12 +15,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_query_server.cancel import NULL_TOKEN, CancelToken
+from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
-from dsh_query_server.persistence.contract.results import Inspection, Snapshot, Window
+from dsh_query_server.persistence.contract.results import Digested, Inspection, Snapshot, Window
 from dsh_query_server.persistence.importing import shared
 from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.persistence.mount.composite import CompositeBackend
+from dsh_query_server.search.documents import (
+    DIGEST,
+    PAYLOADS,
+    WINDOW,
+    digest,
+    persisted_documents,
+    undigest,
+)
 from dsh_query_server.search.reconcile import SearchIndex
 from dsh_query_server.search.schema import _RESERVED, REPLACEMENT, sanitize
 from dsh_query_server.session.store import SessionStore
@@ -154,3 +163,35 @@ def test_a_long_log_is_indexed_the_same_by_every_read(
     assert max(row[3] for row in built["windows"]["docs"]) > 8192  # seq
     assert built["bulk"] == built["windows"]
     assert built["worker"] == built["windows"]
+
+
+def test_the_worker_digests_what_the_index_would_make(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a worker, ids come Digested (the worker made the documents), and each digest holds
+    exactly the documents this process makes of ``inspect``'s log."""
+    build_home(tmp_path, [(i % len(CLAUDE), 0, False) for i in range(8)], [])
+    monkeypatch.setenv(shared.ENV, "1")
+    backend = ClaudeBackend(str(tmp_path / "claude"), f"claude:{tmp_path / 'claude'}")
+    ids = [str(h.id) for h in backend.list()]
+    answers = list(backend.inspect_many(ids, WINDOW, NULL_TOKEN, PAYLOADS, DIGEST))
+    digested = [(sid, got) for sid, got in answers if isinstance(got, Digested)]
+    assert digested, "the worker answered some ids"
+    for sid, got in digested:
+        want = backend.inspect(sid)
+        assert got.meta.raw == want.meta.raw
+        assert list(undigest(got.data, got.ends)) == list(persisted_documents(sid, want.events))
+
+
+def test_a_document_msgpack_would_change_is_not_digested() -> None:
+    """A digest raises rather than send what would come back different (the id is then read
+    in process): a time that is no number, a lone surrogate."""
+    header = Header.from_json(b'{"version":1,"id":"s","createdAt":1}')
+    for event in (
+        b'{"type":"user/message","seq":0,"time":"soon","surfaceOp":"append","data":{"content":[{"type":"text","text":"hi"}]}}',
+        b'{"type":"user/message","seq":0,"time":1,"surfaceOp":"append","data":{"content":[{"type":"text","text":"\\ud800"}]}}',
+    ):
+        inspection = Inspection(header, [Event.from_json(event)])
+        assert list(persisted_documents("s", inspection.events)), "it has a document"
+        with pytest.raises(ValueError):
+            digest("s", inspection)

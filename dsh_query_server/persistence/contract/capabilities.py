@@ -13,6 +13,7 @@ from ...model.event import Header
 from .backend import PersistenceBackend
 from .results import (
     BulkResult,
+    Digest,
     Inspection,
     Payloads,
     SessionLocation,
@@ -60,7 +61,8 @@ class BulkInspector(Protocol):
     it would raise (returned, not raised). It is None for an id whose stored log holds more than
     ``limit`` events (or that the backend cannot read in bulk): the caller reads it its own way.
     A failure of the store itself, or cancellation, raises from the iterator. With ``payloads``,
-    a log-only event of a type not in it may come as a ``results.EventOutline``."""
+    a log-only event of a type not in it may come as a ``results.EventOutline``. With ``digest``,
+    a result may come ``results.Digested`` (never required: the caller digests the others)."""
 
     def inspect_many(
         self,
@@ -68,6 +70,7 @@ class BulkInspector(Protocol):
         limit: int,
         token: CancelToken = NULL_TOKEN,
         payloads: Payloads = None,
+        digest: Digest | None = None,
     ) -> Iterator[tuple[str, BulkResult]]: ...
 
 

@@ -106,6 +106,29 @@ class EventOutline(msgspec.Struct, frozen=True, gc=False):
     ignorable: ClassVar[Any] = UNSET
 
 
-# What ``BulkInspector.inspect_many`` gives for one id: the Inspection ``inspect`` would return,
-# the exception it would raise, or None when the id is left to the caller's own read.
-BulkResult = Inspection | Exception | None
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """A function ``(session_id, Inspection) -> list[bytes]`` named by module and attribute, which a
+    bulk read's worker process may run on what it read (issue 28) [ours]: the index build has
+    the worker make the documents too, so only they cross the pipe. The caller owns the bytes'
+    format; a digest that raises leaves the id to the caller's own read, errors and all."""
+
+    module: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Digested:
+    """A bulk read's answer for an id that a worker read and digested: the header ``inspect``
+    would give and the digest's parts of the Inspection, back to back in ``data`` (``ends``:
+    where each one ends)."""
+
+    meta: Header
+    data: memoryview
+    ends: list[int]
+
+
+# What ``BulkInspector.inspect_many`` gives for one id: the Inspection ``inspect`` would return
+# (or, with a ``Digest``, possibly its Digested form), the exception it would raise, or None when
+# the id is left to the caller's own read.
+BulkResult = Inspection | Digested | Exception | None

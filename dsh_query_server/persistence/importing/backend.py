@@ -20,7 +20,15 @@ from ..contract.errors import (
     SessionPersistenceReadOnlyError,
     naming,
 )
-from ..contract.results import BulkResult, Inspection, Payloads, SkippedArtifact, Snapshot, Window
+from ..contract.results import (
+    BulkResult,
+    Digest,
+    Inspection,
+    Payloads,
+    SkippedArtifact,
+    Snapshot,
+    Window,
+)
 from .lines import Item, Record, read_items, read_lines
 from .shared import parallel_reads, shared_reads
 from .survey import Clock, Proofs, Survey
@@ -346,6 +354,7 @@ class ImportBackend(ABC):
         limit: int,
         token: CancelToken = NULL_TOKEN,
         payloads: Payloads = None,
+        digest: Digest | None = None,
     ) -> Iterator[tuple[str, BulkResult]]:
         """capabilities.BulkInspector for the search index build: each id's ``inspect``, in
         order, whatever its length. A window of a transcript costs the whole transcript's read
@@ -363,7 +372,7 @@ class ImportBackend(ABC):
             for session_id in session_ids:
                 yield session_id, read_one(session_id, token)
             return
-        yield from shared_reads(read_one, spec, session_ids, sizes, token, payloads)
+        yield from shared_reads(read_one, spec, session_ids, sizes, token, payloads, digest)
 
     def worker_spec(self) -> Init | None:
         """How a worker process builds this backend again, or None: no worker reads for it."""

@@ -1,11 +1,16 @@
 """An importer's bulk read shared between this process and a worker (worker.py) [ours].
 
-The ids are answered in order. The worker is kept ``DEPTH`` requests ahead of the id answered
-next, with ids of transcripts up to ``WORKER_MAX_BYTES``; this process reads every other id
-when its turn comes, and, while the worker is still on the id due, reads the next free id
-instead of waiting (one answer at most is held ahead of its turn: each may be a long log). So the load balances itself: when the
-caller's own work per log (folding, indexing) is heavy, the worker reads most logs; when it is
-light, this process reads its share.
+The ids are answered in order. A feeder thread keeps the worker busy: it gives it the next ids
+not yet taken (transcripts up to ``WORKER_MAX_BYTES``), ``DEPTH`` requests at a time, and takes
+its answers off the pipe as they come, holding up to ``AHEAD_BYTES`` of them ahead of their
+turn, so the worker goes on reading while this process inserts or reads a long log itself (it
+blocks on the pipe only once that much waits). This process reads every other id when its turn
+comes, and, while the worker is still on the id due, reads a free id instead of waiting (its
+own answers held ahead of their turn are one log, or short logs of ``READ_AHEAD_BYTES`` in all:
+each is a whole log in memory). So the load
+balances itself: when the caller's own work per log (indexing) is heavy, the worker reads most
+logs; when it is light, this process reads its share. The feeder thread mostly waits on the
+pipe (without the GIL), and only it talks to the worker.
 
 Exactness does not depend on the worker: an id it cannot read, or any doubt about the channel
 (``Broken``), is read here by ``read_one``, which is what the bulk read gives without a worker.
@@ -14,13 +19,19 @@ Exactness does not depend on the worker: an id it cannot read, or any doubt abou
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Generator, Sequence
 
 from ...cancel import CancelToken
-from ..contract.results import BulkResult, Payloads
-from .worker import Broken, Init, ReadWorker
+from ..contract.results import BulkResult, Digest, Payloads
+from .worker import Init, ReadWorker
 
 DEPTH = 2
+# The worker's answers held ahead of their turn (frame bytes): with digests (documents) a few
+# hundred small logs; what lets the worker run on while this process reads a long log.
+AHEAD_BYTES = 4 * 1024 * 1024
+# This process's own reads held ahead of their turn, beyond the first (transcript bytes).
+READ_AHEAD_BYTES = 2 * 1024 * 1024
 PARALLEL_MIN = 4  # ids
 # Less than this many bytes of transcripts are read in process faster than a worker starts
 # (~0.2 s; mapping runs at ~30-60 MB/s per core).
@@ -50,74 +61,148 @@ def shared_reads(
     sizes: Sequence[int],
     token: CancelToken,
     payloads: Payloads = None,
-) -> Iterator[tuple[str, BulkResult]]:
-    """``(id, result)`` for every id, in order; ``sizes``: each id's bytes (0 when unknown)."""
+    digest: Digest | None = None,
+) -> Generator[tuple[str, BulkResult]]:
+    """``(id, result)`` for every id, in order; ``sizes``: each id's bytes (0 when unknown).
+    Closed early, it stops the worker."""
     ids = list(session_ids)
-    n = len(ids)
     try:
-        worker: ReadWorker | None = ReadWorker(spec)
+        worker = ReadWorker(spec)
     except OSError:
-        worker = None
-    done: dict[int, BulkResult] = {}  # answers ahead of their turn
-    sent: dict[int, int] = {}  # request -> index, at the worker
-    at_worker: set[int] = set()
-    scan = 0  # the next index the worker may be given
-
-    def top_up(k: int) -> None:
-        """Keep the worker DEPTH requests ahead of ``k``, with ids it may read."""
-        nonlocal scan
-        scan = max(scan, k + 1)
-        while worker is not None and len(sent) < DEPTH and scan < n:
-            i, scan = scan, scan + 1
-            if i in done or sizes[i] > WORKER_MAX_BYTES:
-                continue  # a long log is read here: its answer would be held twice in flight
-            try:
-                request = worker.send(ids[i], payloads)
-            except Broken:
-                lost()
-                return
-            sent[request] = i
-            at_worker.add(i)
-
-    def lost() -> None:
-        """The worker is not to be trusted: what it had is read here."""
-        nonlocal worker
-        if worker is not None:
-            worker.close()
-            worker = None
-        for index in sent.values():
-            at_worker.discard(index)
-            done[index] = read_one(ids[index], token)
-        sent.clear()
-
-    def receive() -> None:
-        assert worker is not None
-        try:
-            request, inspection = worker.receive(token)
-        except Broken:
-            lost()
-            return
-        index = sent.pop(request)
-        at_worker.discard(index)
-        done[index] = inspection if inspection is not None else read_one(ids[index], token)
-
-    def free_after(k: int) -> int | None:
-        return next((j for j in range(k + 1, n) if j not in at_worker and j not in done), None)
-
+        for sid in ids:
+            yield sid, read_one(sid, token)
+        return
+    feeder = _Feeder(worker, ids, sizes, token, payloads, digest)
+    mine: dict[int, BulkResult] = {}  # this process's answers ahead of their turn
+    ahead = 0  # their transcripts' bytes
     try:
-        for k in range(n):
-            top_up(k)
-            while k not in done:
-                if k in at_worker and worker is not None:
-                    j = None if worker.ready() or done else free_after(k)
-                    if j is None:
-                        receive()
-                    else:  # the worker is still on k: read another id meanwhile
-                        done[j] = read_one(ids[j], token)
-                        top_up(k)
-                else:
-                    done[k] = read_one(ids[k], token)
-            yield ids[k], done.pop(k)
+        for k in range(len(ids)):
+            while k not in mine:
+                got = feeder.claim_or_wait(k, READ_AHEAD_BYTES - ahead)
+                if got is None:  # k is this process's to read (or the worker's, lost)
+                    yield ids[k], read_one(ids[k], token)
+                    break
+                if isinstance(got, _Answer):  # None: the worker could not read it
+                    yield ids[k], read_one(ids[k], token) if got.result is None else got.result
+                    break
+                mine[got] = read_one(ids[got], token)  # the worker is still on k: read ahead
+                ahead += sizes[got]
+            else:
+                ahead -= sizes[k]
+                yield ids[k], mine.pop(k)
     finally:
-        if worker is not None:
-            worker.close()
+        feeder.stop()
+
+
+class _Answer:
+    """A worker's answer: the result (None: read it here) and its frame's bytes."""
+
+    __slots__ = ("result", "size")
+
+    def __init__(self, result: BulkResult, size: int) -> None:
+        self.result = result
+        self.size = size
+
+
+class _Feeder:
+    """The thread that gives the worker ids and takes its answers (module docstring). The
+    shared sets are guarded by ``_cond``; only the thread talks to the worker."""
+
+    def __init__(
+        self,
+        worker: ReadWorker,
+        ids: list[str],
+        sizes: Sequence[int],
+        token: CancelToken,
+        payloads: Payloads,
+        digest: Digest | None,
+    ) -> None:
+        self._worker = worker
+        self._ids = ids
+        self._sizes = sizes
+        self._token = token
+        self._payloads = payloads
+        self._digest = digest
+        self._cond = threading.Condition()
+        self._taken: set[int] = set()  # ids this process reads
+        self._sent: dict[int, int] = {}  # request -> index, at the worker
+        self._at_worker: set[int] = set()
+        self._done: dict[int, _Answer] = {}
+        self._held = 0  # frame bytes in _done
+        self._scan = 0  # the next index the worker may be given
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="read-worker-feeder", daemon=True)
+        self._thread.start()
+
+    def claim_or_wait(self, k: int, budget: int | None) -> _Answer | int | None:
+        """For the id due, ``k``: its _Answer; None when it is this process's to read; while
+        the worker is still on it, a free id to read meanwhile (of at most ``budget`` bytes,
+        None: any), else wait for the worker."""
+        with self._cond:
+            while True:
+                answer = self._done.pop(k, None)
+                if answer is not None:
+                    self._held -= answer.size
+                    self._cond.notify_all()
+                    return answer
+                if k not in self._at_worker:
+                    self._taken.add(k)
+                    return None
+                if budget is None or budget > 0:
+                    j = self._free_after(k, budget)
+                    if j is not None:
+                        self._taken.add(j)
+                        return j
+                self._cond.wait()
+
+    def _free_after(self, k: int, budget: int | None) -> int | None:
+        busy, sizes = (self._at_worker, self._taken, self._done), self._sizes
+        for j in range(k + 1, len(self._ids)):
+            if (budget is None or sizes[j] <= budget) and not any(j in b for b in busy):
+                return j
+        return None
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    while not self._stopped and not self._top_up():
+                        self._cond.wait()
+                    if self._stopped:
+                        return
+                request, result = self._worker.receive(self._token)
+                with self._cond:
+                    index = self._sent.pop(request)
+                    self._at_worker.discard(index)
+                    self._done[index] = answer = _Answer(result, self._worker.last_size)
+                    self._held += answer.size
+                    self._cond.notify_all()
+        except BaseException:  # noqa: BLE001 - Broken, cancellation, a stop: read here instead
+            with self._cond:
+                self._at_worker.clear()  # what the worker had is read here when due
+                self._sent.clear()
+                self._scan = len(self._ids)  # and nothing more goes to it
+                self._cond.notify_all()
+        finally:
+            self._worker.close()
+
+    def _top_up(self) -> bool:
+        """Under the lock: send requests while there is room; True when one is outstanding."""
+        ids = self._ids
+        while len(self._sent) < DEPTH and self._held < AHEAD_BYTES and self._scan < len(ids):
+            i = self._scan
+            self._scan += 1
+            if i in self._taken or self._sizes[i] > WORKER_MAX_BYTES:
+                continue  # a long log is read here: its answer would be held twice in flight
+            request = self._worker.send(ids[i], self._payloads, self._digest)  # raises Broken
+            self._sent[request] = i
+            self._at_worker.add(i)
+        return bool(self._sent)
+
+    def stop(self) -> None:
+        """End the thread: a worker still reading is killed (its answers are not wanted)."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._worker.kill()
+        self._thread.join()

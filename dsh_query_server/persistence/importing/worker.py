@@ -4,8 +4,10 @@ Mapping a transcript to its logical log is pure CPU; the index build spends most
 there. ``ReadWorker`` runs a child process (``python -m`` this module) holding its own instance of
 the same backend, which answers ``inspect(id)`` with the log's bytes: the header's and each
 event's JSON, from which the caller rebuilds the very same objects (``Header.from_json``,
-``Event.from_json``). ``ImportBackend.inspect_many`` shares the ids between the worker and
-itself (see there).
+``Event.from_json``). A request may name a ``Digest`` instead: the child runs it on the
+Inspection and answers the header and the digest's bytes (``Digested``), so the index build has
+the child make the documents too and only they cross the pipe. ``ImportBackend.inspect_many``
+shares the ids between the worker and itself (see there).
 
 The answers must stay exact whatever happens to the child, so the channel is strict:
 
@@ -25,17 +27,19 @@ not sent as an error either: the caller reads that id itself, so errors are the 
 from __future__ import annotations
 
 import importlib
+import itertools
 import os
 import select
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any, cast
 
 import msgspec
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
-from ..contract.results import EventOutline, Inspection, Payloads
+from ..contract.results import Digest, Digested, EventOutline, Inspection, Payloads
 
 MAGIC = b"DQW1"
 _HEAD = len(MAGIC) + 4
@@ -54,6 +58,7 @@ class Request(msgspec.Struct, tag=True):
     ident: int
     session_id: str
     payloads: list[str] | None = None  # ``Payloads``, as a list
+    digest: tuple[str, str] | None = None  # a ``Digest``: (module, name)
 
 
 class Answer(msgspec.Struct, tag=True):
@@ -69,6 +74,7 @@ class Answer(msgspec.Struct, tag=True):
     outlines: list[tuple[int, str, int, int]] = msgspec.field(
         default_factory=list[tuple[int, str, int, int]]
     )
+    digested: bool = False  # the body is the digest's parts (``ends``), not events
 
 
 class Broken(Exception):
@@ -136,10 +142,14 @@ def split_answer(frame: bytes) -> tuple[Answer, memoryview]:
     return answer, body
 
 
-def inspection_of(answer: Answer, body: memoryview) -> Inspection:
-    """The Inspection the child read, rebuilt from its bytes."""
+def inspection_of(answer: Answer, body: memoryview) -> Inspection | Digested:
+    """The Inspection the child read, rebuilt from its bytes (or its Digested form)."""
     try:
         meta = Header.from_json(answer.meta)
+        if answer.digested:
+            if answer.outlines:
+                raise Broken("a digest answer with events")
+            return Digested(meta, body, answer.ends)  # the frame's own bytes: no copy
         events: list[Event] = []
         start = 0
         outlines = iter(answer.outlines)
@@ -188,19 +198,21 @@ class ReadWorker:
         self._next = 0
         self.broken = False
         self.outstanding: dict[int, str] = {}  # request -> id asked
+        self.last_size = 0  # the bytes of the last answer's frame
         try:
             write_frame(self._out, _encode(spec))
         except OSError:
             self.broken = True
 
-    def send(self, session_id: str, payloads: Payloads = None) -> int:
+    def send(self, session_id: str, payloads: Payloads = None, digest: Digest | None = None) -> int:
         """Ask for one id; returns the request's number (raises Broken)."""
         if self.broken:
             raise Broken("worker broken")
         self._next += 1
         wanted = None if payloads is None else sorted(payloads)
+        named = None if digest is None else (digest.module, digest.name)
         try:
-            write_frame(self._out, _encode(Request(self._next, session_id, wanted)))
+            write_frame(self._out, _encode(Request(self._next, session_id, wanted, named)))
         except OSError as exc:
             self.broken = True
             raise Broken(str(exc)) from None
@@ -211,8 +223,8 @@ class ReadWorker:
         """An answer can be read without waiting."""
         return bool(select.select([self._in], [], [], 0)[0])
 
-    def receive(self, token: CancelToken = NULL_TOKEN) -> tuple[int, Inspection | None]:
-        """The next answer: its request and the Inspection, or None when the child could not
+    def receive(self, token: CancelToken = NULL_TOKEN) -> tuple[int, Inspection | Digested | None]:
+        """The next answer: its request and the Inspection (or Digested), or None when the child could not
         read that id (the caller reads it itself). Raises Broken, or the token's cancellation."""
         try:
             while not select.select([self._in], [], [], 0.1)[0]:
@@ -220,6 +232,7 @@ class ReadWorker:
                 if self.process.poll() is not None and not self.ready():
                     raise Broken("worker exited")
             frame = read_frame(self._in)
+            self.last_size = len(frame)
             answer, body = split_answer(frame)
         except OSError as exc:
             self.broken = True
@@ -240,6 +253,11 @@ class ReadWorker:
         except Broken:
             self.broken = True
             raise
+
+    def kill(self) -> None:
+        """Stop the child at once (safe from another thread: the reader then sees it exit)."""
+        if self.process.returncode is None:
+            self.process.kill()
 
     def close(self) -> None:
         for fd in (self._out, self._in):
@@ -264,6 +282,7 @@ def serve(read_fd: int, write_fd: int) -> None:
     # the whole listing again per id (a stat of every directory walked).
     token = CancelToken()
     backend.list(token)
+    digests: dict[tuple[str, str], Callable[[str, Inspection], list[bytes]]] = {}
     while True:
         try:
             request = _request.decode(read_frame(read_fd))
@@ -271,28 +290,44 @@ def serve(read_fd: int, write_fd: int) -> None:
             return
         if not isinstance(request, Request):
             return
-        raws: list[bytes] = []
         try:
             payloads = None if request.payloads is None else frozenset(request.payloads)
             ins = backend.inspect_payloads(request.session_id, payloads, token)
-            ends: list[int] = []
-            outlines: list[tuple[int, str, int, int]] = []
-            at = 0
-            for k, event in enumerate(cast(list[Event | EventOutline], ins.events)):
-                if isinstance(event, EventOutline):
-                    outlines.append((k, event.type, event.seq, event.time))
-                    continue
-                raws.append(bytes(event.raw))  # the event's own bytes: no copy
-                at += len(event.raw)
-                ends.append(at)
-            meta = bytes(ins.meta.raw)
-            answer = Answer(request.ident, request.session_id, True, meta, ends, outlines)
+            if request.digest is None:
+                answer, raws = _events_answer(request, ins)
+            else:
+                digest = digests.get(request.digest)
+                if digest is None:
+                    module, name = request.digest
+                    digest = getattr(importlib.import_module(module), name)
+                    digests[request.digest] = digest
+                raws = digest(request.session_id, ins)
+                meta = bytes(ins.meta.raw)
+                ends = list(itertools.accumulate(map(len, raws)))
+                answer = Answer(request.ident, request.session_id, True, meta, ends, digested=True)
             del ins
         except Exception:  # noqa: BLE001 - the caller reads this id itself, errors and all
             answer, raws = Answer(request.ident, request.session_id, False), []
         head = _encode(answer)
         write_frame(write_fd, len(head).to_bytes(4, "big"), head, *raws)
         del raws, head  # before the next read: two long logs are never held at once
+
+
+def _events_answer(request: Request, ins: Inspection) -> tuple[Answer, list[bytes]]:
+    """The answer of an Inspection sent as its events' own bytes, outlines apart."""
+    raws: list[bytes] = []
+    ends: list[int] = []
+    outlines: list[tuple[int, str, int, int]] = []
+    at = 0
+    for k, event in enumerate(cast(list[Event | EventOutline], ins.events)):
+        if isinstance(event, EventOutline):
+            outlines.append((k, event.type, event.seq, event.time))
+            continue
+        raws.append(bytes(event.raw))  # the event's own bytes: no copy
+        at += len(event.raw)
+        ends.append(at)
+    meta = bytes(ins.meta.raw)
+    return Answer(request.ident, request.session_id, True, meta, ends, outlines), raws
 
 
 if __name__ == "__main__":

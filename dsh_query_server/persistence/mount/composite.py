@@ -18,6 +18,7 @@ from ..contract.capabilities import Capabilities, RawArtifactReader
 from ..contract.errors import SessionPersistenceReadOnlyError, SessionRawArtifactsUnsupportedError
 from ..contract.results import (
     BulkResult,
+    Digest,
     Inspection,
     Payloads,
     SessionLocation,
@@ -147,6 +148,7 @@ class CompositeBackend:
         limit: int,
         token: CancelToken = NULL_TOKEN,
         payloads: Payloads = None,
+        digest: Digest | None = None,
     ) -> Iterator[tuple[str, BulkResult]]:
         """base.BulkInspector: each run of consecutive ids one member owns goes to that member's
         bulk read; an id of a member without one, or that no member lists, is left to the caller
@@ -162,7 +164,9 @@ class CompositeBackend:
                 for sid in session_ids[start:end]:
                     yield sid, None
             else:
-                yield from reader.inspect_many(session_ids[start:end], limit, token, payloads)
+                yield from reader.inspect_many(
+                    session_ids[start:end], limit, token, payloads, digest
+                )
             start = end
 
     def skipped_artifacts(self) -> list[SkippedArtifact]:

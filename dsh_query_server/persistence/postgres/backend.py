@@ -23,7 +23,15 @@ from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
 from ...values import is_nonneg_safe_integer
 from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
-from ..contract.results import BulkResult, Inspection, Payloads, Snapshot, StoredLog, Window
+from ..contract.results import (
+    BulkResult,
+    Digest,
+    Inspection,
+    Payloads,
+    Snapshot,
+    StoredLog,
+    Window,
+)
 from ..logical import legacy
 from ..logical import log as logical
 from ..logical.memo import VerificationMemo
@@ -213,10 +221,11 @@ class PostgresBackend:
         limit: int,
         token: CancelToken = NULL_TOKEN,
         payloads: Payloads = None,
+        digest: Digest | None = None,
     ) -> Iterator[tuple[str, BulkResult]]:
         """``inspect`` of many ids in one transaction per chunk (bulk.py); every event whole
-        (``payloads`` allows outlines, never asks for them)."""
-        del payloads
+        (``payloads`` allows outlines, never asks for them), none digested (no worker)."""
+        del payloads, digest
         source = bulk.Source(self._pool, self._mount.schema, self._open)
         return bulk.inspect_many(source, session_ids, limit, token)
 

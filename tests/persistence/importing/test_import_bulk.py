@@ -265,3 +265,19 @@ def test_truncated_or_foreign_frames_are_broken() -> None:
         split_answer(b"\x00\x00\x00\x09garbage!!")
     with pytest.raises(Broken):
         split_answer(b"\x00")
+
+
+def test_a_bulk_read_left_early_stops_its_worker(home: pathlib.Path) -> None:
+    """The caller stops after two answers (a cancelled build): the feeder thread ends and the
+    worker process is gone, whatever it was still reading."""
+    backend = ClaudeBackend(str(home / "claude"), f"claude:{home / 'claude'}")
+    ids = [str(h.id) for h in backend.list()]
+    spec = backend.worker_spec()
+    assert spec is not None
+    before = {t.name for t in threading.enumerate()}
+    reads = shared.shared_reads(backend._bulk_one, spec, ids, [0] * len(ids), NULL_TOKEN)
+    for (sid, got), want in zip(reads, ids[:2], strict=False):
+        assert sid == want
+        assert_same(got, inspected(backend, sid))
+    reads.close()
+    assert "read-worker-feeder" not in {t.name for t in threading.enumerate()} - before

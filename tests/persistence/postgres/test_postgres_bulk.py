@@ -88,7 +88,7 @@ def _same(got: BulkResult, want: Inspection | Exception) -> bool:
     if isinstance(want, Exception) or isinstance(got, Exception):
         return type(got) is type(want) and str(got) == str(want)
     return (
-        got is not None
+        isinstance(got, Inspection)
         and got.meta == want.meta
         and raws(got.events) == raws(want.events)
         and got.events == want.events
