@@ -61,8 +61,9 @@ class Event:
     surface_op: Any
     source_seqs: Any
     ignorable: Any
-    # The payload: its JSON, or (assembled events) its start in ``raw``, or UNSET when absent.
-    _data: msgspec.Raw | int | UnsetType
+    # The payload: its JSON, or (assembled events) its start in ``raw`` (or its slice of
+    # ``raw``, when keys follow it), or UNSET when absent.
+    _data: msgspec.Raw | int | slice | UnsetType
 
     def __init__(self, raw: bytes, env: _Envelope) -> None:
         self.raw = raw
@@ -100,6 +101,24 @@ class Event:
         event.time = time
         event._data = len(raw) - len(data_json) - 1  # raw ends with data_json + "}"
         event.surface_op = event.source_seqs = event.ignorable = UNSET
+        return event
+
+    @classmethod
+    def assemble_surface(
+        cls, raw: bytes, type: str, seq: int, time: int, data: slice, op: Any, sources: Any
+    ) -> Event:
+        """``assemble`` of an object with keys after ``data`` (``raw[data]``): a surface event's
+        ``surfaceOp`` (``op``) and ``sourceEventSeqs`` (``sources``, UNSET when absent), the
+        values its JSON encodes (the caller's, not shared with anyone)."""
+        event = cls.__new__(cls)
+        event.raw = raw
+        event.type = sys.intern(type)
+        event.seq = seq
+        event.time = time
+        event._data = data
+        event.surface_op = op
+        event.source_seqs = sources
+        event.ignorable = UNSET
         return event
 
     @classmethod
@@ -144,6 +163,8 @@ class Event:
         data = self._data
         if type(data) is int:  # assembled: the payload's start in raw
             return self.raw[data:-1]
+        if type(data) is slice:  # assembled with keys after the payload
+            return self.raw[data]
         return bytes(data) if data is not UNSET else b""
 
     def data(self) -> Any:

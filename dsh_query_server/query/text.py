@@ -16,6 +16,8 @@ from operator import ne
 from re._casefix import _EXTRA_CASES
 from typing import Any
 
+import msgspec
+
 from ..model.event import Event
 from ..values import WHITESPACE_CHARS, split_whitespace, trim
 
@@ -82,17 +84,108 @@ def _parts(etype: Any, data: Any) -> list[str]:
     return out
 
 
+# The bulk of the text types' payloads, decoded into just the fields extraction reads (msgspec
+# skips the rest: provenance, ids, usage) instead of into a dict per object. A payload of another
+# shape (a string where a list is, a lone surrogate) fails to decode and takes ``_parts``, which
+# gives every shape the same text, so both paths agree (tests/query/test_text_typed.py).
+
+
+class _Block(msgspec.Struct, gc=False):
+    type: Any = None
+    text: Any = None
+    name: Any = None
+    arguments: Any = None
+    content: Any = None  # a tool-result's blocks: read by _content_parts
+
+
+class _Message(msgspec.Struct, gc=False):
+    content: list[_Block] | None = None
+
+
+class _UserData(msgspec.Struct, gc=False):
+    content: list[_Block] | None = None
+
+
+class _AssistantData(msgspec.Struct, gc=False):
+    message: _Message | None = None
+
+
+class _CallData(msgspec.Struct, gc=False):
+    name: Any = None
+    arguments: Any = None
+
+
+class _ResultData(msgspec.Struct, gc=False):
+    message: _Message | None = None
+    error: Any = None
+
+
+_TYPED: dict[str, Any] = {
+    "user/message": msgspec.json.Decoder(_UserData).decode,
+    "assistant/message": msgspec.json.Decoder(_AssistantData).decode,
+    "tool/call": msgspec.json.Decoder(_CallData).decode,
+    "tool/result": msgspec.json.Decoder(_ResultData).decode,
+}
+
+
+def _block_parts(blocks: list[_Block] | None, out: list[str]) -> None:
+    """``_content_parts`` of blocks decoded as _Block."""
+    if blocks is None:
+        return
+    for block in blocks:
+        kind = block.type
+        if kind == "text":
+            _add(out, block.text)
+        elif kind == "tool-call":
+            _add(out, block.name)
+            _add(out, block.arguments)
+        elif kind == "tool-result":
+            _content_parts(block.content, out)
+
+
+def _typed_parts(data: Any) -> list[str]:
+    out: list[str] = []
+    if type(data) is _UserData:
+        _block_parts(data.content, out)
+    elif type(data) is _AssistantData:
+        if data.message is not None:
+            _block_parts(data.message.content, out)
+    elif type(data) is _CallData:
+        _add(out, data.name)
+        _add(out, data.arguments)
+    elif type(data) is _ResultData:
+        if data.message is not None:
+            _block_parts(data.message.content, out)
+        error = data.error
+        _add(out, _get(error, "name"))
+        _add(out, _get(error, "code"))
+    return out
+
+
 def extract_text(event: Event) -> str:
     """The event's semantic text: trimmed non-empty parts joined with newlines ('' for none)."""
-    if event.type not in _TEXT_TYPES:
+    etype = event.type
+    if etype not in _TEXT_TYPES:
         return ""
-    return text_of(event.type, event.data())
+    decode = _TYPED.get(etype)
+    if decode is not None and event.has_data:
+        try:
+            data = decode(event.data_json)
+        except msgspec.DecodeError:  # ValidationError too: a shape only _parts reads
+            pass
+        else:
+            return _joined(_typed_parts(data))
+    return text_of(etype, event.data())
+
+
+def _joined(parts: list[str]) -> str:
+    trimmed = (trim(p) for p in parts)
+    return "\n".join(p for p in trimmed if p)
 
 
 def text_of(etype: Any, data: Any) -> str:
     """``extract_text`` of an event of type ``etype`` whose data the caller already decoded."""
-    parts = (trim(p) for p in _parts(etype, data))
-    return "\n".join(p for p in parts if p)
+    return _joined(_parts(etype, data))
 
 
 def _class_min(cp: int) -> int:

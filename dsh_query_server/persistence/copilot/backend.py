@@ -193,7 +193,6 @@ class CopilotBackend(ImportBackend):
         builder: MemoBuilder | None,
         payloads: Payloads = None,
     ) -> Inspection:
-        del payloads  # every event whole (outlines are allowed, never required)
         plan = cand.plan
         if not isinstance(plan, _Plan):
             raise unreadable(self.rel(cand.path), "it has no session.start")
@@ -207,7 +206,7 @@ class CopilotBackend(ImportBackend):
                 self.rel(cand.path),
                 f'its session.start names another id than "{plan.file.session_id}"',
             )
-        em = Emitter(PLUGIN, anchor.created_at)
+        em = Emitter(PLUGIN, anchor.created_at, payloads=payloads)
         key = plan.agent.key if plan.agent is not None else None
         mapper = CopilotMapper(em, key)
         em.sink = builder.emitted if builder is not None else None

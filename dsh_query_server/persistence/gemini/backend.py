@@ -183,7 +183,6 @@ class GeminiBackend(ImportBackend):
         builder: MemoBuilder | None,
         payloads: Payloads = None,
     ) -> Inspection:
-        del payloads  # every event whole (outlines are allowed, never required)
         plan = cand.plan
         if not isinstance(plan, _Plan):
             raise unreadable(self.rel(cand.path), "it has no session record")
@@ -195,7 +194,7 @@ class GeminiBackend(ImportBackend):
             if anchor is None:
                 raise unreadable(self.rel(cand.path), "it is no JSON session document")
             self._same_id(cand, anchor)
-            em = GeminiEmitter(PLUGIN, anchor.created_at)
+            em = GeminiEmitter(PLUGIN, anchor.created_at, payloads=payloads)
             mapper = GeminiMapper(em)
             if builder is not None:
                 builder.end()  # no event of a document comes from a line
@@ -208,7 +207,7 @@ class GeminiBackend(ImportBackend):
                 raise unreadable(self.rel(cand.path), "no record names a session and a project")
             anchor = derive(rec)
             self._same_id(cand, anchor)
-            em = GeminiEmitter(PLUGIN, anchor.created_at)
+            em = GeminiEmitter(PLUGIN, anchor.created_at, payloads=payloads)
             mapper = GeminiMapper(em)
             em.sink = builder.emitted if builder is not None else None
             feed(cand.path, size, token, mapper.feed, builder)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 import msgspec
+from msgspec import UNSET
 
 from ... import jsoncodec
 from ...model.event import Event
@@ -34,6 +35,32 @@ def fallback_title(texts: list[str]) -> str:
 def scalar_record(record: JSONObject) -> JSONObject:
     """An oversized record keeps only its top-level scalar members (§0.2)."""
     return {k: v for k, v in record.items() if not isinstance(v, (dict, list))}
+
+
+def _assembled(value: JSONObject, etype: str, seq: int, time: int) -> Event | None:
+    """The event of ``value`` ({type, data} and a surface event's surfaceOp and
+    sourceEventSeqs) with its JSON assembled around the payload's, which the event keeps by
+    position: the bytes the whole object's encoding gives, without parsing them back. None for
+    a lone surrogate (no UTF-8 form: the whole-object path escapes it)."""
+    try:
+        data_json = _encode(value["data"])
+        head = b'{"type":%b,"seq":%d,"time":%d,"data":' % (_encode(etype), seq, time)
+        if len(value) == 2:  # a log-only event: the payload ends the object
+            raw = b"".join((head, data_json, b"}"))
+            return Event.assemble(raw, etype, seq, time, data_json)
+        op, sources = value.get("surfaceOp", UNSET), value.get("sourceEventSeqs", UNSET)
+        tail = b"".join(
+            (
+                b"" if op is UNSET else b',"surfaceOp":' + _encode(op),
+                b"" if sources is UNSET else b',"sourceEventSeqs":' + _encode(sources),
+                b"}",
+            )
+        )
+    except UnicodeEncodeError:
+        return None
+    raw = b"".join((head, data_json, tail))
+    data = slice(len(head), len(head) + len(data_json))
+    return Event.assemble_surface(raw, etype, seq, time, data, op, sources)
 
 
 @dataclass(slots=True)
@@ -112,21 +139,14 @@ class Emitter:
     def _put(self, value: JSONObject, time: int) -> int:
         seq = len(self.events)
         etype, data = value["type"], value["data"]
-        if self.sink is None and len(value) == 2 and type(etype) is str:
-            if self.payloads is not None and etype not in self.payloads:
+        if self.sink is None and type(etype) is str:
+            if len(value) == 2 and self.payloads is not None and etype not in self.payloads:
                 self.events.append(cast(Event, EventOutline(etype, seq, time)))
                 self.last_time = time
                 return seq
-            # a log-only event: its JSON assembled around the payload's, which the event keeps
-            # by offset (no second parse); a lone surrogate takes the whole-object path below
-            try:
-                data_json = _encode(data)
-            except UnicodeEncodeError:
-                data_json = None
-            if data_json is not None:
-                head = b'{"type":%b,"seq":%d,"time":%d,"data":' % (_encode(etype), seq, time)
-                raw = b"".join((head, data_json, b"}"))
-                self.events.append(Event.assemble(raw, etype, seq, time, data_json))
+            event = _assembled(value, etype, seq, time)
+            if event is not None:
+                self.events.append(event)
                 self.last_time = time
                 return seq
         ordered: JSONObject = {"type": etype, "seq": seq, "time": time, "data": data}

@@ -25,10 +25,41 @@ def _day_ms(year: int, month: int, day: int) -> int | None:
 _DAYS: dict[str, int | None] = {}  # "YYYY-MM-DD" -> _day_ms: a transcript spans few days
 
 
+_MINUTES: dict[str, int | None] = {}  # "YYYY-MM-DDTHH:MM" -> its start, by parse_rfc3339
+
+
 def parse_time(value: object) -> int | None:
     """An RFC 3339 timestamp floored to epoch milliseconds, or None when it is not one."""
+    # Nearly every record's time is "YYYY-MM-DDTHH:MM:SS.mmmZ": its minute memoised, only the
+    # seconds and milliseconds read (the regular expression cost a tenth of mapping a record).
+    if (
+        type(value) is str
+        and len(value) == 24
+        and value[23] == "Z"
+        and value[19] == "."
+        and value[16] == ":"
+        and value.isascii()
+    ):
+        sec, frac = value[17:19], value[20:23]
+        if sec.isdigit() and frac.isdigit():  # ASCII, so only 0-9, as the pattern's \\d
+            minute = value[:16]
+            base = _MINUTES.get(minute, False)
+            if base is False:
+                base = parse_rfc3339(minute + ":00.000Z")
+                if len(_MINUTES) >= 4096:
+                    _MINUTES.clear()
+                _MINUTES[minute] = base
+            if base is None:
+                return None
+            ms = base + min(int(sec), 59) * 1000 + int(frac)
+            return ms if -MAX_SAFE <= ms <= MAX_SAFE else None
     if not isinstance(value, str):
         return None
+    return parse_rfc3339(value)
+
+
+def parse_rfc3339(value: str) -> int | None:
+    """``parse_time`` of any string, by the regular expression."""
     m = _RFC3339.match(value)
     if m is None:
         return None

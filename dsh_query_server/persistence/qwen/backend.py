@@ -232,7 +232,6 @@ class QwenBackend(ImportBackend):
         builder: MemoBuilder | None,
         payloads: Payloads = None,
     ) -> Inspection:
-        del payloads  # every event whole (outlines are allowed, never required)
         plan = cand.plan
         if not isinstance(plan, _Plan):
             raise unreadable(self.rel(cand.path), "the transcript has no session record")
@@ -242,7 +241,7 @@ class QwenBackend(ImportBackend):
         anchor = _anchor_of(rec)
         f = plan.file
         lineage = self._lineage(self._proofs.start(), f, anchor)
-        em = Emitter(PLUGIN, min(max(anchor.time, 0), MAX_SAFE))
+        em = Emitter(PLUGIN, min(max(anchor.time, 0), MAX_SAFE), payloads=payloads)
         copied = f.agent is None and anchor.forked_from not in (None, f.stem)
         mapper = QwenMapper(em, copied)
         em.sink = builder.emitted if builder is not None else None

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsh_query_server.persistence.importing import values
 from dsh_query_server.persistence.importing.values import MAX_SAFE, parse_time
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -65,3 +66,26 @@ def test_parse_time_rejects_what_is_no_timestamp():
     assert parse_time("2026-01-01T24:00:00Z") is None
     assert parse_time("2026-01-01T00:00:60.5Z") == parse_time("2026-01-01T00:00:59.5Z")
     assert parse_time(17) is None and parse_time("2026-01-01") is None
+
+
+# The fast path's shape ("YYYY-MM-DDTHH:MM:SS.mmmZ"), with one character of it possibly replaced
+# (another digit, a Unicode digit, a separator): the memoised minute answers as the regular
+# expression's path does (``reference`` only reads well-formed stamps).
+odd_char = st.sampled_from(["0", "9", "٣", "x", ":", ".", "T", "Z", "-", " "])
+
+
+@settings(max_examples=800)
+@given(
+    st.tuples(
+        st.integers(1, 9999), st.integers(0, 13), st.integers(0, 32), st.integers(0, 25),
+        st.integers(0, 61), st.integers(0, 61), st.integers(0, 999),
+    ).map(lambda t: "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}.{:03d}Z".format(*t)),
+    st.one_of(st.none(), st.tuples(st.integers(0, 23), odd_char)),
+)  # fmt: skip
+def test_parse_time_fast_shape_equals_the_datetime_rule(text, change):
+    if change is not None:
+        at, char = change
+        text = text[:at] + char + text[at + 1 :]
+    expected = reference(text) if change is None else values.parse_rfc3339(text)
+    assert parse_time(text) == expected
+    assert parse_time(text) == expected  # again: now from the minute's memo
