@@ -128,7 +128,9 @@ class QueryServer(LanguageServer):
         runtime = self.runtime
         if runtime is None:  # pygls answers nothing but initialize before it
             raise JsonRpcException(message="server not initialized", code=SERVER_NOT_INITIALIZED)
-        return await self.dispatcher.run(self.protocol.msg_id, method, runtime, params)
+        msg_id = self.protocol.msg_id
+        progress = self.protocol.command_progress(msg_id, method)
+        return await self.dispatcher.run(msg_id, method, runtime, params, progress)
 
 
 class PrivateService:

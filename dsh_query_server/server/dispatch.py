@@ -224,10 +224,17 @@ class Dispatcher:
 
         self.executor.submit(work)
 
-    async def run(self, msg_id: Any, method: Method, runtime: Runtime, params: Any) -> Any:
+    async def run(
+        self,
+        msg_id: Any,
+        method: Method,
+        runtime: Runtime,
+        params: Any,
+        progress: tuple[Tracker, Any] = (NULL_TRACKER, None),
+    ) -> Any:
         """For pygls handlers (``workspace/executeCommand``): the result, or the coded failure as
-        the JsonRpcException pygls answers with."""
-        token = self.tokens.register(msg_id)
+        the JsonRpcException pygls answers with. ``progress`` as for ``submit``."""
+        token = self.tokens.register(msg_id, *progress)
         try:
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self.executor, invoke, method, runtime, params, token)

@@ -184,3 +184,52 @@ async def test_no_progress_for_a_client_that_cannot_show_it(plain_client, tmp_pa
     )
     await _search(plain_client, {"query": "needle"})
     assert plain_client.progress_reports == {}
+
+
+# -- workspace/executeCommand: the same progress as the request the command runs ---------------
+
+
+async def _command(client: LanguageClient, command: str, arg: Any, token: Any = None) -> Any:
+    params = types.ExecuteCommandParams(command=command, arguments=[arg], work_done_token=token)
+    return await client.workspace_execute_command_async(params)
+
+
+async def test_a_command_reports_through_its_own_work_done_token(client, tmp_path):
+    root = _home(tmp_path / "home")
+    client.progress_reports["cmd"] = []  # as the client's own create would
+    await _command(client, "dshQuery.server.mount", {"uri": f"jsonl:{root}"}, "cmd")
+    await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports["cmd"]))
+    reports = client.progress_reports["cmd"]
+    check_sequence(reports)
+    assert reports[0].title == "dsh-query mount"
+    assert reports[-1].message == "done"
+    assert list(client.progress_reports) == ["cmd"]  # nothing created beside it
+
+
+async def test_a_command_without_a_token_gets_a_created_one(client, tmp_path):
+    root = _home(tmp_path / "home")
+    await _command(client, "dshQuery.server.mount", {"uri": f"jsonl:{root}"})
+    await _wait_for(
+        lambda: bool(_all(client)) and all(r and r[-1].kind == "end" for r in _all(client))
+    )
+    (reports,) = _all(client)
+    check_sequence(reports)
+    assert reports[0].title == "dsh-query mount"
+    assert reports[-1].message == "done"
+
+
+async def test_a_failing_command_ends_its_progress(client):
+    client.progress_reports["bad"] = []
+    with pytest.raises(JsonRpcException) as info:
+        await _command(client, "dshQuery.server.mount", {"uri": "nosuchscheme:x"}, "bad")
+    assert (info.value.data or {}).get("code") == "SESSION_QUERY_INVALID_CONFIG"
+    await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports["bad"]))
+    reports = client.progress_reports["bad"]
+    check_sequence(reports)
+    assert reports[-1].message.startswith("failed: ")
+
+
+async def test_no_command_progress_for_a_client_that_cannot_show_it(plain_client, tmp_path):
+    root = _home(tmp_path / "home")
+    await _command(plain_client, "dshQuery.server.mount", {"uri": f"jsonl:{root}"})
+    assert plain_client.progress_reports == {}
