@@ -233,3 +233,31 @@ async def test_no_command_progress_for_a_client_that_cannot_show_it(plain_client
     root = _home(tmp_path / "home")
     await _command(plain_client, "dshQuery.server.mount", {"uri": f"jsonl:{root}"})
     assert plain_client.progress_reports == {}
+
+
+async def test_an_export_counts_its_sessions(client, tmp_path):
+    from tests.mcp_helpers import CORPUS, write_corpus
+
+    write_corpus(f"jsonl:{tmp_path / 'ex'}?compression=none")
+    await client.protocol.send_request_async(
+        "sessionPersistence/mount", {"uri": f"jsonl:{tmp_path / 'ex'}"}
+    )
+    client.progress_reports["ex"] = []
+    params = {
+        "sessionId": "s-root",
+        "outputPath": str(tmp_path / "s.zip"),
+        "includeDescendants": True,
+        "workDoneToken": "ex",
+    }
+    result = await client.protocol.send_request_async("sessionQuery/exportSession", params)
+    total = len(result["entries"])
+    assert total > 1 and total <= len(CORPUS)
+    await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports["ex"]))
+    reports = client.progress_reports["ex"]
+    assert check_sequence(reports)[-1] == 100
+    assert reports[0].title == "dsh-query exportSession"
+    messages = [r.message for r in reports if r.message]
+    assert [m for m in messages if m.startswith("exported ")] == [
+        f"exported {n} of {total} sessions" for n in range(1, total + 1)
+    ]
+    assert messages[-2:] == ["writing the archive", "done"]
