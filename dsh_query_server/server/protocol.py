@@ -307,7 +307,7 @@ class QueryProtocol(CapabilitiesProtocol):
             return False
         with self._count_lock:
             self._inflight += 1
-        progress = tracker_for(self, loop, method.name, params, self._client_creates_progress())
+        progress = tracker_for(self, loop, method.name, params, self.client_creates_progress())
         self.host.dispatcher.submit(
             msg_id, method, runtime, params, lambda frame: self._answered(loop, frame), progress
         )
@@ -319,9 +319,9 @@ class QueryProtocol(CapabilitiesProtocol):
         token = self._command_tokens.pop(msg_id, None)
         loop = asyncio.get_running_loop()
         title = title_of(method.name)
-        return tracker_with(self, loop, title, token, self._client_creates_progress())
+        return tracker_with(self, loop, title, token, self.client_creates_progress())
 
-    def _client_creates_progress(self) -> bool:
+    def client_creates_progress(self) -> bool:
         """The client said ``window.workDoneProgress`` at initialize (protocol.md §8)."""
         client = self.client_capabilities
         window = client.window if client is not None else None

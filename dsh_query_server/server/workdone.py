@@ -143,9 +143,11 @@ def tracker_with(
     title: str,
     token: str | int | None,
     client_creates: bool,
+    delay: float | None = None,
 ) -> tuple[Tracker, str | int | None]:
     """``tracker_for`` with the token already found: ``workspace/executeCommand`` carries its
-    ``workDoneToken`` beside the command, not in the argument the method reads."""
+    ``workDoneToken`` beside the command, not in the argument the method reads. ``delay``: as
+    ``Tracker``'s (0 for a viewer of work that has waited already, progress.Broadcast)."""
     create = False
     if token is None:
         if not client_creates:
@@ -153,7 +155,7 @@ def tracker_with(
         token = f"dsh-query-{os.getpid()}-{next(_counter)}"
         create = True
     sink = LspSink(out, loop, token, create, cancellable=True)
-    return Tracker(sink, title), token
+    return Tracker(sink, title, delay), token
 
 
 __all__ = ["LspSink", "progress_token", "title_of", "tracker_for", "tracker_with"]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import sys
+import tempfile
 from typing import Any
 
 import pytest
@@ -261,3 +263,78 @@ async def test_an_export_counts_its_sessions(client, tmp_path):
         f"exported {n} of {total} sessions" for n in range(1, total + 1)
     ]
     assert messages[-2:] == ["writing the archive", "done"]
+
+
+# -- the index warm-up (semantics.md §6.5 [ours]): no request, shown to every client that can ----
+
+WARM_SERVER = [sys.executable, "-m", "tests.harness_warm_server"]
+# The test backend of each warm-up server (``gate:<dir>``): every read writes
+# ``<dir>/<op>.started`` and blocks until ``<dir>/release`` exists, so the warm-up is still
+# running whatever the client does meanwhile. One directory per fixture.
+WARM_DIRS = {name: pathlib.Path(tempfile.mkdtemp(prefix=f"warm-{name}-")) for name in ("a", "b")}
+
+
+def _warm_config(name: str) -> Any:
+    env = {**ENV, "DSH_TEST_WARM_MOUNT": f"test:gate:{WARM_DIRS[name]}"}
+    return config(env=env, server=WARM_SERVER)
+
+
+def _warm_init(creates: bool) -> types.InitializeParams:
+    window = types.WindowClientCapabilities(work_done_progress=creates)
+    return types.InitializeParams(
+        capabilities=types.ClientCapabilities(window=window),
+        # manual: a checkpoint stops the warm-up (it waits for the index), not wanted here
+        initialization_options={"index": ":memory:", "checkpoint": {"mode": "manual"}},
+    )
+
+
+def _started(name: str) -> bool:
+    return any(p.name.endswith(".started") for p in WARM_DIRS[name].iterdir())
+
+
+def _release(name: str) -> None:
+    (WARM_DIRS[name] / "release").touch()
+
+
+def _warm_ups(client: LanguageClient) -> dict[Any, list[Any]]:
+    every: dict[Any, list[Any]] = dict(client.progress_reports)
+    return {t: r for t, r in every.items() if r and r[0].title == "dsh-query warmUp"}
+
+
+@pytest_lsp.fixture(config=_warm_config("a"))
+async def warm_client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(_warm_init(creates=True))
+    yield
+    _release("a")
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+async def test_the_warm_up_is_shown_and_stops_when_its_token_is_cancelled(warm_client):
+    """The client is shown the warm-up under a token the server created after initialized;
+    cancelling that token stops the warm-up, which still ends its progress."""
+    await _wait_for(lambda: bool(_warm_ups(warm_client)) and _started("a"))
+    ((token, reports),) = _warm_ups(warm_client).items()
+    assert reports[0].cancellable is True
+    warm_client.protocol.notify(
+        types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token)
+    )
+    # answered after the cancel was handled (messages are handled in order)
+    await warm_client.protocol.send_request_async("sessionPersistence/status", {})
+    _release("a")
+    await _wait_for(lambda: reports[-1].kind == "end")
+    check_sequence(reports)
+    assert reports[-1].message == "stopped"
+    assert list(warm_client.progress_reports) == [token]
+
+
+@pytest_lsp.fixture(config=_warm_config("b"))
+async def warm_plain_client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(_warm_init(creates=False))
+    yield
+    _release("b")
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+async def test_the_warm_up_is_not_shown_to_a_client_that_cannot_create_tokens(warm_plain_client):
+    await _wait_for(lambda: _started("b"))
+    assert warm_plain_client.progress_reports == {}
