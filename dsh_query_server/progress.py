@@ -201,4 +201,75 @@ class Tracker:
         self._sent, self._dirty = now, False
 
 
-NULL_TRACKER = Tracker(None, "")  # shows nothing: a token without a client that shows progress
+NULL_TRACKER = Tracker(None, "")
+
+
+# -- background work shown to whoever watches --------------------------------------------------
+
+ViewerFactory = Callable[[str], Tracker]
+"""Makes one viewer's tracker for background work of the given title (a created LSP token)."""
+
+
+class Broadcast:
+    """The ``Sink`` of background work that belongs to no request (the index warm-up,
+    semantics.md §6.5 **[ours]**): shown to every viewer that ``join``s, also to one that joins
+    while the work runs, which starts at the work's current message and percentage. Each viewer
+    has a tracker of its own (delay 0: the work's own tracker has waited already), so each keeps
+    the per-token rules (one begin, one end, percentages that never go down)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._viewers: dict[object, Tracker] = {}
+        self._waiting: dict[object, ViewerFactory] = {}  # joined before the work showed
+        self._title: str | None = None  # set at begin
+        self._message: str | None = None
+        self._percentage: int | None = None
+        self._ended = False
+
+    def join(self, key: object, make: ViewerFactory) -> None:
+        """Show the work to one more viewer (``key``: its connection), from now until its end."""
+        with self._lock:
+            if self._ended or key in self._viewers:
+                return
+            if self._title is None:
+                self._waiting[key] = make
+                return
+            self._start(key, make)
+
+    def leave(self, key: object) -> None:
+        """The viewer went away: nothing more is sent to it."""
+        with self._lock:
+            self._waiting.pop(key, None)
+            self._viewers.pop(key, None)
+
+    def open(self, ready: Callable[[bool], None]) -> None:
+        ready(True)
+
+    def begin(self, title: str, message: str | None, percentage: int | None) -> None:
+        with self._lock:
+            self._title, self._message, self._percentage = title, message, percentage
+            waiting, self._waiting = self._waiting, {}
+            for key, make in waiting.items():
+                self._start(key, make)
+
+    def report(self, message: str | None, percentage: int | None) -> None:
+        with self._lock:
+            self._message, self._percentage = message, percentage
+            viewers = list(self._viewers.values())
+        for viewer in viewers:
+            viewer.report(message, percentage, 100)
+
+    def end(self, message: str) -> None:
+        with self._lock:
+            self._ended = True
+            self._waiting.clear()
+            viewers, self._viewers = list(self._viewers.values()), {}
+        for viewer in viewers:
+            viewer.finish(message)
+
+    def _start(self, key: object, make: ViewerFactory) -> None:
+        assert self._title is not None
+        viewer = make(self._title)
+        viewer.report(self._message, self._percentage, 100)
+        viewer.arm()
+        self._viewers[key] = viewer  # shows nothing: a token without a client that shows progress

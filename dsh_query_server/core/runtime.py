@@ -19,6 +19,7 @@ from ..persistence.contract.backend import PersistenceBackend
 from ..persistence.mount.binding import Binding, PersistenceBinding
 from ..persistence.mount.composite import CompositeBackend, open_persistence
 from ..persistence.mount.uri import display_uri, open_backend
+from ..progress import Broadcast, Tracker
 from ..query.service import SessionQueryService
 from ..search.service import SearchService
 from ..search.unreadable import UnreadableSession, capped, skipped_entry
@@ -26,6 +27,8 @@ from ..session.store import SessionStore
 from .checkpoint import Checkpointer
 from .config import ServerConfig
 from .freshness import ChangeFeed, ChangeListeners, FreshnessPoller, members
+
+WARM_UP_TITLE = "dsh-query warmUp"  # after search.warmUp, the setting that turns it off
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +120,9 @@ class Runtime:
         self.checkpointer.before_wait = self.search.stop_warm_up
         self.freshness: FreshnessPoller | None = None
         self.listeners: ChangeListeners | None = None
+        # The warm-up's progress (semantics.md §6.5 [ours]), shown to every connection whose
+        # client can create a work-done token, from its initialized on (server/app.py).
+        self.warm_up_progress = Broadcast()
         # Why the configured backend is not mounted, when start could not mount it: a shared
         # server (the hub) reports it to clients that find nothing mounted.
         self.start_failure: QueryError | None = None
@@ -144,10 +150,15 @@ class Runtime:
         if self.config.search.open_at == "startup":
             self.search.open()
             if self.binding.current() is not None:
-                self.search.warm_up()  # semantics.md §6.5 [ours]: the first search finds it built
+                self.warm_up()
         self.checkpointer.start()
         if self.freshness is not None:
             self.freshness.start()
+
+    def warm_up(self) -> None:
+        """Reconcile the index in the background, shown through ``warm_up_progress`` (semantics.md
+        §6.5 [ours]: the first search finds it built). Once per runtime: start calls it."""
+        self.search.warm_up(Tracker(self.warm_up_progress, WARM_UP_TITLE))
 
     def mount(self, uri: Any) -> MountResult:
         """importers.md §4.1-§4.3: ``"auto"``, one URI or an array, mounted atomically (every

@@ -70,14 +70,23 @@ def export_session(
                     raise _write_error(output_path, exc) from None
                 entries.append(ExportEntry(name=name, bytes=len(data), **ids))
 
+            # Progress (protocol.md §8): the percentage counts sessions, the one measure known
+            # early; the attachments, counted only once every session is read, say theirs in
+            # the message.
+            progress = token.progress
+            progress.report("exporting the session")
             media: dict[str, dict[str, Any]] = {}
             content = session_content(service, session_id, token, descendant=False)
             if include_media:
                 media_refs(content, media)
             add("session.jsonl", content, sessionId=session_id)
             if include_descendants:
+                progress.report("listing sub-agents")
+                sids = descendants(service, session_id, workspace_roots, token)
+                total = 1 + len(sids)
+                progress.report(f"exported 1 of {total:,} sessions", 1, total)
                 used: set[str] = set()
-                for sid in descendants(service, session_id, workspace_roots, token):
+                for done, sid in enumerate(sids, 2):
                     content = session_content(service, sid, token, descendant=True)
                     if include_media:
                         media_refs(content, media)
@@ -88,7 +97,8 @@ def export_session(
                         name = f"{seg}~{n}"
                     used.add(name)
                     add(f"subagents/{name}/session.jsonl", content, sessionId=sid)
-            for aid in sorted(media):
+                    progress.report(f"exported {done:,} of {total:,} sessions", done, total)
+            for done, aid in enumerate(sorted(media), 1):
                 attachment = media[aid]
                 ext = MEDIA_TYPES[attachment["mediaType"]]
                 add(
@@ -96,6 +106,8 @@ def export_session(
                     media_bytes(options.attachments, attachment),
                     attachmentId=aid,
                 )
+                progress.report(f"added {done:,} of {len(media):,} attachments")
+            progress.report("writing the archive")
             archive.close()
             raw.flush()
             os.fsync(raw.fileno())

@@ -31,6 +31,7 @@ from ..cancel import (
 )
 from ..errors import QueryError, cancelled
 from ..persistence.mount.binding import Binding, PersistenceBinding
+from ..progress import NULL_TRACKER, Tracker
 from ..session.store import SessionStore
 from . import ownership
 from .config import SearchConfig
@@ -121,12 +122,13 @@ class SearchService:
         with self._turn(None):
             self._open()
 
-    def warm_up(self) -> threading.Thread | None:
+    def warm_up(self, progress: Tracker = NULL_TRACKER) -> threading.Thread | None:
         """Start reconciling in the background (module docstring); None when the configuration
-        says not to (``search.warmUp`` false, or an index not opened at startup)."""
+        says not to (``search.warmUp`` false, or an index not opened at startup). ``progress``
+        shows it (armed here, finished when it stops)."""
         if not self.config.warm_up or self.config.open_at != "startup":
             return None
-        token = CancelToken()
+        token = CancelToken(progress)
         with self._cond:
             if self._closing is not None:
                 return None
@@ -145,15 +147,23 @@ class SearchService:
 
     def _warm_run(self, token: CancelToken) -> None:
         _lower_priority()
+        token.progress.arm()
+        outcome = "failed"
         try:
             with self._turn(token, warm=True):
                 self._reconciled(token)
+            outcome = "done"
         except (QueryError, SessionQueryCancelled) as exc:
             # A search reports the failure itself; a cancelled warm-up kept its batches.
             log.debug("index warm-up stopped: %s", exc)
+            if token.cancelled:  # by a search, a checkpoint, the close, or its viewer
+                outcome = "stopped"
+            elif isinstance(exc, QueryError):
+                outcome = f"failed: {exc.message}"
         except Exception:  # noqa: BLE001 - a bug, but the searches must not suffer from it
             log.exception("index warm-up failed")
         finally:
+            token.progress.finish(outcome)
             with self._cond:
                 if self._warm is token:
                     self._warm = None

@@ -30,6 +30,7 @@ from .. import __version__, errors, jsoncodec
 from ..core.config import ServerConfig, build_config, merge
 from ..core.runtime import Runtime
 from ..errors import QueryError
+from ..progress import Tracker
 from .dispatch import Dispatcher
 from .methods import COMMANDS, METHODS
 from .notifier import ChangeNotifier
@@ -37,6 +38,7 @@ from .protocol import QueryProtocol
 from .registry import Method
 from .rpcerrors import SERVER_NOT_INITIALIZED, to_rpc_error
 from .stdio import serve_stdio, tune_malloc
+from .workdone import tracker_with
 
 log = logging.getLogger("dsh_query_server")
 
@@ -95,7 +97,26 @@ class QueryServer(LanguageServer):
             log.error("server error: %s", error)
 
     def ended(self, code: int) -> None:
+        if self.runtime is not None:
+            self.runtime.warm_up_progress.leave(self)
         self.service.ended(self, code)
+
+    def watch_warm_up(self) -> None:
+        """After ``initialized`` (no request to the client before it, LSP): a client that can
+        create work-done tokens is shown the index warm-up while it runs, under a token of its
+        own; cancelling that token stops the warm-up (semantics.md §6.5 [ours])."""
+        runtime = self.runtime
+        if runtime is None or not self.protocol.client_creates_progress():
+            return
+        loop = asyncio.get_running_loop()
+        tokens, stop = self.dispatcher.tokens, runtime.search.stop_warm_up
+
+        def viewer(title: str) -> Tracker:
+            tracker, token = tracker_with(self.protocol, loop, title, None, True, delay=0)
+            tokens.watch(token, stop)
+            return tracker
+
+        runtime.warm_up_progress.join(self, viewer)
 
     def _register(self) -> None:
         @self.feature(types.INITIALIZE)
@@ -104,6 +125,10 @@ class QueryServer(LanguageServer):
                 ls.runtime = ls.service.attach(ls, params.initialization_options)
             except QueryError as exc:
                 raise to_rpc_error(exc) from None
+
+        @self.feature(types.INITIALIZED)
+        def on_initialized(ls: QueryServer, params: types.InitializedParams) -> None:
+            ls.watch_warm_up()
 
         @self.feature(types.SHUTDOWN)
         async def on_shutdown(ls: QueryServer, *args: Any) -> None:
@@ -128,7 +153,9 @@ class QueryServer(LanguageServer):
         runtime = self.runtime
         if runtime is None:  # pygls answers nothing but initialize before it
             raise JsonRpcException(message="server not initialized", code=SERVER_NOT_INITIALIZED)
-        return await self.dispatcher.run(self.protocol.msg_id, method, runtime, params)
+        msg_id = self.protocol.msg_id
+        progress = self.protocol.command_progress(msg_id, method)
+        return await self.dispatcher.run(msg_id, method, runtime, params, progress)
 
 
 class PrivateService:

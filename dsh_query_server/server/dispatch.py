@@ -42,6 +42,7 @@ class Tokens:
         self._tokens: dict[Any, CancelToken] = {}
         self._by_progress: dict[Any, CancelToken] = {}
         self._progress_of: dict[Any, Any] = {}
+        self._watched: dict[Any, Callable[[], None]] = {}  # tokens of work that is no request
 
     def register(
         self, msg_id: Any, progress: Tracker = NULL_TRACKER, progress_token: Any = None
@@ -61,10 +62,21 @@ class Tokens:
             if progress_token is not None:
                 self._by_progress.pop(progress_token, None)
 
+    def watch(self, progress_token: Any, cancel: Callable[[], None]) -> None:
+        """``progress_token`` shows work that is no request (the index warm-up): its
+        ``window/workDoneProgress/cancel`` calls ``cancel``."""
+        with self._lock:
+            self._watched[progress_token] = cancel
+
     def cancel_progress(self, progress_token: Any) -> bool:
-        """``window/workDoneProgress/cancel``: fire the request shown by ``progress_token``."""
+        """``window/workDoneProgress/cancel``: fire the request (or stop the work) shown by
+        ``progress_token``."""
         with self._lock:
             token = self._by_progress.get(progress_token)
+            watched = self._watched.get(progress_token)
+        if watched is not None:
+            watched()
+            return True
         if token is None:
             return False
         token.cancel()
@@ -224,10 +236,17 @@ class Dispatcher:
 
         self.executor.submit(work)
 
-    async def run(self, msg_id: Any, method: Method, runtime: Runtime, params: Any) -> Any:
+    async def run(
+        self,
+        msg_id: Any,
+        method: Method,
+        runtime: Runtime,
+        params: Any,
+        progress: tuple[Tracker, Any] = (NULL_TRACKER, None),
+    ) -> Any:
         """For pygls handlers (``workspace/executeCommand``): the result, or the coded failure as
-        the JsonRpcException pygls answers with."""
-        token = self.tokens.register(msg_id)
+        the JsonRpcException pygls answers with. ``progress`` as for ``submit``."""
+        token = self.tokens.register(msg_id, *progress)
         try:
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self.executor, invoke, method, runtime, params, token)

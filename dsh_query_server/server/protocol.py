@@ -31,6 +31,7 @@ from lsprotocol import types
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage
 
 from ..core.runtime import Runtime
+from ..progress import Tracker
 from .dispatch import Dispatcher, Frame, encode_frame
 from .envelope import OWN_PREFIXES, own_notification, own_request, refused_message, valid_id
 from .pygls_seam import CapabilitiesProtocol, PyglsOutbound
@@ -42,7 +43,7 @@ from .rpcerrors import (
     JSONRPC_PARSE_ERROR,
     SERVER_NOT_INITIALIZED,
 )
-from .workdone import tracker_for
+from .workdone import title_of, tracker_for, tracker_with
 
 
 class Host(Protocol):
@@ -90,6 +91,9 @@ class QueryProtocol(CapabilitiesProtocol):
         self._posted = 0  # messages the stdin thread handed to the loop (stdin thread only)
         self._handled = 0  # ... and the loop has handled (loop only)
         self._write_lock = threading.Lock()  # the stdin thread and workers write too
+        # workspace/executeCommand's workDoneToken by request id: pygls hands the command's
+        # handler its arguments only (command_progress takes the token back).
+        self._command_tokens: dict[Any, str | int] = {}
 
     def set_writer(self, writer: Any, include_headers: bool = True) -> None:
         """Frames go to ``writer``; pygls' own messages reach it through the seam."""
@@ -208,6 +212,11 @@ class QueryProtocol(CapabilitiesProtocol):
             self._shutdown_id, self._shutdown_answered = message["id"], asyncio.Event()
         if type(structured) is types.CancelNotification and self._cancel(structured.params.id):
             return
+        if (
+            type(structured) is types.ExecuteCommandRequest
+            and structured.params.work_done_token is not None
+        ):
+            self._command_tokens[structured.id] = structured.params.work_done_token
         if type(structured) is types.WorkDoneProgressCancelNotification:
             # A work-done token of ours names its request (workdone.py); pygls knows none.
             self.host.dispatcher.tokens.cancel_progress(structured.params.token)
@@ -298,13 +307,21 @@ class QueryProtocol(CapabilitiesProtocol):
             return False
         with self._count_lock:
             self._inflight += 1
-        progress = tracker_for(self, loop, method.name, params, self._client_creates_progress())
+        progress = tracker_for(self, loop, method.name, params, self.client_creates_progress())
         self.host.dispatcher.submit(
             msg_id, method, runtime, params, lambda frame: self._answered(loop, frame), progress
         )
         return True
 
-    def _client_creates_progress(self) -> bool:
+    def command_progress(self, msg_id: Any, method: Method) -> tuple[Tracker, str | int | None]:
+        """The progress of a ``workspace/executeCommand`` running ``method`` (on the loop, in the
+        command's handler): its own workDoneToken, else one created as for any request."""
+        token = self._command_tokens.pop(msg_id, None)
+        loop = asyncio.get_running_loop()
+        title = title_of(method.name)
+        return tracker_with(self, loop, title, token, self.client_creates_progress())
+
+    def client_creates_progress(self) -> bool:
         """The client said ``window.workDoneProgress`` at initialize (protocol.md §8)."""
         client = self.client_capabilities
         window = client.window if client is not None else None

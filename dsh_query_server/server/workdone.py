@@ -7,6 +7,9 @@ initialize (VS Code, Neovim), the server asks it to create one with
 ``window/workDoneProgress/create`` once the request has run past the delay, so a quick request
 costs the client nothing. ``window/workDoneProgress/cancel`` for a token fires its request's
 cancellation token (protocol.py routes it to ``Dispatcher.cancel_progress``).
+
+``workspace/executeCommand`` gets the same: the command's ``workDoneToken`` (beside
+``command`` and ``arguments``), else a created one; its title is the method the command runs.
 """
 
 from __future__ import annotations
@@ -131,7 +134,20 @@ def tracker_for(
 ) -> tuple[Tracker, str | int | None]:
     """The request's tracker and its token: the one it sent, else one the server creates when
     the client supports that, else none (NULL_TRACKER)."""
-    token = progress_token(params)
+    return tracker_with(out, loop, title_of(method, params), progress_token(params), client_creates)
+
+
+def tracker_with(
+    out: Outbound,
+    loop: asyncio.AbstractEventLoop,
+    title: str,
+    token: str | int | None,
+    client_creates: bool,
+    delay: float | None = None,
+) -> tuple[Tracker, str | int | None]:
+    """``tracker_for`` with the token already found: ``workspace/executeCommand`` carries its
+    ``workDoneToken`` beside the command, not in the argument the method reads. ``delay``: as
+    ``Tracker``'s (0 for a viewer of work that has waited already, progress.Broadcast)."""
     create = False
     if token is None:
         if not client_creates:
@@ -139,7 +155,7 @@ def tracker_for(
         token = f"dsh-query-{os.getpid()}-{next(_counter)}"
         create = True
     sink = LspSink(out, loop, token, create, cancellable=True)
-    return Tracker(sink, title_of(method, params)), token
+    return Tracker(sink, title, delay), token
 
 
-__all__ = ["LspSink", "progress_token", "title_of", "tracker_for"]
+__all__ = ["LspSink", "progress_token", "title_of", "tracker_for", "tracker_with"]

@@ -118,3 +118,25 @@ def test_progress_on_a_terminal_only(tmp_path, hub, extra):
     finally:
         if hub:
             _stop_hub(env)
+
+
+def test_export_draws_its_sessions_on_a_terminal_only(tmp_path):
+    """``dsh-query export --descendants``: the bar counts the sessions written (export/archive.py)."""
+    from tests.mcp_helpers import write_corpus
+
+    write_corpus(f"jsonl:{tmp_path / 'ex'}?compression=none")
+    env = _env(tmp_path)
+    args = ["export", "s-root", "--descendants", "--persistence", f"jsonl:{tmp_path / 'ex'}"]
+    status, out, err = _run_on_pty([*args, "-o", str(tmp_path / "a.zip")], env)
+    assert status == 0, err
+    assert out == f"{tmp_path / 'a.zip'}\n"
+    assert "dsh-query exportSession" in err and "exported 1 of " in err, err
+    piped = subprocess.run(
+        [sys.executable, "-m", "dsh_query_server.cli", *args, "-o", str(tmp_path / "b.zip")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stderr == "" and piped.stdout == f"{tmp_path / 'b.zip'}\n"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import sys
+import tempfile
 from typing import Any
 
 import pytest
@@ -184,3 +186,155 @@ async def test_no_progress_for_a_client_that_cannot_show_it(plain_client, tmp_pa
     )
     await _search(plain_client, {"query": "needle"})
     assert plain_client.progress_reports == {}
+
+
+# -- workspace/executeCommand: the same progress as the request the command runs ---------------
+
+
+async def _command(client: LanguageClient, command: str, arg: Any, token: Any = None) -> Any:
+    params = types.ExecuteCommandParams(command=command, arguments=[arg], work_done_token=token)
+    return await client.workspace_execute_command_async(params)
+
+
+async def test_a_command_reports_through_its_own_work_done_token(client, tmp_path):
+    root = _home(tmp_path / "home")
+    client.progress_reports["cmd"] = []  # as the client's own create would
+    await _command(client, "dshQuery.server.mount", {"uri": f"jsonl:{root}"}, "cmd")
+    await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports["cmd"]))
+    reports = client.progress_reports["cmd"]
+    check_sequence(reports)
+    assert reports[0].title == "dsh-query mount"
+    assert reports[-1].message == "done"
+    assert list(client.progress_reports) == ["cmd"]  # nothing created beside it
+
+
+async def test_a_command_without_a_token_gets_a_created_one(client, tmp_path):
+    root = _home(tmp_path / "home")
+    await _command(client, "dshQuery.server.mount", {"uri": f"jsonl:{root}"})
+    await _wait_for(
+        lambda: bool(_all(client)) and all(r and r[-1].kind == "end" for r in _all(client))
+    )
+    (reports,) = _all(client)
+    check_sequence(reports)
+    assert reports[0].title == "dsh-query mount"
+    assert reports[-1].message == "done"
+
+
+async def test_a_failing_command_ends_its_progress(client):
+    client.progress_reports["bad"] = []
+    with pytest.raises(JsonRpcException) as info:
+        await _command(client, "dshQuery.server.mount", {"uri": "nosuchscheme:x"}, "bad")
+    assert (info.value.data or {}).get("code") == "SESSION_QUERY_INVALID_CONFIG"
+    await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports["bad"]))
+    reports = client.progress_reports["bad"]
+    check_sequence(reports)
+    assert reports[-1].message.startswith("failed: ")
+
+
+async def test_no_command_progress_for_a_client_that_cannot_show_it(plain_client, tmp_path):
+    root = _home(tmp_path / "home")
+    await _command(plain_client, "dshQuery.server.mount", {"uri": f"jsonl:{root}"})
+    assert plain_client.progress_reports == {}
+
+
+async def test_an_export_counts_its_sessions(client, tmp_path):
+    from tests.mcp_helpers import CORPUS, write_corpus
+
+    write_corpus(f"jsonl:{tmp_path / 'ex'}?compression=none")
+    await client.protocol.send_request_async(
+        "sessionPersistence/mount", {"uri": f"jsonl:{tmp_path / 'ex'}"}
+    )
+    client.progress_reports["ex"] = []
+    params = {
+        "sessionId": "s-root",
+        "outputPath": str(tmp_path / "s.zip"),
+        "includeDescendants": True,
+        "workDoneToken": "ex",
+    }
+    result = await client.protocol.send_request_async("sessionQuery/exportSession", params)
+    total = len(result["entries"])
+    assert total > 1 and total <= len(CORPUS)
+    await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports["ex"]))
+    reports = client.progress_reports["ex"]
+    assert check_sequence(reports)[-1] == 100
+    assert reports[0].title == "dsh-query exportSession"
+    messages = [r.message for r in reports if r.message]
+    assert [m for m in messages if m.startswith("exported ")] == [
+        f"exported {n} of {total} sessions" for n in range(1, total + 1)
+    ]
+    assert messages[-2:] == ["writing the archive", "done"]
+
+
+# -- the index warm-up (semantics.md §6.5 [ours]): no request, shown to every client that can ----
+
+WARM_SERVER = [sys.executable, "-m", "tests.harness_warm_server"]
+# The test backend of each warm-up server (``gate:<dir>``): every read writes
+# ``<dir>/<op>.started`` and blocks until ``<dir>/release`` exists, so the warm-up is still
+# running whatever the client does meanwhile. One directory per fixture.
+WARM_DIRS = {name: pathlib.Path(tempfile.mkdtemp(prefix=f"warm-{name}-")) for name in ("a", "b")}
+
+
+def _warm_config(name: str) -> Any:
+    env = {**ENV, "DSH_TEST_WARM_MOUNT": f"test:gate:{WARM_DIRS[name]}"}
+    return config(env=env, server=WARM_SERVER)
+
+
+def _warm_init(creates: bool) -> types.InitializeParams:
+    window = types.WindowClientCapabilities(work_done_progress=creates)
+    return types.InitializeParams(
+        capabilities=types.ClientCapabilities(window=window),
+        # manual: a checkpoint stops the warm-up (it waits for the index), not wanted here
+        initialization_options={"index": ":memory:", "checkpoint": {"mode": "manual"}},
+    )
+
+
+def _started(name: str) -> bool:
+    return any(p.name.endswith(".started") for p in WARM_DIRS[name].iterdir())
+
+
+def _release(name: str) -> None:
+    (WARM_DIRS[name] / "release").touch()
+
+
+def _warm_ups(client: LanguageClient) -> dict[Any, list[Any]]:
+    every: dict[Any, list[Any]] = dict(client.progress_reports)
+    return {t: r for t, r in every.items() if r and r[0].title == "dsh-query warmUp"}
+
+
+@pytest_lsp.fixture(config=_warm_config("a"))
+async def warm_client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(_warm_init(creates=True))
+    yield
+    _release("a")
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+async def test_the_warm_up_is_shown_and_stops_when_its_token_is_cancelled(warm_client):
+    """The client is shown the warm-up under a token the server created after initialized;
+    cancelling that token stops the warm-up, which still ends its progress."""
+    await _wait_for(lambda: bool(_warm_ups(warm_client)) and _started("a"))
+    ((token, reports),) = _warm_ups(warm_client).items()
+    assert reports[0].cancellable is True
+    warm_client.protocol.notify(
+        types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token)
+    )
+    # answered after the cancel was handled (messages are handled in order)
+    await warm_client.protocol.send_request_async("sessionPersistence/status", {})
+    _release("a")
+    await _wait_for(lambda: reports[-1].kind == "end")
+    check_sequence(reports)
+    assert reports[-1].message == "stopped"
+    assert list(warm_client.progress_reports) == [token]
+
+
+@pytest_lsp.fixture(config=_warm_config("b"))
+async def warm_plain_client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(_warm_init(creates=False))
+    yield
+    _release("b")
+    await asyncio.wait_for(lsp_client.shutdown_session(), 10)
+
+
+async def test_the_warm_up_is_not_shown_to_a_client_that_cannot_create_tokens(warm_plain_client):
+    await _wait_for(lambda: _started("b"))
+    assert warm_plain_client.progress_reports == {}
