@@ -18,7 +18,7 @@ from tests.builders import TEST_ENV, U, hdr, write_transcript
 
 pytestmark = pytest.mark.wire
 
-SESSIONS = 300  # several batches of 64 before the half
+SESSIONS = 1000  # many batches of 64 before the half, and a second half long enough to kill in
 ENV = {**TEST_ENV, "DSH_QUERY_PROGRESS_DELAY_MS": "0"}
 QUERIES = ["needle", "number 7", "haystack"]
 
