@@ -201,7 +201,7 @@ class Tracker:
         self._sent, self._dirty = now, False
 
 
-NULL_TRACKER = Tracker(None, "")
+NULL_TRACKER = Tracker(None, "")  # shows nothing: a token without a client that shows progress
 
 
 # -- background work shown to whoever watches --------------------------------------------------
@@ -272,4 +272,4 @@ class Broadcast:
         viewer = make(self._title)
         viewer.report(self._message, self._percentage, 100)
         viewer.arm()
-        self._viewers[key] = viewer  # shows nothing: a token without a client that shows progress
+        self._viewers[key] = viewer

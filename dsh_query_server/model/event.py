@@ -110,6 +110,8 @@ class Event:
         """``assemble`` of an object with keys after ``data`` (``raw[data]``): a surface event's
         ``surfaceOp`` (``op``) and ``sourceEventSeqs`` (``sources``, UNSET when absent), the
         values its JSON encodes (the caller's, not shared with anyone)."""
+        # Spelled out as in ``assemble``, not shared through a helper: one call per event of a
+        # bulk read.
         event = cls.__new__(cls)
         event.raw = raw
         event.type = sys.intern(type)
