@@ -55,6 +55,7 @@ def ensure_home(cache: str, megabytes: int, rebuild: bool) -> Home:
     if plan_path.exists() and not rebuild:
         return Home(root, json.loads(plan_path.read_text()))
     shutil.rmtree(root, ignore_errors=True)
+    Path(cache).mkdir(parents=True, exist_ok=True)  # a fresh machine has no cache yet
     tmp = Path(tempfile.mkdtemp(prefix=root.name + ".", dir=cache))
     started = time.perf_counter()
     target = megabytes * 1_000_000
