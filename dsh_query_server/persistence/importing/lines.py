@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from json.scanner import make_scanner
 from typing import BinaryIO, Protocol, cast
 
+import msgspec
 import zstandard
 
 from ... import jsoncodec
@@ -37,8 +37,7 @@ def _scanner() -> Scan:
     return cast(Scan, make_scanner(_DECODER))  # pyright: ignore[reportArgumentType]
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
+class Record(msgspec.Struct, frozen=True, gc=False):
     """One JSON object read from a transcript. ``size`` is the byte length of its line."""
 
     line: int
@@ -47,8 +46,7 @@ class Record:
     size: int
 
 
-@dataclass(frozen=True, slots=True)
-class BadSegment:
+class BadSegment(msgspec.Struct, frozen=True, gc=False):
     """Bytes of a line that are no record (importers.md §0.1 step 4)."""
 
     line: int
@@ -209,8 +207,7 @@ class _Bounded:
         return data
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(msgspec.Struct, frozen=True, gc=False):
     """One stored line: its plaintext start, length (without its 0x0A), whether it is the final
     fragment, its bytes and its items (a window read re-splits it from ``start`` and ``length``)."""
 
@@ -250,33 +247,43 @@ def read_lines(
         if compressed
         else _chunks(stream, limit, token, first_chunk)
     )
-    pending = bytearray()
-    base = 0  # plaintext offset of pending[0]
+    # Bytes, not a bytearray: a line is then one slice, copied once. Pieces without a 0x0A wait
+    # in ``held`` and are joined once a 0x0A comes (a line of many pieces is not copied per
+    # piece).
+    held: list[bytes] = []
+    waiting = 0  # bytes in ``held``, which hold no 0x0A
+    base = 0  # plaintext offset of held[0]
     line = 0
     torn = False
     try:
         for data in source:
-            fresh = len(pending)  # bytes before this are known to hold no 0x0A
-            pending += data
+            if data.find(b"\n") < 0:
+                held.append(data)
+                waiting += len(data)
+                if max_line_end is not None and base + waiting > max_line_end:
+                    return
+                continue
+            pending = b"".join((*held, data)) if held else data
             cut = 0
             while True:
-                nl = pending.find(b"\n", max(cut, fresh))
+                nl = pending.find(b"\n", max(cut, waiting))
                 if nl < 0:
                     break
                 if max_line_end is not None and base + nl + 1 > max_line_end:
                     return
                 line += 1
-                raw = bytes(pending[cut:nl])
+                raw = pending[cut:nl]
                 yield Line(base + cut, nl - cut, False, raw, split_line(raw, line, base + cut))
                 cut = nl + 1
-            del pending[:cut]
             base += cut
-            if max_line_end is not None and base + len(pending) > max_line_end:
+            held = [pending[cut:]] if cut < len(pending) else []
+            waiting = len(pending) - cut
+            if max_line_end is not None and base + waiting > max_line_end:
                 return
     except _TornStream:
         torn = True
-    if pending and not torn:
-        raw = bytes(pending)
+    if held and not torn:
+        raw = b"".join(held)
         yield Line(base, len(raw), True, raw, final_fragment(raw, line + 1, base))
 
 

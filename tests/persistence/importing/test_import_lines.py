@@ -8,7 +8,18 @@ import pathlib
 
 from dsh_query_server.cancel import NULL_TOKEN
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
-from dsh_query_server.persistence.importing.lines import BadSegment, Record, read_items
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_query_server.persistence.importing.lines import (
+    BadSegment,
+    Line,
+    Record,
+    final_fragment,
+    read_items,
+    read_lines,
+    split_line,
+)
 from tests.import_helpers import checked, data, jl, surface_texts, write_home
 
 
@@ -169,3 +180,54 @@ def test_fused_line_with_a_huge_stub_is_read_in_one_decode():
     got = items(stub + record + b"\n")
     assert isinstance(got[0], BadSegment) and got[0].length == len(stub)
     assert value(got[1]) == {"type": "user", "uuid": "u9"} and got[1].offset == len(stub)
+
+
+class _Pieces(io.BytesIO):
+    """A stream whose reads return at most the next of ``sizes`` bytes: the lines then cross
+    piece boundaries anywhere (one piece, many pieces, a piece without a 0x0A)."""
+
+    def __init__(self, raw: bytes, sizes: list[int]) -> None:
+        super().__init__(raw)
+        self._sizes = sizes
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        step = self._sizes[self.tell() % len(self._sizes)]
+        return super().read(step if size is None or size < 0 else min(size, step))
+
+
+def _expected_lines(raw: bytes, max_line_end: int | None) -> list[Line]:
+    """§0.1 read the plain way: the whole text split at each 0x0A."""
+    out: list[Line] = []
+    start = 0
+    for n, part in enumerate(raw.split(b"\n")[:-1], start=1):
+        if max_line_end is not None and start + len(part) + 1 > max_line_end:
+            return out
+        out.append(Line(start, len(part), False, part, split_line(part, n, start)))
+        start += len(part) + 1
+    tail = raw[start:]
+    if max_line_end is not None and len(raw) > max_line_end:
+        return out
+    if tail:
+        out.append(Line(start, len(tail), True, tail, final_fragment(tail, len(out) + 1, start)))
+    return out
+
+
+_LINE = st.sampled_from(
+    [b'{"a":1}', b"", b"\0\0", b'{"b":[1,2]} {"c":"x"}', b"not json", b'xx{"d":2}', b'{"e":"\xff"}']
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_LINE, max_size=12),
+    st.booleans(),
+    st.lists(st.integers(1, 40), min_size=1, max_size=5),
+    st.one_of(st.none(), st.integers(0, 120)),
+)
+def test_read_lines_is_the_whole_text_split_at_newlines(lines, ended, sizes, max_line_end):
+    """read_lines, whatever pieces its stream returns, gives what splitting the whole text gives:
+    the same lines, offsets, bytes and items (its bytes-slicing fast path against the plain
+    split)."""
+    raw = b"\n".join(lines) + (b"\n" if ended and lines else b"")
+    got = list(read_lines(_Pieces(raw, sizes), len(raw), NULL_TOKEN, max_line_end=max_line_end))
+    assert got == _expected_lines(raw, max_line_end)
