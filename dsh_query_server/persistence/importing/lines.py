@@ -247,7 +247,7 @@ def read_lines(
         if compressed
         else _chunks(stream, limit, token, first_chunk)
     )
-    # Bytes, not a bytearray: a line is then one slice, copied once. Pieces without a 0x0A wait
+    # Bytes, not a bytearray: a line is then one slice, copied once (importers.md §0.1 [ours]). Pieces without a 0x0A wait
     # in ``held`` and are joined once a 0x0A comes (a line of many pieces is not copied per
     # piece).
     held: list[bytes] = []
