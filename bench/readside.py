@@ -26,7 +26,8 @@ from .realhome import Home, ensure_home, floor
 
 
 def _load() -> str:
-    return "load %.2f %.2f %.2f" % os.getloadavg()
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
 def read_all(backend: ImportBackend) -> tuple[int, int]:

@@ -247,9 +247,9 @@ def read_lines(
         if compressed
         else _chunks(stream, limit, token, first_chunk)
     )
-    # Bytes, not a bytearray: a line is then one slice, copied once (importers.md §0.1 [ours]). Pieces without a 0x0A wait
-    # in ``held`` and are joined once a 0x0A comes (a line of many pieces is not copied per
-    # piece).
+    # Bytes, not a bytearray: a line is then one slice, copied once. Pieces without a 0x0A wait
+    # in ``held`` and are joined once a 0x0A comes, so a line of many pieces is not copied per
+    # piece (importers.md §0.1 [ours]).
     held: list[bytes] = []
     waiting = 0  # bytes in ``held``, which hold no 0x0A
     base = 0  # plaintext offset of held[0]

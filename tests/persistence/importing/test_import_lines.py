@@ -6,11 +6,11 @@ from __future__ import annotations
 import io
 import pathlib
 
-from dsh_query_server.cancel import NULL_TOKEN
-from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsh_query_server.cancel import NULL_TOKEN
+from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.importing.lines import (
     BadSegment,
     Line,
