@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model.event import Event
-from ..query.loaded import Loaded, Record
+from ..query.loaded import Loaded, LoadedWindow, Record
 from ..query.text import extract_text
 from . import args as A
 from .args import ToolError
@@ -103,16 +103,18 @@ def _created(record: Record) -> float:
 
 
 def _event_count(call: Call, sid: str) -> int | None:
-    """The session's event count (an outline load, no payloads), or None when it cannot be read
-    (the listing still answers)."""
-    service = call.runtime.service
+    """The session's event count, or None when it cannot be read (the listing still answers).
+    An empty window's load (readEvent's) has the whole load's errors and length but reads no
+    event: a backend that verified the log at its revision (the title read just did) answers
+    from that, so a page costs no full read of its logs."""
+    loader = call.runtime.service.loader
     try:
-        loaded: Loaded = call.svc(
-            "sessionQuery/listEvents", lambda: service.load(sid, call.token, outline=True)
+        window: LoadedWindow = call.svc(
+            "sessionQuery/readEvent", lambda: loader.load_window(sid, 0, -1, call.token)
         )
     except ToolError:
         return None
-    return len(loaded.events)
+    return window.length
 
 
 def session_list(call: Call, a: dict[str, Any]) -> Result:

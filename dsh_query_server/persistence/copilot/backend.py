@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ...cancel import CancelToken
 from ...model.event import Header
-from ..contract.results import Inspection, Payloads
+from ..contract.results import Inspection, Payloads, SkippedArtifact
 from ..importing.backend import (
     Candidate,
     ImportBackend,
@@ -143,6 +143,7 @@ class CopilotBackend(ImportBackend):
         named: dict[str, list[str]] = {}
         walked: list[str] = []
         deps: dict[str, tuple[str, ...]] = {}
+        skipped: list[SkippedArtifact] = []
         for f in session_files(sv, self.home, token):
             token.raise_if_cancelled()
             named.setdefault(f.session_id, []).append(f.path)
@@ -154,8 +155,10 @@ class CopilotBackend(ImportBackend):
                 continue
             except OSError as exc:
                 log_unreadable(f.path, exc)
+                self.skip(skipped, f.path, f.session_id, None)
                 continue
             if anchor is None or anchor.session_id != f.session_id:
+                self.skip(skipped, f.path, f.session_id, st)  # as ``inspect`` of the id says
                 continue
             ws, titles = self._workspace(sv, f)
             _, agents = sv.sidecar(f.path, lambda p: scan_agents(p, token), ())
@@ -176,6 +179,7 @@ class CopilotBackend(ImportBackend):
                 pick_winner(found, old)
         token.raise_if_cancelled()
         self._built = kept
+        self._skipped = tuple(a for a in skipped if a.session_id not in found)  # else it reads
         self._proofs.publish(sv)
         self._listing = Listing(sv, found, named, [], deps, walked)
         return found

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ... import jsoncodec
 from ...cancel import CancelToken
 from ...model.event import Header
-from ..contract.results import Inspection, Payloads
+from ..contract.results import Inspection, Payloads, SkippedArtifact
 from ..importing.backend import (
     ATTEMPTS,
     Candidate,
@@ -107,6 +107,7 @@ class GeminiBackend(ImportBackend):
         roots: dict[tuple[str, str | None], Root] = {}
         kept: dict[str, Candidate] = {}
         deps: dict[str, tuple[str, ...]] = {}
+        skipped: list[SkippedArtifact] = []
         for f in files:
             token.raise_if_cancelled()
             try:
@@ -116,8 +117,10 @@ class GeminiBackend(ImportBackend):
                 continue
             except OSError as exc:
                 log_unreadable(f.path, exc)
+                self.skip(skipped, f.path, f.named, None)
                 continue
-            if anchor is None:
+            if anchor is None:  # named by what its file name says of the id (``unlisted``)
+                self.skip(skipped, f.path, f.named, st)
                 continue
             where = (f.project, anchor.project_hash)
             root = roots.get(where)
@@ -154,6 +157,9 @@ class GeminiBackend(ImportBackend):
                 (names(sid, True), True), []
             )
             named[sid] = sorted({*paths, cand.path})
+        # a file whose name gives a listed id is no session left out: that id reads
+        listed = {p for paths in named.values() for p in paths}
+        self._skipped = tuple(a for a in skipped if a.path not in listed)
         walked = [f.path for f in files]
         self._listing = Listing(sv, found, named, [], deps, walked)
         return found

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
-from ..contract.errors import SessionPersistenceReadOnlyError
-from ..contract.results import Inspection, Snapshot, Window
+from ..contract.errors import SessionPersistenceCorruptionError, SessionPersistenceReadOnlyError
+from ..contract.results import Inspection, SkippedArtifact, Snapshot, Window
 from . import queries
 from .cache import InspectionCache
 from .database import Database, DatabaseError, Schema, UnknownSchema, warn
@@ -72,6 +72,8 @@ class OpenCodeBackend:
         self._listed: tuple[int, dict[str, tuple[Session, str | None]], bool] | None = None
         self._warned: object = None
         self._cache = InspectionCache()
+        # [ours] the legacy session files the last listing left out (semantics.md §6.5)
+        self._skipped: tuple[SkippedArtifact, ...] = ()
 
     # -- the contract ------------------------------------------------------------------
 
@@ -95,6 +97,11 @@ class OpenCodeBackend:
 
     def append(self, session_id: str, events: list[Event]) -> None:
         raise SessionPersistenceReadOnlyError(f'persistence backend "{self.uri}" is read-only')
+
+    def skipped_artifacts(self) -> tuple[SkippedArtifact, ...]:
+        """SkippedReporter: the legacy session files the last listing could not use, but for
+        ids it lists anyway (from the database or another file)."""
+        return self._skipped
 
     def check_home(self) -> bool:
         """False for an absent home; one that is no readable directory fails (importers.md
@@ -154,6 +161,7 @@ class OpenCodeBackend:
     def _entries(self, token: CancelToken, *, revisions: bool) -> dict[str, _Entry]:
         out: dict[str, _Entry] = {}
         if not self.check_home():
+            self._skipped = ()
             return out
         db = self._db_sessions(revisions)
         legacy = {
@@ -169,6 +177,7 @@ class OpenCodeBackend:
             header = header_of(listed.session, listed.path, depth)
             revision = self.legacy.revision(listed) if revisions else None
             out[sid] = _Entry(header, revision, listed)
+        self._skipped = tuple(a for sid, a in self.legacy.skipped.items() if sid not in out)
         return out
 
     def _legacy_sessions(self, token: CancelToken) -> dict[str, Listed]:
@@ -261,6 +270,9 @@ class OpenCodeBackend:
         else:
             listed = self._legacy_sessions(token).get(sid)
             if listed is None:
+                skipped = self.legacy.skipped.get(sid)
+                if skipped is not None:  # as status names it (importers.md §8.6 [ours])
+                    raise SessionPersistenceCorruptionError(skipped.message)
                 raise OpenCodeError(f'session "{sid}" not found')
             try:
                 native = self.legacy.load(listed, token)

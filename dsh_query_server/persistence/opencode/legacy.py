@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass
 
 from ...cancel import CancelToken
+from ..contract.results import SkippedArtifact
 from ..importing.emitter import JSONObject
 from ..importing.values import nonempty, obj
 from .layout import storage_dir
@@ -76,6 +77,13 @@ class LegacyStore:
     def __init__(self, home: str) -> None:
         self.home = home
         self._parsed: dict[str, Listed] = {}  # by path: reused while the file's stat holds
+        # [ours] the session files the last ``sessions`` left out, by the id their name gives
+        self.skipped: dict[str, SkippedArtifact] = {}
+
+    def _skip(self, sid: str, path: str, reason: str) -> None:
+        rel = os.path.relpath(path, self.home)
+        message = f'opencode session file "{rel}" is unreadable: {reason}'
+        self.skipped.setdefault(sid, SkippedArtifact(path, sid, message))
 
     def sessions(self, token: CancelToken) -> dict[str, Listed]:
         """Every readable session file, by id (the first project directory in name order wins
@@ -88,16 +96,23 @@ class LegacyStore:
             return {}
         found: dict[str, Listed] = {}
         parsed: dict[str, Listed] = {}
+        self.skipped = {}
         for project in projects:
             for sid, path in _json_files(project):
                 token.raise_if_cancelled()
                 key = _stat_text(path)
                 known = self._parsed.get(path)
                 if known is None or known.key != key:
-                    raw = _read(path)
+                    try:
+                        raw = _read(path)
+                    except OSError:  # one bad file never fails the corpus (importers.md §3.1)
+                        self._skip(sid, path, "it cannot be read")
+                        continue
                     value, _ = decode(raw) if raw is not None else (None, None)
-                    if value is None:
-                        continue  # an unreadable session file names no session
+                    if value is None:  # names no session; an empty one may be being written
+                        if raw:
+                            self._skip(sid, path, "it holds no JSON object")
+                        continue
                     mtime = int(key.split(":")[3]) if key != "-" else 0
                     known = Listed(session_of(sid, value, mtime), path, key)
                 parsed[path] = known

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ... import jsoncodec
 from ...cancel import CancelToken
 from ...model.event import Header
-from ..contract.results import Inspection, Payloads
+from ..contract.results import Inspection, Payloads, SkippedArtifact
 from ..importing.backend import (
     Candidate,
     ImportBackend,
@@ -183,6 +183,7 @@ class QwenBackend(ImportBackend):
         deps: dict[str, tuple[str, ...]] = {}
         ranks: dict[str, int] = {}
         built, kept = self._built, dict[str, tuple[_Anchor, _Lineage, Candidate]]()
+        skipped: list[SkippedArtifact] = []
         for f in chat_files(sv, self.home, self.include_archived):
             token.raise_if_cancelled()
             named.setdefault(f.session_id, []).append(f.path)
@@ -193,9 +194,12 @@ class QwenBackend(ImportBackend):
                 continue
             except OSError as exc:
                 log_unreadable(f.path, exc)
+                self.skip(skipped, f.path, f.session_id, None)
                 continue
             if anchor is None or (f.agent is None and anchor.session_id.lower() != f.stem.lower()):
-                continue  # §10.2: a chat must name its own session
+                # §10.2: a chat must name its own session; ``inspect`` of the id says as here
+                self.skip(skipped, f.path, f.session_id, st)
+                continue
             lineage = self._lineage(sv, f, anchor)
             revision = _revision(st, lineage)
             old = built.get(f.path)
@@ -213,6 +217,7 @@ class QwenBackend(ImportBackend):
             pick_winner(found, cand, lambda c: ranks[c.path])
         token.raise_if_cancelled()
         self._built = kept
+        self._skipped = tuple(a for a in skipped if a.session_id not in found)  # else it reads
         self._proofs.publish(sv)
         walked = [p for paths in named.values() for p in paths]
         self._listing = Listing(sv, found, named, [], deps, walked)
