@@ -31,7 +31,7 @@ from ..contract.results import (
 )
 from .lines import Item, Record, read_items, read_lines
 from .shared import parallel_reads, shared_reads
-from .survey import Clock, Proofs, Survey
+from .survey import Clock, Proofs, Survey, file_key
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
 from .worker import Init
 
@@ -125,6 +125,21 @@ class Listing:
         if survey.young or not all(p in files for p in self.walked) or not survey.still(files):
             return None
         return dict(self.found)
+
+    def read_revision(
+        self, cand: Candidate, before: os.stat_result | None, after: os.stat_result | None
+    ) -> str | None:
+        """``cand.revision`` when a read of its transcript between the stats ``before`` and
+        ``after`` read exactly what this listing proved (a title read remembers its answer
+        under it, query/titlememo.py): ``cand`` is this listing's, its transcript's stat was the
+        one proven before and after the read, and the other files its candidate read (sidecars,
+        an index) are still as proven. None otherwise, and for a file too young to prove."""
+        if before is None or after is None or self.found.get(cand.session_id) is not cand:
+            return None
+        proven = self.survey.files.get(cand.path)
+        if proven is None or not file_key(before) == proven == file_key(after):
+            return None
+        return cand.revision if self.survey.files_still(self.deps.get(cand.path, ())) else None
 
     def lookup(self, session_id: str) -> Candidate | None:
         cand = self.found.get(session_id)
@@ -295,6 +310,10 @@ class ImportBackend(ABC):
             Snapshot(c.header, c.revision) for c in self._surveyed(token or NULL_TOKEN).values()
         ]
 
+    def list_revisions(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
+        """ListedRevisions: ``list`` is this very listing's headers, so it costs nothing more."""
+        return self.list_snapshots(token)
+
     def list_one(self, session_id: str, token: CancelToken = NULL_TOKEN) -> Header | None:
         """ListedLookup: the header ``list`` lists for the id; from the last listing while its
         proofs for this id hold (``Listing.lookup``), else from a listing."""
@@ -449,7 +468,8 @@ class ImportBackend(ABC):
                 events = None
             s1 = stat_or_none(cand.path)
             if events is not None and s1 is not None and stat_key(s1) == stat_key(s0):
-                return Window(memo.header, memo.length, lo, events, memo.title)
+                revision = self._read_revision(cand, s0, s1)
+                return Window(memo.header, memo.length, lo, events, memo.title, revision)
         # A bulk read (the search index's) builds no memo the first time: most logs fit in one
         # such window and are never read again; a second bulk read of the same revision does.
         key = (cand.path, stat_key(s0), cand.extra) if s0 is not None else None
@@ -457,7 +477,9 @@ class ImportBackend(ABC):
             key is not None and self._bulk.get(session_id) == key
         )
         with naming(cand.path, cand.path):
+            before = stat_or_none(cand.path)
             ins = self._inspect(cand, token, memo=build)
+            revision = self._read_revision(cand, before, stat_or_none(cand.path))
         if not build and key is not None:
             with self._survey_lock:
                 self._bulk[session_id] = key
@@ -467,4 +489,10 @@ class ImportBackend(ABC):
         lo = min(max(first, 0), n)
         events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
         title = next((e.seq for e in reversed(ins.events) if e.type == "session/title"), None)
-        return Window(ins.meta, n, lo, events, title)
+        return Window(ins.meta, n, lo, events, title, revision)
+
+    def _read_revision(
+        self, cand: Candidate, before: os.stat_result | None, after: os.stat_result | None
+    ) -> str | None:
+        listing = self._listing
+        return None if listing is None else listing.read_revision(cand, before, after)

@@ -239,8 +239,13 @@ class Survey:
                 return False
             if key != (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns):
                 return False
+        return self.files_still(sid_files)
+
+    def files_still(self, paths: Iterable[str]) -> bool:
+        """Whether every file of ``paths`` is as this survey proved it (``still`` without the
+        directories: a read of one transcript re-checks only the files it read)."""
         files, probe = self.files, os.stat
-        for path in sid_files:
+        for path in paths:
             key = files.get(path, False)
             if key is False:
                 return False

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from ... import errors, jsoncodec
@@ -87,11 +88,19 @@ class CompositeBackend:
         return [h for _, h in pairs]
 
     def list_snapshots(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
-        token = token or NULL_TOKEN
+        return self._snapshots(token or NULL_TOKEN, lambda i: self.members[i].list_snapshots)
+
+    def _snapshots(
+        self,
+        token: CancelToken,
+        lister: Callable[[int], Callable[[CancelToken], Sequence[Snapshot]]],
+    ) -> list[Snapshot]:
+        """Each member's snapshots (``lister(i)`` lists member i's), each revision named by its
+        member's index."""
         out: list[tuple[int, Snapshot]] = []
-        for i, member in enumerate(self.members):
+        for i in range(len(self.members)):
             token.raise_if_cancelled()
-            out.extend((i, s) for s in member.list_snapshots(token))
+            out.extend((i, s) for s in lister(i)(token))
         self._record([(i, str(s.header.id)) for i, s in out])
         return [Snapshot(s.header, f"{i}/{s.revision}") for i, s in out]
 
@@ -207,7 +216,10 @@ class CompositeBackend:
             raise CompositeError(f'session "{session_id}" not found')
         windows = self._caps[owner].windows
         if windows is not None:
-            return windows.inspect_window(session_id, first, last, token)
+            window = windows.inspect_window(session_id, first, last, token)
+            if window.revision is None:
+                return window
+            return replace(window, revision=f"{owner}/{window.revision}")  # as listed
         ins = self.members[owner].inspect(session_id, token)
         n = len(ins.events)
         lo = min(max(first, 0), n)
@@ -241,6 +253,29 @@ class CompositeBackend:
             member.close()
 
 
+class ListingComposite(CompositeBackend):
+    """A composite whose every member lists revisions with its headers (ListedRevisions): so
+    does the composite, as ``list_snapshots`` names them, and its title reads are remembered
+    (query/titlememo.py). A member without it would make the call cost more than ``list``."""
+
+    def __init__(self, members: Sequence[PersistenceBackend], uri: str) -> None:
+        super().__init__(members, uri)
+        listers = [caps.revisions for caps in self._caps]
+        self._listers = [r for r in listers if r is not None]
+        if len(self._listers) != len(listers):
+            raise ValueError("every member of a ListingComposite lists revisions")
+
+    def list_revisions(self, token: CancelToken = NULL_TOKEN) -> list[Snapshot]:
+        return self._snapshots(token or NULL_TOKEN, lambda i: self._listers[i].list_revisions)
+
+
+def composite(members: Sequence[PersistenceBackend], uri: str) -> CompositeBackend:
+    """The members as one backend, listing revisions when every member does."""
+    if all(Capabilities.of(m).revisions is not None for m in members):
+        return ListingComposite(members, uri)
+    return CompositeBackend(members, uri)
+
+
 def open_composite(
     uris: Sequence[str], uri: str, open_member: Callable[[str], PersistenceBackend]
 ) -> CompositeBackend:
@@ -249,7 +284,7 @@ def open_composite(
     try:
         for member in uris:
             opened.append(open_member(member))
-        return CompositeBackend(opened, uri)
+        return composite(opened, uri)
     except BaseException:
         for backend in opened:
             backend.close()
