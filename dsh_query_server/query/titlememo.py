@@ -39,15 +39,17 @@ CAPACITY = 50_000
 @dataclass(frozen=True, slots=True)
 class KnownTitle:
     """One log's title read: the inspected header, its last ``session/title`` event (None: no
-    title) and the result made from them (never changed once made, so shared by batches); and
-    the listed header the read was checked against (§3.8 step 7), with the check's answer, so a
-    listing that hands back the very same header object needs no new check."""
+    title) and the result made from them (never changed once made, so shared by batches); the
+    listed header the read was checked against (§3.8 step 7), with the check's answer, so a
+    listing that hands back the very same header object needs no new check; and the log's
+    length when the read knew it."""
 
     meta: Header
     title: Event | None
     result: SessionTitleObservationResult
     listed: Header
     compatible: bool
+    length: int | None = None  # the log's length at the revision (a sidebar label's count)
 
 
 @dataclass(frozen=True, slots=True)

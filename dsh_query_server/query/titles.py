@@ -141,20 +141,61 @@ class Titles:
                 if live is None:
                     raise not_found(sid)
                 return _live_title_result(sid, live)
-            meta, title, revision = _persisted_title_event(logs, sid, token)
-            result = _title_result(sid, meta, title)
-            compatible = headers_compatible(listed, meta)
-            if revision is not None:
-                known = KnownTitle(meta, title, result, listed, compatible)
-                self.memo.put(logs, sid, revision, known)
+            meta, title, revision, length = _persisted_title_event(logs, sid, token)
+            known = self.remember(logs, sid, revision, listed, meta, title, length)
             live = store.snapshot(sid)
             if live is not None:
                 return _live_title_result(sid, live)
-            if not compatible:
+            if not known.compatible:
                 raise conflict(sid)
-            return result
+            return known.result
         except QueryError as exc:
             return _rejected(sid, exc)
+
+    def remember(
+        self,
+        logs: StoredLogs,
+        sid: str,
+        revision: str | None,
+        listed: Header,
+        meta: Header,
+        title: Event | None,
+        length: int | None,
+    ) -> KnownTitle:
+        """A title read of a log (its header ``meta``, last title event and length), checked
+        against the ``listed`` header; kept in the memo when it was read at a known revision.
+        Title batches and the tree's labels (server/tree/labels.py) both fill it."""
+        compatible = headers_compatible(listed, meta)
+        known = KnownTitle(meta, title, _title_result(sid, meta, title), listed, compatible, length)
+        if revision is not None:
+            self.memo.put(logs, sid, revision, known)
+        return known
+
+    def known(
+        self, session_ids: list[str], token: CancelToken = NULL_TOKEN
+    ) -> dict[str, KnownTitle]:
+        """The ids whose log was read at the very revision the mount's listing gives them now
+        (one listing, no log read), with a header compatible with the listed one: what a title
+        batch would answer from the memo. Live sessions are the caller's to look at."""
+        binding = self.loader.binding.current()
+        listing = _listing(binding, token)
+        if binding is None or listing is None or listing.revisions is None:
+            return {}
+        revisions, listed = listing.revisions, listing.by_id
+        asked = [(sid, revisions[sid]) for sid in session_ids if sid in revisions and sid in listed]
+        out: dict[str, KnownTitle] = {}
+        for (sid, _), known in zip(asked, self.memo.get(binding.logs, asked), strict=True):
+            if known is None:
+                continue
+            header = listed[sid]
+            same = (
+                known.compatible
+                if header is known.listed
+                else headers_compatible(header, known.meta)
+            )
+            if same:
+                out[sid] = known
+        return out
 
 
 def _listing(binding: Binding | None, token: CancelToken) -> Listing | None:
@@ -170,20 +211,22 @@ def _listing(binding: Binding | None, token: CancelToken) -> Listing | None:
 
 def _persisted_title_event(
     logs: StoredLogs, sid: str, token: CancelToken
-) -> tuple[Header, Event | None, str | None]:
+) -> tuple[Header, Event | None, str | None, int]:
     """The header and last ``session/title`` event of a persisted log, with the errors of
-    ``inspect``, and the revision they were read at when the read knows it. A backend that reads
-    windows verifies the log (once per revision) and says where the title is, so only that event
-    is read; if the log moved between the two reads, it is inspected whole."""
+    ``inspect``, the revision they were read at when the read knows it, and the log's length.
+    A backend that reads windows verifies the log (once per revision) and says where the title
+    is, so only that event is read; if the log moved between the two reads, it is inspected
+    whole."""
     windows = logs.windows(sid, token)
     shape = windows.read(0, -1)  # nothing read but the verification and where the title is
     if shape.title is None:
-        return shape.meta, None, shape.revision
+        return shape.meta, None, shape.revision, shape.length
     found = title_window(windows.read, shape.title)
     if found is not None:  # this window alone says its event is the last title at its revision
-        return found.meta, found.events[0], found.revision
+        return found.meta, found.events[0], found.revision, found.length
     inspection = logs.log(sid, token)
-    return inspection.meta, last_title_event(inspection.events), None
+    events = inspection.events
+    return inspection.meta, last_title_event(events), None, len(events)
 
 
 def _rejected(sid: str, exc: QueryError) -> TitleResult:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...errors import QueryError
-from ...model.event import Event, Header, headers_compatible
+from ...model.event import Event, Header
 from ...persistence.contract.backend import PersistenceBackend
 from ...persistence.contract.results import Window
 from ...persistence.mount.binding import Binding
@@ -105,9 +105,19 @@ def project(
     )
 
 
-def _project_head(
-    session_id: str, read: Callable[[int, int], Window]
-) -> tuple[Header, SessionInfo]:
+@dataclass(frozen=True, slots=True)
+class _Head:
+    """A persisted label as read, with the title read the title memo may keep: the header and
+    title event read, and the revision they were read at (None: unknown, or the log moved
+    between the label's windows)."""
+
+    meta: Header
+    info: SessionInfo
+    title: Event | None
+    revision: str | None
+
+
+def _project_head(session_id: str, read: Callable[[int, int], Window]) -> _Head:
     head = read(0, LABEL_EVENTS - 1)
     seed = _seed(head.meta)
     if seed < LABEL_EVENTS:
@@ -117,7 +127,13 @@ def _project_head(
     first = _first_text(after_seed) or (_first_text(head.events) if seed else None)
     found = None if head.title is None else title_window(read, head.title)
     title_event = None if found is None else found.events[0]
-    return head.meta, SessionInfo(_title_text(session_id, title_event), first, head.length)
+    info = SessionInfo(_title_text(session_id, title_event), first, head.length)
+    if head.title is None:
+        revision = head.revision
+    else:  # the title window's own revision, where it is that of the head read
+        same = found is not None and found.revision == head.revision
+        revision = head.revision if same else None
+    return _Head(head.meta, info, title_event, revision)
 
 
 def project_windows(session_id: str, read: Callable[[int, int], Window]) -> SessionInfo:
@@ -126,7 +142,7 @@ def project_windows(session_id: str, read: Callable[[int, int], Window]) -> Sess
     where its title is, so a label costs a few small windows instead of the whole log (any other
     backend's log is inspected once). The first message is looked for among the first
     LABEL_EVENTS events after the seed (then of the log), not further, whatever the backend."""
-    return _project_head(session_id, read)[1]
+    return _project_head(session_id, read).info
 
 
 def _live_info(session_id: str, live: LiveSnapshot) -> SessionInfo:
@@ -158,6 +174,13 @@ def read_labels(
     binding = service.binding.current()
     if not pending or binding is None:
         return out
+    # A titled log whose title was read at the revision listed now (title memo): its label is
+    # that title and its length, with no log read; a later label without a title reads it.
+    for sid, known in service.titles.known(list(pending), token).items():
+        title = _title_text(sid, known.title)
+        if title is not None and known.length is not None and service.store.snapshot(sid) is None:
+            out[sid] = SessionInfo(title, None, known.length)
+            del pending[sid]
 
     def work(sid: str) -> None:
         try:
@@ -182,12 +205,16 @@ def _persisted_info(
     listed: Header,
     token: CancelToken,
 ) -> SessionInfo:
-    meta, info = _project_head(sid, logs.windows(sid, token).read)
+    head = _project_head(sid, logs.windows(sid, token).read)
+    info = head.info
+    known = service.titles.remember(
+        logs, sid, head.revision, listed, head.meta, head.title, info.events
+    )
     check_cancelled(token)
     live = service.store.snapshot(sid)
     if live is not None:  # attached while we read: live wins, as in readTitles
         return _live_info(sid, live)
-    if not headers_compatible(listed, meta):
+    if not known.compatible:
         raise conflict(sid)
     return info
 
