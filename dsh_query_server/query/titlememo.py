@@ -28,7 +28,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from ..model.event import Event, Header
+from ..model.event import Event, Header, headers_compatible
 from ..model.wire import SessionTitleObservationResult
 from ..persistence.reads import Listing, StoredLogs
 
@@ -50,6 +50,10 @@ class KnownTitle:
     listed: Header
     compatible: bool
     length: int | None = None  # the log's length at the revision (a sidebar label's count)
+
+    def fits(self, header: Header) -> bool:
+        """Whether the read is compatible with ``header``, listed now (§3.8 step 7)."""
+        return self.compatible if header is self.listed else headers_compatible(header, self.meta)
 
 
 @dataclass(frozen=True, slots=True)

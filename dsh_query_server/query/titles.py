@@ -114,13 +114,9 @@ class Titles:
                 unread.append(sid)
                 continue
             # Read at this very revision: answered as the read would answer, conflict included.
-            header = listed[sid]
-            same = (
-                known.compatible
-                if header is known.listed
-                else headers_compatible(header, known.meta)
+            results[sid] = (
+                known.result if known.fits(listed[sid]) else _rejected(sid, conflict(sid))
             )
-            results[sid] = known.result if same else _rejected(sid, conflict(sid))
 
         def work(sid: str) -> None:
             results[sid] = self._persisted_title(logs, sid, listed.get(sid), token)
@@ -183,19 +179,8 @@ class Titles:
             return {}
         revisions, listed = listing.revisions, listing.by_id
         asked = [(sid, revisions[sid]) for sid in session_ids if sid in revisions and sid in listed]
-        out: dict[str, KnownTitle] = {}
-        for (sid, _), known in zip(asked, self.memo.get(binding.logs, asked), strict=True):
-            if known is None:
-                continue
-            header = listed[sid]
-            same = (
-                known.compatible
-                if header is known.listed
-                else headers_compatible(header, known.meta)
-            )
-            if same:
-                out[sid] = known
-        return out
+        found = zip(asked, self.memo.get(binding.logs, asked), strict=True)
+        return {sid: known for (sid, _), known in found if known and known.fits(listed[sid])}
 
 
 def _listing(binding: Binding | None, token: CancelToken) -> Listing | None:

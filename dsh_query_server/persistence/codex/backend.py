@@ -19,7 +19,6 @@ from ..importing.backend import (
     Listing,
     feed,
     key_text,
-    log_unreadable,
     open_items,
     pick_winner,
     scan_anchor,
@@ -238,18 +237,12 @@ class CodexBackend(ImportBackend):
         for path, sid, rank in self._files(token, sv):
             token.raise_if_cancelled()
             named.setdefault(sid, []).append(path)
-            try:
-                st = os.stat(path)
-                anchor = sv.head(path, st, token, _is_anchor, partial(_derive, sid))
-            except FileNotFoundError:
+            derive = partial(_derive, sid)
+            head = partial(sv.head, path, token=token, is_anchor=_is_anchor, derive=derive)
+            got = self.scanned(skipped, path, sid, head)
+            if got is None:
                 continue
-            except OSError as exc:
-                log_unreadable(path, exc)
-                self.skip(skipped, path, sid, None)
-                continue
-            if anchor is None:
-                self.skip(skipped, path, sid, st)
-                continue
+            st, anchor = got
             entry = titles.get(sid)
             revision = _revision(st, entry)
             cand = built.get(path)

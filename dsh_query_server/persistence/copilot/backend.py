@@ -3,9 +3,9 @@ agent's and each sub-agent's log, headers, workspace titles, revisions."""
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
+from functools import partial
 
 from ...cancel import CancelToken
 from ...model.event import Header
@@ -16,7 +16,6 @@ from ..importing.backend import (
     Listing,
     feed,
     key_text,
-    log_unreadable,
     pick_winner,
     scan_anchor,
     unreadable,
@@ -148,16 +147,12 @@ class CopilotBackend(ImportBackend):
             token.raise_if_cancelled()
             named.setdefault(f.session_id, []).append(f.path)
             walked.append(f.path)
-            try:
-                st = os.stat(f.path)
-                anchor = sv.head(f.path, st, token, _is_anchor, _anchor_of)
-            except FileNotFoundError:
+            head = partial(sv.head, f.path, token=token, is_anchor=_is_anchor, derive=_anchor_of)
+            got = self.scanned(skipped, f.path, f.session_id, head)
+            if got is None:
                 continue
-            except OSError as exc:
-                log_unreadable(f.path, exc)
-                self.skip(skipped, f.path, f.session_id, None)
-                continue
-            if anchor is None or anchor.session_id != f.session_id:
+            st, anchor = got
+            if anchor.session_id != f.session_id:
                 self.skip(skipped, f.path, f.session_id, st)  # as ``inspect`` of the id says
                 continue
             ws, titles = self._workspace(sv, f)

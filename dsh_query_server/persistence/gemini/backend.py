@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from functools import partial
 
 from ... import jsoncodec
 from ...cancel import CancelToken
@@ -19,7 +20,6 @@ from ..importing.backend import (
     Listing,
     feed,
     key_text,
-    log_unreadable,
     pick_winner,
     scan_anchor,
     stat_key,
@@ -110,18 +110,11 @@ class GeminiBackend(ImportBackend):
         skipped: list[SkippedArtifact] = []
         for f in files:
             token.raise_if_cancelled()
-            try:
-                st = os.stat(f.path)
-                anchor = self._anchor(sv, f, st, token)
-            except FileNotFoundError:
+            # named by what its file name says of the id (``unlisted``)
+            got = self.scanned(skipped, f.path, f.named, partial(self._anchor, sv, f, token=token))
+            if got is None:
                 continue
-            except OSError as exc:
-                log_unreadable(f.path, exc)
-                self.skip(skipped, f.path, f.named, None)
-                continue
-            if anchor is None:  # named by what its file name says of the id (``unlisted``)
-                self.skip(skipped, f.path, f.named, st)
-                continue
+            st, anchor = got
             where = (f.project, anchor.project_hash)
             root = roots.get(where)
             if root is None:

@@ -12,6 +12,7 @@ import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from ...cancel import NULL_TOKEN, CancelToken, SessionQueryCancelled
 from ...model.event import Event, Header
@@ -41,6 +42,7 @@ BULK_WINDOW = 4096  # a window this long or longer is a bulk read
 BULK_KEPT = 1024
 
 StatKey = tuple[int, int, int, int]
+T = TypeVar("T")
 
 
 class ImportError_(Exception):
@@ -250,6 +252,30 @@ class ImportBackend(ABC):
         reason = "it cannot be read" if st is None else "no header record in its first MiB"
         message = f'foreign transcript "{self.rel(path)}" is unreadable: {reason}'
         found.append(SkippedArtifact(path, session_id, message))
+
+    def scanned(
+        self,
+        skipped: list[SkippedArtifact],
+        path: str,
+        session_id: str,
+        scan: Callable[[os.stat_result], T | None],
+    ) -> tuple[os.stat_result, T] | None:
+        """A transcript's stat and its header scan (``scan`` of that stat); None for a file
+        that vanished, or that the listing leaves out: unreadable (logged) or without an anchor,
+        then named in ``skipped`` (``skip``)."""
+        try:
+            st = os.stat(path)
+            anchor = scan(st)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log_unreadable(path, exc)
+            self.skip(skipped, path, session_id, None)
+            return None
+        if anchor is None:
+            self.skip(skipped, path, session_id, st)
+            return None
+        return st, anchor
 
     def check_home(self) -> bool:
         """False for an absent home; a home that is no readable directory fails (§3.1)."""

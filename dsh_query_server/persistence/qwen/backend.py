@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from functools import partial
 
 from ... import jsoncodec
 from ...cancel import CancelToken
@@ -17,7 +18,6 @@ from ..importing.backend import (
     Listing,
     feed,
     key_text,
-    log_unreadable,
     pick_winner,
     scan_anchor,
     stat_key,
@@ -187,16 +187,12 @@ class QwenBackend(ImportBackend):
         for f in chat_files(sv, self.home, self.include_archived):
             token.raise_if_cancelled()
             named.setdefault(f.session_id, []).append(f.path)
-            try:
-                st = os.stat(f.path)
-                anchor = sv.head(f.path, st, token, _is_anchor, _anchor_of)
-            except FileNotFoundError:
+            head = partial(sv.head, f.path, token=token, is_anchor=_is_anchor, derive=_anchor_of)
+            got = self.scanned(skipped, f.path, f.session_id, head)
+            if got is None:
                 continue
-            except OSError as exc:
-                log_unreadable(f.path, exc)
-                self.skip(skipped, f.path, f.session_id, None)
-                continue
-            if anchor is None or (f.agent is None and anchor.session_id.lower() != f.stem.lower()):
+            st, anchor = got
+            if f.agent is None and anchor.session_id.lower() != f.stem.lower():
                 # §10.2: a chat must name its own session; ``inspect`` of the id says as here
                 self.skip(skipped, f.path, f.session_id, st)
                 continue
