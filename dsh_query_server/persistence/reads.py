@@ -141,6 +141,11 @@ class StoredLogs:
         except Exception as exc:  # noqa: BLE001 - any backend failure is mapped
             raise listing_failure(exc, token) from None
 
+    @property
+    def lists_revisions(self) -> bool:
+        """Whether ``listing`` gives revisions (the backend is ListedRevisions)."""
+        return self._revisions is not None
+
     def listing(self, token: CancelToken = NULL_TOKEN) -> Listing:
         """``headers`` (failures mapped alike), with each id's revision when the backend lists
         them in that one call (ListedRevisions); revisions None otherwise."""

@@ -174,8 +174,10 @@ class Titles:
         (one listing, no log read), with a header compatible with the listed one: what a title
         batch would answer from the memo. Live sessions are the caller's to look at."""
         binding = self.loader.binding.current()
+        if binding is None or not binding.logs.lists_revisions:
+            return {}  # no memo to prove: not even a listing is read
         listing = _listing(binding, token)
-        if binding is None or listing is None or listing.revisions is None:
+        if listing is None or listing.revisions is None:
             return {}
         revisions, listed = listing.revisions, listing.by_id
         asked = [(sid, revisions[sid]) for sid in session_ids if sid in revisions and sid in listed]
