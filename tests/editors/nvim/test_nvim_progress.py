@@ -58,3 +58,58 @@ def test_search_progress_reaches_the_handler(nvim, tmp_path):
     # Neovim's own handler saw the same tokens (it keeps them in client.messages.progress)
     assert result["native"] >= 1
     assert any("needle" in line for line in result["snaps"]["search"])
+
+
+WARM_SCENARIO = r"""
+local seen = {}
+vim.cmd("autocmd User DshQueryProgress lua table.insert(_G.DSH_SEEN, require('dsh_query').progress())")
+_G.DSH_SEEN = seen
+snap("sessions", cmd("DshSessions"))
+R.checks.warmed = vim.wait(15000, function()
+  for _, s in ipairs(seen) do
+    if s:find("^dsh%-query warmUp") then return dq.progress() == "" end
+  end
+  return false
+end, 20)
+R.seen = seen
+snap("search", cmd("DshSearch needle"))
+"""
+
+
+def _home(root) -> None:
+    # Enough transcripts that the warm-up still runs when Neovim has initialized (it starts
+    # when persistence is mounted, at initialize; a client that connects after its end is
+    # shown nothing).
+    for n in range(1500):
+        write_transcript(root, hdr(f"s{n:04d}", cwd="/proj"), [U(0, f"needle number {n}")])
+
+
+@pytest.mark.parametrize("nvim", BINARIES)
+def test_the_warm_up_is_shown_and_changes_no_answer(nvim, tmp_path):
+    """Started with persistence and the warm-up on, Neovim shows the warm-up's progress through
+    the handler (begin to end, without any request of its own), and the search after it
+    answers exactly as a search that built the index itself (semantics.md §6.5 [ours])."""
+    root = tmp_path / "root"
+    _home(root)
+    results = {}
+    for warm in (True, False):
+        run_dir = short_run_dir()
+        with using_hubs(run_dir):
+            results[warm] = run_nvim(
+                nvim,
+                tmp_path / f"warm-{warm}",
+                WARM_SCENARIO if warm else "snap('search', cmd('DshSearch needle'))",
+                server_args=["--persistence", "none"],
+                init={
+                    "persistence": f"jsonl:{root}",
+                    "index": ":memory:",
+                    "search": {"warmUp": warm},
+                },
+                env={"DSH_QUERY_PROGRESS_DELAY_MS": "0", "XDG_RUNTIME_DIR": run_dir},
+            )
+    shown = results[True]
+    assert shown["checks"]["warmed"], shown["seen"]
+    warm_up = [s for s in shown["seen"] if s.startswith("dsh-query warmUp")]
+    assert any("indexing" in s and s.endswith("%)") for s in warm_up), shown["seen"]
+    assert shown["snaps"]["search"] == results[False]["snaps"]["search"]
+    assert sum("needle" in line for line in shown["snaps"]["search"]) >= 10
