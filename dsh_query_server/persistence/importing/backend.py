@@ -40,6 +40,7 @@ HEAD_LIMIT = 1_048_576
 ATTEMPTS = 3
 BULK_WINDOW = 4096  # a window this long or longer is a bulk read
 BULK_KEPT = 1024
+_LISTING_WAIT = 0.05  # s between cancellation checks while another caller lists
 
 StatKey = tuple[int, int, int, int]
 T = TypeVar("T")
@@ -209,6 +210,10 @@ class ImportBackend(ABC):
         # the survey the request holding this token made last (one token = one request)
         self._survey: tuple[weakref.ref[CancelToken], dict[str, Candidate]] | None = None
         self._survey_lock = threading.Lock()
+        # One listing at a time: a caller that comes while another lists (the freshness poll
+        # beside a search, both at the start) waits and replays its proofs, instead of reading
+        # every transcript's head a second time beside it [ours].
+        self._listing_lock = threading.RLock()
         # [ours] the transcripts the last listing left out because they are unreadable
         self._skipped: tuple[SkippedArtifact, ...] = ()
 
@@ -312,12 +317,17 @@ class ImportBackend(ABC):
 
     def _candidates(self, token: CancelToken) -> dict[str, Candidate]:
         """``candidates``, or the last listing again while its proofs all hold."""
-        listing = self._listing
-        found = listing.replay() if listing is not None else None
-        if found is not None and self.check_home():
-            self._proofs.reads = 0
-            return found
-        return self.candidates(token)
+        while not self._listing_lock.acquire(timeout=_LISTING_WAIT):
+            token.raise_if_cancelled()
+        try:
+            listing = self._listing
+            found = listing.replay() if listing is not None else None
+            if found is not None and self.check_home():
+                self._proofs.reads = 0
+                return found
+            return self.candidates(token)
+        finally:
+            self._listing_lock.release()
 
     def _surveyed(self, token: CancelToken) -> dict[str, Candidate]:
         """A listing (every candidate stat-ed; see survey.py for what is reused), remembered for

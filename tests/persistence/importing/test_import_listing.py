@@ -12,9 +12,11 @@ import os
 import pathlib
 import shutil
 import tempfile
+import threading
 import time
 from typing import Any
 
+import pytest
 import zstandard
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -24,6 +26,7 @@ from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
 from dsh_query_server.persistence.contract.errors import SessionPersistenceCorruptionError
 from dsh_query_server.persistence.contract.results import Snapshot
+from dsh_query_server.persistence.importing import survey
 from dsh_query_server.persistence.importing.backend import ImportBackend, ImportError_
 
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -268,3 +271,44 @@ def test_codex_fast_listing_equals_a_fresh_listing(ops):
         check(root / "h", lambda h: CodexBackend(h, f"codex:{h}"), ops)
     finally:
         shutil.rmtree(root)
+
+
+def test_a_listing_beside_another_reuses_its_proofs(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two callers listing at once (the freshness poll beside a search, both at the start) read
+    each transcript's head once, not once each: the second waits for the first and replays its
+    proofs (ImportBackend._candidates). Both get the same listing."""
+    sids = [f"{n:08d}-0000-4000-8000-000000000000" for n in range(120)]
+    project = tmp_path / "projects" / "-a"
+    project.mkdir(parents=True)
+    for sid in sids:
+        (project / f"{sid}.jsonl").write_bytes(_anchor(sid))
+    Clock().age(*project.iterdir())
+    scans: list[str] = []
+    lock = threading.Lock()
+    real_scan = survey._scan
+
+    def counted(path: str, *args: Any) -> Any:
+        with lock:
+            scans.append(path)
+        time.sleep(0.002)  # long enough that the two listings overlap
+        return real_scan(path, *args)
+
+    monkeypatch.setattr(survey, "_scan", counted)
+    backend = ClaudeBackend(str(tmp_path), f"claude:{tmp_path}")
+    start = threading.Barrier(2)
+    results: list[dict[str, tuple[Any, str]]] = []
+
+    def lister() -> None:
+        start.wait()
+        results.append(listed(backend))
+
+    threads = [threading.Thread(target=lister) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 2 and results[0] == results[1]
+    assert sorted(results[0]) == sids
+    assert len(scans) == len(sids)
