@@ -54,10 +54,6 @@ def workbench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workbench]:
             yield wb
 
 
-def _status_bar(wb: Workbench) -> str:
-    return wb.page.locator(".part.statusbar").inner_text()
-
-
 def test_a_long_first_search_shows_progress_in_the_status_bar(workbench: Workbench) -> None:
     wb = workbench
     wb.wait_row("Sessions", "next step", timeout=300_000)  # the extension is up, the hub too
@@ -66,17 +62,17 @@ def test_a_long_first_search_shows_progress_in_the_status_bar(workbench: Workben
     box.wait_for(state="visible")
     box.fill("next step")
     wb.wait_for(
-        lambda: "dsh-query searchSessions" in _status_bar(wb), "the search's progress", timeout=120
+        lambda: "dsh-query searchSessions" in wb.status_bar(), "the search's progress", timeout=120
     )
-    wb.wait_for(lambda: "indexing" in _status_bar(wb), "the build's count", timeout=120)
+    wb.wait_for(lambda: "indexing" in wb.status_bar(), "the build's count", timeout=120)
     shot = wb.shot("search-progress-in-status-bar")
-    text = _status_bar(wb)
+    text = wb.status_bar()
     assert "transcripts" in text, text
     # The answer ends the progress: the hits are listed and the status bar item is gone.
     items = wb.quick_items()
     wb.wait_for(lambda: items.count() > 0, "the first page of hits", timeout=600)
     wb.wait_for(
-        lambda: "dsh-query searchSessions" not in _status_bar(wb), "the progress ended", timeout=60
+        lambda: "dsh-query searchSessions" not in wb.status_bar(), "the progress ended", timeout=60
     )
     wb.shot("search-answered")
     assert shot.exists()

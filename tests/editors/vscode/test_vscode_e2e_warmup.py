@@ -52,21 +52,17 @@ def workbench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workbench]:
             yield wb
 
 
-def _status_bar(wb: Workbench) -> str:
-    return wb.page.locator(".part.statusbar").inner_text()
-
-
 def test_the_warm_up_shows_in_the_status_bar_before_anything_is_asked(
     workbench: Workbench,
 ) -> None:
     wb = workbench
     wb.wait_for(
-        lambda: "dsh-query warmUp" in _status_bar(wb), "the warm-up's progress", timeout=300
+        lambda: "dsh-query warmUp" in wb.status_bar(), "the warm-up's progress", timeout=300
     )
-    wb.wait_for(lambda: "indexing" in _status_bar(wb), "the warm-up's count", timeout=120)
+    wb.wait_for(lambda: "indexing" in wb.status_bar(), "the warm-up's count", timeout=120)
     shot = wb.shot("warm-up-in-status-bar")
-    assert "transcripts" in _status_bar(wb), _status_bar(wb)
-    wb.wait_for(lambda: "dsh-query warmUp" not in _status_bar(wb), "the warm-up's end", timeout=600)
+    assert "transcripts" in wb.status_bar(), wb.status_bar()
+    wb.wait_for(lambda: "dsh-query warmUp" not in wb.status_bar(), "the warm-up's end", timeout=600)
     # The index is warm: a search answers without a build of its own (no searchSessions
     # progress, which a build would show past the delay), and lists its hits.
     wb.palette("Session Query: Search Sessions")
@@ -76,5 +72,5 @@ def test_the_warm_up_shows_in_the_status_bar_before_anything_is_asked(
     items = wb.quick_items()
     wb.wait_for(lambda: items.count() > 0, "the first page of hits", timeout=120)
     wb.shot("search-after-warm-up")
-    assert "indexing" not in _status_bar(wb), _status_bar(wb)
+    assert "indexing" not in wb.status_bar(), wb.status_bar()
     assert shot.exists()

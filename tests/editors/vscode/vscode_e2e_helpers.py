@@ -237,6 +237,10 @@ class Workbench:
     def pane(self, title: str) -> Locator:
         return self.page.locator(f'.pane:has(> .pane-header[aria-label^="{title}"])')
 
+    def status_bar(self) -> str:
+        """The status bar's text: where VS Code shows LSP window progress."""
+        return self.page.locator(".part.statusbar").inner_text()
+
     def rows(self, title: str) -> Locator:
         return self.pane(title).locator(".monaco-list-row")
 
