@@ -4,6 +4,7 @@ as a worker process does for the index build, beside the floor (msgspec-decoding
 The fastest loop for work on lines.py, the mappers, the emitter and search/documents.py.
 
     python -m bench.readside [--size 300] [--cache DIR] [--only claude|codex] [--repeat 1]
+                             [--gc worker|default]
 
 Prints seconds (wall and this process's CPU), MB/s, the ratio to the floor and the load
 average beside each figure (the machine is shared).
@@ -12,6 +13,7 @@ average beside each figure (the machine is shared).
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import time
 from pathlib import Path
@@ -20,6 +22,7 @@ from dsh_query_server.cancel import CancelToken
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
 from dsh_query_server.persistence.importing.backend import ImportBackend
+from dsh_query_server.persistence.importing.worker import GC_THRESHOLD
 from dsh_query_server.search.documents import PAYLOADS, digest
 
 from .realhome import Home, ensure_home, floor
@@ -56,7 +59,10 @@ def main() -> None:
     parser.add_argument("--cache", default=str(Path.home() / ".cache" / "dsh-query-bench"))
     parser.add_argument("--only", choices=("claude", "codex"))
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--gc", choices=("worker", "default"), default="worker")
     args = parser.parse_args()
+    if args.gc == "worker":  # the read worker's collector, as the child sets it
+        gc.set_threshold(*GC_THRESHOLD)
     home = ensure_home(args.cache, args.size, rebuild=False)
     seconds, records = floor(home)
     megabytes = sum(p.stat().st_size for p in home.files()) / 1e6

@@ -120,11 +120,29 @@ class _ResultData(msgspec.Struct, gc=False):
     error: Any = None
 
 
+# Decoded from the whole event (msgspec skips its other members), not from ``data_json``: that
+# slice of ``raw`` is a copy of the payload, as long as the payload, for every event.
+class _UserEvent(msgspec.Struct, gc=False):
+    data: _UserData
+
+
+class _AssistantEvent(msgspec.Struct, gc=False):
+    data: _AssistantData
+
+
+class _CallEvent(msgspec.Struct, gc=False):
+    data: _CallData
+
+
+class _ResultEvent(msgspec.Struct, gc=False):
+    data: _ResultData
+
+
 _TYPED: dict[str, Any] = {
-    "user/message": msgspec.json.Decoder(_UserData).decode,
-    "assistant/message": msgspec.json.Decoder(_AssistantData).decode,
-    "tool/call": msgspec.json.Decoder(_CallData).decode,
-    "tool/result": msgspec.json.Decoder(_ResultData).decode,
+    "user/message": msgspec.json.Decoder(_UserEvent).decode,
+    "assistant/message": msgspec.json.Decoder(_AssistantEvent).decode,
+    "tool/call": msgspec.json.Decoder(_CallEvent).decode,
+    "tool/result": msgspec.json.Decoder(_ResultEvent).decode,
 }
 
 
@@ -170,7 +188,7 @@ def extract_text(event: Event) -> str:
     decode = _TYPED.get(etype)
     if decode is not None and event.has_data:
         try:
-            data = decode(event.data_json)
+            data = decode(event.raw).data
         except msgspec.DecodeError:  # ValidationError too: a shape only _parts reads
             pass
         else:

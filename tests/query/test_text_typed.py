@@ -13,6 +13,7 @@ from dsh_query_server.cancel import NULL_TOKEN
 from dsh_query_server.model.event import Event, make_event
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
+from dsh_query_server.persistence.importing.emitter import JSONObject, _assembled
 from dsh_query_server.query.text import TEXT_TYPES, extract_text, text_of
 from tests.import_helpers import REAL
 
@@ -80,10 +81,31 @@ def test_typed_extraction_equals_the_generic_path(data: Any) -> None:
         assert extract_text(event) == generic(event)
 
 
+@settings(max_examples=300)
+@given(payload, st.sampled_from(sorted(TEXT_TYPES)))
+def test_members_around_the_payload_change_nothing(data: Any, etype: str) -> None:
+    """The typed path decodes the whole event: members before and after ``data`` (a surface
+    event's, an unknown one) are skipped, and the emitter's assembled events read the same."""
+    body = make_event(etype, 0, 0, data).data_json
+    for raw in (
+        b'{"type":"%b","seq":0,"time":0,"data":%b,"surfaceOp":"append","sourceEventSeqs":[0]}',
+        b'{"x":{"data":1},"type":"%b","seq":0,"time":0,"data":%b,"y":[{"data":2}]}',
+    ):
+        event = Event.from_json(raw % (etype.encode(), body))
+        assert extract_text(event) == generic(event)
+    value: JSONObject = {"type": etype, "data": data, "surfaceOp": "append"}
+    assembled = _assembled(value, etype, 0, 0)
+    if assembled is not None:  # None: a lone surrogate, which the emitter encodes otherwise
+        assert extract_text(assembled) == generic(assembled)
+
+
 def test_duplicate_keys_and_absent_data_agree() -> None:
     raw = b'{"type":"tool/call","seq":0,"time":0,"data":{"name":"a","name":"b","arguments":"c"}}'
     event = Event.from_json(raw)
     assert extract_text(event) == generic(event) == "b\nc"
+    twice = b'{"type":"tool/call","seq":0,"time":0,"data":{"name":"a"},"data":{"name":"b"}}'
+    event = Event.from_json(twice)
+    assert extract_text(event) == generic(event) == "b"
     bare = Event.from_json(b'{"type":"user/message","seq":0,"time":0}')
     assert extract_text(bare) == generic(bare) == ""
 
