@@ -231,6 +231,31 @@ async def test_a_failing_command_ends_its_progress(client):
     assert reports[-1].message.startswith("failed: ")
 
 
+async def test_a_refused_commands_token_is_not_kept_for_a_later_request_of_its_id(client, tmp_path):
+    """A command pygls refuses (unknown name) never runs, so nothing takes its workDoneToken
+    back: it must not be kept and handed to the next command that reuses the id (JSON-RPC lets
+    an id be reused once its request is answered)."""
+    root = _home(tmp_path / "home")
+    client.progress_reports["stale"] = []
+    refused = types.ExecuteCommandParams(command="dshQuery.noSuchCommand", work_done_token="stale")
+    with pytest.raises(JsonRpcException):
+        await asyncio.wrap_future(
+            client.protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, refused, msg_id="reused")
+        )
+    mount = types.ExecuteCommandParams(
+        command="dshQuery.server.mount", arguments=[{"uri": f"jsonl:{root}"}]
+    )
+    await asyncio.wrap_future(
+        client.protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, mount, msg_id="reused")
+    )
+    await _wait_for(
+        lambda: any(
+            r and r[-1].kind == "end" for t, r in client.progress_reports.items() if t != "stale"
+        )
+    )
+    assert client.progress_reports["stale"] == []  # the mount showed under a token of its own
+
+
 async def test_no_command_progress_for_a_client_that_cannot_show_it(plain_client, tmp_path):
     root = _home(tmp_path / "home")
     await _command(plain_client, "dshQuery.server.mount", {"uri": f"jsonl:{root}"})
