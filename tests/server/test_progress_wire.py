@@ -9,6 +9,7 @@ is reported, so each test sees the whole sequence without waiting for the 0.5 s 
 from __future__ import annotations
 
 import asyncio
+import json
 import pathlib
 import sys
 import tempfile
@@ -363,3 +364,63 @@ async def warm_plain_client(lsp_client: LanguageClient):
 async def test_the_warm_up_is_not_shown_to_a_client_that_cannot_create_tokens(warm_plain_client):
     await _wait_for(lambda: _started("b"))
     assert warm_plain_client.progress_reports == {}
+
+
+# -- long reads: bytes read of the log's size (protocol.md §8) -----------------------------------
+
+CLAUDE_ID = "55604662-cf2a-4331-851a-ec234028f8ca"
+
+
+def _big_claude_home(root: pathlib.Path, megabytes: int) -> pathlib.Path:
+    """A real Claude Code transcript followed by ``megabytes`` one-MB records of a kind the
+    importer keeps as log-only events, so that its read takes several MiB."""
+    from tests.import_helpers import REAL
+
+    project = root / "projects" / "-w"
+    project.mkdir(parents=True)
+    real = (REAL / "claude-code" / "marot-spotter-short.jsonl").read_bytes()
+    pad = [
+        json.dumps(
+            {
+                "type": "file-history-snapshot",
+                "messageId": f"pad-{n}",
+                "snapshot": {"pad": "x" * 1_000_000},
+                "isSnapshotUpdate": True,
+            }
+        ).encode()
+        + b"\n"
+        for n in range(megabytes)
+    ]
+    (project / f"{CLAUDE_ID}.jsonl").write_bytes(real + b"".join(pad))
+    return root
+
+
+async def test_a_long_read_reports_its_bytes_with_a_rising_percentage(client, tmp_path):
+    root = _big_claude_home(tmp_path / "claude", 6)
+    await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"claude:{root}"})
+    size = (root / "projects" / "-w" / f"{CLAUDE_ID}.jsonl").stat().st_size
+    client.progress_reports["read"] = []
+    params = {"sessionId": CLAUDE_ID, "workDoneToken": "read"}
+    await client.protocol.send_request_async("sessionQuery/readSession", params)
+    await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports["read"]))
+    reports = client.progress_reports["read"]
+    percentages = check_sequence(reports)
+    assert reports[0].title == "dsh-query readSession"
+    assert reports[-1].message == "done"
+    reading = [r.message for r in reports if r.message and r.message.startswith("reading ")]
+    assert len(reading) >= 3, reports  # a report a MiB (at most ten a second, delay 0: each)
+    assert all(m.endswith(f" of {size / 1e6:.1f} MB") for m in reading), reading
+    assert len(set(percentages)) >= 3 and max(percentages) < 100, percentages
+
+
+async def test_a_search_of_the_same_log_reports_transcripts_not_bytes(client, tmp_path):
+    """The index build reads the log too, under the search's token: its percentage is of
+    transcripts indexed, never of one log's bytes (which would pin it at 100 early)."""
+    root = _big_claude_home(tmp_path / "claude", 3)
+    await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"claude:{root}"})
+    client.progress_reports["find"] = []
+    await _search(client, {"query": "anything", "workDoneToken": "find"})
+    await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports["find"]))
+    reports = client.progress_reports["find"]
+    check_sequence(reports)
+    assert not [r for r in reports if (r.message or "").startswith("reading ")], reports
