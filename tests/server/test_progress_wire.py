@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import re
 import sys
 import tempfile
 from typing import Any
@@ -101,7 +102,8 @@ async def test_index_build_reports_through_a_created_token(client, tmp_path):
     percentages = check_sequence(reports)
     assert percentages and percentages[-1] == 100
     messages = [r.message for r in reports if r.message]
-    assert f"indexing 20 of {SESSIONS:,} transcripts" in messages
+    # Which counts show depends on when the client's token creation returns (load): any will do.
+    assert any(re.fullmatch(rf"indexing \d+ of {SESSIONS:,} transcripts", m) for m in messages)
     assert reports[0].title == "dsh-query searchSessions"
     assert reports[-1].message == "done"
 
