@@ -8,6 +8,7 @@ checks it with ``token.raise_if_cancelled()``. Code that is not cancellable pass
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from .progress import NULL_TRACKER, Tracker
 
@@ -24,11 +25,15 @@ class CancelToken:
     ``progress`` is the request's work-done progress (progress.py): it rides on the token so
     that code deep below the handler reports without another parameter."""
 
-    __slots__ = ("_event", "progress", "__weakref__")
+    __slots__ = ("_event", "progress", "reading", "__weakref__")
 
     def __init__(self, progress: Tracker = NULL_TRACKER) -> None:
         self._event = threading.Event()
         self.progress = progress
+        # Told (bytes read, the log's size) while one session's log is read for a request
+        # (query/loading.py sets it); None otherwise: an index build reads many logs under one
+        # token and reports transcripts, not bytes.
+        self.reading: Callable[[int, int], None] | None = None
 
     @property
     def cancelled(self) -> bool:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..cancel import NULL_TOKEN, CancelToken
@@ -16,6 +18,33 @@ from ..session.store import SessionStore
 from .loaded import Loaded, LoadedWindow, Record, check_cancelled, conflict, not_found
 
 Entry = tuple[Header, bool, bool]  # (header, live, persisted) of one corpus entry
+
+
+def megabytes(size: int, total: int) -> str:
+    """``size`` in MB (10^6 bytes) as the progress of a read of ``total`` shows it: one
+    decimal below 10 MB, so a small log's bar does not say "reading 0 of 3 MB"."""
+    return f"{size / 1e6:.1f}" if total < 10_000_000 else f"{size / 1e6:,.0f}"
+
+
+@contextmanager
+def metered(token: CancelToken) -> Iterator[None]:
+    """While one session's log is read: the backend's bytes read of the log's size become the
+    request's progress, ``reading 12 of 28 MB`` with its percentage (protocol.md §8)."""
+    progress = token.progress
+    if not progress.active or token.reading is not None:
+        yield
+        return
+
+    def reading(done: int, total: int) -> None:
+        progress.report(
+            f"reading {megabytes(done, total)} of {megabytes(total, total)} MB", done, total
+        )
+
+    token.reading = reading
+    try:
+        yield
+    finally:
+        token.reading = None
 
 
 class Loader:
@@ -77,7 +106,8 @@ class Loader:
         if live is not None:
             return live
         logs, listed = self._listed(session_id, token)
-        found = logs.outline(session_id, token) if outline else logs.log(session_id, token)
+        with metered(token):
+            found = logs.outline(session_id, token) if outline else logs.log(session_id, token)
         now_live = self._settled(session_id, listed, found.meta, token)
         if now_live is not None:
             return now_live
@@ -91,7 +121,8 @@ class Loader:
         if live is not None:
             return LoadedWindow.of(live, first, last)
         logs, listed = self._listed(session_id, token)
-        found = logs.window(session_id, first, last, token)
+        with metered(token):
+            found = logs.window(session_id, first, last, token)
         now_live = self._settled(session_id, listed, found.meta, token)
         if now_live is not None:
             return LoadedWindow.of(now_live, first, last)

@@ -112,7 +112,9 @@ class QueryServer(LanguageServer):
         tokens, stop = self.dispatcher.tokens, runtime.search.stop_warm_up
 
         def viewer(title: str) -> Tracker:
-            tracker, token = tracker_with(self.protocol, loop, title, None, True, delay=0)
+            tracker, token = tracker_with(
+                self.protocol, loop, title, None, True, delay=0, closed=tokens.unwatch
+            )
             tokens.watch(token, stop)
             return tracker
 
@@ -154,7 +156,7 @@ class QueryServer(LanguageServer):
         if runtime is None:  # pygls answers nothing but initialize before it
             raise JsonRpcException(message="server not initialized", code=SERVER_NOT_INITIALIZED)
         msg_id = self.protocol.msg_id
-        progress = self.protocol.command_progress(msg_id, method)
+        progress = self.protocol.command_progress(method)
         return await self.dispatcher.run(msg_id, method, runtime, params, progress)
 
 

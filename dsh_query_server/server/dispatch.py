@@ -68,6 +68,11 @@ class Tokens:
         with self._lock:
             self._watched[progress_token] = cancel
 
+    def unwatch(self, progress_token: Any) -> None:
+        """The work ``progress_token`` showed has ended: its token names nothing any more."""
+        with self._lock:
+            self._watched.pop(progress_token, None)
+
     def cancel_progress(self, progress_token: Any) -> bool:
         """``window/workDoneProgress/cancel``: fire the request (or stop the work) shown by
         ``progress_token``."""

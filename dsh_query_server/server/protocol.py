@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import threading
@@ -66,6 +67,10 @@ class Sink(Protocol):
 
 
 log = logging.getLogger("dsh_query_server")
+# workspace/executeCommand's workDoneToken, for its handler (pygls hands it the arguments only).
+_COMMAND_TOKEN: contextvars.ContextVar[str | int | None] = contextvars.ContextVar(
+    "command_token", default=None
+)
 
 DRAIN_SECONDS = 5.0  # how long shutdown and exit wait for requests in flight to be answered
 _decode = msgspec.json.decode
@@ -91,9 +96,6 @@ class QueryProtocol(CapabilitiesProtocol):
         self._posted = 0  # messages the stdin thread handed to the loop (stdin thread only)
         self._handled = 0  # ... and the loop has handled (loop only)
         self._write_lock = threading.Lock()  # the stdin thread and workers write too
-        # workspace/executeCommand's workDoneToken by request id: pygls hands the command's
-        # handler its arguments only (command_progress takes the token back).
-        self._command_tokens: dict[Any, str | int] = {}
 
     def set_writer(self, writer: Any, include_headers: bool = True) -> None:
         """Frames go to ``writer``; pygls' own messages reach it through the seam."""
@@ -212,11 +214,10 @@ class QueryProtocol(CapabilitiesProtocol):
             self._shutdown_id, self._shutdown_answered = message["id"], asyncio.Event()
         if type(structured) is types.CancelNotification and self._cancel(structured.params.id):
             return
-        if (
-            type(structured) is types.ExecuteCommandRequest
-            and structured.params.work_done_token is not None
-        ):
-            self._command_tokens[structured.id] = structured.params.work_done_token
+        if type(structured) is types.ExecuteCommandRequest:
+            # Set in this message's context only, which the command's handler task inherits: a
+            # command pygls refuses leaves nothing behind for a later request of the same id.
+            _COMMAND_TOKEN.set(structured.params.work_done_token)
         if type(structured) is types.WorkDoneProgressCancelNotification:
             # A work-done token of ours names its request (workdone.py); pygls knows none.
             self.host.dispatcher.tokens.cancel_progress(structured.params.token)
@@ -313,10 +314,10 @@ class QueryProtocol(CapabilitiesProtocol):
         )
         return True
 
-    def command_progress(self, msg_id: Any, method: Method) -> tuple[Tracker, str | int | None]:
+    def command_progress(self, method: Method) -> tuple[Tracker, str | int | None]:
         """The progress of a ``workspace/executeCommand`` running ``method`` (on the loop, in the
         command's handler): its own workDoneToken, else one created as for any request."""
-        token = self._command_tokens.pop(msg_id, None)
+        token = _COMMAND_TOKEN.get()
         loop = asyncio.get_running_loop()
         title = title_of(method.name)
         return tracker_with(self, loop, title, token, self.client_creates_progress())

@@ -71,21 +71,29 @@ class LspSink:
         token: str | int,
         create: bool,
         cancellable: bool,
+        closed: Callable[[], None] | None = None,
     ) -> None:
         self.out = out
         self.loop = loop
         self.token = token
         self.create = create
         self.cancellable = cancellable
+        self._closed = closed  # called once the token is done with: ended, or never opened
 
     def open(self, ready: Callable[[bool], None]) -> None:
         if not self.create:
             ready(True)
             return
+
+        def created(ok: bool) -> None:
+            if not ok:
+                self._close()
+            ready(ok)
+
         try:
-            self.loop.call_soon_threadsafe(self._create, ready)
+            self.loop.call_soon_threadsafe(self._create, created)
         except RuntimeError:  # the loop has closed: the client went away
-            ready(False)
+            created(False)
 
     def _create(self, ready: Callable[[bool], None]) -> None:
         if self.out.closed:
@@ -104,6 +112,12 @@ class LspSink:
 
     def end(self, message: str) -> None:
         self._send({"kind": "end", "message": message}, None, None)
+        self._close()
+
+    def _close(self) -> None:
+        closed, self._closed = self._closed, None
+        if closed is not None:
+            closed()
 
     def _send(self, value: dict[str, Any], message: str | None, percentage: int | None) -> None:
         if message is not None:
@@ -144,17 +158,21 @@ def tracker_with(
     token: str | int | None,
     client_creates: bool,
     delay: float | None = None,
+    closed: Callable[[str | int], None] | None = None,
 ) -> tuple[Tracker, str | int | None]:
     """``tracker_for`` with the token already found: ``workspace/executeCommand`` carries its
     ``workDoneToken`` beside the command, not in the argument the method reads. ``delay``: as
-    ``Tracker``'s (0 for a viewer of work that has waited already, progress.Broadcast)."""
+    ``Tracker``'s (0 for a viewer of work that has waited already, progress.Broadcast).
+    ``closed(token)``: once the token is done with (its end sent, or the client refused it)."""
     create = False
     if token is None:
         if not client_creates:
             return NULL_TRACKER, None
         token = f"dsh-query-{os.getpid()}-{next(_counter)}"
         create = True
-    sink = LspSink(out, loop, token, create, cancellable=True)
+    done = token
+    on_close = None if closed is None else (lambda: closed(done))
+    sink = LspSink(out, loop, token, create, cancellable=True, closed=on_close)
     return Tracker(sink, title, delay), token
 
 
