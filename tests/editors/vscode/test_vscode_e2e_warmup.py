@@ -56,12 +56,14 @@ def test_the_warm_up_shows_in_the_status_bar_before_anything_is_asked(
     workbench: Workbench,
 ) -> None:
     wb = workbench
+    # VS Code shows one window progress at a time (the tree's own request may take the item
+    # for a moment): wait for the warm-up's count itself, then take the screenshot.
     wb.wait_for(
-        lambda: "dsh-query warmUp" in wb.status_bar(), "the warm-up's progress", timeout=300
+        lambda: all(w in wb.status_bar() for w in ("dsh-query warmUp", "indexing", "transcripts")),
+        "the warm-up's count",
+        timeout=300,
     )
-    wb.wait_for(lambda: "indexing" in wb.status_bar(), "the warm-up's count", timeout=120)
     shot = wb.shot("warm-up-in-status-bar")
-    assert "transcripts" in wb.status_bar(), wb.status_bar()
     wb.wait_for(lambda: "dsh-query warmUp" not in wb.status_bar(), "the warm-up's end", timeout=600)
     # The index is warm: a search answers without a build of its own (no searchSessions
     # progress, which a build would show past the delay), and lists its hits.
@@ -72,5 +74,5 @@ def test_the_warm_up_shows_in_the_status_bar_before_anything_is_asked(
     items = wb.quick_items()
     wb.wait_for(lambda: items.count() > 0, "the first page of hits", timeout=120)
     wb.shot("search-after-warm-up")
-    assert "indexing" not in wb.status_bar(), wb.status_bar()
+    assert "dsh-query searchSessions" not in wb.status_bar(), wb.status_bar()
     assert shot.exists()
