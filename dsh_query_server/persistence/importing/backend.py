@@ -41,6 +41,7 @@ ATTEMPTS = 3
 BULK_WINDOW = 4096  # a window this long or longer is a bulk read
 BULK_KEPT = 1024
 _LISTING_WAIT = 0.05  # s between cancellation checks while another caller lists
+METER_STEP = 1 << 20  # a metered read reports every MiB
 
 StatKey = tuple[int, int, int, int]
 T = TypeVar("T")
@@ -48,9 +49,6 @@ T = TypeVar("T")
 
 class ImportError_(Exception):
     """A plain persistence failure of an importer (PERSISTENCE_FAILED on the wire)."""
-
-
-METER_STEP = 1 << 20  # a metered read reports every MiB
 
 
 def stat_key(st: os.stat_result) -> StatKey:
@@ -228,7 +226,7 @@ class ImportBackend(ABC):
         # One listing at a time: a caller that comes while another lists (the freshness poll
         # beside a search, both at the start) waits and replays its proofs, instead of reading
         # every transcript's head a second time beside it [ours].
-        self._listing_lock = threading.RLock()
+        self._listing_lock = threading.Lock()
         # [ours] the transcripts the last listing left out because they are unreadable
         self._skipped: tuple[SkippedArtifact, ...] = ()
 
