@@ -107,7 +107,7 @@ def _agent(header: Json) -> str:
 def approx_tokens(events: list[Json]) -> int:
     """≈ tokens of a surface as views.md §2 measures one: ceil(chars / 4) of the §6.4 text."""
     from ..model.event import Event
-    from ..query.text import extract_text
+    from ..model.text import extract_text
 
     chars = sum(len(extract_text(Event.from_value(e))) for e in events)
     return -(-chars // 4)

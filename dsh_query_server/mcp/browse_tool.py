@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model.event import Event
+from ..model.text import extract_text
 from ..query.loaded import Loaded, LoadedWindow, Record
-from ..query.text import extract_text
 from . import args as A
 from .args import ToolError
 from .render import indent_text, iso_time

@@ -20,10 +20,10 @@ from ..core.runtime import Runtime
 from ..errors import QueryError
 from ..model.event import Event, Header
 from ..model.params import decode
+from ..model.text import extract_text
 from ..model.workspace import Workspace
 from ..query import lineage
 from ..query.loaded import Record
-from ..query.text import extract_text
 from ..search.wire import SessionEventSearchRequest
 from . import args as A
 from .args import ToolError

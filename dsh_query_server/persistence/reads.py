@@ -257,8 +257,8 @@ class StoredLogs:
         """For each id, in order, what ``inspect`` gives (the Inspection or the exception it
         would raise), in few round trips when the backend reads in bulk; None for an id the
         caller reads its own way (``sequence``): a log longer than ``limit``, or every id of a
-        backend that does not read in bulk. With ``payloads`` (the types whose payloads the
-        caller reads), other log-only events may be ``results.EventOutline``s; with ``digest``, a
+        backend that does not read in bulk. With ``payloads`` (the types whose text the
+        caller reads), events may be ``results.EventOutline``s carrying their texts; with ``digest``, a
         result may come ``results.Digested`` (read and digested by a worker process)."""
         if self._bulk is None:
             return iter([None] * len(session_ids))

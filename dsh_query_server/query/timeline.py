@@ -17,6 +17,7 @@ from typing import Any
 from msgspec import Raw
 
 from ..model.event import SURFACE_TYPES, Event, Header
+from ..model.text import text_of
 from ..model.timeline import (
     SessionTimeline,
     ShadowedSpan,
@@ -27,7 +28,6 @@ from ..model.timeline import (
 )
 from ..session.fold import Fold
 from ..values import is_nonneg_safe_integer
-from .text import text_of
 from .usage import StepData, rule_for
 
 

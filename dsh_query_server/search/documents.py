@@ -25,9 +25,9 @@ from .. import errors
 from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
-from ..persistence.contract.results import Digest, Inspection
+from ..model.text import TEXT_TYPES, extract_text
+from ..persistence.contract.results import Digest, EventOutline, Inspection
 from ..persistence.reads import StoredLogs
-from ..query.text import TEXT_TYPES, extract_text
 from ..session.fold import Fold, FoldError, fold_events
 from ..session.store import LiveSnapshot
 from .plan import Document
@@ -38,16 +38,21 @@ WINDOW = 8192
 # documents are made by a second read instead.
 TEXT_BUDGET = 16 * 1024 * 1024
 _DOC_COST = 128
-# The payloads the documents are made from (the fold reads only the envelope of the others, and
-# a tool/result's payload, which is one of these): a bulk read may outline the rest (issue 28).
+# The types whose text the documents are made of: a bulk read may give any event as an outline,
+# its envelope (all the fold reads) and that text (issue 28).
 PAYLOADS = TEXT_TYPES
+
+
+def _text(event: Event) -> str:
+    """The event's text; an outline of a bulk read carries its own."""
+    return event.text if isinstance(event, EventOutline) else extract_text(event)
 
 
 def _documents(events: Iterable[Event], fold: Fold) -> Iterator[Document]:
     # A generator: the write plan inserts documents as they are made (see WritePlan._replace).
     surface = fold.surface
     for event in events:
-        text = extract_text(event)
+        text = _text(event)
         if text:
             seq = int(event.seq)  # the fold checked that seq is the log index
             yield seq, event.type, event.time, surface(seq), text
@@ -67,7 +72,7 @@ class _Kept:
         for event in events:
             seen += 1
             if not self.full:
-                text = extract_text(event)
+                text = _text(event)
                 if text:
                     docs.append((event.seq, event.type, event.time, text))
                     cost += len(text) + _DOC_COST

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from dsh_query_server import errors
 from dsh_query_server.errors import QueryError
 from dsh_query_server.model.event import Event
+from dsh_query_server.model.text import extract_text
 from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.query.service import SessionQueryService
-from dsh_query_server.query.text import extract_text
 from dsh_query_server.session.fold import fold_surface
 from dsh_query_server.session.store import SessionStore
 from tests.builders import A, R, U, assistant_data, ev, log_only

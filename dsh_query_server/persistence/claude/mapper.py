@@ -287,7 +287,7 @@ class ClaudeMapper:
     def _copy(self, original: int) -> None:
         em = self.em
         event = em.events[original]
-        data = obj(event.data()) or {}
+        data = obj(em.data_of(original)) or {}
         message = obj(data.get("message")) if event.type != "user/message" else data
         if message is None:
             return

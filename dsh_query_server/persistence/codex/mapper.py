@@ -356,7 +356,7 @@ class CodexMapper:
             (
                 s,
                 str(em.events[s].type),
-                _content(str(em.events[s].type), obj(em.events[s].data()) or {}),
+                _content(str(em.events[s].type), obj(em.data_of(s)) or {}),
             )
             for s in span
         ]

@@ -61,7 +61,7 @@ class BulkInspector(Protocol):
     it would raise (returned, not raised). It is None for an id whose stored log holds more than
     ``limit`` events (or that the backend cannot read in bulk): the caller reads it its own way.
     A failure of the store itself, or cancellation, raises from the iterator. With ``payloads``,
-    a log-only event of a type not in it may come as a ``results.EventOutline``. With ``digest``,
+    an event may come as a ``results.EventOutline`` (its envelope and text). With ``digest``,
     a result may come ``results.Digested`` (never required: the caller digests the others)."""
 
     def inspect_many(

@@ -85,24 +85,27 @@ class StoredLog:
     revision: str
 
 
-# The event types whose payloads a bulk read's caller reads (None: every type). The others may
-# come as EventOutlines (issue 28: the index build reads only the payloads that carry text).
+# The event types whose text (query/text.py ``extract_text``) a bulk read's caller reads: all it
+# reads of any event is then its envelope and that text (None: every event whole). Any event may
+# then come as an EventOutline (issue 28: the index build reads nothing else) [ours].
 Payloads = frozenset[str] | None
 
 
 class EventOutline(msgspec.Struct, frozen=True, gc=False):
-    """A log-only event known by its type, seq and time only, standing in for an event of a
-    type the caller said it does not read (``Payloads``) in a bulk read. It never stands for an
-    event with ``surfaceOp``, ``sourceEventSeqs`` or ``ignorable``, so the fold treats it as it
-    treats the event; it has no payload to read (no ``data``, no ``raw``). Untracked by the
-    garbage collector: a long log makes tens of thousands of them [ours]."""
+    """An event of a bulk read with ``Payloads``, known by its envelope and, when its type is
+    one the caller reads, its text: what the fold and the index read of it, so they treat it as
+    they treat the event. It has no payload (no ``data``, no ``raw``): the importer kept only the
+    text it would give, never encoding the payload. A tool/result that replaces a node is never
+    outlined (the fold compares its payload with the one it rewrites). Untracked by the garbage
+    collector: a long log makes tens of thousands of them [ours]."""
 
     type: str
     seq: int
     time: int
+    text: str = ""  # ``extract_text`` of the event when its type is in ``Payloads``, else ""
+    surface_op: Any = UNSET
+    source_seqs: Any = UNSET
 
-    surface_op: ClassVar[Any] = UNSET
-    source_seqs: ClassVar[Any] = UNSET
     ignorable: ClassVar[Any] = UNSET
 
 

@@ -384,7 +384,7 @@ class GeminiMapper:
         """An unchanged slot that must move: its event again, as a replay, citing it."""
         em = self.em
         event = em.events[old]
-        data = event.data()
+        data = em.data_of(old)
         data.pop("import", None)
         data.pop("usage", None)
         if event.type != "user/message":

@@ -141,7 +141,7 @@ class Diff:
             return self.emit(item, mo + span_p, markers)
         if span_p or len(mo) != 1 or slot is None or self.em.events[mo[0]].type != "tool/result":
             return None
-        old = self.em.events[mo[0]].data()
+        old = self.em.data_of(mo[0])
         if ("meta" in old) != ("meta" in slot.body):
             return None
         new = {k: slot.body[k] if k in ("message", "meta") else v for k, v in old.items()}

@@ -30,6 +30,7 @@ from ..contract.results import (
     Snapshot,
     Window,
 )
+from .emitter import WholeRead
 from .lines import Item, Record, read_items, read_lines
 from .shared import parallel_reads, shared_reads
 from .survey import Clock, Proofs, Survey, file_key
@@ -326,7 +327,7 @@ class ImportBackend(ABC):
         payloads: Payloads = None,
     ) -> Inspection:
         """Map the first ``size`` bytes of the candidate's transcript (through ``feed``); with
-        ``payloads``, its Emitter keeps other log-only events as outlines."""
+        ``payloads``, its Emitter keeps events as outlines carrying their texts."""
 
     def _candidates(self, token: CancelToken) -> dict[str, Candidate]:
         """``candidates``, or the last listing again while its proofs all hold."""
@@ -412,7 +413,8 @@ class ImportBackend(ABC):
     def inspect_payloads(
         self, session_id: str, payloads: Payloads, token: CancelToken = NULL_TOKEN
     ) -> Inspection:
-        """``inspect`` whose log-only events of types not in ``payloads`` are EventOutlines."""
+        """``inspect`` whose events, with ``payloads``, are EventOutlines carrying their texts
+        (or, when the read needed a payload again, whole: emitter.py ``WholeRead``)."""
         cand = self._locate(session_id, token)
         return self._inspect(cand, token, memo=False, payloads=payloads)
 
@@ -484,7 +486,10 @@ class ImportBackend(ABC):
             known = not memo or self._windows.get(cand.session_id, key) is not None
             builder = None if known else MemoBuilder()
             try:
-                result = self.read(cand, s0.st_size, token, builder, payloads)
+                try:
+                    result = self.read(cand, s0.st_size, token, builder, payloads)
+                except WholeRead:  # a read keeping texts met a copy or a rewrite (emitter.py)
+                    result = self.read(cand, s0.st_size, token, builder, None)
             except FileNotFoundError:
                 raise ImportError_(f'session "{cand.session_id}" not found') from None
             s1 = stat_or_none(cand.path)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import msgspec
 from msgspec import UNSET
 
 from ... import jsoncodec
 from ...model.event import Event
+from ...model.text import text_of
 from ..contract.results import EventOutline, Payloads
 
 JSONObject = dict[str, object]
@@ -63,6 +64,11 @@ def _assembled(value: JSONObject, etype: str, seq: int, time: int) -> Event | No
     return Event.assemble_surface(raw, etype, seq, time, data, op, sources)
 
 
+class WholeRead(Exception):
+    """A read that keeps only texts (``Emitter.payloads``) met what needs an emitted event's
+    payload: the read starts over whole (ImportBackend._inspect)."""
+
+
 @dataclass(slots=True)
 class Call:
     seq: int
@@ -98,8 +104,8 @@ class Emitter:
     pending: tuple[list[int], list[int]] | None = None
     # told every emitted value and its bytes (the window memo, importers.md §3.4)
     sink: Callable[[JSONObject, bytes], None] | None = None
-    # the types whose payloads the reader reads (None: all); a log-only event of another type
-    # is kept as an EventOutline, its payload never encoded (the index build, issue 28)
+    # the types whose text the reader reads (None: every event whole): each event is kept as
+    # an EventOutline with its text, its payload never encoded (the index build, issue 28)
     payloads: Payloads = None
 
     def __post_init__(self) -> None:
@@ -140,11 +146,11 @@ class Emitter:
         seq = len(self.events)
         etype, data = value["type"], value["data"]
         if self.sink is None and type(etype) is str:
-            if len(value) == 2 and self.payloads is not None and etype not in self.payloads:
-                self.events.append(cast(Event, EventOutline(etype, seq, time)))
-                self.last_time = time
-                return seq
-            event = _assembled(value, etype, seq, time)
+            event = (
+                _assembled(value, etype, seq, time)
+                if self.payloads is None
+                else self._outline(value, etype, seq, time)
+            )
             if event is not None:
                 self.events.append(event)
                 self.last_time = time
@@ -159,6 +165,26 @@ class Emitter:
         self.events.append(Event.from_json(raw))
         self.last_time = time
         return seq
+
+    def _outline(self, value: JSONObject, etype: str, seq: int, time: int) -> Event:
+        """The event as its outline: its envelope, and its text when the reader reads it. The
+        text is taken from the payload as it stands, which is what decoding its encoding gives
+        (JSON keeps every string; a lone surrogate is escaped and decoded back)."""
+        op = value.get("surfaceOp", UNSET)
+        if etype == "tool/result" and type(op) is dict:
+            raise WholeRead  # the fold compares a rewrite's payload with the one it replaces
+        payloads = cast(frozenset[str], self.payloads)
+        text = text_of(etype, value["data"]) if etype in payloads else ""
+        sources = value.get("sourceEventSeqs", UNSET)
+        return cast(Event, EventOutline(etype, seq, time, text, op, sources))
+
+    def data_of(self, seq: int) -> Any:
+        """The payload of an emitted event, for a mapper that copies or replays one. An outline
+        has none: the read starts over whole (``WholeRead``)."""
+        event = self.events[seq]
+        if isinstance(event, EventOutline):
+            raise WholeRead
+        return event.data()
 
     def log(
         self,

@@ -71,9 +71,9 @@ class Answer(msgspec.Struct, tag=True):
     ok: bool
     meta: bytes = b""
     ends: list[int] = msgspec.field(default_factory=list[int])
-    # the EventOutlines among the events: (position in the log, type, seq, time)
-    outlines: list[tuple[int, str, int, int]] = msgspec.field(
-        default_factory=list[tuple[int, str, int, int]]
+    # the EventOutlines among the events, each with its position in the log
+    outlines: list[tuple[int, EventOutline]] = msgspec.field(
+        default_factory=list[tuple[int, EventOutline]]
     )
     digested: bool = False  # the body is the digest's parts (``ends``), not events
 
@@ -157,12 +157,12 @@ def inspection_of(answer: Answer, body: memoryview) -> Inspection | Digested:
         outline = next(outlines, None)
         for end in answer.ends:
             while outline is not None and outline[0] == len(events):
-                events.append(cast(Event, EventOutline(outline[1], outline[2], outline[3])))
+                events.append(cast(Event, outline[1]))
                 outline = next(outlines, None)
             events.append(Event.from_json(bytes(body[start:end])))
             start = end
         while outline is not None and outline[0] == len(events):
-            events.append(cast(Event, EventOutline(outline[1], outline[2], outline[3])))
+            events.append(cast(Event, outline[1]))
             outline = next(outlines, None)
         if outline is not None:
             raise Broken("outlines out of order")
@@ -325,11 +325,11 @@ def _events_answer(request: Request, ins: Inspection) -> tuple[Answer, list[byte
     """The answer of an Inspection sent as its events' own bytes, outlines apart."""
     raws: list[bytes] = []
     ends: list[int] = []
-    outlines: list[tuple[int, str, int, int]] = []
+    outlines: list[tuple[int, EventOutline]] = []
     at = 0
     for k, event in enumerate(cast(list[Event | EventOutline], ins.events)):
         if isinstance(event, EventOutline):
-            outlines.append((k, event.type, event.seq, event.time))
+            outlines.append((k, event))
             continue
         raws.append(bytes(event.raw))  # the event's own bytes: no copy
         at += len(event.raw)

@@ -69,7 +69,7 @@ class OpenCodeEmitter(Emitter):
     def rewrite_result(self, target: int, content: list[object], marker: int) -> int:
         """Replace the current tool/result ``target`` by one that differs only in its content
         (semantics.md §2.1 step 4.6): everything else, provenance included, is the target's."""
-        data = self.events[target].data()
+        data = self.data_of(target)
         data["message"]["content"][0]["content"] = content
         value: JSONObject = {
             "type": "tool/result",
@@ -95,7 +95,7 @@ class OpenCodeEmitter(Emitter):
         same data under the id ``<native id>#copy``, citing the source; ``content`` replaces a tool
         result's content."""
         event = self.events[source]
-        data = event.data()
+        data = self.data_of(source)
         message = data if event.type == "user/message" else data["message"]
         message["id"] = f"{str(message['id']).removesuffix('#copy')}#copy"
         if content is not None:

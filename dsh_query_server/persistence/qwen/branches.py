@@ -119,7 +119,7 @@ class Surface:
         ``replace``, the copy replaces that span (a tool result lets a placeholder do it)."""
         event = self.em.events[original]
         etype = str(event.type)
-        data = obj(event.data()) or {}
+        data = obj(self.em.data_of(original)) or {}
         data.pop("import", None)
         message = data if etype == "user/message" else obj(data.get("message"))
         if message is not None:

@@ -333,7 +333,7 @@ class QwenMapper:
         span = list(em.nodes)
         surface.cur = None
         markers = (owed[1] if owed is not None else []) + [marker]
-        replaced = [(s, str(em.events[s].type), obj(em.events[s].data()) or {}) for s in span]
+        replaced = [(s, str(em.events[s].type), obj(em.data_of(s)) or {}) for s in span]
         replay = _Replay(self, origin, span, markers, replaced)
         for item in history:
             d = obj(item)

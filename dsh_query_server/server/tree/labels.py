@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 from ...cancel import NULL_TOKEN, CancelToken
 from ...errors import QueryError
 from ...model.event import Event, Header
+from ...model.text import extract_text
 from ...persistence.contract.backend import PersistenceBackend
 from ...persistence.contract.results import Window
 from ...persistence.mount.binding import Binding
 from ...persistence.reads import StoredLogs
 from ...query.loaded import Record, check_cancelled, conflict
-from ...query.text import extract_text
 from ...query.titlefold import title_from, title_window
 from ...query.workers import run_claims
 from ...session.store import LiveSnapshot

@@ -13,8 +13,8 @@ from msgspec import UNSET, UnsetType
 from ... import jsoncodec
 from ...errors import QueryError
 from ...model.event import Event
+from ...model.text import extract_text
 from ...query.loaded import Record
-from ...query.text import extract_text
 from ...values import collapse_whitespace, is_number
 from .agents import (
     AGENT_ICONS,

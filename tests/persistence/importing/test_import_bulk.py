@@ -10,6 +10,7 @@ import pathlib
 import threading
 import uuid
 from collections.abc import Sequence
+from typing import cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from msgspec import UNSET
 
 from dsh_query_server.cancel import NULL_TOKEN
-from dsh_query_server.model.event import Event
+from dsh_query_server.model.text import TEXT_TYPES, extract_text
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
 from dsh_query_server.persistence.contract.results import (
@@ -35,7 +36,6 @@ from dsh_query_server.persistence.importing.worker import (
     split_answer,
     write_frame,
 )
-from dsh_query_server.query.text import TEXT_TYPES
 from tests.import_helpers import REAL
 
 CLAUDE = sorted((REAL / "claude-code").glob("*.jsonl"))
@@ -89,27 +89,26 @@ def backends(root: pathlib.Path) -> list[ImportBackend]:
 
 
 def assert_same(got: BulkResult, want: Inspection | Exception, payloads: Payloads = None) -> None:
-    """``got`` is ``want``, but that with ``payloads`` a log-only event of another type may be
-    an EventOutline of it."""
+    """``got`` is ``want``, but that with ``payloads`` an importer gives every event as an
+    EventOutline (its envelope, and its text when its type is in ``payloads``), or, when its read
+    met a copy or a rewrite and started over whole, none."""
     if isinstance(want, Exception):
         assert type(got) is type(want) and str(got) == str(want)
         return
     assert isinstance(got, Inspection)
     assert got.meta == want.meta and got.meta.raw == want.meta.raw
     assert len(got.events) == len(want.events)
-    full: list[Event] = []
-    for g, w in zip(got.events, want.events, strict=True):
-        if isinstance(g, EventOutline):
-            assert payloads is not None and w.type not in payloads
-            assert (g.type, g.seq, g.time) == (w.type, w.seq, w.time)
-            assert w.surface_op is UNSET and w.source_seqs is UNSET and w.ignorable is UNSET
-        else:
-            full.append(w)
-    if payloads is not None:  # what may be outlined is
-        assert all(e.type in payloads or e.surface_op is not UNSET for e in full)
-    got_full = [e for e in got.events if not isinstance(e, EventOutline)]
-    got = Inspection(got.meta, got_full)
-    want = Inspection(want.meta, full)
+    outlined = [isinstance(g, EventOutline) for g in got.events]
+    assert payloads is not None or not any(outlined)
+    assert all(outlined) or not any(outlined)
+    if any(outlined):
+        assert payloads is not None
+        for g, w in zip(cast(list[EventOutline], got.events), want.events, strict=True):
+            envelope = (w.type, w.seq, w.time, w.surface_op, w.source_seqs)
+            assert (g.type, g.seq, g.time, g.surface_op, g.source_seqs) == envelope
+            assert w.ignorable is UNSET
+            assert g.text == (extract_text(w) if w.type in payloads else "")
+        return
     assert [e.raw for e in got.events] == [e.raw for e in want.events]
     assert [(e.type, e.seq, e.time, e.surface_op, e.source_seqs) for e in got.events] == [
         (e.type, e.seq, e.time, e.surface_op, e.source_seqs) for e in want.events
@@ -165,8 +164,7 @@ def test_bulk_read_equals_inspect(
     worker: bool,
     payloads: Payloads,
 ) -> None:
-    """Every answer is ``inspect``'s; with ``payloads``, events of other types may be outlined
-    (and a log-only event of such a type always is, by the Claude and Codex importers)."""
+    """Every answer is ``inspect``'s; with ``payloads``, as outlines carrying their texts."""
     root = tmp_path_factory.mktemp("home")
     build_home(root, claude, codex)
     assert check_home(root, worker, monkeypatch, payloads) > 2  # some ids listed

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_query_server.cancel import NULL_TOKEN
+from dsh_query_server.model.text import TEXT_TYPES
 from dsh_query_server.persistence.contract.results import EventOutline, Inspection, Payloads
 from dsh_query_server.persistence.importing.backend import ImportBackend
 from dsh_query_server.persistence.mount.uri import open_backend
-from dsh_query_server.query.text import TEXT_TYPES
 from tests.import_helpers import FIXTURES, SPEC
 from tests.persistence.importing.test_import_bulk import TYPES, assert_same, inspected
 

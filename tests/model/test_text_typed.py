@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from dsh_query_server.cancel import NULL_TOKEN
 from dsh_query_server.model.event import Event, make_event
+from dsh_query_server.model.text import TEXT_TYPES, extract_text, text_of
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
 from dsh_query_server.persistence.importing.emitter import JSONObject, _assembled
-from dsh_query_server.query.text import TEXT_TYPES, extract_text, text_of
 from tests.import_helpers import REAL
 
 
