@@ -94,6 +94,15 @@ def sanitize(text: str) -> str:
     """Document and query text as the index sees it: reserved code points become U+FFFD."""
     if text.isascii():  # O(1) in CPython; most tool output: then only NUL can be reserved
         return text if "\x00" not in text else text.replace("\x00", REPLACEMENT)
+    # Three substring tests and a UTF-8 encoding (which refuses a lone surrogate) run in C at
+    # ~3x the regular expression's speed; it then replaces only in the rare text that needs it.
+    if "\x00" not in text and "\ufdd0" not in text and "\ufdd1" not in text:
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            pass
+        else:
+            return text
     return _RESERVED.sub(REPLACEMENT, text)
 
 
