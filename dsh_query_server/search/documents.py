@@ -17,7 +17,7 @@ seen between windows is reported the same way at once.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -120,10 +120,13 @@ _PART = 512  # documents per encoded part: the worker never holds them all decod
 
 
 def digest(session_id: str, inspection: Inspection) -> list[bytes]:
-    """results.Digest: run in the worker on the Inspection it read."""
+    """results.Digest: run in the worker on the Inspection it read, which it consumes: each
+    event leaves the Inspection as its document is made, so a long log's texts are held once,
+    as events or as encoded parts, never both (the worker drops the Inspection afterwards)."""
     parts: list[bytes] = []
     docs: list[Document] = []
-    for doc in persisted_documents(session_id, inspection.events):
+    events = inspection.events
+    for doc in _documents(_consumed(events), _folded(session_id, events, events)):
         time = doc[2]
         if type(doc[1]) is not str or not (time is None or type(time) in (int, float)):
             raise ValueError("a document msgpack would not give back as it is")
@@ -136,14 +139,28 @@ def digest(session_id: str, inspection: Inspection) -> list[bytes]:
     return parts
 
 
+def _consumed(events: list[Event]) -> Iterator[Event]:
+    """Each event in turn, its place in ``events`` emptied as it is handed out."""
+    for k in range(len(events)):
+        event = events[k]
+        events[k] = cast(Event, None)
+        yield event
+
+
+class BadDigest(ValueError):
+    """Bytes that are no digest of documents (never from our own worker)."""
+
+
 def undigest(data: memoryview, ends: list[int]) -> Iterator[Document]:
-    """The documents ``digest`` encoded, part by part (raises ValueError for anything else)."""
+    """The documents ``digest`` encoded, part by part, as they are decoded: the write plan
+    inserts them meanwhile, so a long log's are never all held decoded beside their bytes
+    (raises BadDigest for anything else)."""
     start = 0
     for end in ends:
         try:
             docs = _decode(data[start:end])
         except msgspec.DecodeError as exc:
-            raise ValueError(f"not a digest of documents: {exc}") from None
+            raise BadDigest(f"not a digest of documents: {exc}") from None
         yield from docs
         start = end
 

@@ -243,7 +243,8 @@ class WritePlan:
 
         try:
             self._begin()
-            old = self._committed[tables].get(key)
+            pending = self.changes[tables]  # this plan's own rows of the key go first, if any
+            old = pending[key] if key in pending else self._committed[tables].get(key)
             if old is not None and old.span is not None:
                 self.conn.execute(tables.delete_docs, (*old.span, key))
             self.conn.executemany(tables.insert_doc, rows())

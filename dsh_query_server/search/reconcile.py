@@ -32,6 +32,7 @@ from .documents import (
     DIGEST,
     PAYLOADS,
     WINDOW,
+    BadDigest,
     Read,
     live_documents,
     persisted_documents,
@@ -478,13 +479,19 @@ def _index(
 ) -> None:
     """Step 2.2 for one snapshot: its log as ``inspect`` gives it (``result``, else read now);
     its documents go to the plan."""
+    tok = NULL_TOKEN if token is None else token
     try:
-        read = _read(logs, sid, result, NULL_TOKEN if token is None else token)
+        read = _read(logs, sid, result, tok)
         check(token)
         if not headers_compatible(snapshot.header, read.meta):
             raise conflict(sid)
         plan.write_persisted(sql_text(sid), snapshot.header, snapshot.revision, read, read.meta)
-        read.raise_error()
+        try:
+            read.raise_error()
+        except BadDigest:  # never from our own worker; any doubt: the log is read here instead
+            read = read_persisted(logs, sid, tok)
+            plan.write_persisted(sql_text(sid), snapshot.header, snapshot.revision, read, read.meta)
+            read.raise_error()
     except LogMoved:
         raise _Unstable from None
 
@@ -495,12 +502,8 @@ def _read(logs: StoredLogs, sid: str, result: BulkResult, token: CancelToken) ->
         return read_persisted(logs, sid, token)
     if isinstance(result, Exception):
         raise result
-    if isinstance(result, Digested):
-        try:
-            docs = list(undigest(result.data, result.ends))
-        except ValueError:  # never from our own worker; any doubt: read it here
-            return read_persisted(logs, sid, token)
-        return Read(result.meta, docs)
+    if isinstance(result, Digested):  # a BadDigest met while inserting is raised after it
+        return Read(result.meta, undigest(result.data, result.ends), reading=True)
     return Read(result.meta, persisted_documents(sid, result.events))
 
 

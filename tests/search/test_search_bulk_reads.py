@@ -73,17 +73,36 @@ class WindowsOnly:
         self.inner.close()
 
 
+class CorruptDigests(WindowsOnly):
+    """The importer's bulk read, but that every digest's bytes after its first part are
+    garbage: what a worker that went wrong would send."""
+
+    def inspect_many(self, *args: Any, **kwargs: Any) -> Iterator[tuple[str, Any]]:
+        self.corrupted = 0
+        for sid, got in self.inner.inspect_many(*args, **kwargs):
+            if isinstance(got, Digested):
+                first = got.ends[0]
+                data = memoryview(bytes(got.data[:first]) + b"\xc1garbage")
+                got = Digested(got.meta, data, [first, len(data)])
+                self.corrupted += 1
+            yield sid, got
+
+
 def index_rows(root: pathlib.Path, tmp: pathlib.Path, how: str) -> Iterator[tuple[str, list[Any]]]:
     claude = ClaudeBackend(str(root / "claude"), f"claude:{root / 'claude'}")
     codex = CodexBackend(str(root / "codex"), f"codex:{root / 'codex'}")
     members: list[Any] = [claude, codex]
     if how == "windows":
         members = [WindowsOnly(claude), WindowsOnly(codex)]
+    if how == "corrupt":
+        members = [CorruptDigests(claude), CorruptDigests(codex)]
     binding = PersistenceBinding()
     binding.mount(CompositeBackend(members, "composite:test"))
     index = SearchIndex.open(str(tmp / f"{how}.sqlite"), "wal", SessionStore(), binding)
     try:
         index.reconcile(NULL_TOKEN)
+        if how == "corrupt":
+            yield "corrupted", [sum(m.corrupted for m in members)]
         conn = index.conn
         yield "docs", conn.execute("SELECT rowid, * FROM persisted_docs ORDER BY rowid").fetchall()
         yield "sessions", conn.execute("SELECT * FROM persisted_sessions ORDER BY id").fetchall()
@@ -198,3 +217,23 @@ def test_a_document_msgpack_would_change_is_not_digested() -> None:
         assert list(persisted_documents("s", inspection.events)), "it has a document"
         with pytest.raises(ValueError):
             digest("s", inspection)
+
+
+def test_a_digest_that_breaks_midway_is_read_again(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Documents are inserted as a digest decodes; when its bytes break after some were, the
+    log is read in process and its rows written again: the index holds what a clean build
+    holds (row ids aside: they never order a search)."""
+    root, tmp = tmp_path / "home", tmp_path / "index"
+    tmp.mkdir()
+    build_home(root, [(i % len(CLAUDE), 0, False) for i in range(8)], [(0, 0, False)] * 4)
+    monkeypatch.setenv(shared.ENV, "1")
+    clean = dict(index_rows(root, tmp, "bulk"))
+    corrupt = dict(index_rows(root, tmp, "corrupt"))
+    assert corrupt.pop("corrupted")[0] > 0, "the worker digested some logs"
+    assert sorted(r[1:] for r in corrupt.pop("docs")) == sorted(r[1:] for r in clean.pop("docs"))
+    strip = {k: sorted(r[1:] for r in v) if k != "sessions" else v for k, v in clean.items()}
+    assert {
+        k: sorted(r[1:] for r in v) if k != "sessions" else v for k, v in corrupt.items()
+    } == strip

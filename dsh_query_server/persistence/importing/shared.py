@@ -40,12 +40,13 @@ PARALLEL_MIN_BYTES = 24 * 1024 * 1024
 # a worker when the bulk read is worth it (PARALLEL_MIN_BYTES) [ours].
 ENV = "DSH_QUERY_READ_WORKER"
 # A longer transcript is read in this process: the worker would hold the whole log (its peak,
-# beside the server's), and the server its answer twice for a moment (the frame and its
-# events). With 8 MiB the two stay within 200 MB together on the 1.5 GB real-content home.
-WORKER_MAX_BYTES = 8 * 1024 * 1024
-# Measured on the 1.5 GB home (issue 28): giving the longer logs to the worker too when it digests
-# (its answer is then ~0.3 of the log) made the build ~7% faster, but the worker's peak ~20 MiB
-# higher and the tree's 198-208 MiB, so the limit holds for the index build as well.
+# beside the server's), and the server its answer for a moment. Since the index build's reads
+# keep only texts (emitter.py outlines) and insert a digest as it decodes, a 28 MB transcript
+# costs the worker ~28 MiB and the server ~8 (its documents' bytes): with every log of the 1.5 GB
+# real-content home at the worker, the tree peaked at ~175 MiB (bench/realhome.py). Before, the
+# server read the logs over 8 MiB itself, 36% of the bytes, and was the busy process of the two
+# (the worker idled ~40% of the build) [ours].
+WORKER_MAX_BYTES = 32 * 1024 * 1024
 
 
 def parallel_reads(ids: int, size: int) -> bool:
