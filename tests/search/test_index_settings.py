@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pathlib
 
+import apsw
 import pytest
 
-from dsh_query_server.search.schema import FTS_HASHSIZE, open_index
+from dsh_query_server.search.schema import FTS_HASHSIZE, PAGE_SIZE, open_index
 
 
 def _config(path: pathlib.Path) -> list[tuple[object, object]]:
@@ -36,3 +37,20 @@ def test_synchronous_is_normal_only_under_wal(
         assert conn.execute("PRAGMA main.synchronous").fetchall() == [(synchronous,)]
     finally:
         conn.close()
+
+
+def test_a_new_index_has_16k_pages_and_an_old_one_keeps_its_own(tmp_path: pathlib.Path) -> None:
+    def page_size(path: pathlib.Path) -> object:
+        conn = open_index(str(path), "wal")
+        try:
+            return conn.execute("PRAGMA main.page_size").fetchall()[0][0]
+        finally:
+            conn.close()
+
+    assert page_size(tmp_path / "new.db") == PAGE_SIZE
+    old = tmp_path / "old.db"
+    made = apsw.Connection(str(old))  # a file an earlier version made, with 4 KiB pages
+    made.execute("PRAGMA page_size = 4096")
+    made.execute("PRAGMA journal_mode = wal").fetchall()
+    made.close()
+    assert page_size(old) == 4096
