@@ -26,7 +26,7 @@ from ..cancel import CancelToken
 from ..errors import QueryError
 from ..model.event import Event, Header
 from ..model.text import TEXT_TYPES, extract_text
-from ..persistence.contract.results import Digest, EventOutline, Inspection
+from ..persistence.contract.results import Digest, EventOutline, Inspection, Reading
 from ..persistence.reads import StoredLogs
 from ..session.fold import Fold, FoldError, fold_events
 from ..session.store import LiveSnapshot
@@ -40,7 +40,7 @@ TEXT_BUDGET = 16 * 1024 * 1024
 _DOC_COST = 128
 # The types whose text the documents are made of: a bulk read may give any event as an outline,
 # its envelope (all the fold reads) and that text (issue 28).
-PAYLOADS = TEXT_TYPES
+PAYLOADS = Reading(texts=TEXT_TYPES)
 
 
 def _text(event: Event) -> str:

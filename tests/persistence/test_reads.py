@@ -22,6 +22,7 @@ from dsh_query_server.persistence.contract.results import (
     Digest,
     Inspection,
     Payloads,
+    Reading,
     SessionRawArtifact,
     Snapshot,
     Window,
@@ -249,8 +250,9 @@ def test_many_reads_in_bulk_where_it_can_and_checks_the_answers() -> None:
     with pytest.raises(ValueError, match="bulk inspection answered 'x' for 's'"):
         list(mounted(Bulk("x")).many(["s"], 10, NULL_TOKEN))
     bulk = Bulk()  # the payloads the caller reads reach the backend
-    list(mounted(bulk).many(["s"], 10, NULL_TOKEN, frozenset({"user/message"})))
-    assert bulk.payloads == frozenset({"user/message"})
+    reading = Reading(texts=frozenset({"user/message"}))
+    list(mounted(bulk).many(["s"], 10, NULL_TOKEN, reading))
+    assert bulk.payloads == reading
 
 
 def test_snapshots_are_checked_and_an_unchanged_listing_is_the_known_one() -> None:

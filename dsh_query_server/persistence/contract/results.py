@@ -85,15 +85,23 @@ class StoredLog:
     revision: str
 
 
-# The event types whose text (query/text.py ``extract_text``) a bulk read's caller reads: all it
-# reads of any event is then its envelope and that text (None: every event whole). Any event may
-# then come as an EventOutline (issue 28: the index build reads nothing else) [ours].
-Payloads = frozenset[str] | None
+class Reading(msgspec.Struct, frozen=True):
+    """What the caller of a bulk or title read reads of each event (issue 28) [ours]: the text
+    (model/text.py ``extract_text``) of the types in ``texts``, the whole event of the types in
+    ``whole``, and of any other event its envelope only. An event whose type is not in ``whole``
+    may then come as an EventOutline: the index build reads texts, a title read one type whole.
+    """
+
+    texts: frozenset[str] = frozenset()
+    whole: frozenset[str] = frozenset()
+
+
+Payloads = Reading | None  # None: every event whole
 
 
 class EventOutline(msgspec.Struct, frozen=True, gc=False):
-    """An event of a bulk read with ``Payloads``, known by its envelope and, when its type is
-    one the caller reads, its text: what the fold and the index read of it, so they treat it as
+    """An event of a read with ``Payloads`` (a ``Reading``), known by its envelope and, when its
+    type is one whose text the caller reads, its text: what the fold and the index read of it, so they treat it as
     they treat the event. It has no payload (no ``data``, no ``raw``): the importer kept only the
     text it would give, never encoding the payload. A tool/result that replaces a node is never
     outlined (the fold compares its payload with the one it rewrites). Untracked by the garbage
@@ -102,7 +110,7 @@ class EventOutline(msgspec.Struct, frozen=True, gc=False):
     type: str
     seq: int
     time: int
-    text: str = ""  # ``extract_text`` of the event when its type is in ``Payloads``, else ""
+    text: str = ""  # ``extract_text`` of the event when its type is in ``Reading.texts``, else ""
     surface_op: Any = UNSET
     source_seqs: Any = UNSET
 

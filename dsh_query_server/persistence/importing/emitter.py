@@ -104,8 +104,9 @@ class Emitter:
     pending: tuple[list[int], list[int]] | None = None
     # told every emitted value and its bytes (the window memo, importers.md §3.4)
     sink: Callable[[JSONObject, bytes], None] | None = None
-    # the types whose text the reader reads (None: every event whole): each event is kept as
-    # an EventOutline with its text, its payload never encoded (the index build, issue 28)
+    # what the reader reads of each event (None: every event whole): an event of a type it does
+    # not read whole is kept as an EventOutline (with its text when it reads that), its payload
+    # never encoded (the index build and title reads, issue 28)
     payloads: Payloads = None
 
     def __post_init__(self) -> None:
@@ -146,10 +147,11 @@ class Emitter:
         seq = len(self.events)
         etype, data = value["type"], value["data"]
         if self.sink is None and type(etype) is str:
+            reading = self.payloads
             event = (
                 _assembled(value, etype, seq, time)
-                if self.payloads is None
-                else self._outline(value, etype, seq, time)
+                if reading is None or etype in reading.whole
+                else self._outline(value, etype, seq, time, reading.texts)
             )
             if event is not None:
                 self.events.append(event)
@@ -166,15 +168,16 @@ class Emitter:
         self.last_time = time
         return seq
 
-    def _outline(self, value: JSONObject, etype: str, seq: int, time: int) -> Event:
+    def _outline(
+        self, value: JSONObject, etype: str, seq: int, time: int, texts: frozenset[str]
+    ) -> Event:
         """The event as its outline: its envelope, and its text when the reader reads it. The
         text is taken from the payload as it stands, which is what decoding its encoding gives
         (JSON keeps every string; a lone surrogate is escaped and decoded back)."""
         op = value.get("surfaceOp", UNSET)
         if etype == "tool/result" and type(op) is dict:
             raise WholeRead  # the fold compares a rewrite's payload with the one it replaces
-        payloads = cast(frozenset[str], self.payloads)
-        text = text_of(etype, value["data"]) if etype in payloads else ""
+        text = text_of(etype, value["data"]) if etype in texts else ""
         sources = value.get("sourceEventSeqs", UNSET)
         return cast(Event, EventOutline(etype, seq, time, text, op, sources))
 

@@ -41,7 +41,7 @@ import msgspec
 
 from ...cancel import NULL_TOKEN, CancelToken
 from ...model.event import Event, Header
-from ..contract.results import Digest, Digested, EventOutline, Inspection, Payloads
+from ..contract.results import Digest, Digested, EventOutline, Inspection, Payloads, Reading
 
 MAGIC = b"DQW1"
 _HEAD = len(MAGIC) + 4
@@ -59,7 +59,7 @@ class Init(msgspec.Struct, tag=True):
 class Request(msgspec.Struct, tag=True):
     ident: int
     session_id: str
-    payloads: list[str] | None = None  # ``Payloads``, as a list
+    payloads: Reading | None = None
     digest: tuple[str, str] | None = None  # a ``Digest``: (module, name)
 
 
@@ -225,10 +225,9 @@ class ReadWorker:
         if self.broken:
             raise Broken("worker broken")
         self._next += 1
-        wanted = None if payloads is None else sorted(payloads)
         named = None if digest is None else (digest.module, digest.name)
         try:
-            write_frame(self._out, _encode(Request(self._next, session_id, wanted, named)))
+            write_frame(self._out, _encode(Request(self._next, session_id, payloads, named)))
         except OSError as exc:
             self.broken = True
             raise Broken(str(exc)) from None
@@ -314,8 +313,7 @@ def serve(read_fd: int, write_fd: int) -> None:
         if not isinstance(request, Request):
             return
         try:
-            payloads = None if request.payloads is None else frozenset(request.payloads)
-            ins = backend.inspect_payloads(request.session_id, payloads, token)
+            ins = backend.inspect_payloads(request.session_id, request.payloads, token)
             if request.digest is None:
                 answer, raws = _events_answer(request, ins)
             else:

@@ -10,7 +10,6 @@ import pathlib
 import threading
 import uuid
 from collections.abc import Sequence
-from typing import cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 from msgspec import UNSET
 
 from dsh_query_server.cancel import NULL_TOKEN
+from dsh_query_server.model.event import Event
 from dsh_query_server.model.text import TEXT_TYPES, extract_text
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
@@ -26,6 +26,7 @@ from dsh_query_server.persistence.contract.results import (
     EventOutline,
     Inspection,
     Payloads,
+    Reading,
 )
 from dsh_query_server.persistence.importing import shared
 from dsh_query_server.persistence.importing.backend import ImportBackend
@@ -89,31 +90,45 @@ def backends(root: pathlib.Path) -> list[ImportBackend]:
 
 
 def assert_same(got: BulkResult, want: Inspection | Exception, payloads: Payloads = None) -> None:
-    """``got`` is ``want``, but that with ``payloads`` an importer gives every event as an
-    EventOutline (its envelope, and its text when its type is in ``payloads``), or, when its read
-    met a copy or a rewrite and started over whole, none."""
+    """``got`` is ``want``, but that with ``payloads`` (a Reading) an importer gives every event
+    of a type not read whole as an EventOutline (its envelope, and its text when it reads that
+    type's), or, when its read met a copy or a rewrite and started over whole, none."""
     if isinstance(want, Exception):
         assert type(got) is type(want) and str(got) == str(want)
         return
     assert isinstance(got, Inspection)
     assert got.meta == want.meta and got.meta.raw == want.meta.raw
     assert len(got.events) == len(want.events)
+    whole = payloads.whole if payloads is not None else frozenset[str]()
     outlined = [isinstance(g, EventOutline) for g in got.events]
     assert payloads is not None or not any(outlined)
-    assert all(outlined) or not any(outlined)
-    if any(outlined):
-        assert payloads is not None
-        for g, w in zip(cast(list[EventOutline], got.events), want.events, strict=True):
+    may = [w.type not in whole for w in want.events]  # what a Reading outlines
+    assert outlined == may or not any(outlined)
+    full: list[tuple[Event, Event]] = []
+    for g, w in zip(got.events, want.events, strict=True):
+        if isinstance(g, EventOutline):
+            assert payloads is not None
             envelope = (w.type, w.seq, w.time, w.surface_op, w.source_seqs)
             assert (g.type, g.seq, g.time, g.surface_op, g.source_seqs) == envelope
             assert w.ignorable is UNSET
-            assert g.text == (extract_text(w) if w.type in payloads else "")
-        return
-    assert [e.raw for e in got.events] == [e.raw for e in want.events]
-    assert [(e.type, e.seq, e.time, e.surface_op, e.source_seqs) for e in got.events] == [
-        (e.type, e.seq, e.time, e.surface_op, e.source_seqs) for e in want.events
+            assert g.text == (extract_text(w) if w.type in payloads.texts else "")
+        else:
+            full.append((g, w))
+    assert [g.raw for g, _ in full] == [w.raw for _, w in full]
+    assert [(g.type, g.seq, g.time, g.surface_op, g.source_seqs) for g, _ in full] == [
+        (w.type, w.seq, w.time, w.surface_op, w.source_seqs) for _, w in full
     ]
-    assert [e.data() for e in got.events] == [e.data() for e in want.events]
+    assert [g.data() for g, _ in full] == [w.data() for _, w in full]
+
+
+def readings(types: list[str]) -> st.SearchStrategy[Payloads]:
+    """None, the index's Reading, or any texts and whole types of ``types``."""
+    some = st.frozensets(st.sampled_from(types))
+    return st.one_of(
+        st.none(),
+        st.just(Reading(texts=TEXT_TYPES)),
+        st.builds(Reading, texts=some, whole=some),
+    )
 
 
 def inspected(backend: ImportBackend, sid: str) -> Inspection | Exception:
@@ -154,7 +169,7 @@ picks = st.lists(
     claude=picks,
     codex=picks,
     worker=st.booleans(),
-    payloads=st.one_of(st.none(), st.just(TEXT_TYPES), st.frozensets(st.sampled_from(TYPES))),
+    payloads=readings(TYPES),
 )
 def test_bulk_read_equals_inspect(
     tmp_path_factory: pytest.TempPathFactory,

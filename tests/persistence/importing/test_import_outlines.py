@@ -9,15 +9,19 @@ import shutil
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from dsh_query_server.cancel import NULL_TOKEN
 from dsh_query_server.model.text import TEXT_TYPES
-from dsh_query_server.persistence.contract.results import EventOutline, Inspection, Payloads
+from dsh_query_server.persistence.contract.results import (
+    EventOutline,
+    Inspection,
+    Payloads,
+    Reading,
+)
 from dsh_query_server.persistence.importing.backend import ImportBackend
 from dsh_query_server.persistence.mount.uri import open_backend
 from tests.import_helpers import FIXTURES, SPEC
-from tests.persistence.importing.test_import_bulk import TYPES, assert_same, inspected
+from tests.persistence.importing.test_import_bulk import TYPES, assert_same, inspected, readings
 
 
 def homes(root: pathlib.Path) -> list[ImportBackend]:
@@ -49,8 +53,8 @@ def test_the_index_payloads_outline_log_only_events(backends: list[ImportBackend
     for backend in backends:
         for header in backend.list():
             sid = str(header.id)
-            got = backend._bulk_one(sid, NULL_TOKEN, TEXT_TYPES)  # pyright: ignore[reportPrivateUsage]
-            assert_same(got, inspected(backend, sid), TEXT_TYPES)
+            got = backend._bulk_one(sid, NULL_TOKEN, Reading(texts=TEXT_TYPES))  # pyright: ignore[reportPrivateUsage]
+            assert_same(got, inspected(backend, sid), Reading(texts=TEXT_TYPES))
             if isinstance(got, Inspection):
                 outlined += sum(isinstance(e, EventOutline) for e in got.events)
     assert outlined > 50  # honoured, not merely allowed
@@ -59,7 +63,7 @@ def test_the_index_payloads_outline_log_only_events(backends: list[ImportBackend
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(payloads=st.one_of(st.none(), st.frozensets(st.sampled_from(TYPES))))
+@given(payloads=readings(TYPES))
 def test_any_payloads_answer_as_inspect(backends: list[ImportBackend], payloads: Payloads) -> None:
     for backend in backends:
         for header in backend.list():

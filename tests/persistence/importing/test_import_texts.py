@@ -11,11 +11,11 @@ import tempfile
 from hypothesis import HealthCheck, given, settings
 
 from dsh_query_server.cancel import NULL_TOKEN
-from dsh_query_server.model.text import TEXT_TYPES
 from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
 from dsh_query_server.persistence.contract.results import EventOutline, Inspection
 from dsh_query_server.persistence.importing.backend import ImportBackend
+from dsh_query_server.search.documents import PAYLOADS
 from tests.import_helpers import jl
 from tests.import_strategies import CODEX_SID, SID, claude_transcript, codex_rollout
 from tests.persistence.claude.test_import_claude_rules import SID as RULE_SID
@@ -27,8 +27,8 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 def _check(backend: ImportBackend, sid: str) -> bool:
     """The texts read is ``inspect``'s log; True when it came as outlines."""
-    got = backend._bulk_one(sid, NULL_TOKEN, TEXT_TYPES)  # pyright: ignore[reportPrivateUsage]
-    assert_same(got, inspected(backend, sid), TEXT_TYPES)
+    got = backend._bulk_one(sid, NULL_TOKEN, PAYLOADS)  # pyright: ignore[reportPrivateUsage]
+    assert_same(got, inspected(backend, sid), PAYLOADS)
     return isinstance(got, Inspection) and any(isinstance(e, EventOutline) for e in got.events)
 
 
