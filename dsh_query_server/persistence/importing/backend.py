@@ -32,6 +32,7 @@ from ..contract.results import (
 )
 from .emitter import WholeRead
 from .lines import Item, Record, read_items, read_lines
+from .shapes import TITLE_READING, Shape, Shapes
 from .shared import parallel_reads, shared_reads
 from .survey import Clock, Proofs, Survey, file_key
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
@@ -221,6 +222,7 @@ class ImportBackend(ABC):
         self._listing: Listing | None = None  # the last completed listing
         self._bulk: dict[str, MemoKey] = {}  # revisions read whole by a bulk window, no memo
         self._windows = WindowMemos()
+        self._shapes = Shapes()  # what shape reads found, per revision (shapes.py)
         # the survey the request holding this token made last (one token = one request)
         self._survey: tuple[weakref.ref[CancelToken], dict[str, Candidate]] | None = None
         self._survey_lock = threading.Lock()
@@ -524,9 +526,12 @@ class ImportBackend(ABC):
             if events is not None and s1 is not None and stat_key(s1) == stat_key(s0):
                 revision = self._read_revision(cand, s0, s1)
                 return Window(memo.header, memo.length, lo, events, memo.title, revision)
+        key = (cand.path, stat_key(s0), cand.extra) if s0 is not None else None
+        shaped = self._shaped(cand, key, first, last, token)
+        if shaped is not None:
+            return shaped
         # A bulk read (the search index's) builds no memo the first time: most logs fit in one
         # such window and are never read again; a second bulk read of the same revision does.
-        key = (cand.path, stat_key(s0), cand.extra) if s0 is not None else None
         build = last - first < BULK_WINDOW or (
             key is not None and self._bulk.get(session_id) == key
         )
@@ -544,6 +549,31 @@ class ImportBackend(ABC):
         events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
         title = next((e.seq for e in reversed(ins.events) if e.type == "session/title"), None)
         return Window(ins.meta, n, lo, events, title, revision)
+
+    def _shaped(
+        self, cand: Candidate, key: MemoKey | None, first: int, last: int, token: CancelToken
+    ) -> Window | None:
+        """The window from the shape of the revision ``key`` (shapes.py): remembered, or read
+        now when only the shape is asked (an empty window); None when it does not hold it."""
+        if key is None:
+            return None
+        shape = self._shapes.get(cand.session_id, key)
+        if shape is not None:
+            window = shape.window(first, last, None)
+            after = stat_or_none(cand.path)
+            if window is None or after is None or stat_key(after) != key[1]:
+                return None
+            return replace(window, revision=self._read_revision(cand, after, after))
+        if last >= first:
+            return None
+        with naming(cand.path, cand.path):
+            before = stat_or_none(cand.path)
+            ins = self._inspect(cand, token, memo=False, payloads=TITLE_READING)
+            after = stat_or_none(cand.path)
+        shape = Shape.of(ins)
+        if before is not None and after is not None and stat_key(before) == stat_key(after):
+            self._shapes.put(cand.session_id, (cand.path, stat_key(before), cand.extra), shape)
+        return shape.window(first, last, self._read_revision(cand, before, after))
 
     def _read_revision(
         self, cand: Candidate, before: os.stat_result | None, after: os.stat_result | None

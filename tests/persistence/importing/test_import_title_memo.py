@@ -155,3 +155,48 @@ def test_a_second_batch_reads_no_unchanged_log(tmp_path: pathlib.Path) -> None:
     counted.reads.clear()
     assert titles(service, sids) == again
     assert counted.reads == []
+
+
+def test_a_title_costs_one_mapping_and_no_window_memo(tmp_path: pathlib.Path) -> None:
+    """A title batch maps each transcript once, keeping only its titles whole (shapes.py): the
+    title's own window comes from that read's shape, and no window memo is built for logs a
+    listing only titles. A window other than the title's still reads the log whole."""
+    clock = Clock()
+    home = tmp_path / "claude"
+    sids = [f"t{i}" for i in range(4)]
+    for i, sid in enumerate(sids):
+        path = home / "projects" / "-w" / f"{sid}.jsonl"
+        anchor = {"type": "user", "uuid": f"u{i}", "sessionId": sid, "timestamp": STAMP % i}
+        anchor |= {"cwd": "/w", "message": {"role": "user", "content": f"ask {i}"}}
+        apply(tmp_path, clock, ("write", str(path.relative_to(tmp_path)), line(anchor)), 2)
+        apply(tmp_path, clock, ("append", str(path.relative_to(tmp_path)), title_line(sid, sid)), 2)
+    clock.age(home, home / "projects")
+    counted = CountedClaude(str(home))
+    mappings: list[Payloads] = []
+    read = counted.read
+
+    def mapping(
+        cand: Candidate, size: int, token: CancelToken, builder: Any, payloads: Payloads = None
+    ) -> Inspection:
+        mappings.append(payloads)
+        return read(cand, size, token, builder, payloads)
+
+    counted.read = mapping  # type: ignore[method-assign]
+    service = service_over(counted)
+    got = titles(service, sids)
+    assert [t["value"]["title"]["title"] for t in got] == sids
+    assert len(mappings) == len(sids) and all(p is not None and p.whole for p in mappings)
+    assert counted._windows.size == 0  # pyright: ignore[reportPrivateUsage]
+    fresh = CountedClaude(str(home))
+    for sid in sids:  # the shape's title window is the whole read's
+        want = fresh.inspect(sid)
+        window = counted.inspect_window(sid, 0, -1)
+        assert window.title is not None and (window.meta, window.length) == (
+            want.meta,
+            len(want.events),
+        )
+        title = counted.inspect_window(sid, window.title, window.title)
+        assert [e.raw for e in title.events] == [want.events[window.title].raw]
+    mappings.clear()
+    assert len(counted.inspect_window(sids[0], 0, 0).events) == 1
+    assert mappings == [None]  # any other window: the log whole (and its memo)
