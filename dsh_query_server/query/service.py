@@ -15,6 +15,7 @@ is what depends on its configuration or its own language: window bounds and filt
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from msgspec import UNSET, Raw
@@ -326,7 +327,7 @@ class SessionQueryService:
 
 
 def _records(
-    session_id: str, events: list[Event], classes: list[str]
+    session_id: str, events: Sequence[Event], classes: list[str]
 ) -> list[wire.SessionEventRecord]:
     record = wire.SessionEventRecord  # positional: sessionId, seq, type, time, surface
     return [
@@ -335,7 +336,7 @@ def _records(
     ]
 
 
-def _check_replay(session_id: str, header: Header, events: list[Event]) -> None:
+def _check_replay(session_id: str, header: Header, events: Sequence[Event]) -> None:
     """§3.7: a log that does not replay is CORRUPT_SESSION."""
     problem = replay_error(header.to_value(), events, session_id)
     if problem:

@@ -71,7 +71,7 @@ async def _metered(
     unshown = await plain.protocol.send_request_async(method, params)
     assert json.dumps(shown) == json.dumps(unshown)
     assert plain.progress_reports == {}
-    reports = client.progress_reports[token]
+    reports: list[Any] = client.progress_reports[token]
     await _wait_for(lambda: any(r.kind == "end" for r in reports))
     percentages = check_sequence(reports)
     assert reports[0].title == f"dsh-query {method.split('/')[1]}"
