@@ -6,14 +6,13 @@ transcripts (the importers.md §1.5 worked example, a real tool-heavy one) over 
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dsh_query_server.cli import show
-from dsh_query_server.client import Client, RpcError, StdioClient
 from dsh_query_server.cli.transcript import log_rows, surface_rows
+from dsh_query_server.client import Client, RpcError, StdioClient
 from tests.import_helpers import REAL, SPEC
 
 pytestmark = [pytest.mark.wire]

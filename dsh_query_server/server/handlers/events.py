@@ -140,9 +140,7 @@ def read_timeline(rt: Runtime, p: SessionIdParams, token: CancelToken) -> Sessio
     result=SessionView,
     errors=(E.INVALID_REQUEST, E.ABORTED, *E.LOAD, E.INVALID_SURFACE),
 )
-def read_session_view(
-    rt: Runtime, p: ReadSessionViewParams, token: CancelToken
-) -> SessionView:
+def read_session_view(rt: Runtime, p: ReadSessionViewParams, token: CancelToken) -> SessionView:
     """What the session view shows, from one read of the log: readTimeline, listEvents and
     readTitle, and with `log` readSession (views.md §3.2)."""
     return rt.service.read_session_view(p.sessionId, p.log is True, token)

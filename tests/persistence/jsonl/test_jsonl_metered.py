@@ -50,7 +50,13 @@ def _outcome(decode: Any, content: bytes, **kw: Any) -> Any:
         got = decode(content, "/p/session.jsonl", **kw)
     except Exception as exc:  # noqa: BLE001 - compared with the plain decode's error
         return (type(exc).__name__, str(exc))
-    return (got.header.to_value(), [e.to_value() for e in got.events], got.torn, got.body, got.marks)
+    return (
+        got.header.to_value(),
+        [e.to_value() for e in got.events],
+        got.torn,
+        got.body,
+        got.marks,
+    )
 
 
 @settings(max_examples=150, deadline=None)
