@@ -1,7 +1,8 @@
 """``dsh-query show`` reads its page with one ``readSessionView`` (one read of the log) instead of
 ``readTimeline``, ``listEvents``, ``readTitle`` and ``readSession``: the page, and so what it
 prints, is exactly what the four requests gave (views.md §3.2), in every mode, on real Claude Code
-transcripts (the importers.md §1.5 worked example, a real tool-heavy one) over a real server."""
+transcripts (the importers.md §1.5 worked example, a real tool-heavy one) over a real server. The
+HTML export (views.md §4) embeds what its three requests gave."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dsh_query_server.cli import show
+from dsh_query_server.cli import html_export, show
 from dsh_query_server.cli.transcript import log_rows, surface_rows
 from dsh_query_server.client import Client, RpcError, StdioClient
 from tests.import_helpers import REAL, SPEC
@@ -73,3 +74,14 @@ def test_show_reads_the_page_the_four_requests_gave(client):
                 assert show.render(page, width, False) == show.render(
                     _four_requests(client, sid, context, at), width, False
                 )
+
+
+def test_the_html_export_embeds_what_the_three_requests_gave(client):
+    for record in client.request("sessionQuery/listSessions"):
+        sid = record["header"]["id"]
+        params = {"sessionId": sid}
+        data = html_export.page_data(client, sid)
+        assert data["timeline"] == client.request("sessionQuery/readTimeline", params)
+        assert data["records"] == client.request("sessionQuery/listEvents", params)
+        assert data["events"] == client.request("sessionQuery/readSession", params)["events"]
+        assert data["session"] == data["timeline"]["session"]
