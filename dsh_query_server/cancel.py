@@ -25,7 +25,7 @@ class CancelToken:
     ``progress`` is the request's work-done progress (progress.py): it rides on the token so
     that code deep below the handler reports without another parameter."""
 
-    __slots__ = ("_event", "progress", "reading", "__weakref__")
+    __slots__ = ("_event", "progress", "reading", "reading_items", "__weakref__")
 
     def __init__(self, progress: Tracker = NULL_TRACKER) -> None:
         self._event = threading.Event()
@@ -34,6 +34,9 @@ class CancelToken:
         # (query/loading.py sets it); None otherwise: an index build reads many logs under one
         # token and reports transcripts, not bytes.
         self.reading: Callable[[int, int], None] | None = None
+        # The same for a log whose bytes mean nothing to its reader (rows of a database): told
+        # (items read, items in the log, the items' plural noun: "events", "records").
+        self.reading_items: Callable[[int, int, str], None] | None = None
 
     @property
     def cancelled(self) -> bool:

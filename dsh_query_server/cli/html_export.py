@@ -26,11 +26,11 @@ def bundle() -> str:
 
 
 def page_data(client: Client, session_id: str) -> dict[str, Any]:
-    """Everything the page shows, read from one server."""
+    """Everything the page shows, read from one server: readTimeline, listEvents and every event
+    from one readSessionView (one read of the log), then the lineage."""
     params = {"sessionId": session_id}
-    timeline = client.request("sessionQuery/readTimeline", params)
-    records = client.request("sessionQuery/listEvents", params)
-    events = client.request("sessionQuery/readSession", params)["events"]
+    view = client.request("sessionQuery/readSessionView", {**params, "log": True})
+    timeline, records, events = view["timeline"], view["events"], view["log"]
     data: dict[str, Any] = {
         "config": {"sessionId": session_id, "windowMax": WINDOW_MAX, "actions": []},
         "session": timeline["session"],

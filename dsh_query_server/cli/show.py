@@ -16,7 +16,7 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
-from ..client import Client, RpcError
+from ..client import Client
 from . import style
 from .transcript import (
     Block,
@@ -59,16 +59,17 @@ class Page:
 
 
 def read_page(client: Client, session_id: str, context: bool, at: int | None) -> Page:
+    """The timeline, each event's class, the title and the whole log in one request
+    (readSessionView, one read of the log); the surface modes read the surface beside it."""
     params: dict[str, Any] = {"sessionId": session_id}
-    timeline = client.request("sessionQuery/readTimeline", params)
-    classes = {r["seq"]: r["surface"] for r in client.request("sessionQuery/listEvents", params)}
-    try:
-        title = client.request("sessionQuery/readTitle", params).get("title", {}).get("title")
-    except RpcError:
-        title = None
-    if not context and at is None:
-        events = client.request("sessionQuery/readSession", params)["events"]
-        rows = log_rows(events, classes, timeline["replacements"])
+    whole = not context and at is None
+    view = client.request("sessionQuery/readSessionView", {**params, "log": whole})
+    timeline = view["timeline"]
+    classes = {r["seq"]: r["surface"] for r in view["events"]}
+    # A title that cannot be read (a malformed title event) is no title here.
+    title = view["title"].get("value", {}).get("title", {}).get("title")
+    if whole:
+        rows = log_rows(view["log"], classes, timeline["replacements"])
         return Page(session_id, title, timeline, rows, "log", None, [])
     if at is not None:
         params["throughSeq"] = at

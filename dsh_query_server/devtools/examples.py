@@ -87,6 +87,7 @@ SCRIPT: list[tuple[str, dict[str, Any]]] = [
     ("sessionQuery/usageSummary", {"groupBy": "day", "timeZone": "Europe/Paris"}),
     ("sessionQuery/readSession", {"sessionId": "s2"}),
     ("sessionQuery/readTitle", {"sessionId": "s1"}),
+    ("sessionQuery/readSessionView", {"sessionId": "s1", "log": True}),
     ("sessionQuery/readTitles", {"sessionIds": ["s1", "nope"]}),
     ("sessionQuery/traceSession", {"sessionId": "s2"}),
     ("sessionQuery/traceEvent", {"sessionId": "s1", "seq": 0}),

@@ -29,7 +29,9 @@ def megabytes(size: int, total: int) -> str:
 @contextmanager
 def metered(token: CancelToken) -> Iterator[None]:
     """While one session's log is read: the backend's bytes read of the log's size become the
-    request's progress, ``reading 12 of 28 MB`` with its percentage (protocol.md §8)."""
+    request's progress, ``reading 12 of 28 MB`` with its percentage, or, from a backend whose
+    bytes mean nothing (a database's rows), its items, ``reading 2,048 of 9,000 events``
+    (protocol.md §8)."""
     progress = token.progress
     if not progress.active or token.reading is not None:
         yield
@@ -40,11 +42,14 @@ def metered(token: CancelToken) -> Iterator[None]:
             f"reading {megabytes(done, total)} of {megabytes(total, total)} MB", done, total
         )
 
-    token.reading = reading
+    def reading_items(done: int, total: int, noun: str) -> None:
+        progress.report(f"reading {done:,} of {total:,} {noun}", done, total)
+
+    token.reading, token.reading_items = reading, reading_items
     try:
         yield
     finally:
-        token.reading = None
+        token.reading = token.reading_items = None
 
 
 class Loader:

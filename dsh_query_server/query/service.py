@@ -15,6 +15,7 @@ is what depends on its configuration or its own language: window bounds and filt
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from msgspec import UNSET, Raw
@@ -23,9 +24,10 @@ from .. import errors
 from ..cancel import NULL_TOKEN, CancelToken
 from ..errors import QueryError
 from ..model import wire
-from ..model.event import Event
+from ..model.event import Event, Header
 from ..model.timeline import SessionTimeline
 from ..model.usage import SessionUsage, UsageSummary
+from ..model.view import SessionView
 from ..persistence.mount.binding import PersistenceBinding
 from ..session.store import SessionStore
 from ..session.validate import message_shape_error, replay_error
@@ -46,7 +48,8 @@ from .loaded import (
 )
 from .loading import Entry, Loader
 from .text import documents
-from .titles import Titles
+from .titlefold import last_title_event
+from .titles import Titles, title_result
 from .usage_service import UsageService
 from .workers import WorkerPool
 
@@ -137,12 +140,7 @@ class SessionQueryService:
         self, session_id: str, token: CancelToken = NULL_TOKEN
     ) -> list[wire.SessionEventRecord]:
         loaded = self.load(session_id, token, outline=True)  # records carry no payloads
-        classes = loaded.fold().classes()
-        record = wire.SessionEventRecord  # positional: sessionId, seq, type, time, surface
-        return [
-            record(session_id, i, e.type, e.time, surface)
-            for i, (e, surface) in enumerate(zip(loaded.events, classes, strict=False))
-        ]
+        return _records(session_id, loaded.events, loaded.fold().classes())
 
     def filter_events(
         self, session_id: str, filters: Any, token: CancelToken = NULL_TOKEN
@@ -246,12 +244,30 @@ class SessionQueryService:
         self, session_id: str, token: CancelToken = NULL_TOKEN
     ) -> wire.SessionLogSnapshot:
         loaded = self.load(session_id, token)
-        problem = replay_error(loaded.header.to_value(), loaded.events, session_id)
-        if problem:
-            raise QueryError(errors.CORRUPT_SESSION, problem, session_id=session_id)
+        _check_replay(session_id, loaded.header, loaded.events)
         return wire.SessionLogSnapshot(
             session=wire.raw(loaded.header), events=[wire.raw(e) for e in loaded.events]
         )
+
+    def read_session_view(
+        self, session_id: str, with_log: bool, token: CancelToken = NULL_TOKEN
+    ) -> SessionView:
+        """views.md §3.2 [ours]: ``read_timeline``, ``list_events``, ``read_title`` and with
+        ``with_log`` ``read_session``, from one load (each of them reads the log whole), with
+        their errors in that order."""
+        loaded = self.load(session_id, token, outline=not with_log)
+        fold = loaded.fold()
+        check_cancelled(token)
+        header = loaded.header
+        view = SessionView(
+            timeline=timeline.build_timeline(wire.raw(header), header, loaded.events, fold),
+            events=_records(session_id, loaded.events, fold.classes()),
+            title=title_result(session_id, header, last_title_event(loaded.events)),
+        )
+        if with_log:
+            _check_replay(session_id, header, loaded.events)
+            view.log = [wire.raw(e) for e in loaded.events]
+        return view
 
     # -- usage (usage.md) -------------------------------------------------------------------
 
@@ -308,6 +324,23 @@ class SessionQueryService:
         check_cancelled(token)
         index = target_index(loaded, seq)
         return trace.trace_event(loaded, index)
+
+
+def _records(
+    session_id: str, events: Sequence[Event], classes: list[str]
+) -> list[wire.SessionEventRecord]:
+    record = wire.SessionEventRecord  # positional: sessionId, seq, type, time, surface
+    return [
+        record(session_id, i, e.type, e.time, surface)
+        for i, (e, surface) in enumerate(zip(events, classes, strict=False))
+    ]
+
+
+def _check_replay(session_id: str, header: Header, events: Sequence[Event]) -> None:
+    """§3.7: a log that does not replay is CORRUPT_SESSION."""
+    problem = replay_error(header.to_value(), events, session_id)
+    if problem:
+        raise QueryError(errors.CORRUPT_SESSION, problem, session_id=session_id)
 
 
 def _check_message_shape(event: Event, session_id: str) -> None:

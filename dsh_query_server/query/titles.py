@@ -162,7 +162,7 @@ class Titles:
         against the ``listed`` header; kept in the memo when it was read at a known revision.
         Title batches and the tree's labels (server/tree/labels.py) both fill it."""
         compatible = headers_compatible(listed, meta)
-        known = KnownTitle(meta, title, _title_result(sid, meta, title), listed, compatible, length)
+        known = KnownTitle(meta, title, title_result(sid, meta, title), listed, compatible, length)
         if revision is not None:
             self.memo.put(logs, sid, revision, known)
         return known
@@ -226,10 +226,10 @@ def _rejected(sid: str, exc: QueryError) -> TitleResult:
 def _live_title_result(sid: str, live: LiveSnapshot) -> TitleResult:
     # The store remembers where the last title event is: no scan of a long live log.
     event = None if live.title_seq is None else live.events[live.title_seq]
-    return _title_result(sid, live.header, event)
+    return title_result(sid, live.header, event)
 
 
-def _title_result(sid: str, header: Header, event: Event | None) -> TitleResult:
+def title_result(sid: str, header: Header, event: Event | None) -> TitleResult:
     try:
         value = wire.SessionTitleObservation(session=wire.raw(header))
         title = title_from(sid, event)

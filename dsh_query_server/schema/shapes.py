@@ -90,6 +90,7 @@ RAW_FIELDS: dict[tuple[str, str], object] = {
     ("SessionEventSearchPage", "session"): SessionHeader,
     ("CreateResult", "header"): SessionHeader,
     ("SessionTimeline", "session"): SessionHeader,
+    ("SessionView", "log"): list[SessionEvent],
     ("SessionUsage", "session"): SessionHeader,
 }
 

@@ -255,6 +255,7 @@ FIELDS = {
     )
     | not_absolute,
     "includeDescendants": json_values,
+    "log": json_values,
     "includeMedia": json_values,
     "overwrite": json_values,
     "workspaceRoots": st.lists(st.sampled_from(["/p", "/", "rel"]), max_size=2) | json_values,

@@ -265,6 +265,12 @@ export interface ReadEventParams {
   after?: number;
 }
 
+/** ``log``: also the whole log, as readSession gives it (absent or null: false). */
+export interface ReadSessionViewParams {
+  sessionId: string;
+  log?: boolean | null;
+}
+
 /** ``throughSeq``: the surface after events 0..throughSeq (views.md §1); absent or null, the current surface. Checked after sessionId, before the load (semantics.md §3.12). */
 export interface ReadSurfaceParams {
   sessionId: string;
@@ -499,6 +505,14 @@ export interface SessionUsage {
   descendants?: DescendantUsage[];
   withDescendants?: UsageTotals;
   skipped?: SkippedSession[];
+}
+
+/** ``readTimeline``'s, ``listEvents``' and ``readTitle``'s answers (the title as a ``readTitles`` entry: a malformed title is its rejection, not the view's), and with ``log: true`` ``readSession``'s events. */
+export interface SessionView {
+  timeline: SessionTimeline;
+  events: SessionEventRecord[];
+  title: SessionTitleObservationResult;
+  log?: SessionEvent[];
 }
 
 /** What a replacement shadowed: how many events, the first and last in surface order. */
@@ -752,6 +766,7 @@ export interface Requests {
   "sessionQuery/listSessions": { params: NoParams; result: SessionRecord[] };
   "sessionQuery/readEvent": { params: ReadEventParams; result: SessionEventWindow };
   "sessionQuery/readSession": { params: SessionIdParams; result: SessionLogSnapshot };
+  "sessionQuery/readSessionView": { params: ReadSessionViewParams; result: SessionView };
   "sessionQuery/readSurface": { params: ReadSurfaceParams; result: SessionSurfaceSnapshot };
   "sessionQuery/readTimeline": { params: SessionIdParams; result: SessionTimeline };
   "sessionQuery/readTitle": { params: SessionIdParams; result: SessionTitleObservation };

@@ -187,18 +187,20 @@ def feed(
 ) -> None:
     """Every item of the transcript's first ``size`` bytes to ``sink``; with a builder, telling
     it which line and record each emitted event comes from."""
-    # A request reading this one log shows its bytes read (query/loading.py ``metered``); a
-    # Zstandard file's offsets are plaintext, not of its stored size, so it shows none.
-    meter = None if path.endswith(".zst") else token.reading
+    # A request reading this one log shows its stored bytes read (query/loading.py ``metered``).
+    meter = token.reading
     if builder is None and meter is None:
         for item in open_items(path, size, token):
             sink(item)
         return
+    compressed = path.endswith(".zst")
     next_report = 0
     with open(path, "rb") as stream:
-        for line in read_lines(stream, size, token, compressed=path.endswith(".zst")):
+        for line in read_lines(stream, size, token, compressed=compressed):
             if meter is not None and line.start >= next_report:
-                meter(line.start, size)
+                # A line's offset is plaintext; of a Zstandard file the stored bytes consumed so
+                # far are where the file stands (the decoder reads it piece by piece, bounded).
+                meter(stream.tell() if compressed else line.start, size)
                 next_report = line.start + METER_STEP
             if builder is None:
                 for item in line.items:

@@ -336,7 +336,7 @@ class JsonlBackend:
         content, revision = self._stable_read(located.path, token)
         decode = decode_zstd if located.encoding == "zstd" else decode_raw
         with naming(located.path, located.path):
-            decoded = decode(content, located.path, None, pieces)
+            decoded = decode(content, located.path, None, pieces, token.reading)
             self._check_identity(session_id, decoded.header, located)
         return StoredLog(decoded.header, decoded.events, decoded.torn, revision), decoded
 

@@ -3,6 +3,7 @@ valid prefix, whether the tail is torn, and seek hints for later window reads.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import zstandard
@@ -18,6 +19,10 @@ from .lines import LineScanner
 # Lines between seek hints: a window read parses at most this many lines before its first event
 # (Zstandard: this many, plus the rest of the frame the next hint would have started at).
 MARK_EVERY = 64
+METER_STEP = 1 << 20  # a metered decode reports every MiB of the stored file
+
+# Told (stored bytes decoded, the file's size) while a request reads this one log (cancel.py).
+Meter = Callable[[int, int], None]
 
 
 # A stored log's header and its events as pieces (JsonlBackend.read_stored_pieces).
@@ -36,20 +41,37 @@ class Decoded:
     marks: tuple[tuple[int, int], ...] = ()
 
 
+def _feed_metered(scanner: LineScanner, content: bytes, start: int, meter: Meter) -> None:
+    """``scanner.feed(content, start)`` in pieces of about a MiB that end after a 0x0A (so no
+    line is held across pieces), telling ``meter`` where each piece starts."""
+    total = len(content)
+    while start < total and not scanner.confirmed:
+        meter(start, total)
+        newline = content.find(b"\n", start + METER_STEP)
+        stop = total if newline < 0 else newline + 1
+        scanner.feed(content[start:stop])
+        start = stop
+
+
 def decode_raw(
     content: bytes,
     path: str,
     sink: StreamedLog | None = None,
     pieces: list[Piece] | None = None,
+    meter: Meter | None = None,
 ) -> Decoded:
     """Decode a whole ``session.jsonl`` (§4.5); with ``sink`` or ``pieces``, the accepted events
-    go there and ``events`` stays empty (``pieces``: a canonical packed line as its KeptLine)."""
+    go there and ``events`` stays empty (``pieces``: a canonical packed line as its KeptLine).
+    ``meter`` is told the bytes decoded as the decode goes."""
     newline = content.find(b"\n")
     if newline < 0:
         raise corrupt("empty or header-less session log")
     header = stored_header(content[:newline], path)
     scanner = LineScanner(MARK_EVERY, sink, pieces)
-    scanner.feed(content, newline + 1)
+    if meter is None:
+        scanner.feed(content, newline + 1)
+    else:
+        _feed_metered(scanner, content, newline + 1, meter)
     scanner.raise_if_confirmed()
     body = newline + 1
     return Decoded(
@@ -66,9 +88,10 @@ def decode_zstd(
     path: str,
     sink: StreamedLog | None = None,
     pieces: list[Piece] | None = None,
+    meter: Meter | None = None,
 ) -> Decoded:
     """Decode a whole ``session.jsonl.zstd`` (§4.6); with ``sink`` or ``pieces``, the accepted
-    events go there and ``events`` stays empty (see ``decode_raw``).
+    events go there and ``events`` stays empty; ``meter``: see ``decode_raw``.
 
     Frames are decoded and scanned one at a time, so the plaintext is never all in memory; the
     errors keep the order of §4.6: a frame that fails to decode is met in frame order, and the
@@ -84,7 +107,11 @@ def decode_zstd(
     marks: list[tuple[int, int]] = []
     marked_at = -MARK_EVERY
     head = b""
+    next_report = 0
     for index, (start, end) in enumerate(frames):
+        if meter is not None and start >= next_report:
+            meter(start, len(content))
+            next_report = start + METER_STEP
         plain = decode_frame(decompressor, content[start:end])
         if plain is None:
             raise corrupt(f"corrupt Zstandard session log: frame at byte {start} failed validation")

@@ -169,7 +169,7 @@ class TranscriptWindows:
 
     def _decode(self, content: bytes, sink: StreamedLog | None) -> Decoded:
         decode = decode_zstd if self._located.encoding == "zstd" else decode_raw
-        decoded = decode(content, self._located.path, sink)
+        decoded = decode(content, self._located.path, sink, None, self._token.reading)
         self._check_identity(self.session_id, decoded.header, self._located)
         return decoded
 

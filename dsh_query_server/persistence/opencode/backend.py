@@ -259,7 +259,8 @@ class OpenCodeBackend:
 
     def _inspect(self, sid: str, token: CancelToken) -> tuple[Inspection, str]:
         try:
-            got = self.db.read(lambda c, s: _load(c, s, sid, self.db_path))
+            meter = token.reading_items
+            got = self.db.read(lambda c, s: _load(c, s, sid, self.db_path, meter))
         except UnknownSchema:
             got = None
         except DatabaseError as exc:
@@ -298,14 +299,14 @@ def _row_proof(conn: sqlite3.Connection, schema: Schema, sid: str) -> str | None
 
 
 def _load(
-    conn: sqlite3.Connection, schema: Schema, sid: str, path: str
+    conn: sqlite3.Connection, schema: Schema, sid: str, path: str, meter: queries.Meter | None
 ) -> tuple[Native, int, str] | None:
     """One session's records, its depth and its proof, from one transaction."""
     found = queries.session_row(conn, schema, sid)
     if found is None:
         return None
     session, row = found
-    messages, aggs = queries.messages(conn, schema, sid)
+    messages, aggs = queries.messages(conn, schema, sid, meter)
     depth, seen, cur = 0, {sid}, session.parent
     while cur is not None:  # as depth_of does over a listing
         depth += 1

@@ -140,7 +140,8 @@ class LegacyStore:
         return "opencode:legacy:" + h.hexdigest()[:16]
 
     def load(self, listed: Listed, token: CancelToken) -> Native:
-        """The session's records, read again until one read saw no file change (§3.3)."""
+        """The session's records, read again until one read saw no file change (§3.3). A request
+        reading this one session is told the records (message and part files) read."""
         for _ in range(ATTEMPTS):
             before = self.revision(listed)
             native = self._load(listed, token)
@@ -156,8 +157,15 @@ class LegacyStore:
             key = _stat_text(listed.path)
             session = session_of(session.id, value, int(key.split(":")[3]) if key != "-" else 0)
         messages: list[Message] = []
-        for path, _, parts in self._files(listed):
+        files = self._files(listed)
+        meter = token.reading_items
+        total = sum(1 + len(parts) for _, _, parts in files)
+        done = 0
+        for path, _, parts in files:
             token.raise_if_cancelled()
+            if meter is not None:
+                meter(done, total, "records")
+                done += 1 + len(parts)
             mid = os.path.basename(path)[:-5]
             data = _read(path) or b""
             info, damage = decode(data)

@@ -5,6 +5,7 @@ are taken from the table as found, so older and newer schemas read alike."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ... import jsoncodec
@@ -17,6 +18,10 @@ from .rows import Message, Part, Session, decode, ms
 _BULKY = frozenset({"summary_diffs", "permission", "goal"})
 _JSON = frozenset({"revert", "model"})
 _NAMES = {"parent_id": "parentID", "project_id": "projectID", "workspace_id": "workspaceID"}
+METER_STEP = 256  # a metered read reports every this many records
+
+# Told (records read, the session's records, "records") while a request reads this one session.
+Meter = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,10 +136,11 @@ def parent_of(conn: sqlite3.Connection, schema: Schema, sid: str) -> tuple[str |
 
 
 def messages(
-    conn: sqlite3.Connection, schema: Schema, sid: str
+    conn: sqlite3.Connection, schema: Schema, sid: str, meter: Meter | None = None
 ) -> tuple[list[Message], tuple[Aggregate, Aggregate]]:
     """The session's messages in OpenCode's order (time_created, id), each with its parts in id
-    order (message-v2.ts ``stream``, ``hydrate``), and the aggregates of the rows read."""
+    order (message-v2.ts ``stream``, ``hydrate``), and the aggregates of the rows read.
+    ``meter`` is told the records (message and part rows) decoded as they are."""
     created = "time_created" if schema.has("message", "time_created") else "NULL"
     rows = conn.execute(
         f"SELECT id, {created}, {_updated(schema, 'message')}, data FROM message"
@@ -147,13 +153,18 @@ def messages(
         (sid,),
     ).fetchall()
     parts: dict[str, list[Part]] = {}
-    for pid, mid, _, data in part_rows:
+    total = len(part_rows) + len(rows)
+    for k, (pid, mid, _, data) in enumerate(part_rows):
+        if meter is not None and k % METER_STEP == 0:
+            meter(k, total, "records")
         value, damage = decode(data)
         if value is not None:
             value["id"] = pid
         parts.setdefault(mid, []).append(Part(pid, value, damage, _size(data)))
     out: list[Message] = []
-    for mid, time_created, _, data in rows:
+    for k, (mid, time_created, _, data) in enumerate(rows, len(part_rows)):
+        if meter is not None and k % METER_STEP == 0:
+            meter(k, total, "records")
         info, damage = decode(data)
         if info is not None:
             info["id"] = mid

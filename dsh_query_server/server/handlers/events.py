@@ -14,6 +14,7 @@ from ...model import wire
 from ...model.filters import EventFilter
 from ...model.params import Expect, Params, Seq, SessionId, SessionIdParams, Spec
 from ...model.timeline import SessionTimeline
+from ...model.view import SessionView
 from ...values import is_nonneg_safe_integer
 from ..registry import method
 
@@ -49,6 +50,13 @@ class ReadSurfaceParams(Params):
         Spec(int | None),
         Expect("a non-negative safe integer", check=_absent_or_seq),
     ] = None
+
+
+class ReadSessionViewParams(Params):
+    """``log``: also the whole log, as readSession gives it (absent or null: false)."""
+
+    sessionId: SessionId
+    log: Annotated[bool | None, Expect("a boolean")] = None
 
 
 class TraceEventParams(Params):
@@ -124,6 +132,18 @@ def read_timeline(rt: Runtime, p: SessionIdParams, token: CancelToken) -> Sessio
     """Context size before each model step, recorded usage, every replacement and the peak
     (views.md §2)."""
     return rt.service.read_timeline(p.sessionId, token)
+
+
+@method(
+    "sessionQuery/readSessionView",
+    params=ReadSessionViewParams,
+    result=SessionView,
+    errors=(E.INVALID_REQUEST, E.ABORTED, *E.LOAD, E.INVALID_SURFACE),
+)
+def read_session_view(rt: Runtime, p: ReadSessionViewParams, token: CancelToken) -> SessionView:
+    """What the session view shows, from one read of the log: readTimeline, listEvents and
+    readTitle, and with `log` readSession (views.md §3.2)."""
+    return rt.service.read_session_view(p.sessionId, p.log is True, token)
 
 
 @method(

@@ -352,36 +352,25 @@ local function load(buf)
   if not st then
     return
   end
-  local params = { sessionId = st.session_id }
-  local got, failed = {}, nil
-  local function answered(name)
-    return function(err, result)
-      if name ~= "title" and err then
-        failed = failed or err
-      end
-      got[name] = err and vim.NIL or result
-      if got.timeline == nil or got.records == nil or got.log == nil or got.title == nil then
-        return
-      end
-      if not vim.api.nvim_buf_is_valid(buf) then
-        return
-      end
-      if failed then
-        local code = type(failed.data) == "table" and failed.data.code or failed.code
-        set_lines(buf, { ("dsh-query: cannot show session %s"):format(json.string(st.session_id)),
-                         ("%s [%s]"):format(tostring(failed.message), tostring(code)) })
-        tree.highlight(buf, ns, "DshQueryError", 1, 0, #vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1])
-        return
-      end
-      local title = get(get(got.title, "title"), "title")
-      draw(buf, M.format(st.session_id, type(title) == "string" and title or nil, got.timeline, got.records,
-        get(got.log, "events")))
+  -- One request, one read of the log: the timeline, each event's class, the title and the log
+  -- (readSessionView, views.md §3.2).
+  local params = { sessionId = st.session_id, log = true }
+  rpc.request("sessionQuery/readSessionView", params, function(err, view)
+    if not vim.api.nvim_buf_is_valid(buf) then
+      return
     end
-  end
-  rpc.request("sessionQuery/readTimeline", params, answered("timeline"))
-  rpc.request("sessionQuery/listEvents", params, answered("records"))
-  rpc.request("sessionQuery/readSession", params, answered("log"))
-  rpc.request("sessionQuery/readTitle", params, answered("title"), { silent = true })
+    if err then
+      local code = type(err.data) == "table" and err.data.code or err.code
+      set_lines(buf, { ("dsh-query: cannot show session %s"):format(json.string(st.session_id)),
+                       ("%s [%s]"):format(tostring(err.message), tostring(code)) })
+      tree.highlight(buf, ns, "DshQueryError", 1, 0, #vim.api.nvim_buf_get_lines(buf, 1, 2, false)[1])
+      return
+    end
+    -- a title that cannot be read (a rejected entry) is no title
+    local title = get(get(get(view.title, "value"), "title"), "title")
+    draw(buf, M.format(st.session_id, type(title) == "string" and title or nil, view.timeline, view.events,
+      view.log))
+  end)
 end
 
 --- Open the session view of `session_id` in a split (`read_split`); returns the buffer.
