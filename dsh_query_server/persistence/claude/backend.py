@@ -272,8 +272,7 @@ class ClaudeBackend(ImportBackend):
         volatile: list[str] = []
         deps: dict[str, tuple[str, ...]] = {}
         skipped: list[SkippedArtifact] = []
-        for f in self._files(token, sv):
-            token.raise_if_cancelled()
+        for f in self.each(self._files(token, sv), token):
             if f.flat:
                 volatile.append(f.path)
             else:

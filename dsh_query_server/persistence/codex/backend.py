@@ -234,8 +234,7 @@ class CodexBackend(ImportBackend):
         named: dict[str, list[str]] = {}
         index = (os.path.join(self.home, INDEX),)
         skipped: list[SkippedArtifact] = []
-        for path, sid, rank in self._files(token, sv):
-            token.raise_if_cancelled()
+        for path, sid, rank in self.each(self._files(token, sv), token):
             named.setdefault(sid, []).append(path)
             derive = partial(_derive, sid)
             head = partial(sv.head, path, token=token, is_anchor=_is_anchor, derive=derive)

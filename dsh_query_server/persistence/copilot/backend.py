@@ -143,8 +143,7 @@ class CopilotBackend(ImportBackend):
         walked: list[str] = []
         deps: dict[str, tuple[str, ...]] = {}
         skipped: list[SkippedArtifact] = []
-        for f in session_files(sv, self.home, token):
-            token.raise_if_cancelled()
+        for f in self.each(session_files(sv, self.home, token), token):
             named.setdefault(f.session_id, []).append(f.path)
             walked.append(f.path)
             head = partial(sv.head, f.path, token=token, is_anchor=_is_anchor, derive=_anchor_of)

@@ -108,8 +108,7 @@ class GeminiBackend(ImportBackend):
         kept: dict[str, Candidate] = {}
         deps: dict[str, tuple[str, ...]] = {}
         skipped: list[SkippedArtifact] = []
-        for f in files:
-            token.raise_if_cancelled()
+        for f in self.each(files, token):
             # named by what its file name says of the id (``unlisted``)
             got = self.scanned(skipped, f.path, f.named, partial(self._anchor, sv, f, token=token))
             if got is None:

@@ -227,6 +227,8 @@ class ImportBackend(ABC):
         # beside a search, both at the start) waits and replays its proofs, instead of reading
         # every transcript's head a second time beside it [ours].
         self._listing_lock = threading.Lock()
+        # how far the listing that holds the lock got: (read, found), None before its walk ends
+        self._walking: tuple[int, int] | None = None
         # [ours] the transcripts the last listing left out because they are unreadable
         self._skipped: tuple[SkippedArtifact, ...] = ()
 
@@ -328,10 +330,33 @@ class ImportBackend(ABC):
         """Map the first ``size`` bytes of the candidate's transcript (through ``feed``); with
         ``payloads``, its Emitter keeps other log-only events as outlines."""
 
+    def each(self, files: Sequence[T], token: CancelToken) -> Iterator[T]:
+        """The transcripts a listing's walk found, in order, for the listing to read: the one
+        loop of every importer's listing. It checks the cancellation before each, and tells
+        how far it got to the request's count (``listing k of n transcripts``, progress.Count)
+        and to requests waiting for this listing (``_candidates``)."""
+        count, total = token.listing, len(files)
+        for done, f in enumerate(files):
+            token.raise_if_cancelled()
+            self._walking = (done, total)
+            if count is not None:
+                count.at(done, total)
+            yield f
+        self._walking = (total, total)
+        if count is not None:
+            count.at(total, total)
+
     def _candidates(self, token: CancelToken) -> dict[str, Candidate]:
-        """``candidates``, or the last listing again while its proofs all hold."""
+        """``candidates``, or the last listing again while its proofs all hold. A request that
+        waits for another caller's listing (the freshness poll's, right after the mount) shows
+        that listing's count as its own."""
+        count = token.listing
         while not self._listing_lock.acquire(timeout=_LISTING_WAIT):
             token.raise_if_cancelled()
+            walking = self._walking
+            if count is not None and walking is not None:
+                count.at(*walking)
+        self._walking = None
         try:
             listing = self._listing
             found = listing.replay() if listing is not None else None

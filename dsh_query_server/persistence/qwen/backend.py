@@ -184,8 +184,7 @@ class QwenBackend(ImportBackend):
         ranks: dict[str, int] = {}
         built, kept = self._built, dict[str, tuple[_Anchor, _Lineage, Candidate]]()
         skipped: list[SkippedArtifact] = []
-        for f in chat_files(sv, self.home, self.include_archived):
-            token.raise_if_cancelled()
+        for f in self.each(chat_files(sv, self.home, self.include_archived), token):
             named.setdefault(f.session_id, []).append(f.path)
             head = partial(sv.head, f.path, token=token, is_anchor=_is_anchor, derive=_anchor_of)
             got = self.scanned(skipped, f.path, f.session_id, head)
