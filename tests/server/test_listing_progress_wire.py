@@ -144,6 +144,23 @@ async def test_a_search_lists_with_its_count_and_leaves_the_percentage_to_the_in
     assert reports[first].message.startswith("indexing "), reports
 
 
+async def test_read_titles_counts_the_logs_it_reads(client, tmp_path):
+    """``dsh-query sessions`` reads every shown session's title after the listing: on a cold
+    home that is the long part, so it counts too."""
+    home = claude_home(tmp_path / "claude", SESSIONS)
+    await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"claude:{home}"})
+    ids = [str(uuid.UUID(int=n)) for n in range(1, SESSIONS + 1)]
+    titles = await _request(client, "sessionQuery/readTitles", {"sessionIds": ids}, "titles")
+    assert [t["status"] for t in titles] == ["fulfilled"] * SESSIONS
+    reports = client.progress_reports["titles"]
+    percentages = check_sequence(reports)
+    reading = [r.message for r in reports if (r.message or "").startswith("reading titles ")]
+    assert reading[-1] == f"reading titles {SESSIONS} of {SESSIONS} sessions", reading
+    counts = [int(m.split()[2]) for m in reading]
+    assert counts == sorted(counts) and len(counts) >= SESSIONS // 2, reading
+    assert percentages[-1] == 100
+
+
 # -- the answer does not depend on the token -------------------------------------------------------
 
 
