@@ -65,7 +65,7 @@ def one_run(root: Path, token: bool) -> tuple[float, int, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--megabytes", type=int, default=1500)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--evict", action="store_true", help="page cache cold before each run")

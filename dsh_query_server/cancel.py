@@ -8,7 +8,7 @@ checks it with ``token.raise_if_cancelled()``. Code that is not cancellable pass
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 
 from .progress import NULL_TRACKER, Count, Tracker
@@ -51,7 +51,7 @@ class CancelToken:
             raise SessionQueryCancelled("cancelled")
 
     @contextmanager
-    def counting(self, share: bool) -> Iterator[None]:
+    def counting(self, share: bool) -> Generator[None, None, None]:
         """While the listings of this request run: their transcripts counted as its progress,
         with the percentage when ``share`` (see progress.Count). An inner ``counting`` keeps the
         outer one's count: the caller that knows what follows the listing decides."""

@@ -256,9 +256,10 @@ class Count:
         if not self._share:
             self._tracker.report(message)
             return
-        # per mille of the whole: the homes listed before and this one's part of its own
+        # per mille of the whole: the homes listed before and this one's part of its own (a
+        # home whose walk found nothing is listed)
         index, parts = self._index
-        own = min(1000, 1000 * done // total) if total else 0
+        own = min(1000, 1000 * done // total) if total else 1000
         self._tracker.report(message, 1000 * index + own, 1000 * parts)
 
 

@@ -72,9 +72,10 @@ async def client(lsp_client: LanguageClient):
 
 
 async def _request(client: LanguageClient, method: str, params: dict[str, Any], token: str) -> Any:
-    client.progress_reports[token] = []  # as the client's own create would
+    reports: list[Any] = []
+    client.progress_reports[token] = reports  # as the client's own create would
     result = await client.protocol.send_request_async(method, {**params, "workDoneToken": token})
-    await _wait_for(lambda: any(r.kind == "end" for r in client.progress_reports[token]))
+    await _wait_for(lambda: any(r.kind == "end" for r in reports))
     return result
 
 
