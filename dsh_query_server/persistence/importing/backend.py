@@ -160,6 +160,27 @@ def log_unreadable(path: str, exc: OSError) -> None:
     )
 
 
+def each(
+    files: Sequence[T], token: CancelToken, told: Callable[[int, int], None] | None = None
+) -> Iterator[T]:
+    """The transcripts a listing's walk found, in order, for the listing to read: the one loop
+    of every importer's listing (``ImportBackend.each``; OpenCode's legacy files). It checks the
+    cancellation before each and tells how far it got, as (read, found), to the request's count
+    (``listing k of n transcripts``, progress.Count) and to ``told``."""
+    count, total = token.listing, len(files)
+    for done, f in enumerate(files):
+        token.raise_if_cancelled()
+        if told is not None:
+            told(done, total)
+        if count is not None:
+            count.at(done, total)
+        yield f
+    if told is not None:
+        told(total, total)
+    if count is not None:
+        count.at(total, total)
+
+
 def pick_winner(
     found: dict[str, Candidate], cand: Candidate, rank: Callable[[Candidate], int] = lambda c: 0
 ) -> None:
@@ -331,20 +352,12 @@ class ImportBackend(ABC):
         ``payloads``, its Emitter keeps other log-only events as outlines."""
 
     def each(self, files: Sequence[T], token: CancelToken) -> Iterator[T]:
-        """The transcripts a listing's walk found, in order, for the listing to read: the one
-        loop of every importer's listing. It checks the cancellation before each, and tells
-        how far it got to the request's count (``listing k of n transcripts``, progress.Count)
-        and to requests waiting for this listing (``_candidates``)."""
-        count, total = token.listing, len(files)
-        for done, f in enumerate(files):
-            token.raise_if_cancelled()
-            self._walking = (done, total)
-            if count is not None:
-                count.at(done, total)
-            yield f
-        self._walking = (total, total)
-        if count is not None:
-            count.at(total, total)
+        """``each`` of this backend's listing, which also tells requests waiting for it
+        (``_candidates``) how far it got."""
+        return each(files, token, self._told)
+
+    def _told(self, done: int, total: int) -> None:
+        self._walking = (done, total)
 
     def _candidates(self, token: CancelToken) -> dict[str, Candidate]:
         """``candidates``, or the last listing again while its proofs all hold. A request that
