@@ -112,6 +112,23 @@ async def test_list_sessions_counts_the_transcripts_it_lists(client, tmp_path):
     assert percentages[-1] == 100 and len(set(percentages)) >= 10, percentages
 
 
+async def test_the_trees_children_count_under_a_token_the_server_creates(client, tmp_path):
+    """VS Code and Neovim send no token: the server creates one, and the tree's listing counts
+    under it (its first message may already ride on the begin, once the client has answered)."""
+    home = claude_home(tmp_path / "claude", SESSIONS)
+    await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"claude:{home}"})
+    await client.protocol.send_request_async("sessionQuery/treeChildren", {"view": "sessions"})
+
+    def tree() -> list[Any]:
+        every: list[list[Any]] = list(client.progress_reports.values())
+        return next((r for r in every if r and r[0].title == "dsh-query treeChildren"), [])
+
+    await _wait_for(lambda: bool(tree()) and tree()[-1].kind == "end")
+    reports = tree()
+    check_sequence(reports)
+    assert _listing(reports, SESSIONS), reports
+
+
 async def test_a_composite_gives_each_home_its_share(client, tmp_path):
     a, b = claude_home(tmp_path / "a", 30), claude_home(tmp_path / "b", 10, first=1000)
     uris = [f"claude:{a}", f"claude:{b}"]
