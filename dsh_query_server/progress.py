@@ -210,8 +210,8 @@ NULL_TRACKER = Tracker(None, "")  # shows nothing: a token without a client that
 class Count:
     """``listing 1,200 of 3,810 transcripts`` (protocol.md §8): the transcripts a request's
     listing has read of those its walk found, told by the importers' one listing loop
-    (persistence/importing/backend.py ``ImportBackend.each``) and kept on the request's token
-    while the listing runs (``CancelToken.counting``).
+    (persistence/importing/backend.py ``each``) and kept on the request's token while the
+    listing runs (``CancelToken.counting``).
 
     Nothing is reported before the listing has run past the progress delay (0.4 s: a quick
     listing, and a warm one, says nothing, also under a request already shown), then at most
