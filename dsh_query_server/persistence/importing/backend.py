@@ -375,6 +375,8 @@ class ImportBackend(ABC):
             found = listing.replay() if listing is not None else None
             if found is not None and self.check_home():
                 self._proofs.reads = 0
+                if count is not None and listing is not None:  # all of it listed, at once
+                    count.at(len(listing.walked), len(listing.walked))
                 return found
             return self.candidates(token)
         finally:
