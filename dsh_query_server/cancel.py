@@ -8,9 +8,10 @@ checks it with ``token.raise_if_cancelled()``. Code that is not cancellable pass
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
 
-from .progress import NULL_TRACKER, Tracker
+from .progress import NULL_TRACKER, Count, Tracker
 
 
 class SessionQueryCancelled(Exception):
@@ -25,7 +26,7 @@ class CancelToken:
     ``progress`` is the request's work-done progress (progress.py): it rides on the token so
     that code deep below the handler reports without another parameter."""
 
-    __slots__ = ("_event", "progress", "reading", "reading_items", "__weakref__")
+    __slots__ = ("_event", "progress", "reading", "reading_items", "listing", "__weakref__")
 
     def __init__(self, progress: Tracker = NULL_TRACKER) -> None:
         self._event = threading.Event()
@@ -37,6 +38,9 @@ class CancelToken:
         # The same for a log whose bytes mean nothing to its reader (rows of a database): told
         # (items read, items in the log, the items' plural noun: "events", "records").
         self.reading_items: Callable[[int, int, str], None] | None = None
+        # Counts the transcripts a listing of this request reads while ``counting`` runs
+        # (progress.Count); None otherwise.
+        self.listing: Count | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -48,6 +52,20 @@ class CancelToken:
     def raise_if_cancelled(self) -> None:
         if self._event.is_set():
             raise SessionQueryCancelled("cancelled")
+
+    @contextmanager
+    def counting(self, share: bool) -> Generator[None, None, None]:
+        """While the listings of this request run: their transcripts counted as its progress,
+        with the percentage when ``share`` (see progress.Count). An inner ``counting`` keeps the
+        outer one's count: the caller that knows what follows the listing decides."""
+        if not self.progress.active or self.listing is not None:
+            yield
+            return
+        self.listing = Count(self.progress, share)
+        try:
+            yield
+        finally:
+            self.listing = None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until cancelled or the timeout passes; returns ``cancelled``."""

@@ -204,6 +204,65 @@ class Tracker:
 NULL_TRACKER = Tracker(None, "")  # shows nothing: a token without a client that shows progress
 
 
+# -- a long listing's count ------------------------------------------------------------------------
+
+
+class Count:
+    """``listing 1,200 of 3,810 transcripts`` (protocol.md §8): the transcripts a request's
+    listing has read of those its walk found, told by the importers' one listing loop
+    (persistence/importing/backend.py ``each``) and kept on the request's token while the
+    listing runs (``CancelToken.counting``).
+
+    Nothing is reported before the listing has run past the progress delay (0.4 s: a quick
+    listing, and a warm one, says nothing, also under a request already shown), then at most
+    every ``REPORT_SECONDS``: a listing of 4,000 transcripts costs a clock read per transcript,
+    not a report. With ``share`` the listing is the request's whole work and its percentage is
+    the request's; without, a later phase owns the percentage (a search's index build, a
+    read's bytes, an export's sessions: the listing's 100 would pin them) and only the message
+    is reported. The homes of a composite mount list one after another (``part``): each gets
+    an equal share of the percentage, while the message counts every home's transcripts found
+    so far."""
+
+    __slots__ = ("_tracker", "_share", "_next", "_interval", "_home", "_before", "_index")
+
+    def __init__(self, tracker: Tracker, share: bool) -> None:
+        self._tracker = tracker
+        self._share = share
+        delay = delay_seconds()
+        self._next = time.monotonic() + delay
+        self._interval = min(REPORT_SECONDS, delay)
+        self._home = (0, 0)  # this home's transcripts listed, of those found
+        self._before = (0, 0)  # the same, summed over the homes listed before it
+        self._index = (0, 1)  # this home, of the homes
+
+    def part(self, index: int, parts: int) -> None:
+        """Home ``index`` of ``parts`` (a composite's members, in order) lists next."""
+        self._before = (self._before[0] + self._home[0], self._before[1] + self._home[1])
+        self._home, self._index = (0, 0), (index, parts)
+
+    def at(self, done: int, total: int) -> None:
+        """This home's listing has read ``done`` of the ``total`` transcripts its walk found
+        (never fewer than told before: a listing run again after another's shows no drop)."""
+        home = self._home
+        if total == home[1] and done < home[0]:
+            done = home[0]
+        self._home = (done, total)
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + self._interval
+        before = self._before
+        message = f"listing {before[0] + done:,} of {before[1] + total:,} transcripts"
+        if not self._share:
+            self._tracker.report(message)
+            return
+        # per mille of the whole: the homes listed before and this one's part of its own (a
+        # home whose walk found nothing is listed)
+        index, parts = self._index
+        own = min(1000, 1000 * done // total) if total else 1000
+        self._tracker.report(message, 1000 * index + own, 1000 * parts)
+
+
 # -- background work shown to whoever watches --------------------------------------------------
 
 ViewerFactory = Callable[[str], Tracker]

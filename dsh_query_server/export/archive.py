@@ -37,7 +37,8 @@ def export_session(
 ) -> ExportResult:
     """Write the §2.3 archive for ``session_id`` to ``output_path`` (absolute)."""
     started = time.localtime()
-    check_root(service, session_id, workspace_roots, token)
+    with token.counting(share=False):  # the sessions exported own the percentage
+        check_root(service, session_id, workspace_roots, token)
     if not overwrite and os.path.lexists(output_path):
         raise QueryError(EXPORT_FAILED, f'export target "{output_path}" already exists')
     temp = f"{output_path}.{secrets.token_hex(6)}.tmp"
@@ -82,7 +83,8 @@ def export_session(
             add("session.jsonl", content, sessionId=session_id)
             if include_descendants:
                 progress.report("listing sub-agents")
-                sids = descendants(service, session_id, workspace_roots, token)
+                with token.counting(share=False):
+                    sids = descendants(service, session_id, workspace_roots, token)
                 total = 1 + len(sids)
                 progress.report(f"exported 1 of {total:,} sessions", 1, total)
                 used: set[str] = set()

@@ -43,9 +43,10 @@ def workspace_value(call: Call, visible: int) -> dict[str, Any]:
 def visible_records(call: Call) -> list[Record]:
     """One listing, the visible records of it (their ids become visible to the call)."""
     service = call.runtime.service
-    records: list[Record] = call.svc(
-        "sessionQuery/listSessions", lambda: service.corpus(call.token)
-    )
+    with call.token.counting(share=False):  # the titles read next own the percentage
+        records: list[Record] = call.svc(
+            "sessionQuery/listSessions", lambda: service.corpus(call.token)
+        )
     visible = [r for r in records if call.workspace.visible(r.header.cwd)]
     call.visible_ids.update(r.header.id for r in visible)
     return visible

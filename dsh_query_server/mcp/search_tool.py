@@ -134,9 +134,10 @@ def _listed_request(
     """Steps 2-4 literally: one listSessions snapshot ``V`` and the clauses it gives; None when
     the result is empty without a search."""
     service = call.runtime.service
-    records: list[Record] = call.svc(
-        "sessionQuery/listSessions", lambda: service.corpus(call.token)
-    )
+    with call.token.counting(share=False):  # the search's index build owns the percentage
+        records: list[Record] = call.svc(
+            "sessionQuery/listSessions", lambda: service.corpus(call.token)
+        )
     visible = [r for r in records if call.workspace.visible(r.header.cwd)]
     call.visible_ids.update(r.header.id for r in visible)
     session_filters: list[dict[str, Any]] = list(request["sessionFilters"])

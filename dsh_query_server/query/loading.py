@@ -75,7 +75,8 @@ class Loader:
         check_cancelled(token)
         generation = self.store.generation  # read first: a commit after it misses the memo
         binding = self.binding.current()
-        listed = [] if binding is None else binding.logs.headers(token)
+        with token.counting(share=True):  # unless the caller counts: a phase follows
+            listed = [] if binding is None else binding.logs.headers(token)
         check_cancelled(token)
         last = self._last
         if (
@@ -147,7 +148,8 @@ class Loader:
         binding = self.binding.current()
         if binding is None:
             raise not_found(session_id)
-        listed = binding.logs.header(session_id, token)
+        with token.counting(share=False):  # the read's bytes own the percentage
+            listed = binding.logs.header(session_id, token)
         check_cancelled(token)
         if listed is None:
             raise not_found(session_id)

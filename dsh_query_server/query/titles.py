@@ -11,6 +11,9 @@ window reads; any other is inspected once. A title read at a known revision is r
 
 from __future__ import annotations
 
+import itertools
+from threading import Lock
+
 from msgspec import UNSET
 
 from .. import errors
@@ -98,7 +101,8 @@ class Titles:
             return None
         logs = binding.logs
         try:
-            listing = logs.listing(token)
+            with token.counting(share=False):  # the titles read own the percentage
+                listing = logs.listing(token)
         except QueryError as exc:
             if exc.code == errors.ABORTED:
                 raise
@@ -118,8 +122,15 @@ class Titles:
                 known.result if known.fits(listed[sid]) else _rejected(sid, conflict(sid))
             )
 
+        # "reading titles 120 of 888 sessions" (protocol.md §8): the pool's workers count the
+        # logs read, in order under a lock; the tracker keeps the reports to ten a second.
+        progress, total, read, counting = token.progress, len(unread), itertools.count(1), Lock()
+
         def work(sid: str) -> None:
             results[sid] = self._persisted_title(logs, sid, listed.get(sid), token)
+            with counting:
+                done = next(read)
+                progress.report(f"reading titles {done:,} of {total:,} sessions", done, total)
 
         run_claims(unread, work, self.concurrency, token, pool=self.pool)
         check_cancelled(token)

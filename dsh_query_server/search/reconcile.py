@@ -340,7 +340,8 @@ class SearchIndex:
         nothing is inspected."""
         logs, tok = binding.logs, NULL_TOKEN if token is None else token
         tok.progress.report("listing transcripts")
-        listing = logs.snapshots(tok, known)
+        with tok.counting(share=False):  # the index build owns the percentage
+            listing = logs.snapshots(tok, known)
         unindexed: frozenset[Any] = frozenset()
         found: dict[str, Unreadable] = _NONE
         if listing is not known:

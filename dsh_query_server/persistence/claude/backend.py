@@ -15,17 +15,16 @@ from ..importing.backend import (
     ImportBackend,
     Listing,
     StatKey,
-    feed,
     key_text,
     log_unreadable,
     pick_winner,
-    scan_anchor,
     stat_key,
     unreadable,
 )
 from ..importing.emitter import Emitter, JSONObject
 from ..importing.lines import Record
 from ..importing.survey import Clock, Survey, is_dir
+from ..importing.transcripts import feed, scan_anchor
 from ..importing.values import MAX_SAFE, is_uuid, nonempty, obj, parse_time
 from ..importing.window import MemoBuilder
 from ..importing.worker import Init
@@ -272,8 +271,7 @@ class ClaudeBackend(ImportBackend):
         volatile: list[str] = []
         deps: dict[str, tuple[str, ...]] = {}
         skipped: list[SkippedArtifact] = []
-        for f in self._files(token, sv):
-            token.raise_if_cancelled()
+        for f in self.each(self._files(token, sv), token):
             if f.flat:
                 volatile.append(f.path)
             else:

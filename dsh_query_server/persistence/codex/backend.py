@@ -17,17 +17,15 @@ from ..importing.backend import (
     Candidate,
     ImportBackend,
     Listing,
-    feed,
     key_text,
-    open_items,
     pick_winner,
-    scan_anchor,
     stat_key,
     unreadable,
 )
 from ..importing.emitter import Emitter, JSONObject
 from ..importing.lines import Record
 from ..importing.survey import DIR, FILE, SAFE_AGE_NS, Clock, FileKey, Survey, file_key
+from ..importing.transcripts import feed, open_items, scan_anchor
 from ..importing.values import MAX_SAFE, nonempty, obj, parse_time, trailing_uuid
 from ..importing.window import MemoBuilder
 from ..importing.worker import Init
@@ -234,8 +232,7 @@ class CodexBackend(ImportBackend):
         named: dict[str, list[str]] = {}
         index = (os.path.join(self.home, INDEX),)
         skipped: list[SkippedArtifact] = []
-        for path, sid, rank in self._files(token, sv):
-            token.raise_if_cancelled()
+        for path, sid, rank in self.each(self._files(token, sv), token):
             named.setdefault(sid, []).append(path)
             derive = partial(_derive, sid)
             head = partial(sv.head, path, token=token, is_anchor=_is_anchor, derive=derive)

@@ -14,15 +14,14 @@ from ..importing.backend import (
     Candidate,
     ImportBackend,
     Listing,
-    feed,
     key_text,
     pick_winner,
-    scan_anchor,
     unreadable,
 )
 from ..importing.emitter import Emitter, JSONObject
 from ..importing.lines import Record
 from ..importing.survey import Clock, FileKey, Survey, file_key
+from ..importing.transcripts import feed, scan_anchor
 from ..importing.values import MAX_SAFE, nonempty, obj, parse_time
 from ..importing.window import MemoBuilder
 from . import workspace
@@ -143,8 +142,7 @@ class CopilotBackend(ImportBackend):
         walked: list[str] = []
         deps: dict[str, tuple[str, ...]] = {}
         skipped: list[SkippedArtifact] = []
-        for f in session_files(sv, self.home, token):
-            token.raise_if_cancelled()
+        for f in self.each(session_files(sv, self.home, token), token):
             named.setdefault(f.session_id, []).append(f.path)
             walked.append(f.path)
             head = partial(sv.head, f.path, token=token, is_anchor=_is_anchor, derive=_anchor_of)

@@ -18,15 +18,14 @@ from ..importing.backend import (
     ImportBackend,
     ImportError_,
     Listing,
-    feed,
     key_text,
     pick_winner,
-    scan_anchor,
     stat_key,
     unreadable,
 )
 from ..importing.emitter import JSONObject
 from ..importing.survey import Clock, Survey
+from ..importing.transcripts import feed, scan_anchor
 from ..importing.window import MemoBuilder
 from .layout import (
     Anchor,
@@ -108,8 +107,7 @@ class GeminiBackend(ImportBackend):
         kept: dict[str, Candidate] = {}
         deps: dict[str, tuple[str, ...]] = {}
         skipped: list[SkippedArtifact] = []
-        for f in files:
-            token.raise_if_cancelled()
+        for f in self.each(files, token):
             # named by what its file name says of the id (``unlisted``)
             got = self.scanned(skipped, f.path, f.named, partial(self._anchor, sv, f, token=token))
             if got is None:

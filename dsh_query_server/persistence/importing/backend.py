@@ -31,19 +31,16 @@ from ..contract.results import (
     Window,
 )
 from .emitter import WholeRead
-from .lines import Item, Record, read_items, read_lines
 from .shapes import TITLE_READING, Shape, Shapes
 from .shared import parallel_reads, shared_reads
 from .survey import Clock, Proofs, Survey, file_key
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
 from .worker import Init
 
-HEAD_LIMIT = 1_048_576
 ATTEMPTS = 3
 BULK_WINDOW = 4096  # a window this long or longer is a bulk read
 BULK_KEPT = 1024
 _LISTING_WAIT = 0.05  # s between cancellation checks while another caller lists
-METER_STEP = 1 << 20  # a metered read reports every MiB
 
 StatKey = tuple[int, int, int, int]
 T = TypeVar("T")
@@ -70,28 +67,6 @@ def stat_or_none(path: str) -> os.stat_result | None:
 
 def unreadable(rel: str, reason: str) -> SessionPersistenceCorruptionError:
     return SessionPersistenceCorruptionError(f'foreign transcript "{rel}" is unreadable: {reason}')
-
-
-def open_items(path: str, limit: int, token: CancelToken, *, head: bool = False) -> Iterator[Item]:
-    """The items of a transcript's first ``limit`` bytes (a header scan stops at 1 MiB)."""
-    with open(path, "rb") as stream:
-        yield from read_items(
-            stream,
-            limit,
-            token,
-            compressed=path.endswith(".zst"),
-            max_line_end=HEAD_LIMIT if head else None,
-        )
-
-
-def scan_anchor(
-    path: str, size: int, token: CancelToken, is_anchor: Callable[[dict[str, object]], bool]
-) -> Record | None:
-    """§3.1's header scan: the first record that ``is_anchor`` accepts, within 1 MiB."""
-    for item in open_items(path, size, token, head=True):
-        if isinstance(item, Record) and is_anchor(item.value):
-            return item
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +137,27 @@ def log_unreadable(path: str, exc: OSError) -> None:
     )
 
 
+def each(
+    files: Sequence[T], token: CancelToken, told: Callable[[int, int], None] | None = None
+) -> Iterator[T]:
+    """The transcripts a listing's walk found, in order, for the listing to read: the one loop
+    of every importer's listing (``ImportBackend.each``; OpenCode's legacy files). It checks the
+    cancellation before each and tells how far it got, as (read, found), to the request's count
+    (``listing k of n transcripts``, progress.Count) and to ``told``."""
+    count, total = token.listing, len(files)
+    for done, f in enumerate(files):
+        token.raise_if_cancelled()
+        if told is not None:
+            told(done, total)
+        if count is not None:
+            count.at(done, total)
+        yield f
+    if told is not None:
+        told(total, total)
+    if count is not None:
+        count.at(total, total)
+
+
 def pick_winner(
     found: dict[str, Candidate], cand: Candidate, rank: Callable[[Candidate], int] = lambda c: 0
 ) -> None:
@@ -176,42 +172,6 @@ def pick_winner(
 
     if order(cand) < order(old):
         found[cand.session_id] = cand
-
-
-def feed(
-    path: str,
-    size: int,
-    token: CancelToken,
-    sink: Callable[[Item], None],
-    builder: MemoBuilder | None,
-) -> None:
-    """Every item of the transcript's first ``size`` bytes to ``sink``; with a builder, telling
-    it which line and record each emitted event comes from."""
-    # A request reading this one log shows its stored bytes read (query/loading.py ``metered``).
-    meter = token.reading
-    if builder is None and meter is None:
-        for item in open_items(path, size, token):
-            sink(item)
-        return
-    compressed = path.endswith(".zst")
-    next_report = 0
-    with open(path, "rb") as stream:
-        for line in read_lines(stream, size, token, compressed=compressed):
-            if meter is not None and line.start >= next_report:
-                # A line's offset is plaintext; of a Zstandard file the stored bytes consumed so
-                # far are where the file stands (the decoder reads it piece by piece, bounded).
-                meter(stream.tell() if compressed else line.start, size)
-                next_report = line.start + METER_STEP
-            if builder is None:
-                for item in line.items:
-                    sink(item)
-                continue
-            builder.line(line)
-            for k, item in enumerate(line.items):
-                builder.item(k, item)
-                sink(item)
-    if builder is not None:
-        builder.end()
 
 
 class ImportBackend(ABC):
@@ -232,6 +192,8 @@ class ImportBackend(ABC):
         # beside a search, both at the start) waits and replays its proofs, instead of reading
         # every transcript's head a second time beside it [ours].
         self._listing_lock = threading.Lock()
+        # how far the listing that holds the lock got: (read, found), None before its walk ends
+        self._walking: tuple[int, int] | None = None
         # [ours] the transcripts the last listing left out because they are unreadable
         self._skipped: tuple[SkippedArtifact, ...] = ()
 
@@ -333,15 +295,32 @@ class ImportBackend(ABC):
         """Map the first ``size`` bytes of the candidate's transcript (through ``feed``); with
         ``payloads``, its Emitter keeps events as outlines carrying their texts."""
 
+    def each(self, files: Sequence[T], token: CancelToken) -> Iterator[T]:
+        """``each`` of this backend's listing, which also tells requests waiting for it
+        (``_candidates``) how far it got."""
+        return each(files, token, self._told)
+
+    def _told(self, done: int, total: int) -> None:
+        self._walking = (done, total)
+
     def _candidates(self, token: CancelToken) -> dict[str, Candidate]:
-        """``candidates``, or the last listing again while its proofs all hold."""
+        """``candidates``, or the last listing again while its proofs all hold. A request that
+        waits for another caller's listing (the freshness poll's, right after the mount) shows
+        that listing's count as its own."""
+        count = token.listing
         while not self._listing_lock.acquire(timeout=_LISTING_WAIT):
             token.raise_if_cancelled()
+            walking = self._walking
+            if count is not None and walking is not None:
+                count.at(*walking)
+        self._walking = None
         try:
             listing = self._listing
             found = listing.replay() if listing is not None else None
             if found is not None and self.check_home():
                 self._proofs.reads = 0
+                if count is not None and listing is not None:  # all of it listed, at once
+                    count.at(len(listing.walked), len(listing.walked))
                 return found
             return self.candidates(token)
         finally:

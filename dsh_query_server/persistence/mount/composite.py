@@ -65,8 +65,11 @@ class CompositeBackend:
         self, token: CancelToken, call: Callable[[PersistenceBackend], list[Header]]
     ) -> list[tuple[int, Header]]:
         out: list[tuple[int, Header]] = []
+        count = token.listing
         for i, member in enumerate(self.members):
             token.raise_if_cancelled()
+            if count is not None:  # each member lists its share of the progress
+                count.part(i, len(self.members))
             out.extend((i, h) for h in call(member))
         return out
 
@@ -98,8 +101,11 @@ class CompositeBackend:
         """Each member's snapshots (``lister(i)`` lists member i's), each revision named by its
         member's index."""
         out: list[tuple[int, Snapshot]] = []
+        count = token.listing
         for i in range(len(self.members)):
             token.raise_if_cancelled()
+            if count is not None:
+                count.part(i, len(self.members))
             out.extend((i, s) for s in lister(i)(token))
         self._record([(i, str(s.header.id)) for i, s in out])
         return [Snapshot(s.header, f"{i}/{s.revision}") for i, s in out]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ...cancel import CancelToken
 from ..contract.results import SkippedArtifact
+from ..importing.backend import each
 from ..importing.emitter import JSONObject
 from ..importing.values import nonempty, obj
 from .layout import storage_dir
@@ -97,26 +98,25 @@ class LegacyStore:
         found: dict[str, Listed] = {}
         parsed: dict[str, Listed] = {}
         self.skipped = {}
-        for project in projects:
-            for sid, path in _json_files(project):
-                token.raise_if_cancelled()
-                key = _stat_text(path)
-                known = self._parsed.get(path)
-                if known is None or known.key != key:
-                    try:
-                        raw = _read(path)
-                    except OSError:  # one bad file never fails the corpus (importers.md §3.1)
-                        self._skip(sid, path, "it cannot be read")
-                        continue
-                    value, _ = decode(raw) if raw is not None else (None, None)
-                    if value is None:  # names no session; an empty one may be being written
-                        if raw:
-                            self._skip(sid, path, "it holds no JSON object")
-                        continue
-                    mtime = int(key.split(":")[3]) if key != "-" else 0
-                    known = Listed(session_of(sid, value, mtime), path, key)
-                parsed[path] = known
-                found.setdefault(sid, known)
+        files = [file for project in projects for file in _json_files(project)]
+        for sid, path in each(files, token):
+            key = _stat_text(path)
+            known = self._parsed.get(path)
+            if known is None or known.key != key:
+                try:
+                    raw = _read(path)
+                except OSError:  # one bad file never fails the corpus (importers.md §3.1)
+                    self._skip(sid, path, "it cannot be read")
+                    continue
+                value, _ = decode(raw) if raw is not None else (None, None)
+                if value is None:  # names no session; an empty one may be being written
+                    if raw:
+                        self._skip(sid, path, "it holds no JSON object")
+                    continue
+                mtime = int(key.split(":")[3]) if key != "-" else 0
+                known = Listed(session_of(sid, value, mtime), path, key)
+            parsed[path] = known
+            found.setdefault(sid, known)
         self._parsed = parsed
         return found
 

@@ -16,16 +16,15 @@ from ..importing.backend import (
     Candidate,
     ImportBackend,
     Listing,
-    feed,
     key_text,
     pick_winner,
-    scan_anchor,
     stat_key,
     unreadable,
 )
 from ..importing.emitter import Emitter, JSONObject
 from ..importing.lines import Record
 from ..importing.survey import Clock, Survey
+from ..importing.transcripts import feed, scan_anchor
 from ..importing.values import MAX_SAFE, nonempty, obj, parse_time
 from ..importing.window import MemoBuilder
 from .layout import QwenFile, chat_files, sidecar_path
@@ -184,8 +183,7 @@ class QwenBackend(ImportBackend):
         ranks: dict[str, int] = {}
         built, kept = self._built, dict[str, tuple[_Anchor, _Lineage, Candidate]]()
         skipped: list[SkippedArtifact] = []
-        for f in chat_files(sv, self.home, self.include_archived):
-            token.raise_if_cancelled()
+        for f in self.each(chat_files(sv, self.home, self.include_archived), token):
             named.setdefault(f.session_id, []).append(f.path)
             head = partial(sv.head, f.path, token=token, is_anchor=_is_anchor, derive=_anchor_of)
             got = self.scanned(skipped, f.path, f.session_id, head)
