@@ -30,7 +30,7 @@ from ..persistence.contract.results import Digest, EventOutline, Inspection, Rea
 from ..persistence.reads import StoredLogs
 from ..session.fold import Fold, FoldError, fold_events
 from ..session.store import LiveSnapshot
-from .plan import Document
+from .plan import Document, stored
 
 # Logs longer than this many events are read window by window (see above).
 WINDOW = 8192
@@ -107,10 +107,10 @@ def persisted_documents(session_id: Any, events: Sequence[Event]) -> Iterator[Do
 
 
 # The documents of a log as a bulk read's worker process makes them (issue 28) [ours]: what
-# ``persisted_documents`` gives, msgpack-encoded, so that only they cross the pipe and this
-# process only inserts them. A document whose values msgpack would not give back exactly (a
-# type that is no string, a time that is no number, an int past 64 bits, a lone surrogate)
-# makes the digest raise: the id is then read in this process, as without a worker.
+# ``persisted_documents`` gives, as the index stores them (``plan.stored``: sanitized text, a
+# time that is a number or NULL), msgpack-encoded, so that only they cross the pipe and this
+# process only inserts them. A document msgpack would not give back exactly (a type that is no
+# string, an int past 64 bits) makes the digest raise: the id is then read in this process.
 DIGEST = Digest(__name__, "digest")
 _encode = msgspec.msgpack.Encoder().encode
 _decode = msgspec.msgpack.Decoder(list[tuple[int, str, int | float | None, str, str]]).decode
@@ -127,8 +127,8 @@ def digest(session_id: str, inspection: Inspection) -> list[bytes]:
     docs: list[Document] = []
     events = inspection.events
     for doc in _documents(_consumed(events), _folded(session_id, events, events)):
-        time = doc[2]
-        if type(doc[1]) is not str or not (time is None or type(time) in (int, float)):
+        doc = stored(doc)  # what the insert would make of it: the server then only inserts
+        if type(doc[1]) is not str:
             raise ValueError("a document msgpack would not give back as it is")
         docs.append(doc)
         if len(docs) == _PART:
@@ -175,10 +175,13 @@ class Read:
     for the caller to raise afterwards: raised inside the insert, it would be taken for an index
     write failure."""
 
-    def __init__(self, meta: Header, docs: Iterable[Document], reading: bool = False) -> None:
+    def __init__(
+        self, meta: Header, docs: Iterable[Document], reading: bool = False, ready: bool = False
+    ) -> None:
         self.meta = meta
         self._docs = docs
         self._reading = reading
+        self.ready = ready  # the documents are ``plan.stored`` already
         self.error: BaseException | None = None
 
     def __iter__(self) -> Iterator[Document]:

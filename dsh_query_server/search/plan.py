@@ -110,6 +110,15 @@ def header_columns(key: str, header: Header, source: Header | None = None) -> tu
     )
 
 
+def stored(doc: Document) -> Document:
+    """A document as the index stores its values: the text sanitized, the type SQLite text, the
+    time an integer or another number or NULL. What the insert does to any document; a bulk
+    read's worker does it to its digest's (search/documents.py), off the inserting process."""
+    seq, type_, time, surface, text = doc
+    time = time if type(time) is int else _time(time)
+    return seq, sql_text(type_), time, surface, sanitize(text)
+
+
 def _time(value: Any) -> Any:
     if not is_number(value):
         return None
@@ -159,11 +168,19 @@ class WritePlan:
     # -- writes --------------------------------------------------------------------------------
 
     def write_persisted(
-        self, key: str, header: Header, revision: str, docs: Iterable[Document], inspected: Header
+        self,
+        key: str,
+        header: Header,
+        revision: str,
+        docs: Iterable[Document],
+        inspected: Header,
+        *,
+        ready: bool = False,
     ) -> None:
+        """``ready``: the documents are ``stored`` already (a worker's digest made them so)."""
         generation = self.base_generation + 1
         columns = header_columns(key, header, inspected)
-        span = self._replace(PERSISTED, key, docs, (*columns, revision, generation))
+        span = self._replace(PERSISTED, key, docs, (*columns, revision, generation), ready)
         self.changes[PERSISTED][key] = Row(revision, generation, span)
 
     def delete_persisted(self, key: str) -> None:
@@ -217,7 +234,12 @@ class WritePlan:
         self._remove(LIVE, key)
 
     def _replace(
-        self, tables: Tables, key: str, docs: Iterable[Document], columns: tuple[Any, ...]
+        self,
+        tables: Tables,
+        key: str,
+        docs: Iterable[Document],
+        columns: tuple[Any, ...],
+        ready: bool = False,
     ) -> tuple[int, int] | None:
         # ``docs`` is consumed while SQLite inserts it, so a session's documents (and the log
         # they come from) are never all held twice: the build's peak memory is one log.
@@ -229,6 +251,11 @@ class WritePlan:
 
         def rows() -> Iterator[tuple[Any, ...]]:
             nonlocal count
+            if ready:
+                for rowid, (seq, type_, time, surface, text) in enumerate(docs, first):
+                    count += 1
+                    yield (rowid, text, key, seq, type_, time, surface, len(text))
+                return
             for rowid, (seq, type_, time, surface, text) in enumerate(docs, first):
                 text = sanitize(text)
                 count += 1

@@ -486,7 +486,8 @@ def _index(
         check(token)
         if not headers_compatible(snapshot.header, read.meta):
             raise conflict(sid)
-        plan.write_persisted(sql_text(sid), snapshot.header, snapshot.revision, read, read.meta)
+        key, header, revision = sql_text(sid), snapshot.header, snapshot.revision
+        plan.write_persisted(key, header, revision, read, read.meta, ready=read.ready)
         try:
             read.raise_error()
         except BadDigest:  # never from our own worker; any doubt: the log is read here instead
@@ -504,7 +505,7 @@ def _read(logs: StoredLogs, sid: str, result: BulkResult, token: CancelToken) ->
     if isinstance(result, Exception):
         raise result
     if isinstance(result, Digested):  # a BadDigest met while inserting is raised after it
-        return Read(result.meta, undigest(result.data, result.ends), reading=True)
+        return Read(result.meta, undigest(result.data, result.ends), reading=True, ready=True)
     return Read(result.meta, persisted_documents(sid, result.events))
 
 

@@ -30,6 +30,7 @@ from dsh_query_server.search.documents import (
     persisted_documents,
     undigest,
 )
+from dsh_query_server.search.plan import stored
 from dsh_query_server.search.reconcile import SearchIndex
 from dsh_query_server.search.schema import _RESERVED, REPLACEMENT, sanitize
 from dsh_query_server.session.store import SessionStore
@@ -191,7 +192,7 @@ def test_the_worker_digests_what_the_index_would_make(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With a worker, ids come Digested (the worker made the documents), and each digest holds
-    exactly the documents this process makes of ``inspect``'s log."""
+    exactly the documents this process makes of ``inspect``'s log, as the index stores them."""
     build_home(tmp_path, [(i % len(CLAUDE), 0, False) for i in range(8)], [])
     monkeypatch.setenv(shared.ENV, "1")
     backend = ClaudeBackend(str(tmp_path / "claude"), f"claude:{tmp_path / 'claude'}")
@@ -202,21 +203,26 @@ def test_the_worker_digests_what_the_index_would_make(
     for sid, got in digested:
         want = backend.inspect(sid)
         assert got.meta.raw == want.meta.raw
-        assert list(undigest(got.data, got.ends)) == list(persisted_documents(sid, want.events))
+        want_docs = [stored(d) for d in persisted_documents(sid, want.events)]
+        assert list(undigest(got.data, got.ends)) == want_docs
 
 
-def test_a_document_msgpack_would_change_is_not_digested() -> None:
-    """A digest raises rather than send what would come back different (the id is then read
-    in process): a time that is no number, a lone surrogate."""
+def test_a_digest_sends_documents_as_the_index_stores_them() -> None:
+    """The worker's digest is what the insert would store (``plan.stored``): a time that is no
+    number becomes NULL, a lone surrogate U+FFFD; a time past 64 bits, which msgpack cannot
+    carry, makes the digest raise (the id is then read in process)."""
     header = Header.from_json(b'{"version":1,"id":"s","createdAt":1}')
     for event in (
         b'{"type":"user/message","seq":0,"time":"soon","surfaceOp":"append","data":{"content":[{"type":"text","text":"hi"}]}}',
-        b'{"type":"user/message","seq":0,"time":1,"surfaceOp":"append","data":{"content":[{"type":"text","text":"\\ud800"}]}}',
+        b'{"type":"user/message","seq":0,"time":1,"surfaceOp":"append","data":{"content":[{"type":"text","text":"\\ud800 \\u0000"}]}}',
     ):
-        inspection = Inspection(header, [Event.from_json(event)])
-        assert list(persisted_documents("s", inspection.events)), "it has a document"
-        with pytest.raises(ValueError):
-            digest("s", inspection)
+        docs = list(persisted_documents("s", [Event.from_json(event)]))
+        parts = digest("s", Inspection(header, [Event.from_json(event)]))
+        got = list(undigest(memoryview(b"".join(parts)), [sum(map(len, parts))]))
+        assert got == [stored(d) for d in docs] and got != docs
+    huge = b'{"type":"user/message","seq":0,"time":18446744073709551616,"surfaceOp":"append","data":{"content":[{"type":"text","text":"hi"}]}}'
+    with pytest.raises((ValueError, OverflowError)):
+        digest("s", Inspection(header, [Event.from_json(huge)]))
 
 
 def test_a_digest_that_breaks_midway_is_read_again(
