@@ -20,6 +20,7 @@ from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
 from dsh_query_server.persistence.contract.results import Digested, Inspection, Snapshot, Window
 from dsh_query_server.persistence.importing import shared
+from dsh_query_server.persistence.importing.worker import load_digest
 from dsh_query_server.persistence.mount.binding import PersistenceBinding
 from dsh_query_server.persistence.mount.composite import CompositeBackend
 from dsh_query_server.search.documents import (
@@ -243,3 +244,31 @@ def test_a_digest_that_breaks_midway_is_read_again(
     assert {
         k: sorted(r[1:] for r in v) if k != "sessions" else v for k, v in corrupt.items()
     } == strip
+
+
+def test_a_log_read_ahead_is_held_as_the_worker_would_send_it(tmp_path: pathlib.Path) -> None:
+    """The server's own reads ahead of their turn are held as their digest (shared._compact):
+    the documents the index would make; a digest that refuses the log has it read again."""
+    build_home(tmp_path, [(i % len(CLAUDE), 0, False) for i in range(4)], [])
+    backend = ClaudeBackend(str(tmp_path / "claude"), f"claude:{tmp_path / 'claude'}")
+    ids = [str(h.id) for h in backend.list()]
+
+    def read_one(sid: str, token: CancelToken) -> Any:
+        return backend.inspect_payloads(sid, PAYLOADS, token)
+
+    for sid in ids:
+        held = shared._compact(
+            sid, read_one(sid, NULL_TOKEN), load_digest(DIGEST), read_one, NULL_TOKEN
+        )  # pyright: ignore[reportPrivateUsage]
+        assert isinstance(held, Digested)
+        want = [stored(d) for d in persisted_documents(sid, backend.inspect(sid).events)]
+        assert list(undigest(held.data, held.ends)) == want
+
+    def refuse(sid: str, ins: Inspection) -> list[bytes]:
+        ins.events.clear()  # consumed, as a digest does, then refused
+        raise ValueError("no")
+
+    again = shared._compact(ids[0], read_one(ids[0], NULL_TOKEN), refuse, read_one, NULL_TOKEN)  # pyright: ignore[reportPrivateUsage]
+    assert isinstance(again, Inspection) and len(again.events) == len(
+        backend.inspect(ids[0]).events
+    )

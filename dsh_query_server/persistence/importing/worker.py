@@ -99,8 +99,25 @@ def write_frame(fd: int, *parts: bytes) -> None:
                 n = 0
 
 
-def read_exact(fd: int, n: int) -> bytes:
+# A frame up to this size is read into one buffer made for it: joining the pieces a pipe hands
+# back held a long log's answer twice for a moment (its peak, in the server). A larger one (never
+# from an answer of a log the worker takes) is read piece by piece, so a size that a broken
+# channel made up costs no memory before the stream ends.
+PREALLOCATE = 64 << 20
+
+
+def read_exact(fd: int, n: int) -> bytes | bytearray:
     """Exactly ``n`` bytes, however many reads it takes; EOF first raises Broken."""
+    if n <= PREALLOCATE:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            k = os.readv(fd, [view[got:]])
+            if not k:
+                raise Broken("end of stream")
+            got += k
+        return buf
     parts: list[bytes] = []
     left = n
     while left:
@@ -109,10 +126,10 @@ def read_exact(fd: int, n: int) -> bytes:
             raise Broken("end of stream")
         parts.append(chunk)
         left -= len(chunk)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+    return b"".join(parts)
 
 
-def read_frame(fd: int) -> bytes:
+def read_frame(fd: int) -> bytes | bytearray:
     head = read_exact(fd, _HEAD)
     if head[: len(MAGIC)] != MAGIC:
         raise Broken(f"bad frame magic {head[: len(MAGIC)]!r}")
@@ -127,7 +144,7 @@ _answer = msgspec.msgpack.Decoder(Answer)
 _request = msgspec.msgpack.Decoder(Init | Request)
 
 
-def split_answer(frame: bytes) -> tuple[Answer, memoryview]:
+def split_answer(frame: bytes | bytearray) -> tuple[Answer, memoryview]:
     """The head (a length-prefixed msgpack Answer) and the events' bytes of one frame."""
     if len(frame) < 4:
         raise Broken("a frame without a head")
@@ -183,6 +200,14 @@ def _widen(fd: int) -> None:
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     except (OSError, AttributeError):  # past /proc/sys/fs/pipe-max-size, or not Linux
         pass
+
+
+DigestFn = Callable[[str, Inspection], list[bytes]]
+
+
+def load_digest(digest: Digest) -> DigestFn:
+    """The function a Digest names (its module imported)."""
+    return cast(DigestFn, getattr(importlib.import_module(digest.module), digest.name))
 
 
 class ReadWorker:
@@ -304,7 +329,7 @@ def serve(read_fd: int, write_fd: int) -> None:
     # the whole listing again per id (a stat of every directory walked).
     token = CancelToken()
     backend.list(token)
-    digests: dict[tuple[str, str], Callable[[str, Inspection], list[bytes]]] = {}
+    digests: dict[tuple[str, str], DigestFn] = {}
     while True:
         try:
             request = _request.decode(read_frame(read_fd))
@@ -319,9 +344,7 @@ def serve(read_fd: int, write_fd: int) -> None:
             else:
                 digest = digests.get(request.digest)
                 if digest is None:
-                    module, name = request.digest
-                    digest = getattr(importlib.import_module(module), name)
-                    digests[request.digest] = digest
+                    digest = digests[request.digest] = load_digest(Digest(*request.digest))
                 raws = digest(request.session_id, ins)
                 meta = bytes(ins.meta.raw)
                 ends = list(itertools.accumulate(map(len, raws)))
