@@ -31,7 +31,8 @@ from ..contract.results import (
     Window,
 )
 from .emitter import WholeRead
-from .shapes import TITLE_READING, Shape, Shapes
+from .shapes import BUDGET as SHAPE_BUDGET
+from .shapes import TITLE_READING, Shape
 from .shared import parallel_reads, shared_reads
 from .survey import Clock, Proofs, Survey, file_key
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
@@ -183,8 +184,9 @@ class ImportBackend(ABC):
         self._proofs = Proofs(clock)  # what listings reuse from the previous one
         self._listing: Listing | None = None  # the last completed listing
         self._bulk: dict[str, MemoKey] = {}  # revisions read whole by a bulk window, no memo
-        self._windows = WindowMemos()
-        self._shapes = Shapes()  # what shape reads found, per revision (shapes.py)
+        self._windows: WindowMemos[WindowMemo] = WindowMemos()
+        # what shape reads found, per revision (shapes.py)
+        self._shapes: WindowMemos[Shape] = WindowMemos(SHAPE_BUDGET)
         # the survey the request holding this token made last (one token = one request)
         self._survey: tuple[weakref.ref[CancelToken], dict[str, Candidate]] | None = None
         self._survey_lock = threading.Lock()

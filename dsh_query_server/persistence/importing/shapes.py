@@ -7,23 +7,22 @@ memo of the revision, the first read used to map the transcript whole and build 
 event encoded, every residual checked), which most listed sessions never use: 888 titles of the
 305 MB real-content home took ~14 s. A shape read maps the transcript keeping only its
 ``session/title`` events whole and every other event as an outline (``TITLE_READING``), and
-remembers the shape of that revision, so the title's own window is answered from it. Any other
-window still reads the log whole and builds the memo.
+remembers the shape of that revision (a WindowMemos of its own, LRU within BUDGET), so the
+title's own window is answered from it. Any other window still reads the log whole and builds
+the memo.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 from ...model.event import Event, Header
 from ..contract.results import Inspection, Reading, Window
-from .window import MemoKey
 
 TITLE = "session/title"
 TITLE_READING = Reading(whole=frozenset({TITLE}))
-KEPT = 4096  # shapes remembered (a header and one title event each)
+BUDGET = 4 * 1024 * 1024  # the shapes remembered, in bytes (a header and one title each)
+_SHAPE_COST = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +32,11 @@ class Shape:
     meta: Header
     length: int
     title: Event | None  # the last session/title event, whole
+
+    @property
+    def size(self) -> int:
+        title = 0 if self.title is None else len(self.title.raw)
+        return len(self.meta.raw) + title + _SHAPE_COST
 
     @classmethod
     def of(cls, ins: Inspection) -> Shape:
@@ -50,27 +54,3 @@ class Shape:
         if seq is not None and lo == hi == seq and self.title is not None:
             return Window(self.meta, self.length, lo, [self.title], seq, revision)
         return None
-
-
-class Shapes:
-    """One shape per session id (its latest revision), least recently used first out."""
-
-    def __init__(self, kept: int = KEPT) -> None:
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[str, tuple[MemoKey, Shape]] = OrderedDict()
-        self._kept = kept
-
-    def get(self, session_id: str, key: MemoKey) -> Shape | None:
-        with self._lock:
-            hit = self._entries.get(session_id)
-            if hit is None or hit[0] != key:
-                return None
-            self._entries.move_to_end(session_id)
-            return hit[1]
-
-    def put(self, session_id: str, key: MemoKey, shape: Shape) -> None:
-        with self._lock:
-            self._entries.pop(session_id, None)
-            self._entries[session_id] = (key, shape)
-            while len(self._entries) > self._kept:
-                self._entries.popitem(last=False)

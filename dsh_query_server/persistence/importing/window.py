@@ -19,7 +19,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import cast
+from typing import Generic, Protocol, TypeVar, cast
 
 from ... import jsoncodec
 from ...cancel import CancelToken
@@ -284,17 +284,25 @@ class MemoBuilder:
 MemoKey = tuple[str, tuple[int, int, int, int], str]  # path, stat key, revision's other parts
 
 
-class WindowMemos:
+class Sized(Protocol):
+    @property
+    def size(self) -> int: ...
+
+
+M = TypeVar("M", bound=Sized)
+
+
+class WindowMemos(Generic[M]):
     """One memo per session id (its latest revision), least recently used first out once they
-    pass the budget together."""
+    pass the budget together (window memos, and the shapes of shapes.py)."""
 
     def __init__(self, budget: int = MEMO_BUDGET) -> None:
         self._lock = threading.Lock()
-        self._entries: OrderedDict[str, tuple[MemoKey, WindowMemo]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[MemoKey, M]] = OrderedDict()
         self._size = 0
         self._budget = budget
 
-    def get(self, session_id: str, key: MemoKey) -> WindowMemo | None:
+    def get(self, session_id: str, key: MemoKey) -> M | None:
         with self._lock:
             hit = self._entries.get(session_id)
             if hit is None or hit[0] != key:
@@ -302,7 +310,7 @@ class WindowMemos:
             self._entries.move_to_end(session_id)
             return hit[1]
 
-    def put(self, session_id: str, key: MemoKey, memo: WindowMemo) -> None:
+    def put(self, session_id: str, key: MemoKey, memo: M) -> None:
         with self._lock:
             old = self._entries.pop(session_id, None)
             if old is not None:
