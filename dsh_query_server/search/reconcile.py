@@ -492,7 +492,7 @@ def _index(
             read.raise_error()
         except BadDigest:  # never from our own worker; any doubt: the log is read here instead
             read = read_persisted(logs, sid, tok)
-            plan.write_persisted(sql_text(sid), snapshot.header, snapshot.revision, read, read.meta)
+            plan.write_persisted(key, header, revision, read, read.meta)
             read.raise_error()
     except LogMoved:
         raise _Unstable from None
