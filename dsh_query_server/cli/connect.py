@@ -15,7 +15,7 @@ from typing import Any
 
 from ..client import Client, RpcError
 from ..resolve import absolute_uri
-from .progress_bar import attach
+from .progress_bar import attach, waiting
 
 
 def persistence_option(values: list[str] | None) -> str | list[str] | None:
@@ -63,9 +63,15 @@ def connect(
     if uses_hub(args) and not private:
         from ..hub.start import connect as connect_hub
 
-        client = connect_hub(hub_options(args), wait=False)
+        bar = waiting(sys.stderr, "reaching the hub")
+        try:
+            client = connect_hub(hub_options(args), wait=False)
+        except BaseException:
+            if bar is not None:
+                bar.stop()
+            raise
         assert client is not None
-        attach(client, sys.stderr)
+        attach(client, bar)
         try:
             yield client
         finally:
@@ -76,8 +82,14 @@ def connect(
     if "index" not in init and "search" not in init:
         init["search"] = {"openAt": "never"}
     flags = persistence_flags(args.persistence)
-    private_client = StdioClient(flags, initialization_options=init, env=env)
-    attach(private_client, sys.stderr)
+    bar = waiting(sys.stderr, "starting the server")
+    try:
+        private_client = StdioClient(flags, initialization_options=init, env=env)
+    except BaseException:
+        if bar is not None:
+            bar.stop()
+        raise
+    attach(private_client, bar)
     try:
         yield private_client
     finally:

@@ -83,15 +83,21 @@ def _ask(ns: argparse.Namespace, ask: Callable[[StdioClient, str], T]) -> T:
     from ..client import RpcError, StdioClient
     from .connect import persistence_flags
     from .ids import AmbiguousId
-    from .progress_bar import attach
+    from .progress_bar import attach, waiting
     from .render import listing
 
+    bar = waiting(sys.stderr, "starting the server")  # an export runs past 0.5 s
     try:
-        client = StdioClient(
-            persistence_flags(ns.persistence),
-            initialization_options={"search": {"openAt": "never"}},
-        )
-        attach(client, sys.stderr)  # an export of a long session runs past 0.5 s
+        try:
+            client = StdioClient(
+                persistence_flags(ns.persistence),
+                initialization_options={"search": {"openAt": "never"}},
+            )
+        except BaseException:
+            if bar is not None:
+                bar.stop()
+            raise
+        attach(client, bar)
         try:
             return ask(client, listing(client).resolve(ns.session_id))
         finally:

@@ -98,6 +98,12 @@ def test_progress_on_a_terminal_only(tmp_path, hub, extra):
         # search may only list the transcripts).
         assert "dsh-query searchSessions" in err, err
         assert "━" in err and ("listing transcripts" in err or "indexing" in err), err
+        # Before the server can show anything, the command shows what it waits for (the
+        # delay is 0 here, so at once): first the server or the hub, then the answer.
+        first = "reaching the hub" if hub else "starting the server"
+        assert first in err, err
+        assert err.index(first) < err.index("waiting for the server"), err
+        assert err.index("waiting for the server") < err.index("dsh-query searchSessions"), err
 
         # The same search piped: the second one finds the index built, so a fresh home is used.
         piped_root = _home(tmp_path / "piped")
