@@ -125,6 +125,7 @@ class StoredLogs:
         self._raw = caps.raw
         self._listed = caps.listed
         self._bulk = caps.bulk
+        self._shapes = caps.shapes
         self._skipped = caps.skipped
         self._revisions = caps.revisions
         # The last ``listing`` with revisions: a backend that lists the very same snapshots
@@ -264,6 +265,13 @@ class StoredLogs:
             return iter([None] * len(session_ids))
         answers = self._bulk.inspect_many(session_ids, limit, token, payloads, digest)
         return bulk_results(session_ids, answers)
+
+    def shapes(self, session_ids: Sequence[str], token: CancelToken) -> Iterator[str]:
+        """Ids whose logs' shapes the backend read in one bulk pass (capabilities.ShapeReader),
+        each once as it is read; the others are left to the caller's own reads."""
+        if self._shapes is None:
+            return iter(())
+        return self._shapes.read_shapes(session_ids, token)
 
     def sequence(self, session_id: str, size: int, token: CancelToken) -> LogSequence:
         """The log, to be read once in order: whole, from ``inspect``, unless the backend reads

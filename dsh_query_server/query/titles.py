@@ -132,7 +132,17 @@ class Titles:
                 done = next(read)
                 progress.report(f"reading titles {done:,} of {total:,} sessions", done, total)
 
-        run_claims(unread, work, self.concurrency, token, pool=self.pool)
+        # The listed logs' shapes are read in one bulk pass first where the mount can (a worker
+        # process maps them beside this one: importing/shapes.py); each such title then reads
+        # its shape, or its log when none was kept. The pool reads the others.
+        shaped: set[str] = set()
+        listed_unread = [sid for sid in unread if sid in listed]
+        if len(listed_unread) > 1:
+            for sid in logs.shapes(listed_unread, token):
+                shaped.add(sid)
+                work(sid)
+        rest = [sid for sid in unread if sid not in shaped] if shaped else unread
+        run_claims(rest, work, self.concurrency, token, pool=self.pool)
         check_cancelled(token)
         # An id the listing does not hold was answered by the live store or as not found: from
         # the proof's own parts, like a memo entry.

@@ -75,6 +75,21 @@ class BulkInspector(Protocol):
 
 
 @runtime_checkable
+class ShapeReader(Protocol):
+    """Optional: the shapes (a header, a length, the last ``session/title``) of many logs in
+    one pass, for a batch of titles (importing/shapes.py) [ours].
+
+    Yields ids of ``session_ids``, each at most once and in any order, as their shapes are read:
+    remembered (the title's own reads then answer from them) or not (they read the log as
+    before). An id it does not yield is left to the caller's own reads. Never changes what a
+    read answers; cancellation raises from the iterator."""
+
+    def read_shapes(
+        self, session_ids: Sequence[str], token: CancelToken = NULL_TOKEN
+    ) -> Iterator[str]: ...
+
+
+@runtime_checkable
 class ListedLookup(Protocol):
     """Optional, the point lookup of a single-target load (semantics.md §3.0.5 step 4): exactly
     the header ``list(token)`` would list for ``session_id`` whenever ``list`` succeeds (None
@@ -129,6 +144,7 @@ class Capabilities:
     raw: RawArtifactReader | None = None
     listed: ListedLookup | None = None
     bulk: BulkInspector | None = None
+    shapes: ShapeReader | None = None
     skipped: SkippedReporter | None = None
     revisions: ListedRevisions | None = None
 
@@ -148,6 +164,7 @@ class Capabilities:
             ),
             listed=backend if isinstance(backend, ListedLookup) else None,
             bulk=backend if isinstance(backend, BulkInspector) else None,
+            shapes=backend if isinstance(backend, ShapeReader) else None,
             skipped=backend if isinstance(backend, SkippedReporter) else None,
             revisions=backend if isinstance(backend, ListedRevisions) else None,
         )

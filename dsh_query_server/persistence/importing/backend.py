@@ -24,6 +24,7 @@ from ..contract.errors import (
 from ..contract.results import (
     BulkResult,
     Digest,
+    Digested,
     Inspection,
     Payloads,
     SkippedArtifact,
@@ -32,7 +33,7 @@ from ..contract.results import (
 )
 from .emitter import WholeRead
 from .shapes import BUDGET as SHAPE_BUDGET
-from .shapes import TITLE_READING, Shape
+from .shapes import SHAPE_DIGEST, TITLE_READING, Shape, shape_of
 from .shared import parallel_reads, shared_reads
 from .survey import Clock, Proofs, Survey, file_key
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
@@ -532,6 +533,35 @@ class ImportBackend(ABC):
         events = ins.events[lo : max(lo, min(last, n - 1) + 1)]
         title = next((e.seq for e in reversed(ins.events) if e.type == "session/title"), None)
         return Window(ins.meta, n, lo, events, title, revision)
+
+    def read_shapes(
+        self, session_ids: Sequence[str], token: CancelToken = NULL_TOKEN
+    ) -> Iterator[str]:
+        """capabilities.ShapeReader: the listed ids' shapes in one bulk read (shapes.py), each
+        remembered when the listing's proof of its transcript still holds after the read."""
+        listing = self._listing
+        if listing is None:
+            return  # no proofs to keep a shape under: the titles read their logs
+        found = listing.found
+        listed = [sid for sid in session_ids if sid in found]
+        for sid, result in self.inspect_many(listed, 0, token, TITLE_READING, SHAPE_DIGEST):
+            if isinstance(result, Inspection | Digested):
+                self._remember_shape(listing, found[sid], result)
+            yield sid
+
+    def _remember_shape(
+        self, listing: Listing, cand: Candidate, result: Inspection | Digested
+    ) -> None:
+        """Keep the shape a bulk read gave, when its transcript is still as the listing proved
+        it: the read saw exactly that revision."""
+        after = stat_or_none(cand.path)
+        if after is None or listing.read_revision(cand, after, after) is None:
+            return  # changed since it was listed, or too young to prove: the title reads it
+        try:
+            shape = shape_of(result)
+        except ValueError:
+            return  # never from our own worker: the title reads the log itself
+        self._shapes.put(cand.session_id, (cand.path, stat_key(after), cand.extra), shape)
 
     def _shaped(
         self, cand: Candidate, key: MemoKey | None, first: int, last: int, token: CancelToken

@@ -10,14 +10,22 @@ event encoded, every residual checked), which most listed sessions never use: 88
 remembers the shape of that revision (a WindowMemos of its own, LRU within BUDGET), so the
 title's own window is answered from it. Any other window still reads the log whole and builds
 the memo.
+
+A batch of titles reads its logs' shapes in one bulk read first (``ImportBackend.read_shapes``):
+a worker process maps the logs while this one takes their shapes (``shape_digest``: only the
+length and the title cross the pipe), so the titled listing of a large home uses both cores. A
+shape is remembered only when the transcript's stat after its read is the one the listing
+proved (the read saw that revision); any other is read again by the title itself.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
+
 from ...model.event import Event, Header
-from ..contract.results import Inspection, Reading, Window
+from ..contract.results import Digest, Digested, Inspection, Reading, Window
 
 TITLE = "session/title"
 TITLE_READING = Reading(whole=frozenset({TITLE}))
@@ -54,3 +62,27 @@ class Shape:
         if seq is not None and lo == hi == seq and self.title is not None:
             return Window(self.meta, self.length, lo, [self.title], seq, revision)
         return None
+
+
+# The digest a worker sends for a shape read: the log's length and its last title's JSON.
+SHAPE_DIGEST = Digest(__name__, "shape_digest")
+_encode = msgspec.msgpack.Encoder().encode
+_decode = msgspec.msgpack.Decoder(tuple[int, bytes | None]).decode
+
+
+def shape_digest(session_id: str, inspection: Inspection) -> list[bytes]:
+    """results.Digest, run in the worker on a ``TITLE_READING`` read."""
+    del session_id
+    shape = Shape.of(inspection)
+    return [_encode((shape.length, None if shape.title is None else shape.title.raw))]
+
+
+def shape_of(result: Inspection | Digested) -> Shape:
+    """The shape a bulk read answered (raises ValueError for bytes that are no shape digest)."""
+    if isinstance(result, Inspection):
+        return Shape.of(result)
+    try:
+        length, title = _decode(result.data)
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"not a shape digest: {exc}") from None
+    return Shape(result.meta, length, None if title is None else Event.from_json(title))

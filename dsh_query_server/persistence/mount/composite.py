@@ -184,6 +184,17 @@ class CompositeBackend:
                 )
             start = end
 
+    def read_shapes(
+        self, session_ids: Sequence[str], token: CancelToken = NULL_TOKEN
+    ) -> Iterator[str]:
+        """capabilities.ShapeReader: each member's ids to its own; an id of a member without
+        one, or that no member lists, is left to the caller."""
+        owners = self._owners(session_ids, token)
+        for i, caps in enumerate(self._caps):
+            mine = [sid for sid, owner in zip(session_ids, owners, strict=True) if owner == i]
+            if mine and caps.shapes is not None:
+                yield from caps.shapes.read_shapes(mine, token)
+
     def skipped_artifacts(self) -> list[SkippedArtifact]:
         """SkippedReporter: every member's, in member order."""
         return [a for caps in self._caps if caps.skipped for a in caps.skipped.skipped_artifacts()]
