@@ -33,7 +33,8 @@ from ..contract.results import (
 from .emitter import WholeRead
 from .shapes import BUDGET as SHAPE_BUDGET
 from .shapes import TITLE_READING, Shape
-from .shared import parallel_reads, shared_reads
+from .pool import POOL
+from .shared import parallel_reads, shared_reads, workers_allowed
 from .survey import Clock, Proofs, Survey, file_key
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
 from .worker import Init
@@ -432,6 +433,13 @@ class ImportBackend(ABC):
     def worker_spec(self) -> Init | None:
         """How a worker process builds this backend again, or None: no worker reads for it."""
         return None
+
+    def prepare_bulk(self) -> None:
+        """capabilities.BulkPreparer: a worker started ahead, building and listing this backend
+        while this process lists (pool.py), when a bulk read may use one."""
+        spec = self.worker_spec()
+        if spec is not None and workers_allowed():
+            POOL.prestart(spec)
 
     def _sizes(self, session_ids: Sequence[str]) -> list[int]:
         """Each id's transcript size as the last listing knows it (0 when it does not)."""
