@@ -16,9 +16,9 @@ from ..config import embedded_store
 from ..errors import QueryError
 from ..model.params import Spec
 from ..persistence.contract.backend import PersistenceBackend
+from ..persistence.importing.pool import POOL
 from ..persistence.mount.binding import Binding, PersistenceBinding
 from ..persistence.mount.composite import CompositeBackend, open_persistence
-from ..persistence.importing.pool import POOL
 from ..persistence.mount.uri import display_uri, open_backend
 from ..progress import Broadcast, Tracker
 from ..query.service import SessionQueryService

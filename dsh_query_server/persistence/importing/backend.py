@@ -31,9 +31,9 @@ from ..contract.results import (
     Window,
 )
 from .emitter import WholeRead
+from .pool import POOL
 from .shapes import BUDGET as SHAPE_BUDGET
 from .shapes import TITLE_READING, Shape
-from .pool import POOL
 from .shared import parallel_reads, shared_reads, workers_allowed
 from .survey import Clock, Proofs, Survey, file_key
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos

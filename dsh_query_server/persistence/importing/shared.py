@@ -115,7 +115,7 @@ def shared_reads(
             else:
                 ahead -= sizes[k]
                 yield ids[k], mine.pop(k)
-        clean = True
+        clean = not token.cancelled  # a cancelled build's worker may still be reading for it
     finally:
         feeder.stop(keep=clean)
 
