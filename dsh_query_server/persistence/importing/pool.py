@@ -88,6 +88,11 @@ class WorkerPool:
             worker.close()
 
     @property
+    def ready(self) -> bool:
+        """A worker idles: a bulk read would take it without starting one."""
+        return self._idle is not None
+
+    @property
     def idle_pid(self) -> int | None:
         """The idle worker's process id, None when none idles (tests, bench)."""
         worker = self._idle

@@ -44,7 +44,7 @@ READ_AHEAD_BYTES = 32 * 1024 * 1024
 READ_AHEAD_LOG = 4 * 1024 * 1024
 PARALLEL_MIN = 4  # ids
 # Less than this many bytes of transcripts are read in process faster than a worker starts
-# (~0.2 s; mapping runs at ~30-60 MB/s per core).
+# (~0.2 s; mapping runs at ~30-60 MB/s per core), unless one idles already (pool.py).
 PARALLEL_MIN_BYTES = 24 * 1024 * 1024
 # "0": never a worker; "1": a worker for any bulk read of PARALLEL_MIN ids (the tests); unset:
 # a worker when the bulk read is worth it (PARALLEL_MIN_BYTES) [ours].
@@ -66,10 +66,11 @@ def workers_allowed() -> bool:
 
 def parallel_reads(ids: int, size: int) -> bool:
     """Whether a bulk read of ``ids`` ids (``size`` bytes) uses a worker: a second core, not
-    switched off, and enough to read."""
+    switched off, and enough to read: any size when a worker idles (started ahead, or left by
+    a composite's previous member), as it costs no start."""
     if not workers_allowed() or ids < PARALLEL_MIN:
         return False
-    return os.environ.get(ENV, "") == "1" or size >= PARALLEL_MIN_BYTES
+    return os.environ.get(ENV, "") == "1" or size >= PARALLEL_MIN_BYTES or POOL.ready
 
 
 def shared_reads(

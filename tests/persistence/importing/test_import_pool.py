@@ -169,6 +169,24 @@ def test_prestart_readies_the_worker_the_read_takes(home: pathlib.Path) -> None:
     assert _read(backend) == {ahead}
 
 
+def test_an_idle_worker_reads_even_a_small_home(
+    home: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below PARALLEL_MIN_BYTES a bulk read starts no worker, but takes one that idles (started
+    ahead, or left by a composite's previous member): it costs no start."""
+    monkeypatch.delenv(shared.ENV, raising=False)
+    backend = _claude(home)
+    ids = [str(h.id) for h in backend.list()]
+    assert not any(workers(os.getpid()) for _ in backend.inspect_many(ids, 8192))
+    backend.prepare_bulk()
+    ahead = POOL.idle_pid
+    seen: set[int] = set()
+    for sid, got in backend.inspect_many(ids, 8192):
+        seen |= workers(os.getpid())
+        assert_same(got, inspected(backend, sid))
+    assert seen == {ahead} and POOL.idle_pid == ahead
+
+
 def test_no_prestart_when_workers_are_off(
     home: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
