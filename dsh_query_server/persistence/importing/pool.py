@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 
-from .worker import Broken, Init, ReadWorker
+from .worker import Broken, Init, ReadWorker, thread_nice
 
 # How long a worker idles before it is closed. A composite's next member asks for it within
 # milliseconds, and a search cancelling the warm-up's build takes it within a second or two (it
@@ -34,12 +34,16 @@ class WorkerPool:
         self._prepared: list[Init] = []  # the Inits the idle worker was sent since it idled
 
     def take(self) -> ReadWorker:
-        """The idle worker, or a new one (raises OSError when none can start)."""
+        """The idle worker, or a new one (raises OSError when none can start), at the calling
+        thread's priority: one that idles at a lower priority (a warm-up's, nice +10) is not
+        taken by a search, as a child's priority cannot be raised again without a privilege."""
+        nice = thread_nice()
         with self._lock:
             worker, self._idle = self._idle, None
             self._prepared = []
             self._stop_timer()
-        if worker is not None and worker.idle:
+        if worker is not None and worker.idle and worker.nice <= nice:
+            worker.renice(nice)  # a warm-up's build yields the cores, its worker too
             return worker
         if worker is not None:
             worker.close()

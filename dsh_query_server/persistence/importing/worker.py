@@ -34,6 +34,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -205,6 +206,15 @@ def _widen(fd: int) -> None:
 DigestFn = Callable[[str, Inspection], list[bytes]]
 
 
+def thread_nice() -> int:
+    """The calling thread's nice value (Linux gives each thread its own: the search warm-up
+    runs at +10, and a child started from it inherits that)."""
+    try:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    except (AttributeError, OSError):
+        return 0
+
+
 def load_digest(digest: Digest) -> DigestFn:
     """The function a Digest names (its module imported)."""
     return cast(DigestFn, getattr(importlib.import_module(digest.module), digest.name))
@@ -215,6 +225,7 @@ class ReadWorker:
     begun by ``init``. Not thread-safe: one caller drives it."""
 
     def __init__(self) -> None:
+        self.nice = thread_nice()  # the child's, inherited from the thread that starts it
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
         _widen(up_w)
@@ -252,6 +263,15 @@ class ReadWorker:
         except OSError as exc:
             self.broken = True
             raise Broken(str(exc)) from None
+
+    def renice(self, nice: int) -> None:
+        """Lower the child's priority to ``nice`` (never raise it: that needs a privilege)."""
+        if nice > self.nice:
+            try:
+                os.setpriority(os.PRIO_PROCESS, self.process.pid, nice)
+                self.nice = nice
+            except OSError:
+                pass
 
     @property
     def idle(self) -> bool:

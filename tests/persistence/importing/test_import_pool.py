@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -23,6 +24,7 @@ from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.contract.results import Payloads, Reading
 from dsh_query_server.persistence.importing import shared
 from dsh_query_server.persistence.importing.pool import POOL
+from dsh_query_server.persistence.importing.worker import thread_nice
 from dsh_query_server.persistence.mount.composite import CompositeBackend
 from tests.builders import TEST_ENV
 from tests.persistence.importing.test_import_bulk import (
@@ -185,6 +187,37 @@ def test_an_idle_worker_reads_even_a_small_home(
         seen |= workers(os.getpid())
         assert_same(got, inspected(backend, sid))
     assert seen == {ahead} and POOL.idle_pid == ahead
+
+
+def _nice(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
+def test_a_low_priority_read_lowers_its_worker_and_a_search_does_not_take_it(
+    home: pathlib.Path,
+) -> None:
+    """The warm-up reads at nice +10: the worker it takes follows it down; a read at normal
+    priority then starts its own instead of reading at the warm-up's priority."""
+    backend = _claude(home)
+    backend.prepare_bulk()
+    ahead = POOL.idle_pid
+    assert ahead is not None
+    low = min(thread_nice() + 10, 19)
+    seen: list[set[int]] = []
+
+    def warm_up() -> None:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), low)
+        seen.append(_read(backend))
+
+    thread = threading.Thread(target=warm_up)
+    thread.start()
+    thread.join()
+    assert seen == [{ahead}] and POOL.idle_pid == ahead and _nice(ahead) == low
+    again = _read(backend)
+    assert ahead not in again and gone(ahead)
+    (pid,) = again
+    assert _nice(pid) == thread_nice()
 
 
 def test_no_prestart_when_workers_are_off(
