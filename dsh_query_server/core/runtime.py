@@ -16,6 +16,7 @@ from ..config import embedded_store
 from ..errors import QueryError
 from ..model.params import Spec
 from ..persistence.contract.backend import PersistenceBackend
+from ..persistence.importing.pool import POOL
 from ..persistence.mount.binding import Binding, PersistenceBinding
 from ..persistence.mount.composite import CompositeBackend, open_persistence
 from ..persistence.mount.uri import display_uri, open_backend
@@ -228,3 +229,5 @@ class Runtime:
         # Manual mode writes only when asked, so a shutdown does not write either.
         self.checkpointer.stop(flush=self.config.checkpoint_mode == "auto")
         self.search.close()
+        # The bulk reads' idle worker (issue 28): no child outlives the server's shutdown.
+        POOL.close()

@@ -128,6 +128,7 @@ class StoredLogs:
         self._shapes = caps.shapes
         self._skipped = caps.skipped
         self._revisions = caps.revisions
+        self._prepare = caps.prepare
         # The last ``listing`` with revisions: a backend that lists the very same snapshots
         # again (SQLite's unchanged listing) gets it back without a pass over every row.
         self._last: Listing | None = None
@@ -246,6 +247,12 @@ class StoredLogs:
         """``list_snapshots`` checked (§6.5 step 2.1); a result that lists exactly ``known``
         again is ``known`` itself."""
         return checked_snapshots(self._backend.list_snapshots(token), known)
+
+    def prepare_many(self) -> None:
+        """A large ``many`` is likely soon (a cold index's first build): the backend may start
+        ahead what it will use for it (capabilities.BulkPreparer)."""
+        if self._prepare is not None:
+            self._prepare.prepare_bulk()
 
     def many(
         self,

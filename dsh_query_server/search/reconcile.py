@@ -182,6 +182,12 @@ class SearchIndex:
     def close(self) -> None:
         self.conn.close()  # the TEMP overlay goes with the connection
 
+    @property
+    def cold(self) -> bool:
+        """Nothing reconciled yet, and no session indexed: the first reconcile reads every
+        listed log."""
+        return self._seen is None and not self.persisted
+
     # -- reconcile -----------------------------------------------------------------------------
 
     def reconcile(self, token: CancelToken | None) -> View:
@@ -339,6 +345,10 @@ class SearchIndex:
         every snapshot is indexed at its revision, unreadable at it, or has a live owner, and
         nothing is inspected."""
         logs, tok = binding.logs, NULL_TOKEN if token is None else token
+        if self.cold:
+            # Every listed log will be read, so the bulk read's worker starts now and gets
+            # ready beside this listing (persistence/importing/pool.py) [ours].
+            logs.prepare_many()
         tok.progress.report("listing transcripts")
         with tok.counting(share=False):  # the index build owns the percentage
             listing = logs.snapshots(tok, known)

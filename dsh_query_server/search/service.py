@@ -133,6 +133,11 @@ class SearchService:
             if self._closing is not None:
                 return None
             self._warm = token
+        index, binding = self._index, self.binding.current()
+        if index is not None and index.cold and binding is not None:
+            # Here, not in the warm-up's own reconcile: a worker started at the warm-up's
+            # lowered priority could not read for a search that cancels it (pool.py).
+            binding.logs.prepare_many()
         thread = threading.Thread(target=self._warm_run, args=(token,), name="index-warm-up")
         thread.daemon = True
         thread.start()

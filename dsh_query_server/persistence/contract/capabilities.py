@@ -90,6 +90,15 @@ class ShapeReader(Protocol):
 
 
 @runtime_checkable
+class BulkPreparer(Protocol):
+    """Optional, with BulkInspector: a large ``inspect_many`` is likely soon (a cold search
+    index's first build): start now what it will use (a worker process), so that its start
+    overlaps the listing before it. Never required, and no result depends on it."""
+
+    def prepare_bulk(self) -> None: ...
+
+
+@runtime_checkable
 class ListedLookup(Protocol):
     """Optional, the point lookup of a single-target load (semantics.md §3.0.5 step 4): exactly
     the header ``list(token)`` would list for ``session_id`` whenever ``list`` succeeds (None
@@ -147,6 +156,7 @@ class Capabilities:
     shapes: ShapeReader | None = None
     skipped: SkippedReporter | None = None
     revisions: ListedRevisions | None = None
+    prepare: BulkPreparer | None = None
 
     @staticmethod
     def of(backend: PersistenceBackend) -> Capabilities:
@@ -167,4 +177,5 @@ class Capabilities:
             shapes=backend if isinstance(backend, ShapeReader) else None,
             skipped=backend if isinstance(backend, SkippedReporter) else None,
             revisions=backend if isinstance(backend, ListedRevisions) else None,
+            prepare=backend if isinstance(backend, BulkPreparer) else None,
         )

@@ -3,6 +3,7 @@ and ``inspect``'s consistent read of an append-only file."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat as stat_module
 import sys
@@ -32,9 +33,10 @@ from ..contract.results import (
     Window,
 )
 from .emitter import WholeRead
+from .pool import POOL
 from .shapes import BUDGET as SHAPE_BUDGET
 from .shapes import SHAPE_DIGEST, TITLE_READING, Shape, shape_of
-from .shared import parallel_reads, shared_reads
+from .shared import parallel_reads, shared_reads, workers_allowed
 from .survey import Clock, Proofs, Survey, file_key
 from .window import MemoBuilder, MemoKey, WindowMemo, WindowMemos
 from .worker import Init
@@ -434,6 +436,13 @@ class ImportBackend(ABC):
         """How a worker process builds this backend again, or None: no worker reads for it."""
         return None
 
+    def prepare_bulk(self) -> None:
+        """capabilities.BulkPreparer: a worker started ahead, building and listing this backend
+        while this process lists (pool.py), when a bulk read may use one."""
+        spec = self.worker_spec()
+        if spec is not None and workers_allowed():
+            POOL.prestart(spec)
+
     def _sizes(self, session_ids: Sequence[str]) -> list[int]:
         """Each id's transcript size as the last listing knows it (0 when it does not)."""
         found = self._listing.found if self._listing is not None else {}
@@ -538,30 +547,19 @@ class ImportBackend(ABC):
         self, session_ids: Sequence[str], token: CancelToken = NULL_TOKEN
     ) -> Iterator[str]:
         """capabilities.ShapeReader: the listed ids' shapes in one bulk read (shapes.py), each
-        remembered when the listing's proof of its transcript still holds after the read."""
+        kept when its transcript is still as the listing proved it (the read saw that revision;
+        else, or for bytes that are no shape, the title reads the log itself)."""
         listing = self._listing
-        if listing is None:
-            return  # no proofs to keep a shape under: the titles read their logs
-        found = listing.found
+        found = {} if listing is None else listing.found
         listed = [sid for sid in session_ids if sid in found]
         for sid, result in self.inspect_many(listed, 0, token, TITLE_READING, SHAPE_DIGEST):
-            if isinstance(result, Inspection | Digested):
-                self._remember_shape(listing, found[sid], result)
+            cand, read = found[sid], result if isinstance(result, Inspection | Digested) else None
+            after = None if read is None else stat_or_none(cand.path)
+            if read is not None and after and listing and listing.read_revision(cand, after, after):
+                with contextlib.suppress(ValueError):
+                    shape = shape_of(read)
+                    self._shapes.put(sid, (cand.path, stat_key(after), cand.extra), shape)
             yield sid
-
-    def _remember_shape(
-        self, listing: Listing, cand: Candidate, result: Inspection | Digested
-    ) -> None:
-        """Keep the shape a bulk read gave, when its transcript is still as the listing proved
-        it: the read saw exactly that revision."""
-        after = stat_or_none(cand.path)
-        if after is None or listing.read_revision(cand, after, after) is None:
-            return  # changed since it was listed, or too young to prove: the title reads it
-        try:
-            shape = shape_of(result)
-        except ValueError:
-            return  # never from our own worker: the title reads the log itself
-        self._shapes.put(cand.session_id, (cand.path, stat_key(after), cand.extra), shape)
 
     def _shaped(
         self, cand: Candidate, key: MemoKey | None, first: int, last: int, token: CancelToken

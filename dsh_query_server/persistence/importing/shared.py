@@ -12,6 +12,9 @@ balances itself: when the caller's own work per log (indexing) is heavy, the wor
 logs; when it is light, this process reads its share. The feeder thread mostly waits on the
 pipe (without the GIL), and only it talks to the worker.
 
+The worker comes from the process's pool (pool.py) and goes back to it when the read ended
+with every answer taken; a read cancelled or closed early kills it.
+
 Exactness does not depend on the worker: an id it cannot read, or any doubt about the channel
 (``Broken``), is read here by ``read_one``, which is what the bulk read gives without a worker.
 """
@@ -25,7 +28,8 @@ from itertools import accumulate
 
 from ...cancel import CancelToken
 from ..contract.results import BulkResult, Digest, Digested, Inspection, Payloads
-from .worker import DigestFn, Init, ReadWorker, load_digest
+from .pool import POOL
+from .worker import Broken, DigestFn, Init, ReadWorker, load_digest
 
 DEPTH = 3  # requests the worker holds: it starts the next id as soon as it sends an answer
 # The worker's answers held ahead of their turn (frame bytes): with digests (documents) a few
@@ -40,7 +44,7 @@ READ_AHEAD_BYTES = 32 * 1024 * 1024
 READ_AHEAD_LOG = 4 * 1024 * 1024
 PARALLEL_MIN = 4  # ids
 # Less than this many bytes of transcripts are read in process faster than a worker starts
-# (~0.2 s; mapping runs at ~30-60 MB/s per core).
+# (~0.2 s; mapping runs at ~30-60 MB/s per core), unless one idles already (pool.py).
 PARALLEL_MIN_BYTES = 24 * 1024 * 1024
 # "0": never a worker; "1": a worker for any bulk read of PARALLEL_MIN ids (the tests); unset:
 # a worker when the bulk read is worth it (PARALLEL_MIN_BYTES) [ours].
@@ -55,13 +59,18 @@ ENV = "DSH_QUERY_READ_WORKER"
 WORKER_MAX_BYTES = 32 * 1024 * 1024
 
 
+def workers_allowed() -> bool:
+    """A second core, and workers not switched off: a bulk read may use one."""
+    return os.environ.get(ENV, "") != "0" and (os.cpu_count() or 1) >= 2
+
+
 def parallel_reads(ids: int, size: int) -> bool:
-    """Whether a bulk read of ``ids`` ids (``size`` bytes) starts a worker: a second core, not
-    switched off, and enough to read."""
-    setting = os.environ.get(ENV, "")
-    if setting == "0" or (os.cpu_count() or 1) < 2 or ids < PARALLEL_MIN:
+    """Whether a bulk read of ``ids`` ids (``size`` bytes) uses a worker: a second core, not
+    switched off, and enough to read: any size when a worker idles (started ahead, or left by
+    a composite's previous member), as it costs no start."""
+    if not workers_allowed() or ids < PARALLEL_MIN:
         return False
-    return setting == "1" or size >= PARALLEL_MIN_BYTES
+    return os.environ.get(ENV, "") == "1" or size >= PARALLEL_MIN_BYTES or POOL.ready
 
 
 def shared_reads(
@@ -77,12 +86,17 @@ def shared_reads(
     Closed early, it stops the worker."""
     ids = list(session_ids)
     try:
-        worker = ReadWorker(spec)
+        worker = POOL.take()
     except OSError:
         for sid in ids:
             yield sid, read_one(sid, token)
         return
+    try:
+        worker.init(spec)
+    except Broken:
+        pass  # the feeder finds it broken: every id is read here
     feeder = _Feeder(worker, ids, sizes, token, payloads, digest)
+    clean = False
     compact = None if digest is None else load_digest(digest)
     mine: dict[int, BulkResult] = {}  # this process's answers ahead of their turn
     ahead = 0  # their transcripts' bytes
@@ -102,8 +116,9 @@ def shared_reads(
             else:
                 ahead -= sizes[k]
                 yield ids[k], mine.pop(k)
+        clean = not token.cancelled  # a cancelled build's worker may still be reading for it
     finally:
-        feeder.stop()
+        feeder.stop(keep=clean)
 
 
 def _compact(
@@ -162,6 +177,7 @@ class _Feeder:
         self._held = 0  # frame bytes in _done
         self._scan = 0  # the next index the worker may be given
         self._stopped = False
+        self._failed = False  # the thread met Broken, a cancellation or a stop mid-answer
         self._thread = threading.Thread(target=self._run, name="read-worker-feeder", daemon=True)
         self._thread.start()
 
@@ -213,9 +229,8 @@ class _Feeder:
                 self._at_worker.clear()  # what the worker had is read here when due
                 self._sent.clear()
                 self._scan = len(self._ids)  # and nothing more goes to it
+                self._failed = True
                 self._cond.notify_all()
-        finally:
-            self._worker.close()
 
     def _top_up(self) -> bool:
         """Under the lock: send requests while there is room; True when one is outstanding."""
@@ -230,10 +245,19 @@ class _Feeder:
             self._at_worker.add(i)
         return bool(self._sent)
 
-    def stop(self) -> None:
-        """End the thread: a worker still reading is killed (its answers are not wanted)."""
+    def stop(self, keep: bool) -> None:
+        """End the thread. With ``keep`` (every answer taken) a worker with nothing left to
+        answer goes back to the pool (pool.py); otherwise, or when it still reads, it is killed
+        (its answers are not wanted)."""
         with self._cond:
+            # Nothing outstanding: the thread waits on the condition, not on the pipe.
+            keep = keep and not self._sent and not self._failed and not self._done
             self._stopped = True
             self._cond.notify_all()
-        self._worker.kill()
+        if not keep:
+            self._worker.kill()
         self._thread.join()
+        if keep:
+            POOL.give(self._worker)
+        else:
+            self._worker.close()

@@ -34,6 +34,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -205,15 +206,26 @@ def _widen(fd: int) -> None:
 DigestFn = Callable[[str, Inspection], list[bytes]]
 
 
+def thread_nice() -> int:
+    """The calling thread's nice value (Linux gives each thread its own: the search warm-up
+    runs at +10, and a child started from it inherits that)."""
+    try:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    except (AttributeError, OSError):
+        return 0
+
+
 def load_digest(digest: Digest) -> DigestFn:
     """The function a Digest names (its module imported)."""
     return cast(DigestFn, getattr(importlib.import_module(digest.module), digest.name))
 
 
 class ReadWorker:
-    """One child reading for one bulk read. Not thread-safe: one caller drives it."""
+    """One child reading for bulk reads, one at a time (pool.py keeps it between them), each
+    begun by ``init``. Not thread-safe: one caller drives it."""
 
-    def __init__(self, spec: Init) -> None:
+    def __init__(self) -> None:
+        self.nice = thread_nice()  # the child's, inherited from the thread that starts it
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
         _widen(up_w)
@@ -240,10 +252,31 @@ class ReadWorker:
         self.broken = False
         self.outstanding: dict[int, str] = {}  # request -> id asked
         self.last_size = 0  # the bytes of the last answer's frame
+
+    def init(self, spec: Init) -> None:
+        """The backend the next requests read from: the child builds it (or takes the one it
+        built for the same ``spec``) and lists its home anew (raises Broken)."""
+        if self.broken:
+            raise Broken("worker broken")
         try:
             write_frame(self._out, _encode(spec))
-        except OSError:
+        except OSError as exc:
             self.broken = True
+            raise Broken(str(exc)) from None
+
+    def renice(self, nice: int) -> None:
+        """Lower the child's priority to ``nice`` (never raise it: that needs a privilege)."""
+        if nice > self.nice:
+            try:
+                os.setpriority(os.PRIO_PROCESS, self.process.pid, nice)
+                self.nice = nice
+            except OSError:
+                pass
+
+    @property
+    def idle(self) -> bool:
+        """Alive, trusted, and nothing asked of it is unanswered: fit for another bulk read."""
+        return not self.broken and not self.outstanding and self.process.poll() is None
 
     def send(self, session_id: str, payloads: Payloads = None, digest: Digest | None = None) -> int:
         """Ask for one id; returns the request's number (raises Broken)."""
@@ -316,27 +349,28 @@ class ReadWorker:
 GC_THRESHOLD = (100_000, 50, 100)
 
 
+# Backends a child keeps, one per Init (a composite's members, read in turn by one worker).
+KEPT_BACKENDS = 16
+
+
 def serve(read_fd: int, write_fd: int) -> None:
-    """The child: build the backend from the first frame, then answer requests until EOF."""
+    """The child: answer requests until EOF, each from the backend the last Init named (built
+    once per Init, and listed again at each: see ``_begin``)."""
     gc.set_threshold(*GC_THRESHOLD)
-    init = _request.decode(read_frame(read_fd))  # a bad first frame: the caller sees EOF
-    if not isinstance(init, Init):
-        return
-    cls = getattr(importlib.import_module(init.module), init.cls)  # an ImportBackend
-    backend = cls(init.home, init.uri, **init.options)
-    # One listing up front, under a token of the worker's own: each inspect then finds its
-    # transcript in that survey (as the server's request does in its own), instead of proving
-    # the whole listing again per id (a stat of every directory walked).
+    backends: dict[bytes, Any] = {}  # an ImportBackend per encoded Init
+    backend: Any = None
     token = CancelToken()
-    backend.list(token)
     digests: dict[tuple[str, str], DigestFn] = {}
     while True:
         try:
             request = _request.decode(read_frame(read_fd))
-        except Broken:
+        except (Broken, msgspec.DecodeError):  # EOF (the pool closed it) or a bad frame
             return
-        if not isinstance(request, Request):
-            return
+        if isinstance(request, Init):
+            backend, token = _begin(backends, request)
+            continue
+        if backend is None:
+            return  # a request before any Init: the caller sees EOF and reads it itself
         try:
             ins = backend.inspect_payloads(request.session_id, request.payloads, token)
             if request.digest is None:
@@ -355,6 +389,25 @@ def serve(read_fd: int, write_fd: int) -> None:
         head = _encode(answer)
         write_frame(write_fd, len(head).to_bytes(4, "big"), head, *raws)
         del raws, head  # before the next read: two long logs are never held at once
+
+
+def _begin(backends: dict[bytes, Any], init: Init) -> tuple[Any, CancelToken]:
+    """The backend ``init`` names, and a token of the worker's own under which it has just
+    listed its home: each inspect then finds its transcript in that survey (as the server's
+    request does in its own), instead of proving the whole listing again per id. A kept backend
+    lists again: a bulk read must see the home as it is at its start, and its listing's proofs
+    make an unchanged home's second listing a few stats (survey.py)."""
+    key = _encode(init)
+    backend = backends.pop(key, None)
+    if backend is None:
+        cls = getattr(importlib.import_module(init.module), init.cls)  # an ImportBackend
+        backend = cls(init.home, init.uri, **init.options)
+    backends[key] = backend  # the most recent last
+    while len(backends) > KEPT_BACKENDS:
+        del backends[next(iter(backends))]
+    token = CancelToken()
+    backend.list(token)
+    return backend, token
 
 
 def _events_answer(request: Request, ins: Inspection) -> tuple[Answer, list[bytes]]:

@@ -195,6 +195,12 @@ class CompositeBackend:
             if mine and caps.shapes is not None:
                 yield from caps.shapes.read_shapes(mine, token)
 
+    def prepare_bulk(self) -> None:
+        """BulkPreparer: every member that prepares, in order (they share one worker)."""
+        for caps in self._caps:
+            if caps.prepare is not None:
+                caps.prepare.prepare_bulk()
+
     def skipped_artifacts(self) -> list[SkippedArtifact]:
         """SkippedReporter: every member's, in member order."""
         return [a for caps in self._caps if caps.skipped for a in caps.skipped.skipped_artifacts()]
