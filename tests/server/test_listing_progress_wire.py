@@ -28,7 +28,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from dsh_query_server.server.transport import frame, read_frame
-from tests.builders import TEST_ENV, TEST_SERVER
+from tests.builders import TEST_ENV, TEST_SERVER, U, hdr, write_transcript
 from tests.import_helpers import REAL
 from tests.lsp_client import config
 from tests.server.test_progress_wire import check_sequence
@@ -50,6 +50,17 @@ def claude_home(root: pathlib.Path, sessions: int, first: int = 1) -> pathlib.Pa
     for n in range(first, first + sessions):
         path = project / f"{uuid.UUID(int=n)}.jsonl"
         path.write_text(real.replace(REAL_ID, str(uuid.UUID(int=n))))
+        os.utime(path, (ahead, ahead))
+    return root
+
+
+def jsonl_root(root: pathlib.Path, sessions: int) -> pathlib.Path:
+    """A dsh ``jsonl:`` root of ``sessions`` one-message transcripts whose times lie a day
+    ahead: no listing proves a header by its transcript's stat (persistence/jsonl/proofs.py),
+    so every listing reads every header."""
+    ahead = time.time() + 86_400
+    for n in range(sessions):
+        path = write_transcript(root, hdr(f"s{n:03d}", n), [U(0, f"message {n}")])
         os.utime(path, (ahead, ahead))
     return root
 
@@ -109,6 +120,23 @@ async def test_list_sessions_counts_the_transcripts_it_lists(client, tmp_path):
     counts = _listing(reports, SESSIONS)
     assert counts == sorted(counts) and counts[-1] == SESSIONS, reports
     assert len(counts) >= SESSIONS // 2, reports  # delay 0: (almost) every transcript reported
+    assert percentages[-1] == 100 and len(set(percentages)) >= 10, percentages
+
+
+async def test_list_sessions_counts_a_jsonl_roots_transcripts(client, tmp_path):
+    """The dsh ``jsonl:`` root counts its listing as the importers' homes do: the session
+    directories whose header it has gone through, of those its survey found."""
+    root = jsonl_root(tmp_path / "root", SESSIONS)
+    await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"jsonl:{root}"})
+    listed = await _request(client, "sessionQuery/listSessions", {}, "jsonl")
+    assert len(listed) == SESSIONS
+    reports = client.progress_reports["jsonl"]
+    percentages = check_sequence(reports)
+    assert reports[0].title == "dsh-query listSessions"
+    assert reports[-1].message == "done"
+    counts = _listing(reports, SESSIONS)
+    assert counts == sorted(counts) and counts[-1] == SESSIONS, reports
+    assert len(counts) >= SESSIONS // 2, reports
     assert percentages[-1] == 100 and len(set(percentages)) >= 10, percentages
 
 
