@@ -11,9 +11,6 @@ window reads; any other is inspected once. A title read at a known revision is r
 
 from __future__ import annotations
 
-import itertools
-from threading import Lock
-
 from msgspec import UNSET
 
 from .. import errors
@@ -23,6 +20,7 @@ from ..model import wire
 from ..model.event import Event, Header, headers_compatible
 from ..persistence.mount.binding import Binding
 from ..persistence.reads import Listing, StoredLogs
+from ..progress import Tally
 from ..session.store import LiveSnapshot
 from .loaded import check_cancelled, conflict, not_found
 from .loading import Loader
@@ -31,6 +29,9 @@ from .titlememo import KnownTitle, TitleBatch, TitleMemo
 from .workers import WorkerPool, run_claims
 
 TitleResult = wire.SessionTitleObservationResult
+# The count of a batch's title reads (protocol.md §8): the logs read, a title the memo holds is
+# not; the tree's labels (server/tree/labels.py) count theirs the same way.
+TITLES_READ = "reading titles {done:,} of {total:,} sessions"
 
 
 class Titles:
@@ -122,15 +123,11 @@ class Titles:
                 known.result if known.fits(listed[sid]) else _rejected(sid, conflict(sid))
             )
 
-        # "reading titles 120 of 888 sessions" (protocol.md §8): the pool's workers count the
-        # logs read, in order under a lock; the tracker keeps the reports to ten a second.
-        progress, total, read, counting = token.progress, len(unread), itertools.count(1), Lock()
+        tally = Tally(token.progress, len(unread), TITLES_READ)
 
         def work(sid: str) -> None:
             results[sid] = self._persisted_title(logs, sid, listed.get(sid), token)
-            with counting:
-                done = next(read)
-                progress.report(f"reading titles {done:,} of {total:,} sessions", done, total)
+            tally.one()
 
         run_claims(unread, work, self.concurrency, token, pool=self.pool)
         check_cancelled(token)

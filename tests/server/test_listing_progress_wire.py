@@ -157,6 +157,30 @@ async def test_the_trees_children_count_under_a_token_the_server_creates(client,
     assert _listing(reports, SESSIONS), reports
 
 
+async def test_the_trees_labels_count_after_its_listing(client, tmp_path):
+    """A level of the sessions view lists the corpus, then reads its page's labels: the listing
+    owns the first half of the bar, ``reading titles k of n sessions`` the second."""
+    home = claude_home(tmp_path / "claude", SESSIONS)
+    await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"claude:{home}"})
+    level = await _request(client, "sessionQuery/treeChildren", {"view": "sessions"}, "tree")
+    assert len(level["nodes"]) == SESSIONS
+    reports = client.progress_reports["tree"]
+    check_sequence(reports)
+    assert reports[0].title == "dsh-query treeChildren" and reports[-1].message == "done"
+    listing = [r for r in reports if (r.message or "").startswith("listing ")]
+    counts = _listing(listing, SESSIONS)
+    assert counts == sorted(counts) and counts[-1] == SESSIONS, reports
+    assert all(r.percentage is not None and r.percentage <= 50 for r in listing), reports
+    titles = [r for r in reports if (r.message or "").startswith("reading titles ")]
+    read = [int(r.message.split()[2]) for r in titles]
+    assert read == sorted(read) and len(read) >= SESSIONS // 2, reports
+    assert titles[-1].message == f"reading titles {SESSIONS} of {SESSIONS} sessions", reports
+    assert all(r.percentage is not None and r.percentage >= 50 for r in titles), reports
+    assert titles[-1].percentage == 100, reports
+    # the listing first, then the labels
+    assert reports.index(listing[-1]) < reports.index(titles[0]), reports
+
+
 async def test_a_composite_gives_each_home_its_share(client, tmp_path):
     a, b = claude_home(tmp_path / "a", 30), claude_home(tmp_path / "b", 10, first=1000)
     uris = [f"claude:{a}", f"claude:{b}"]
