@@ -11,6 +11,8 @@ window reads; any other is inspected once. A title read at a known revision is r
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from msgspec import UNSET
 
 from .. import errors
@@ -23,7 +25,7 @@ from ..persistence.reads import Listing, StoredLogs
 from ..progress import Tally
 from ..session.store import LiveSnapshot
 from .loaded import check_cancelled, conflict, not_found
-from .loading import Loader
+from .loading import Loader, metered
 from .titlefold import last_title_event, title_from, title_window
 from .titlememo import KnownTitle, TitleBatch, TitleMemo
 from .workers import WorkerPool, run_claims
@@ -123,13 +125,18 @@ class Titles:
                 known.result if known.fits(listed[sid]) else _rejected(sid, conflict(sid))
             )
 
+        # One log to read (readTitle): its bytes, or rows, are what there is to count, as in a
+        # read of one session, not "1 of 1"; several are read at once: the batch counts them.
+        single = len(unread) == 1
         tally = Tally(token.progress, len(unread), TITLES_READ)
 
         def work(sid: str) -> None:
             results[sid] = self._persisted_title(logs, sid, listed.get(sid), token)
-            tally.one()
+            if not single:
+                tally.one()
 
-        run_claims(unread, work, self.concurrency, token, pool=self.pool)
+        with metered(token) if single else nullcontext():
+            run_claims(unread, work, self.concurrency, token, pool=self.pool)
         check_cancelled(token)
         # An id the listing does not hold was answered by the live store or as not found: from
         # the proof's own parts, like a memo entry.
