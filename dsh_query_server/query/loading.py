@@ -117,7 +117,7 @@ class Loader:
         now_live = self._settled(session_id, listed, found.meta, token)
         if now_live is not None:
             return now_live
-        return Loaded(session_id, found.meta, list(found.events), False)
+        return Loaded(session_id, found.meta, list(found.events), False, progress=token.progress)
 
     def load_window(
         self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN

@@ -244,6 +244,7 @@ class SessionQueryService:
         self, session_id: str, token: CancelToken = NULL_TOKEN
     ) -> wire.SessionLogSnapshot:
         loaded = self.load(session_id, token)
+        loaded.folding()
         _check_replay(session_id, loaded.header, loaded.events)
         return wire.SessionLogSnapshot(
             session=wire.raw(loaded.header), events=[wire.raw(e) for e in loaded.events]
