@@ -44,16 +44,17 @@ class Loaded:
     known_fold: Fold | None = None
     progress: Tracker = NULL_TRACKER
 
-    def folding(self) -> None:
-        """The read's progress goes on to the fold (or the replay check, which folds too):
-        ``folding 200,000 events``. Without it the bar would stay on ``reading 28 of 28 MB``
-        while the request still works, which looks stuck (protocol.md §8 "Long reads")."""
-        self.progress.report(f"folding {len(self.events):,} events")
+    def stage(self, verb: str) -> None:
+        """The read's progress goes on to what the request does with the log: ``folding
+        200,000 events`` (the fold, or the replay check, which folds too), then ``charting``
+        (a timeline) or ``filtering`` them. Without it the bar would stay on ``reading 28 of
+        28 MB`` while the request still works, which looks stuck (protocol.md §8)."""
+        self.progress.report(f"{verb} {len(self.events):,} events")
 
     def fold(self) -> Fold:
         if self.known_fold is not None:
             return self.known_fold
-        self.folding()
+        self.stage("folding")
         try:
             return fold_surface(self.events)
         except FoldError as exc:

@@ -149,6 +149,7 @@ class SessionQueryService:
         clauses = validate_event_filters(filters)
         loaded = self.load(session_id, token)
         fold = loaded.fold()
+        loaded.stage("filtering")  # every event's text: about half the read's time
         predicate = EventPredicate(clauses)
         out = []
         for event, text in documents(loaded.events):
@@ -238,13 +239,14 @@ class SessionQueryService:
         loaded = self.load(session_id, token, outline=True)  # no chunk payload is read
         fold = loaded.fold()
         check_cancelled(token)
+        loaded.stage("charting")  # longer than the fold: every surface event's text and usage
         return timeline.build_timeline(wire.raw(loaded.header), loaded.header, loaded.events, fold)
 
     def read_session(
         self, session_id: str, token: CancelToken = NULL_TOKEN
     ) -> wire.SessionLogSnapshot:
         loaded = self.load(session_id, token)
-        loaded.folding()
+        loaded.stage("folding")
         _check_replay(session_id, loaded.header, loaded.events)
         return wire.SessionLogSnapshot(
             session=wire.raw(loaded.header), events=[wire.raw(e) for e in loaded.events]
@@ -259,6 +261,7 @@ class SessionQueryService:
         loaded = self.load(session_id, token, outline=not with_log)
         fold = loaded.fold()
         check_cancelled(token)
+        loaded.stage("charting")
         header = loaded.header
         view = SessionView(
             timeline=timeline.build_timeline(wire.raw(header), header, loaded.events, fold),

@@ -140,18 +140,29 @@ async def test_a_raw_dsh_transcript_reports_its_bytes_in_both_reads(client, plai
         assert all(m.endswith(f" of {size / 1e6:.1f} MB") for m in reading), reading
 
 
-@pytest.mark.parametrize("method", ["readSession", "readTimeline", "listEvents"])
-async def test_the_read_gives_way_to_the_fold(client, plain, tmp_path, method):
-    """Once the log is read the request folds it (readSession replays it, which folds too): the
-    progress says so, instead of staying on ``reading 6 of 6 MB`` until the end."""
+@pytest.mark.parametrize(
+    "method,params,after",
+    [
+        ("readSession", {}, ["folding"]),  # the replay check folds
+        ("listEvents", {}, ["folding"]),
+        ("readTimeline", {}, ["folding", "charting"]),
+        ("filterEvents", {"filters": []}, ["folding", "filtering"]),
+    ],
+)
+async def test_the_read_gives_way_to_what_follows_it(client, plain, tmp_path, method, params, after):
+    """Once the log is read the request folds it, and some go on to chart or filter it: the
+    progress says each, instead of staying on ``reading 6 of 6 MB`` until the end."""
     write_transcript(tmp_path / "root", hdr("big"), [e.to_value() for e in _big_events(6)])
     await _mount(f"jsonl:{tmp_path / 'root'}", client, plain)
-    reading = await _metered(client, plain, f"sessionQuery/{method}", {"sessionId": "big"})
+    reading = await _metered(
+        client, plain, f"sessionQuery/{method}", {"sessionId": "big", **params}
+    )
     assert len(reading) >= 3, reading
     reports = list(client.progress_reports.values())[-1]  # the request's own token
     messages = [r.message for r in reports]
-    assert messages[-2:] == ["folding 6 events", "done"], messages
-    assert messages.count("folding 6 events") == 1, messages
+    stages = [f"{verb} 6 events" for verb in after]
+    assert messages[-len(stages) - 1 :] == [*stages, "done"], messages
+    assert all(messages.count(stage) == 1 for stage in stages), messages
 
 
 async def test_a_zstandard_dsh_transcript_reports_its_stored_bytes(client, plain, tmp_path):
