@@ -119,6 +119,8 @@ def test_a_tally_runs_from_where_the_phase_before_left_the_bar(before, total, th
     start = before or 0
     messages = [m for m, _, _ in raw.given]
     assert messages == [f"reading titles {k:,} of {total:,} sessions" for k in range(1, total + 1)]
-    percentages = [done * 100 // whole for _, done, whole in raw.given if done is not None and whole]
+    percentages = [
+        done * 100 // whole for _, done, whole in raw.given if done is not None and whole
+    ]
     assert percentages == sorted(percentages)
     assert all(start <= p <= 100 for p in percentages) and percentages[-1] == 100

@@ -149,7 +149,9 @@ async def test_a_raw_dsh_transcript_reports_its_bytes_in_both_reads(client, plai
         ("filterEvents", {"filters": []}, ["folding", "filtering"]),
     ],
 )
-async def test_the_read_gives_way_to_what_follows_it(client, plain, tmp_path, method, params, after):
+async def test_the_read_gives_way_to_what_follows_it(
+    client, plain, tmp_path, method, params, after
+):
     """Once the log is read the request folds it, and some go on to chart or filter it: the
     progress says each, instead of staying on ``reading 6 of 6 MB`` until the end."""
     write_transcript(tmp_path / "root", hdr("big"), [e.to_value() for e in _big_events(6)])

@@ -12,8 +12,8 @@ import logging
 import threading
 import uuid
 from collections import OrderedDict
-from contextlib import closing
 from collections.abc import Generator, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import LiteralString
 

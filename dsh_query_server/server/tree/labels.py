@@ -24,8 +24,8 @@ from ...persistence.contract.backend import PersistenceBackend
 from ...persistence.contract.results import Window
 from ...persistence.mount.binding import Binding
 from ...persistence.reads import StoredLogs
-from ...query.loaded import Record, check_cancelled, conflict
 from ...progress import Tally
+from ...query.loaded import Record, check_cancelled, conflict
 from ...query.titlefold import title_from, title_window
 from ...query.titles import TITLES_READ
 from ...query.workers import run_claims
