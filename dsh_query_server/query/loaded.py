@@ -34,8 +34,8 @@ class Record:
 @dataclass(frozen=True, slots=True)
 class Loaded:
     """One session observed once: header, events, and its fold when already known (live).
-    ``progress``: the progress of the request that read the log (persisted), told when the
-    read is over and the log is folded."""
+    ``progress``: the progress of the request that observed it, told what the request does
+    with the log once a read of it is over (``stage``)."""
 
     session_id: str
     header: Header
@@ -46,9 +46,10 @@ class Loaded:
 
     def stage(self, verb: str) -> None:
         """The read's progress goes on to what the request does with the log: ``folding
-        200,000 events`` (the fold, or the replay check, which folds too), then ``charting``
-        (a timeline) or ``filtering`` them. Without it the bar would stay on ``reading 28 of
-        28 MB`` while the request still works, which looks stuck (protocol.md §8)."""
+        200,000 events`` (the fold, or the replay check, which folds too), or ``filtering``
+        them (a timeline counts its own pass, timeline.py). Without it the bar would stay on
+        ``reading 28 of 28 MB`` while the request still works, which looks stuck (protocol.md
+        §8)."""
         self.progress.report(f"{verb} {len(self.events):,} events")
 
     def fold(self) -> Fold:

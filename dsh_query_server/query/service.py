@@ -239,8 +239,9 @@ class SessionQueryService:
         loaded = self.load(session_id, token, outline=True)  # no chunk payload is read
         fold = loaded.fold()
         check_cancelled(token)
-        loaded.stage("charting")  # longer than the fold: every surface event's text and usage
-        return timeline.build_timeline(wire.raw(loaded.header), loaded.header, loaded.events, fold)
+        return timeline.build_timeline(
+            wire.raw(loaded.header), loaded.header, loaded.events, fold, loaded.progress
+        )
 
     def read_session(
         self, session_id: str, token: CancelToken = NULL_TOKEN
@@ -261,10 +262,11 @@ class SessionQueryService:
         loaded = self.load(session_id, token, outline=not with_log)
         fold = loaded.fold()
         check_cancelled(token)
-        loaded.stage("charting")
         header = loaded.header
         view = SessionView(
-            timeline=timeline.build_timeline(wire.raw(header), header, loaded.events, fold),
+            timeline=timeline.build_timeline(
+                wire.raw(header), header, loaded.events, fold, loaded.progress
+            ),
             events=_records(session_id, loaded.events, fold.classes()),
             title=title_result(session_id, header, last_title_event(loaded.events)),
         )
