@@ -54,14 +54,15 @@ class CancelToken:
             raise SessionQueryCancelled("cancelled")
 
     @contextmanager
-    def counting(self, share: bool) -> Generator[None, None, None]:
+    def counting(self, share: bool, upto: int = 100) -> Generator[None, None, None]:
         """While the listings of this request run: their transcripts counted as its progress,
-        with the percentage when ``share`` (see progress.Count). An inner ``counting`` keeps the
-        outer one's count: the caller that knows what follows the listing decides."""
+        with the percentage (up to ``upto``) when ``share`` (see progress.Count). An inner
+        ``counting`` keeps the outer one's count: the caller that knows what follows the listing
+        decides."""
         if not self.progress.active or self.listing is not None:
             yield
             return
-        self.listing = Count(self.progress, share)
+        self.listing = Count(self.progress, share, upto)
         try:
             yield
         finally:

@@ -124,6 +124,11 @@ class Tracker:
         """Something shows this tracker's progress (its sink exists and it has not ended)."""
         return self._sink is not None and self._state != _ENDED
 
+    @property
+    def percentage(self) -> int | None:
+        """The percentage reported so far (None: none yet), where a phase that follows starts."""
+        return self._percentage
+
     def arm(self) -> None:
         """Start the delay; after it, the progress opens unless the request has finished."""
         if self._sink is None:
@@ -219,15 +224,17 @@ class Count:
     not a report. With ``share`` the listing is the request's whole work and its percentage is
     the request's; without, a later phase owns the percentage (a search's index build, a
     read's bytes, an export's sessions: the listing's 100 would pin them) and only the message
-    is reported. The homes of a composite mount list one after another (``part``): each gets
-    an equal share of the percentage, while the message counts every home's transcripts found
-    so far."""
+    is reported. With ``upto`` below 100 the listing's percentage ends there, and a phase
+    that follows runs from it to 100 (``Tally``: the tree's labels after its listing). The homes
+    of a composite mount list one after another (``part``): each gets an equal share of the
+    percentage, while the message counts every home's transcripts found so far."""
 
-    __slots__ = ("_tracker", "_share", "_next", "_interval", "_home", "_before", "_index")
+    __slots__ = ("_tracker", "_share", "_upto", "_next", "_interval", "_home", "_before", "_index")
 
-    def __init__(self, tracker: Tracker, share: bool) -> None:
+    def __init__(self, tracker: Tracker, share: bool, upto: int = 100) -> None:
         self._tracker = tracker
         self._share = share
+        self._upto = upto
         delay = delay_seconds()
         self._next = time.monotonic() + delay
         self._interval = min(REPORT_SECONDS, delay)
@@ -260,7 +267,31 @@ class Count:
         # home whose walk found nothing is listed)
         index, parts = self._index
         own = min(1000, 1000 * done // total) if total else 1000
-        self._tracker.report(message, 1000 * index + own, 1000 * parts)
+        self._tracker.report(message, (1000 * index + own) * self._upto, 1000 * parts * 100)
+
+
+class Tally:
+    """``reading titles 120 of 888 sessions`` (protocol.md §8): a batch of items (``say`` a
+    format of ``done`` and ``total``) counted as the pool's workers finish them, in order under a
+    lock; the tracker keeps the reports to ten a second. The batch is its request's last phase:
+    its percentage runs over what is left of the bar, from where the phase before left it (the
+    tree's listing, ``Count``'s ``upto``) to 100, so it never stands still at the top."""
+
+    def __init__(self, tracker: Tracker, total: int, say: str) -> None:
+        self._tracker = tracker
+        self._total = total
+        self._say = say
+        self._base = tracker.percentage or 0
+        self._done = 0
+        self._lock = threading.Lock()
+
+    def one(self) -> None:
+        """One more item done."""
+        with self._lock:
+            self._done += 1
+            done, total, base = self._done, self._total, self._base
+            message = self._say.format(done=done, total=total)
+            self._tracker.report(message, base * total + (100 - base) * done, 100 * total)
 
 
 # -- background work shown to whoever watches --------------------------------------------------

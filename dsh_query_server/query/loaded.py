@@ -12,6 +12,7 @@ from ..cancel import CancelToken
 from ..errors import QueryError, cancelled
 from ..model import wire
 from ..model.event import Event, Header
+from ..progress import NULL_TRACKER, Tracker
 from ..session.fold import Fold, FoldError, fold_surface
 from ..values import is_number, is_safe_integer, json_number
 
@@ -32,17 +33,29 @@ class Record:
 
 @dataclass(frozen=True, slots=True)
 class Loaded:
-    """One session observed once: header, events, and its fold when already known (live)."""
+    """One session observed once: header, events, and its fold when already known (live).
+    ``progress``: the progress of the request that observed it, told what the request does
+    with the log once a read of it is over (``stage``)."""
 
     session_id: str
     header: Header
     events: Sequence[Event]
     live: bool
     known_fold: Fold | None = None
+    progress: Tracker = NULL_TRACKER
+
+    def stage(self, verb: str) -> None:
+        """The read's progress goes on to what the request does with the log: ``folding
+        200,000 events`` (the fold, or the replay check, which folds too), or ``filtering``
+        them (a timeline counts its own pass, timeline.py). Without it the bar would stay on
+        ``reading 28 of 28 MB`` while the request still works, which looks stuck (protocol.md
+        §8)."""
+        self.progress.report(f"{verb} {len(self.events):,} events")
 
     def fold(self) -> Fold:
         if self.known_fold is not None:
             return self.known_fold
+        self.stage("folding")
         try:
             return fold_surface(self.events)
         except FoldError as exc:

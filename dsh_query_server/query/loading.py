@@ -117,7 +117,7 @@ class Loader:
         now_live = self._settled(session_id, listed, found.meta, token)
         if now_live is not None:
             return now_live
-        return Loaded(session_id, found.meta, list(found.events), False)
+        return Loaded(session_id, found.meta, list(found.events), False, progress=token.progress)
 
     def load_window(
         self, session_id: str, first: int, last: int, token: CancelToken = NULL_TOKEN
@@ -141,7 +141,7 @@ class Loader:
         if live is None:
             return None
         check_cancelled(token)
-        return Loaded(session_id, live.header, live.events, True, live.fold)
+        return Loaded(session_id, live.header, live.events, True, live.fold, token.progress)
 
     def _listed(self, session_id: str, token: CancelToken) -> tuple[StoredLogs, Header]:
         """Steps 3–4: the mount's reads and the target's listed header."""
@@ -163,7 +163,7 @@ class Loader:
         check_cancelled(token)
         live = self.store.snapshot(session_id)
         if live is not None:
-            return Loaded(session_id, live.header, live.events, True, live.fold)
+            return Loaded(session_id, live.header, live.events, True, live.fold, token.progress)
         if not headers_compatible(listed, inspected):
             raise conflict(session_id)
         check_cancelled(token)

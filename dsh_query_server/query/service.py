@@ -149,6 +149,7 @@ class SessionQueryService:
         clauses = validate_event_filters(filters)
         loaded = self.load(session_id, token)
         fold = loaded.fold()
+        loaded.stage("filtering")  # every event's text: about half the read's time
         predicate = EventPredicate(clauses)
         out = []
         for event, text in documents(loaded.events):
@@ -238,12 +239,15 @@ class SessionQueryService:
         loaded = self.load(session_id, token, outline=True)  # no chunk payload is read
         fold = loaded.fold()
         check_cancelled(token)
-        return timeline.build_timeline(wire.raw(loaded.header), loaded.header, loaded.events, fold)
+        return timeline.build_timeline(
+            wire.raw(loaded.header), loaded.header, loaded.events, fold, loaded.progress
+        )
 
     def read_session(
         self, session_id: str, token: CancelToken = NULL_TOKEN
     ) -> wire.SessionLogSnapshot:
         loaded = self.load(session_id, token)
+        loaded.stage("folding")
         _check_replay(session_id, loaded.header, loaded.events)
         return wire.SessionLogSnapshot(
             session=wire.raw(loaded.header), events=[wire.raw(e) for e in loaded.events]
@@ -260,7 +264,9 @@ class SessionQueryService:
         check_cancelled(token)
         header = loaded.header
         view = SessionView(
-            timeline=timeline.build_timeline(wire.raw(header), header, loaded.events, fold),
+            timeline=timeline.build_timeline(
+                wire.raw(header), header, loaded.events, fold, loaded.progress
+            ),
             events=_records(session_id, loaded.events, fold.classes()),
             title=title_result(session_id, header, last_title_event(loaded.events)),
         )

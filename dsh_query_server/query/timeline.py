@@ -26,9 +26,12 @@ from ..model.timeline import (
     TimelineReplacement,
     TimelineStep,
 )
+from ..progress import NULL_TRACKER, Tracker
 from ..session.fold import Fold
 from ..values import is_nonneg_safe_integer
 from .usage import StepData, rule_for
+
+CHART_STEP = 4095  # events between two counts of the timeline's pass (a mask: 4,096)
 
 
 def surface_through(events: Sequence[Event], fold: Fold, through: int) -> list[int]:
@@ -65,9 +68,17 @@ def _model(data: Any) -> str | None:
 
 
 def build_timeline(
-    session: Raw, header: Header, events: Sequence[Event], fold: Fold
+    session: Raw,
+    header: Header,
+    events: Sequence[Event],
+    fold: Fold,
+    progress: Tracker = NULL_TRACKER,
 ) -> SessionTimeline:
-    """views.md §2 from one observation: ``session`` is the header's JSON as loaded."""
+    """views.md §2 from one observation: ``session`` is the header's JSON as loaded. The
+    request's ``progress`` is told ``charting 4,096 of 150,000 events`` as the events are gone
+    through: every surface event's text makes this longer than the fold, and on a long log than
+    its read (protocol.md §8 "After a read")."""
+    total = len(events)
     replacement_of = fold.replacement_of
     length_of: dict[int, int] = {}  # text length of every event now on the surface
     count = chars = 0
@@ -76,6 +87,8 @@ def build_timeline(
     before_steps: list[SurfaceSize] = []
     replacements: list[TimelineReplacement] = []
     for seq, event in enumerate(events):
+        if not seq & CHART_STEP:
+            progress.report(f"charting {seq:,} of {total:,} events")
         etype = event.type
         if etype not in SURFACE_TYPES:
             if etype == "request/context":

@@ -11,8 +11,7 @@ window reads; any other is inspected once. A title read at a known revision is r
 
 from __future__ import annotations
 
-import itertools
-from threading import Lock
+from contextlib import nullcontext
 
 from msgspec import UNSET
 
@@ -23,14 +22,18 @@ from ..model import wire
 from ..model.event import Event, Header, headers_compatible
 from ..persistence.mount.binding import Binding
 from ..persistence.reads import Listing, StoredLogs
+from ..progress import Tally
 from ..session.store import LiveSnapshot
 from .loaded import check_cancelled, conflict, not_found
-from .loading import Loader
+from .loading import Loader, metered
 from .titlefold import last_title_event, title_from, title_window
 from .titlememo import KnownTitle, TitleBatch, TitleMemo
 from .workers import WorkerPool, run_claims
 
 TitleResult = wire.SessionTitleObservationResult
+# The count of a batch's title reads (protocol.md §8): the logs read, a title the memo holds is
+# not; the tree's labels (server/tree/labels.py) count theirs the same way.
+TITLES_READ = "reading titles {done:,} of {total:,} sessions"
 
 
 class Titles:
@@ -122,15 +125,15 @@ class Titles:
                 known.result if known.fits(listed[sid]) else _rejected(sid, conflict(sid))
             )
 
-        # "reading titles 120 of 888 sessions" (protocol.md §8): the pool's workers count the
-        # logs read, in order under a lock; the tracker keeps the reports to ten a second.
-        progress, total, read, counting = token.progress, len(unread), itertools.count(1), Lock()
+        # One log to read (readTitle): its bytes, or rows, are what there is to count, as in a
+        # read of one session, not "1 of 1"; several are read at once: the batch counts them.
+        single = len(unread) == 1
+        tally = Tally(token.progress, len(unread), TITLES_READ)
 
         def work(sid: str) -> None:
             results[sid] = self._persisted_title(logs, sid, listed.get(sid), token)
-            with counting:
-                done = next(read)
-                progress.report(f"reading titles {done:,} of {total:,} sessions", done, total)
+            if not single:
+                tally.one()
 
         # The listed logs' shapes are read in one bulk pass first where the mount can (a worker
         # process maps them beside this one: importing/shapes.py); each such title then reads
@@ -142,7 +145,8 @@ class Titles:
                 shaped.add(sid)
                 work(sid)
         rest = [sid for sid in unread if sid not in shaped] if shaped else unread
-        run_claims(rest, work, self.concurrency, token, pool=self.pool)
+        with metered(token) if single else nullcontext():
+            run_claims(rest, work, self.concurrency, token, pool=self.pool)
         check_cancelled(token)
         # An id the listing does not hold was answered by the live store or as not found: from
         # the proof's own parts, like a memo entry.

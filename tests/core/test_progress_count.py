@@ -8,13 +8,14 @@ drops and never passes ``n``. Checked before the tracker's own clamp, so the cou
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_query_server.progress import DELAY_ENV, Count, Tracker
+from dsh_query_server.progress import DELAY_ENV, Count, Tally, Tracker
 
 
 class Recorder:
@@ -31,7 +32,8 @@ class Recorder:
 
 
 class Raw(Tracker):
-    """A tracker that keeps what the count gives it, before its own clamp."""
+    """A tracker that keeps what the count gives it, before its own clamp (and its percentage,
+    where a ``Tally`` after it starts)."""
 
     def __init__(self) -> None:
         super().__init__(Recorder(), "t", delay=0)
@@ -41,6 +43,7 @@ class Raw(Tracker):
         self, message: str | None, done: int | None = None, total: int | None = None
     ) -> None:
         self.given.append((message, done, total))
+        super().report(message, done, total)  # never sent (the tracker is not armed): kept
 
 
 # a home: its transcripts and the points its listing tells (done of them), listed once or twice
@@ -58,12 +61,13 @@ homes = st.lists(
 )
 
 
-@given(homes=homes, share=st.booleans())
-def test_the_count_never_goes_back(homes, share):
+@given(homes=homes, share=st.booleans(), upto=st.sampled_from([50, 100]))
+def test_the_count_never_goes_back(homes, share, upto):
+    """``upto``: the tree's listing leaves the bar's second half to its labels (``Tally``)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(DELAY_ENV, "0")  # every call reports
         raw = Raw()
-        count = Count(raw, share)
+        count = Count(raw, share, upto)
     parts = len(homes)
     for index, (total, listings) in enumerate(homes):
         count.part(index, parts)
@@ -90,4 +94,33 @@ def test_the_count_never_goes_back(homes, share):
     assert counts[-1] == (sum(t for t, _ in homes),) * 2
     if share:
         assert shares == sorted(shares)
-        assert shares[-1] == 1.0
+        assert shares[-1] == upto / 100
+
+
+@given(
+    before=st.one_of(st.none(), st.integers(0, 100)),
+    total=st.integers(1, 60),
+    threads=st.integers(1, 4),
+)
+def test_a_tally_runs_from_where_the_phase_before_left_the_bar(before, total, threads):
+    """``reading titles k of n sessions`` counted by several workers at once: ``k`` rises by one
+    each time up to ``n``, and the percentage from the phase before's (0 without one) to 100."""
+    raw = Raw()
+    if before is not None:
+        raw.report("listing", before, 100)
+        raw.given.clear()
+    tally = Tally(raw, total, "reading titles {done:,} of {total:,} sessions")
+    share = [total // threads + (i < total % threads) for i in range(threads)]
+    workers = [threading.Thread(target=lambda n=n: [tally.one() for _ in range(n)]) for n in share]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    start = before or 0
+    messages = [m for m, _, _ in raw.given]
+    assert messages == [f"reading titles {k:,} of {total:,} sessions" for k in range(1, total + 1)]
+    percentages = [
+        done * 100 // whole for _, done, whole in raw.given if done is not None and whole
+    ]
+    assert percentages == sorted(percentages)
+    assert all(start <= p <= 100 for p in percentages) and percentages[-1] == 100

@@ -14,13 +14,16 @@ from hypothesis import strategies as st
 
 from dsh_query_server import errors
 from dsh_query_server.errors import QueryError
-from dsh_query_server.model.event import Event
+from dsh_query_server.model import wire
+from dsh_query_server.model.event import Event, Header
 from dsh_query_server.model.text import extract_text
 from dsh_query_server.persistence.mount.binding import PersistenceBinding
+from dsh_query_server.progress import Tracker
 from dsh_query_server.query.service import SessionQueryService
+from dsh_query_server.query.timeline import build_timeline
 from dsh_query_server.session.fold import fold_surface
 from dsh_query_server.session.store import SessionStore
-from tests.builders import A, R, U, assistant_data, ev, log_only
+from tests.builders import A, R, U, assistant_data, ev, hdr, log_only
 from tests.session.test_fold_property import valid_logs
 
 
@@ -267,3 +270,22 @@ def test_log_only_events_change_no_surface():
     events = [U(0, "abcd"), log_only("turn/start", 1, {"turn": 1}), A(2, "x")]
     step = j(service_with(events).read_timeline("s1"))["steps"][0]
     assert step["surface"] == {"events": 1, "chars": 4, "approxTokens": 1}
+
+
+def test_the_timeline_counts_its_pass_over_the_events():
+    """``charting k of n events`` (protocol.md §8 "After a read"): every 4,096 events, rising,
+    with the header's own JSON as the session."""
+
+    class Told(Tracker):
+        def __init__(self) -> None:
+            super().__init__(None, "t")
+            self.told: list[str | None] = []
+
+        def report(self, message: str | None, done: int | None = None, total: int | None = None):
+            self.told.append(message)
+
+    events = [U(seq, f"m{seq}") if seq % 2 == 0 else A(seq, "a") for seq in range(10_000)]
+    header = Header.from_value(hdr("s", 1))
+    told = Told()
+    build_timeline(wire.raw(header), header, events, fold_surface(events), told)
+    assert told.told == [f"charting {k:,} of 10,000 events" for k in (0, 4096, 8192)]

@@ -28,7 +28,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from dsh_query_server.server.transport import frame, read_frame
-from tests.builders import TEST_ENV, TEST_SERVER
+from tests.builders import TEST_ENV, TEST_SERVER, U, hdr, write_transcript
 from tests.import_helpers import REAL
 from tests.lsp_client import config
 from tests.server.test_progress_wire import check_sequence
@@ -50,6 +50,17 @@ def claude_home(root: pathlib.Path, sessions: int, first: int = 1) -> pathlib.Pa
     for n in range(first, first + sessions):
         path = project / f"{uuid.UUID(int=n)}.jsonl"
         path.write_text(real.replace(REAL_ID, str(uuid.UUID(int=n))))
+        os.utime(path, (ahead, ahead))
+    return root
+
+
+def jsonl_root(root: pathlib.Path, sessions: int) -> pathlib.Path:
+    """A dsh ``jsonl:`` root of ``sessions`` one-message transcripts whose times lie a day
+    ahead: no listing proves a header by its transcript's stat (persistence/jsonl/proofs.py),
+    so every listing reads every header."""
+    ahead = time.time() + 86_400
+    for n in range(sessions):
+        path = write_transcript(root, hdr(f"s{n:03d}", n), [U(0, f"message {n}")])
         os.utime(path, (ahead, ahead))
     return root
 
@@ -112,6 +123,23 @@ async def test_list_sessions_counts_the_transcripts_it_lists(client, tmp_path):
     assert percentages[-1] == 100 and len(set(percentages)) >= 10, percentages
 
 
+async def test_list_sessions_counts_a_jsonl_roots_transcripts(client, tmp_path):
+    """The dsh ``jsonl:`` root counts its listing as the importers' homes do: the session
+    directories whose header it has gone through, of those its survey found."""
+    root = jsonl_root(tmp_path / "root", SESSIONS)
+    await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"jsonl:{root}"})
+    listed = await _request(client, "sessionQuery/listSessions", {}, "jsonl")
+    assert len(listed) == SESSIONS
+    reports = client.progress_reports["jsonl"]
+    percentages = check_sequence(reports)
+    assert reports[0].title == "dsh-query listSessions"
+    assert reports[-1].message == "done"
+    counts = _listing(reports, SESSIONS)
+    assert counts == sorted(counts) and counts[-1] == SESSIONS, reports
+    assert len(counts) >= SESSIONS // 2, reports
+    assert percentages[-1] == 100 and len(set(percentages)) >= 10, percentages
+
+
 async def test_the_trees_children_count_under_a_token_the_server_creates(client, tmp_path):
     """VS Code and Neovim send no token: the server creates one, and the tree's listing counts
     under it (its first message may already ride on the begin, once the client has answered)."""
@@ -127,6 +155,30 @@ async def test_the_trees_children_count_under_a_token_the_server_creates(client,
     reports = tree()
     check_sequence(reports)
     assert _listing(reports, SESSIONS), reports
+
+
+async def test_the_trees_labels_count_after_its_listing(client, tmp_path):
+    """A level of the sessions view lists the corpus, then reads its page's labels: the listing
+    owns the first half of the bar, ``reading titles k of n sessions`` the second."""
+    home = claude_home(tmp_path / "claude", SESSIONS)
+    await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"claude:{home}"})
+    level = await _request(client, "sessionQuery/treeChildren", {"view": "sessions"}, "tree")
+    assert len(level["nodes"]) == SESSIONS
+    reports = client.progress_reports["tree"]
+    check_sequence(reports)
+    assert reports[0].title == "dsh-query treeChildren" and reports[-1].message == "done"
+    listing = [r for r in reports if (r.message or "").startswith("listing ")]
+    counts = _listing(listing, SESSIONS)
+    assert counts == sorted(counts) and counts[-1] == SESSIONS, reports
+    assert all(r.percentage is not None and r.percentage <= 50 for r in listing), reports
+    titles = [r for r in reports if (r.message or "").startswith("reading titles ")]
+    read = [int(r.message.split()[2]) for r in titles]
+    assert read == sorted(read) and len(read) >= SESSIONS // 2, reports
+    assert titles[-1].message == f"reading titles {SESSIONS} of {SESSIONS} sessions", reports
+    assert all(r.percentage is not None and r.percentage >= 50 for r in titles), reports
+    assert titles[-1].percentage == 100, reports
+    # the listing first, then the labels
+    assert reports.index(listing[-1]) < reports.index(titles[0]), reports
 
 
 async def test_a_composite_gives_each_home_its_share(client, tmp_path):

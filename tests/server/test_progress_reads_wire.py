@@ -1,7 +1,8 @@
 """Progress of one long read over the wire (protocol.md §8, pytest-lsp), for the backends whose
 reads test_progress_wire.py does not cover: a Zstandard-compressed Codex rollout and the dsh
-``jsonl:`` root (stored bytes, ``reading k of n MB``), our ``sqlite:`` store (``reading k of n
-events``) and OpenCode, database and legacy files (``reading k of n records``).
+``jsonl:`` root (stored bytes, ``reading k of n MB``, also for ``readTitle``'s one log), our
+``sqlite:`` and ``postgres:`` stores (``reading k of n events``) and OpenCode, database and legacy
+files (``reading k of n records``).
 
 Each read is made twice: under the request's own token by a client that shows progress, and by
 a client that shows none (so no meter runs); the answers must be the same bytes.
@@ -24,6 +25,7 @@ from pytest_lsp import LanguageClient
 
 from dsh_query_server.model.event import Event, Header
 from dsh_query_server.persistence.jsonl import JsonlBackend
+from dsh_query_server.persistence.postgres import open_postgres
 from dsh_query_server.persistence.sqlite import SqliteBackend
 from tests.builders import TEST_SERVER, U, hdr, write_transcript
 from tests.import_helpers import REAL
@@ -138,6 +140,32 @@ async def test_a_raw_dsh_transcript_reports_its_bytes_in_both_reads(client, plai
         assert all(m.endswith(f" of {size / 1e6:.1f} MB") for m in reading), reading
 
 
+@pytest.mark.parametrize(
+    "method,params,stages",
+    [
+        ("readSession", {}, ["folding 6 events"]),  # the replay check folds
+        ("listEvents", {}, ["folding 6 events"]),
+        ("readTimeline", {}, ["folding 6 events", "charting 0 of 6 events"]),
+        ("filterEvents", {"filters": []}, ["folding 6 events", "filtering 6 events"]),
+    ],
+)
+async def test_the_read_gives_way_to_what_follows_it(
+    client, plain, tmp_path, method, params, stages
+):
+    """Once the log is read the request folds it, and some go on to chart or filter it: the
+    progress says each, instead of staying on ``reading 6 of 6 MB`` until the end."""
+    write_transcript(tmp_path / "root", hdr("big"), [e.to_value() for e in _big_events(6)])
+    await _mount(f"jsonl:{tmp_path / 'root'}", client, plain)
+    reading = await _metered(
+        client, plain, f"sessionQuery/{method}", {"sessionId": "big", **params}
+    )
+    assert len(reading) >= 3, reading
+    reports = list(client.progress_reports.values())[-1]  # the request's own token
+    messages = [r.message for r in reports]
+    assert messages[-len(stages) - 1 :] == [*stages, "done"], messages
+    assert all(messages.count(stage) == 1 for stage in stages), messages
+
+
 async def test_a_zstandard_dsh_transcript_reports_its_stored_bytes(client, plain, tmp_path):
     root = tmp_path / "root"
     backend = JsonlBackend(str(root), compression="zstd")
@@ -147,6 +175,17 @@ async def test_a_zstandard_dsh_transcript_reports_its_stored_bytes(client, plain
     (path,) = root.rglob("session.jsonl.zstd")
     await _mount(f"jsonl:{root}", client, plain)
     reading = await _metered(client, plain, "sessionQuery/readSession", {"sessionId": "big"})
+    size = path.stat().st_size
+    assert len(reading) >= 3, reading
+    assert all(m.endswith(f" of {size / 1e6:.1f} MB") for m in reading), reading
+
+
+async def test_a_title_read_of_one_log_reports_its_bytes(client, plain, tmp_path):
+    """``readTitle`` reads one log (its verification, the first time at a revision): its bytes
+    are the count, as a read of one session shows them."""
+    path = write_transcript(tmp_path / "root", hdr("big"), [e.to_value() for e in _big_events(6)])
+    await _mount(f"jsonl:{tmp_path / 'root'}", client, plain)
+    reading = await _metered(client, plain, "sessionQuery/readTitle", {"sessionId": "big"})
     size = path.stat().st_size
     assert len(reading) >= 3, reading
     assert all(m.endswith(f" of {size / 1e6:.1f} MB") for m in reading), reading
@@ -169,6 +208,28 @@ async def test_a_sqlite_session_reports_its_events(client, plain, tmp_path):
         reading = await _metered(client, plain, method, params)
         assert len(reading) >= 3, reading
         assert all(re.fullmatch(r"reading [\d,]+ of 5,000 events", m) for m in reading), reading
+
+
+# -- a postgres: store: events fetched and decoded, of the session's count -----------------------
+
+
+async def test_a_postgres_session_reports_its_events(client, plain, pg_database):
+    uri = pg_database.socket_uri()
+    backend = open_postgres(uri)
+    backend.create(Header.from_value(hdr("long", 1, cwd="/p")))
+    for start in range(0, 5000, 1000):
+        backend.append("long", [U(seq, f"message {seq}") for seq in range(start, start + 1000)])
+    backend.close()
+    await _mount(uri, client, plain)
+    for method, params in (
+        ("sessionQuery/readEvent", {"sessionId": "long", "seq": 4000}),  # verifies the log
+        ("sessionQuery/readSession", {"sessionId": "long"}),  # inspects it again
+    ):
+        reading = await _metered(client, plain, method, params)
+        assert len(reading) >= 3, reading
+        assert all(re.fullmatch(r"reading [\d,]+ of 5,000 events", m) for m in reading), reading
+        done = [int(m.split()[1].replace(",", "")) for m in reading]
+        assert done == sorted(done) and done[-1] == 5000, reading
 
 
 # -- OpenCode: records (message and part rows or files) ------------------------------------------

@@ -52,7 +52,12 @@ class HeaderListing:
         headers: dict[str, ListedHeader] = {}
         proven = True
         skipped: list[SkippedArtifact] = []
-        for session in sessions:
+        # ``listing k of n transcripts`` (protocol.md §8), as the importers' listing counts:
+        # the session directories gone through, of those the survey found.
+        count, total = token.listing, len(sessions)
+        for done, session in enumerate(sessions):
+            if count is not None:
+                count.at(done, total)
             # The survey verified the encoding: every session's one kind is this one.
             key = session.keys[0]
             known = known_headers.get(session.path)
@@ -75,6 +80,8 @@ class HeaderListing:
             seen.add(header_id)
             listed.append(entry.header)
             revisions.append(entry.revision)
+        if count is not None:
+            count.at(total, total)
         self._headers = headers
         self.skipped = tuple(skipped)
         result = Listed(sessions, listed, revisions, proven and len(listed) == len(sessions))

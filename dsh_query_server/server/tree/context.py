@@ -16,6 +16,10 @@ from .ids import Key, encode_id
 from .labels import Lag, SessionInfo, read_labels, read_lags
 
 LABEL_BUDGET_SECONDS = 2.0  # time a level may spend reading persisted logs for labels
+# The part of a level's progress bar its listing owns when labels are read after it: the labels'
+# count takes the rest (protocol.md §8). Half: a cold listing of a big home and a page of labels
+# (at most LABEL_BUDGET_SECONDS) take times of the same order.
+LISTING_PART = 50
 
 
 class Ctx:
@@ -26,14 +30,17 @@ class Ctx:
         # The grouping a node was issued under (kinds.Kind.scope); every key built here keeps it.
         self.scope = scope
 
-    def corpus(self) -> list[Record]:
-        return self.rt.service.corpus(self.token)
+    def corpus(self, labels: bool = True) -> list[Record]:
+        """The corpus listed for one level; ``labels``: the level reads labels after it, which
+        then own the second half of the progress bar."""
+        with self.token.counting(share=True, upto=LISTING_PART if labels else 100):
+            return self.rt.service.corpus(self.token)
 
     def corpus_or_none(self) -> list[Record] | None:
         """The corpus for finding a parent; None when it cannot be listed (cancellation still
         raises), so an unlistable corpus makes a node a root instead of failing the reveal."""
         try:
-            return self.corpus()
+            return self.corpus(labels=False)
         except QueryError as exc:
             if exc.code == errors.ABORTED:
                 raise

@@ -85,7 +85,7 @@ def group_node(ctx: Ctx, value: GroupValue, members: list[Record], tree: Forest)
 
 def groups_page(ctx: Ctx, offset: int) -> list[TreeNode]:
     """The roots of a grouped tree (offset 0) or a later page of them ("more")."""
-    tree = forest(ctx.corpus())
+    tree = forest(ctx.corpus(labels=False))  # group nodes read no label
     groups = grouped(tree.roots, ctx.scope)
     values = list(groups)
     start, end, more = page_bounds(len(values), offset)

@@ -24,8 +24,10 @@ from ...persistence.contract.backend import PersistenceBackend
 from ...persistence.contract.results import Window
 from ...persistence.mount.binding import Binding
 from ...persistence.reads import StoredLogs
+from ...progress import Tally
 from ...query.loaded import Record, check_cancelled, conflict
 from ...query.titlefold import title_from, title_window
+from ...query.titles import TITLES_READ
 from ...query.workers import run_claims
 from ...session.store import LiveSnapshot
 from ...values import is_nonneg_safe_integer
@@ -182,6 +184,10 @@ def read_labels(
             out[sid] = SessionInfo(title, None, known.length)
             del pending[sid]
 
+    # "reading titles 12 of 50 sessions" as readTitles counts: the logs read for their labels,
+    # over what the level's listing left of the bar (context.py gives it the first half).
+    tally = Tally(token.progress, len(pending), TITLES_READ)
+
     def work(sid: str) -> None:
         try:
             out[sid] = _persisted_info(service, binding.logs, sid, pending[sid], token)
@@ -189,6 +195,7 @@ def read_labels(
             pass
         except Exception:  # a bug in a projection: logged, and only this label is lost
             log.exception("label of session %s failed", sid)
+        tally.one()
 
     # A persisted label costs a whole-log read the first time a log is seen at a revision (then
     # a few window reads); a page of long logs could keep the sidebar waiting for many seconds.
