@@ -37,7 +37,8 @@ demo: install
 # runs TEST_FIRST, which mostly waits on other processes (code-server and Chromium, Neovim, the
 # CLI, hubs and MCP servers), the second everything else, so that a new test folder lands there
 # without being named here. Measured on 2 cores: 592 s and 685 s (export/ then in the second),
-# 11.5 min for the whole suite where one process took 24 min (load 3-5 both).
+# 11.5 min for the whole suite, where one process took 24 min before (load 3-5 both; that
+# figure also before hub_helpers.alive stopped waiting for PID 1 to reap an exited hub).
 # Each prints its report when it ends, the first usually first; either failing fails `make test`.
 # PYTEST_ARGS go to both: options (-x, -k, -m), not paths (`$(BIN)/python -m pytest PATH` for
 # those); a half they select nothing in passes. No cache provider: two writers would race for it.
