@@ -165,7 +165,11 @@ class HubClient:
         self.notify("exit", None)
 
     def close(self) -> None:
-        """Closing is enough: the hub cancels what this connection still had in flight."""
+        """Closing is enough: the hub cancels what this connection still had in flight. The
+        socket is shut down first: a thread still reading it (an MCP server's hub reader) would
+        otherwise hold the close, and the process would never exit after its stdin closed."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
         with contextlib.suppress(OSError):
             self._reader.close()
         with contextlib.suppress(OSError):
