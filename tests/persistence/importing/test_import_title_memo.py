@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,6 +24,7 @@ from dsh_query_server.persistence.claude.backend import ClaudeBackend
 from dsh_query_server.persistence.codex.backend import CodexBackend
 from dsh_query_server.persistence.contract.capabilities import Capabilities
 from dsh_query_server.persistence.contract.results import Inspection, Payloads, Window
+from dsh_query_server.persistence.importing import shared
 from dsh_query_server.persistence.importing.backend import Candidate
 from dsh_query_server.persistence.importing.window import MemoBuilder
 from dsh_query_server.persistence.mount.composite import CompositeBackend, composite
@@ -157,10 +159,14 @@ def test_a_second_batch_reads_no_unchanged_log(tmp_path: pathlib.Path) -> None:
     assert counted.reads == []
 
 
-def test_a_title_costs_one_mapping_and_no_window_memo(tmp_path: pathlib.Path) -> None:
+def test_a_title_costs_one_mapping_and_no_window_memo(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A title batch maps each transcript once, keeping only its titles whole (shapes.py): the
     title's own window comes from that read's shape, and no window memo is built for logs a
-    listing only titles. A window other than the title's still reads the log whole."""
+    listing only titles. A window other than the title's still reads the log whole. (In this
+    process, where the mappings can be counted: test_import_shapes.py counts the worker's.)"""
+    monkeypatch.setenv(shared.ENV, "0")
     clock = Clock()
     home = tmp_path / "claude"
     sids = [f"t{i}" for i in range(4)]
