@@ -52,6 +52,8 @@ def test_search_progress_reaches_the_handler(nvim, tmp_path):
     assert result["before"] == ""
     assert result["checks"]["ended"], result["seen"]
     seen = [s for s in result["seen"] if s]
+    # Before the server runs, the status says it is starting (it cannot report yet).
+    assert seen[0] == "dsh-query: starting the server", seen
     assert any(s.startswith("dsh-query searchSessions") for s in seen), seen
     assert any("indexing" in s and s.endswith("%)") for s in seen), seen
     assert result["after"] == ""

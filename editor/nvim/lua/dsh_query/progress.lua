@@ -56,6 +56,38 @@ function M.handler(err, result, ctx, cfg)
   end
 end
 
+local STARTING = {} -- the pseudo-token of a server that is starting (no $/progress before it runs)
+
+local function changed()
+  vim.schedule(function()
+    pcall(vim.cmd, "doautocmd <nomodeline> User DshQueryProgress")
+  end)
+end
+
+--- The server is starting: until `started()`, the status says so (the server's own progress can
+--- only begin once it runs, about half a second later; issue 28).
+function M.starting()
+  if tokens[STARTING] == nil then
+    tokens[STARTING] = { title = "dsh-query", message = "starting the server" }
+    table.insert(order, 1, STARTING) -- the oldest: a request's own progress shows over it
+    changed()
+  end
+end
+
+--- The server initialized, or failed to: the starting status goes.
+function M.started()
+  if tokens[STARTING] ~= nil then
+    tokens[STARTING] = nil
+    for i, t in ipairs(order) do
+      if t == STARTING then
+        table.remove(order, i)
+        break
+      end
+    end
+    changed()
+  end
+end
+
 --- What runs now, on one line ("" when nothing does): the newest request's title, message and
 --- percentage, e.g. `dsh-query searchSessions: indexing 512 of 1,600 transcripts (32%)`.
 function M.status()

@@ -94,6 +94,7 @@ end
 --- Forget the client and fail the queued requests with `err` (a message or an error object).
 --- `notified`: the user has been told already, the failed requests stay quiet.
 local function reset(err, notified)
+  require("dsh_query.progress").started()
   state.client_id, state.path, state.ready = nil, nil, false
   if type(err) ~= "table" then
     err = { message = err or "the server is not running" }
@@ -299,6 +300,7 @@ local function client_config()
         if state.client_id == nil or state.client_id == client.id then
           state.client_id = client.id
           state.ready = true
+          require("dsh_query.progress").started()
           flush(client)
         end
       end)
@@ -377,6 +379,9 @@ local function start()
     return nil, err or "vim.lsp could not start the client"
   end
   state.client_id = id
+  if not state.ready then
+    require("dsh_query.progress").starting()
+  end
   local timeout = config.options.start_timeout_ms
   vim.defer_fn(function()
     if state.client_id == id and not state.ready then
