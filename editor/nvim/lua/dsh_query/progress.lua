@@ -20,6 +20,22 @@ local function summary(entry)
   return text
 end
 
+local function changed()
+  vim.schedule(function()
+    pcall(vim.cmd, "doautocmd <nomodeline> User DshQueryProgress")
+  end)
+end
+
+local function forget(token)
+  tokens[token] = nil
+  for i, t in ipairs(order) do
+    if t == token then
+      table.remove(order, i)
+      break
+    end
+  end
+end
+
 --- The `$/progress` handler (Neovim's handler signature since 0.5.1).
 function M.handler(err, result, ctx, cfg)
   local value = type(result) == "table" and result.value or nil
@@ -38,17 +54,9 @@ function M.handler(err, result, ctx, cfg)
         entry.percentage = value.percentage
       end
     elseif kind == "end" and tokens[token] then
-      tokens[token] = nil
-      for i, t in ipairs(order) do
-        if t == token then
-          table.remove(order, i)
-          break
-        end
-      end
+      forget(token)
     end
-    vim.schedule(function()
-      pcall(vim.cmd, "doautocmd <nomodeline> User DshQueryProgress")
-    end)
+    changed()
   end
   local default = vim.lsp.handlers["$/progress"]
   if default and default ~= M.handler then
@@ -57,12 +65,6 @@ function M.handler(err, result, ctx, cfg)
 end
 
 local STARTING = {} -- the pseudo-token of a server that is starting (no $/progress before it runs)
-
-local function changed()
-  vim.schedule(function()
-    pcall(vim.cmd, "doautocmd <nomodeline> User DshQueryProgress")
-  end)
-end
 
 --- The server is starting: until `started()`, the status says so (the server's own progress can
 --- only begin once it runs, about half a second later; issue 28).
@@ -77,13 +79,7 @@ end
 --- The server initialized, or failed to: the starting status goes.
 function M.started()
   if tokens[STARTING] ~= nil then
-    tokens[STARTING] = nil
-    for i, t in ipairs(order) do
-      if t == STARTING then
-        table.remove(order, i)
-        break
-      end
-    end
+    forget(STARTING)
     changed()
   end
 end
