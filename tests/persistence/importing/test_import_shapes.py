@@ -19,11 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_query_server.cancel import CancelToken
 from dsh_query_server.persistence.codex.backend import CodexBackend
-from dsh_query_server.persistence.contract.results import Digested, Inspection, Payloads
+from dsh_query_server.persistence.contract.results import Digested
 from dsh_query_server.persistence.importing import shared
-from dsh_query_server.persistence.importing.backend import Candidate, stat_key
+from dsh_query_server.persistence.importing.backend import stat_key
 from dsh_query_server.persistence.importing.shapes import (
     TITLE_READING,
     Shape,
@@ -31,12 +30,13 @@ from dsh_query_server.persistence.importing.shapes import (
     shape_of,
 )
 from dsh_query_server.persistence.mount.composite import composite
-from tests.persistence.importing.test_import_listing import SETTINGS, STAMP, Clock, apply, line
+from tests.persistence.importing.test_import_listing import SETTINGS, Clock, apply
 from tests.persistence.importing.test_import_title_memo import (
     OP,
     CountedClaude,
     mounted,
     title_line,
+    titled_home,
     titles,
 )
 from tests.persistence.test_window import InspectOnly, service_over
@@ -66,33 +66,12 @@ def test_titles_through_the_worker_equal_fresh_full_reads(ops) -> None:
         shutil.rmtree(root)
 
 
-def _home(tmp_path: pathlib.Path, clock: Clock, sids: list[str]) -> pathlib.Path:
-    home = tmp_path / "claude"
-    for i, sid in enumerate(sids):
-        path = home / "projects" / "-w" / f"{sid}.jsonl"
-        anchor = {"type": "user", "uuid": f"u{i}", "sessionId": sid, "timestamp": STAMP % i}
-        anchor |= {"cwd": "/w", "message": {"role": "user", "content": f"ask {i}"}}
-        apply(tmp_path, clock, ("write", str(path.relative_to(tmp_path)), line(anchor)), 2)
-        apply(tmp_path, clock, ("append", str(path.relative_to(tmp_path)), title_line(sid, sid)), 2)
-    clock.age(home, home / "projects")
-    return home
-
-
 def test_a_batch_maps_each_log_once_and_keeps_its_shape(tmp_path: pathlib.Path) -> None:
     clock = Clock()
     sids = [f"t{i}" for i in range(8)]
-    home = _home(tmp_path, clock, sids)
+    home = titled_home(tmp_path, clock, sids)
     counted = CountedClaude(str(home))
-    mappings: list[Payloads] = []
-    read = counted.read
-
-    def mapping(
-        cand: Candidate, size: int, token: CancelToken, builder: Any, payloads: Payloads = None
-    ) -> Inspection:
-        mappings.append(payloads)
-        return read(cand, size, token, builder, payloads)
-
-    counted.read = mapping  # type: ignore[method-assign]
+    mappings = counted.mapped
     codex = tmp_path / "codex"
     service = service_over(composite([counted, CodexBackend(str(codex), f"codex:{codex}")], "auto"))
     got = titles(service, sids)
@@ -120,7 +99,7 @@ def _key(backend: CountedClaude, sid: str) -> Any:
 
 def test_shape_digests_round_trip_and_refuse_other_bytes(tmp_path: pathlib.Path) -> None:
     clock = Clock()
-    home = _home(tmp_path, clock, ["t0"])
+    home = titled_home(tmp_path, clock, ["t0"])
     backend = CountedClaude(str(home))
     backend.list()
     ins = backend.inspect_payloads("t0", TITLE_READING)

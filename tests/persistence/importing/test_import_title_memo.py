@@ -101,11 +101,12 @@ def test_titles_from_the_memo_equal_fresh_full_reads(ops) -> None:
 
 class CountedClaude(ClaudeBackend):
     """The Claude backend, counting each read of a transcript: a window (from its window memo or
-    not) and each whole mapping."""
+    not) and each whole mapping (``reads``), and each mapping's payload selection (``mapped``)."""
 
     def __init__(self, home: str) -> None:
         super().__init__(home, f"claude:{home}")
         self.reads: list[str] = []
+        self.mapped: list[Payloads] = []
 
     def read(
         self,
@@ -116,6 +117,7 @@ class CountedClaude(ClaudeBackend):
         payloads: Payloads = None,
     ) -> Inspection:
         self.reads.append(cand.session_id)
+        self.mapped.append(payloads)
         return super().read(cand, size, token, builder, payloads)
 
     def inspect_window(
@@ -125,10 +127,9 @@ class CountedClaude(ClaudeBackend):
         return super().inspect_window(session_id, first, last, token)
 
 
-def test_a_second_batch_reads_no_unchanged_log(tmp_path: pathlib.Path) -> None:
-    clock = Clock()
+def titled_home(tmp_path: pathlib.Path, clock: Clock, sids: list[str]) -> pathlib.Path:
+    """A Claude home of aged transcripts, each titled with its own id."""
     home = tmp_path / "claude"
-    sids = [f"t{i}" for i in range(5)]
     for i, sid in enumerate(sids):
         path = home / "projects" / "-w" / f"{sid}.jsonl"
         anchor = {"type": "user", "uuid": f"u{i}", "sessionId": sid, "timestamp": STAMP % i}
@@ -136,6 +137,13 @@ def test_a_second_batch_reads_no_unchanged_log(tmp_path: pathlib.Path) -> None:
         apply(tmp_path, clock, ("write", str(path.relative_to(tmp_path)), line(anchor)), 2)
         apply(tmp_path, clock, ("append", str(path.relative_to(tmp_path)), title_line(sid, sid)), 2)
     clock.age(home, home / "projects")
+    return home
+
+
+def test_a_second_batch_reads_no_unchanged_log(tmp_path: pathlib.Path) -> None:
+    clock = Clock()
+    sids = [f"t{i}" for i in range(5)]
+    home = titled_home(tmp_path, clock, sids)
     codex = tmp_path / "codex"  # an empty second member: the composite of "auto"
     counted = CountedClaude(str(home))
     backend = composite([counted, CodexBackend(str(codex), f"codex:{codex}")], "auto")
@@ -168,26 +176,10 @@ def test_a_title_costs_one_mapping_and_no_window_memo(
     process, where the mappings can be counted: test_import_shapes.py counts the worker's.)"""
     monkeypatch.setenv(shared.ENV, "0")
     clock = Clock()
-    home = tmp_path / "claude"
     sids = [f"t{i}" for i in range(4)]
-    for i, sid in enumerate(sids):
-        path = home / "projects" / "-w" / f"{sid}.jsonl"
-        anchor = {"type": "user", "uuid": f"u{i}", "sessionId": sid, "timestamp": STAMP % i}
-        anchor |= {"cwd": "/w", "message": {"role": "user", "content": f"ask {i}"}}
-        apply(tmp_path, clock, ("write", str(path.relative_to(tmp_path)), line(anchor)), 2)
-        apply(tmp_path, clock, ("append", str(path.relative_to(tmp_path)), title_line(sid, sid)), 2)
-    clock.age(home, home / "projects")
+    home = titled_home(tmp_path, clock, sids)
     counted = CountedClaude(str(home))
-    mappings: list[Payloads] = []
-    read = counted.read
-
-    def mapping(
-        cand: Candidate, size: int, token: CancelToken, builder: Any, payloads: Payloads = None
-    ) -> Inspection:
-        mappings.append(payloads)
-        return read(cand, size, token, builder, payloads)
-
-    counted.read = mapping  # type: ignore[method-assign]
+    mappings = counted.mapped
     service = service_over(counted)
     got = titles(service, sids)
     assert [t["value"]["title"]["title"] for t in got] == sids
