@@ -108,35 +108,24 @@ def _listing(reports: list[Any], total: int) -> list[int]:
     return counts
 
 
-async def test_list_sessions_counts_the_transcripts_it_lists(client, tmp_path):
-    home = claude_home(tmp_path / "claude", SESSIONS)
-    await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"claude:{home}"})
-    listed = await _request(client, "sessionQuery/listSessions", {}, "list")
+@pytest.mark.parametrize("scheme", ["claude", "jsonl"])
+async def test_list_sessions_counts_the_transcripts_it_lists(client, tmp_path, scheme):
+    """An importer's home, and the dsh ``jsonl:`` root as the importers' homes do (the session
+    directories whose header it has gone through, of those its survey found)."""
+    make = claude_home if scheme == "claude" else jsonl_root
+    home = make(tmp_path / scheme, SESSIONS)
+    await client.protocol.send_request_async(
+        "sessionPersistence/mount", {"uri": f"{scheme}:{home}"}
+    )
+    listed = await _request(client, "sessionQuery/listSessions", {}, scheme)
     assert len(listed) == SESSIONS
-    reports = client.progress_reports["list"]
+    reports = client.progress_reports[scheme]
     percentages = check_sequence(reports)
     assert reports[0].title == "dsh-query listSessions"
     assert reports[-1].message == "done"
     counts = _listing(reports, SESSIONS)
     assert counts == sorted(counts) and counts[-1] == SESSIONS, reports
     assert len(counts) >= SESSIONS // 2, reports  # delay 0: (almost) every transcript reported
-    assert percentages[-1] == 100 and len(set(percentages)) >= 10, percentages
-
-
-async def test_list_sessions_counts_a_jsonl_roots_transcripts(client, tmp_path):
-    """The dsh ``jsonl:`` root counts its listing as the importers' homes do: the session
-    directories whose header it has gone through, of those its survey found."""
-    root = jsonl_root(tmp_path / "root", SESSIONS)
-    await client.protocol.send_request_async("sessionPersistence/mount", {"uri": f"jsonl:{root}"})
-    listed = await _request(client, "sessionQuery/listSessions", {}, "jsonl")
-    assert len(listed) == SESSIONS
-    reports = client.progress_reports["jsonl"]
-    percentages = check_sequence(reports)
-    assert reports[0].title == "dsh-query listSessions"
-    assert reports[-1].message == "done"
-    counts = _listing(reports, SESSIONS)
-    assert counts == sorted(counts) and counts[-1] == SESSIONS, reports
-    assert len(counts) >= SESSIONS // 2, reports
     assert percentages[-1] == 100 and len(set(percentages)) >= 10, percentages
 
 
