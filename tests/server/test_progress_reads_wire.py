@@ -194,6 +194,22 @@ async def test_a_title_read_of_one_log_reports_its_bytes(client, plain, tmp_path
 # -- our SQLite store: events, not bytes ---------------------------------------------------------
 
 
+async def _events_counted(client: LanguageClient, plain: LanguageClient) -> list[list[str]]:
+    """The mounted store's 5,000-event session "long", read by readEvent (which verifies the
+    log) and readSession (which inspects it again): each read's messages, every one of them
+    "reading k of 5,000 events"."""
+    readings = []
+    for method, params in (
+        ("sessionQuery/readEvent", {"sessionId": "long", "seq": 4000}),
+        ("sessionQuery/readSession", {"sessionId": "long"}),
+    ):
+        reading = await _metered(client, plain, method, params)
+        assert len(reading) >= 3, reading
+        assert all(re.fullmatch(r"reading [\d,]+ of 5,000 events", m) for m in reading), reading
+        readings.append(reading)
+    return readings
+
+
 async def test_a_sqlite_session_reports_its_events(client, plain, tmp_path):
     db = tmp_path / "store.db"
     backend = SqliteBackend(str(db))
@@ -201,13 +217,7 @@ async def test_a_sqlite_session_reports_its_events(client, plain, tmp_path):
     backend.append("long", [U(seq, f"message {seq}") for seq in range(5000)])
     backend.close()
     await _mount(f"sqlite:{db}?readOnly=true", client, plain)
-    for method, params in (
-        ("sessionQuery/readEvent", {"sessionId": "long", "seq": 4000}),  # verifies the log
-        ("sessionQuery/readSession", {"sessionId": "long"}),  # inspects it again
-    ):
-        reading = await _metered(client, plain, method, params)
-        assert len(reading) >= 3, reading
-        assert all(re.fullmatch(r"reading [\d,]+ of 5,000 events", m) for m in reading), reading
+    await _events_counted(client, plain)
 
 
 # -- a postgres: store: events fetched and decoded, of the session's count -----------------------
@@ -221,13 +231,7 @@ async def test_a_postgres_session_reports_its_events(client, plain, pg_database)
         backend.append("long", [U(seq, f"message {seq}") for seq in range(start, start + 1000)])
     backend.close()
     await _mount(uri, client, plain)
-    for method, params in (
-        ("sessionQuery/readEvent", {"sessionId": "long", "seq": 4000}),  # verifies the log
-        ("sessionQuery/readSession", {"sessionId": "long"}),  # inspects it again
-    ):
-        reading = await _metered(client, plain, method, params)
-        assert len(reading) >= 3, reading
-        assert all(re.fullmatch(r"reading [\d,]+ of 5,000 events", m) for m in reading), reading
+    for reading in await _events_counted(client, plain):
         done = [int(m.split()[1].replace(",", "")) for m in reading]
         assert done == sorted(done) and done[-1] == 5000, reading
 
